@@ -1,0 +1,216 @@
+// shardscope-cli: the headless front end. Subcommands: generate, inspect, tokenize.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "arguments.h"
+#include "core/engine/engine.h"
+#include "core/engine/port_probe.h"
+#include "core/error.h"
+#include "core/model/model_source.h"
+#include "core/model/tokenizer.h"
+
+namespace shardscope::cli {
+namespace {
+
+constexpr const char* kUsage = R"(usage: shardscope-cli <command> [options]
+
+commands:
+  generate   generate a continuation of one or more prompts
+  inspect    print the module tree: ports with shapes and shard kinds, parameter shards
+  tokenize   print the token ids and pieces of a text
+
+Run 'shardscope-cli <command> --help' for a command's options.
+)";
+
+constexpr const char* kModelOptions = R"(  --model PATH|NAME    checkpoint directory, Hugging Face cache name (Qwen/Qwen3-8B) or
+                       random:CONFIG.json[@SEED]; default: the built-in demo model
+  --tp N               tensor-parallel size (default 1)
+  --device cpu|cuda    (default cpu)
+  --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
+  --backend auto|local|nccl   process group (default auto: nccl for cuda with tp > 1)
+  --threads N          CPU threads per rank (default: cores / tp)
+)";
+
+const std::set<std::string> kModelOptionNames = {"model", "tp", "device", "dtype", "backend", "threads"};
+
+std::set<std::string> withModel(std::set<std::string> extra) {
+  extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
+  return extra;
+}
+
+EngineOptions engineOptions(const Arguments& a) {
+  EngineOptions o;
+  o.model = a.get("model");
+  o.tp = int(a.getInt("tp", 1));
+  o.device = a.get("device", "cpu");
+  o.dtype = a.get("dtype");
+  o.backend = a.get("backend", "auto");
+  o.threadsPerRank = int(a.getInt("threads", 0));
+  if (o.tp < 1) throw UsageError("--tp must be at least 1");
+  return o;
+}
+
+std::vector<int64_t> parseIds(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      ids.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      throw UsageError("--ids expects comma-separated integers, got '" + item + "'");
+    }
+  }
+  return ids;
+}
+
+void printLoadProgress(const std::string& what, int done, int total) {
+  std::fprintf(stderr, "[%d/%d] %s\n", done, total, what.c_str());
+}
+
+int generate(const std::vector<std::string>& args) {
+  const Arguments a(args, withModel({"max-tokens", "temperature", "top-k", "top-p", "seed", "ids", "stop-ids"}),
+                    {"help", "ignore-eos", "quiet"});
+  if (a.has("help")) {
+    std::cout << "usage: shardscope-cli generate [options] \"prompt\" [\"prompt\" ...]\n\n"
+              << kModelOptions
+              << "  --max-tokens N       tokens to generate per prompt (default 16)\n"
+                 "  --temperature T      0 is greedy (default 0)\n"
+                 "  --top-k K --top-p P  sampling filters (default off)\n"
+                 "  --seed S             sampling seed (default 0)\n"
+                 "  --ids 1,2,3          a prompt given as token ids instead of text\n"
+                 "  --stop-ids 1,2       extra stop token ids\n"
+                 "  --ignore-eos         do not stop at the model's EOS tokens\n"
+                 "  --quiet              print only the generated text\n";
+    return 0;
+  }
+  if (a.positional().empty() && !a.has("ids")) throw UsageError("generate needs a prompt (or --ids)");
+  Engine engine(engineOptions(a), a.has("quiet") ? Engine::LoadProgress() : printLoadProgress);
+  auto tokenizer = engine.tokenizer();
+  GenerateRequest request;
+  if (a.has("ids")) request.prompts.push_back(parseIds(a.get("ids")));
+  for (const auto& p : a.positional()) {
+    if (!tokenizer) {
+      throw Error("this model has no tokenizer.json, so text prompts cannot be encoded; pass token ids "
+                  "with --ids 1,2,3");
+    }
+    request.prompts.push_back(tokenizer->encode(p));
+  }
+  request.sampling.maxTokens = a.getInt("max-tokens", 16);
+  request.sampling.temperature = a.getDouble("temperature", 0.0);
+  request.sampling.topK = a.getInt("top-k", 0);
+  request.sampling.topP = a.getDouble("top-p", 1.0);
+  request.sampling.seed = uint64_t(a.getInt("seed", 0));
+  request.sampling.ignoreEos = a.has("ignore-eos");
+  if (a.has("stop-ids")) request.sampling.stopTokenIds = parseIds(a.get("stop-ids"));
+  JobHandle job = engine.generate(request);
+  const GenerateResult& result = Engine::generateResult(job);
+  for (const RequestOutput& out : result.outputs) {
+    if (tokenizer) {
+      std::cout << tokenizer->decode(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
+    } else {
+      for (size_t i = 0; i < out.tokenIds.size(); ++i) std::cout << (i ? "," : "") << out.tokenIds[i];
+      std::cout << "\n";
+    }
+  }
+  if (!a.has("quiet")) {
+    int64_t tokens = 0;
+    for (const auto& o : result.outputs) tokens += int64_t(o.tokenIds.size());
+    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, %s, %s)\n", (long long)tokens,
+                 (long long)result.steps, result.seconds, engine.info().spec.c_str(), engine.info().tp,
+                 engine.info().device.c_str(), engine.info().dtype.c_str());
+  }
+  return 0;
+}
+
+std::string joinShapes(const std::vector<std::vector<int64_t>>& shapes, bool tuple) {
+  std::string s = tuple ? "(" : "";
+  for (size_t i = 0; i < shapes.size(); ++i) s += (i ? ", " : "") + formatShape(shapes[i]);
+  return s + (tuple ? ")" : "");
+}
+
+int inspect(const std::vector<std::string>& args) {
+  const Arguments a(args, withModel({"prompt"}), {"help"});
+  if (a.has("help")) {
+    std::cout << "usage: shardscope-cli inspect [options]\n\n"
+              << kModelOptions
+              << "  --prompt TEXT        the prompt whose port shapes are shown (default: 5 tokens,\n"
+                 "                       \"The capital of France is\")\n";
+    return 0;
+  }
+  if (!a.positional().empty()) throw UsageError("inspect takes no positional arguments");
+  Engine engine(engineOptions(a));
+  const ModelInfo& info = engine.info();
+  std::vector<int64_t> ids;
+  if (auto tok = engine.tokenizer()) {
+    ids = tok->encode(a.get("prompt", "The capital of France is"));
+  } else {
+    for (int64_t i = 0; i < 5; ++i) ids.push_back(i % info.vocabSize);
+  }
+  const auto shapes = probePortShapes(engine, ids);
+  std::cout << info.spec << ": " << info.family << ", " << info.numLayers << " layers, tp=" << info.tp << ", "
+            << info.dtype << ", " << ids.size() << "-token prompt\n"
+            << "shapes are rank 0's shard -> the gathered whole\n";
+  for (const ModuleInfo& m : info.modules) {
+    std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
+    const std::string indent(size_t(m.depth) * 2 + 4, ' ');
+    for (const PortShape& p : shapes) {
+      if (p.module != m.path) continue;
+      std::cout << indent << "." << p.port << "  [" << p.shardKind << "]  " << joinShapes(p.shard, p.tuple);
+      if (p.whole != p.shard) std::cout << " -> " << joinShapes(p.whole, p.tuple);
+      std::cout << "\n";
+      if (p.port == "output") break;  // one visit per port is enough (layers repeat per step)
+    }
+    for (const ParameterInfo& prm : m.parameters) {
+      std::cout << indent << "." << prm.name << "  shard " << formatShape(prm.shardShape) << " of "
+                << formatShape(prm.fullShape) << "\n";
+    }
+  }
+  return 0;
+}
+
+int tokenize(const std::vector<std::string>& args) {
+  const Arguments a(args, {"model", "tokenizer"}, {"help", "no-special"});
+  if (a.has("help")) {
+    std::cout << "usage: shardscope-cli tokenize [--model PATH|NAME | --tokenizer tokenizer.json] [--no-special] \"text\"\n";
+    return 0;
+  }
+  if (a.positional().size() != 1) throw UsageError("tokenize needs exactly one text argument");
+  std::filesystem::path path = a.has("tokenizer") ? std::filesystem::path(a.get("tokenizer")) : tokenizerPathFor(a.get("model"));
+  if (path.empty()) throw Error("model '" + a.get("model") + "' has no tokenizer.json; pass --tokenizer FILE");
+  auto tok = Tokenizer::fromFile(path);
+  const auto ids = tok->encode(a.positional()[0], !a.has("no-special"));
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+  for (int64_t id : ids) std::cout << id << "\t" << tok->tokenText(id) << "\t" << tok->tokenPiece(id) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace shardscope::cli
+
+int main(int argc, char** argv) {
+  using namespace shardscope::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "generate") return generate(args);
+    if (command == "inspect") return inspect(args);
+    if (command == "tokenize") return tokenize(args);
+    std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
+    return 2;
+  } catch (const UsageError& e) {
+    std::cerr << "shardscope-cli " << command << ": " << e.what() << " (see 'shardscope-cli " << command
+              << " --help')\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "shardscope-cli " << command << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}

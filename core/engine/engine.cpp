@@ -1,0 +1,370 @@
+#include "engine.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/InferenceMode.h>
+
+#include <deque>
+#include <thread>
+
+#include "../error.h"
+#include "../model/tokenizer.h"
+#include "../model/weight_source.h"
+#include "../parallel/local_group.h"
+#include "generation.h"
+#include "rank_context.h"
+#ifdef SHARDSCOPE_WITH_NCCL
+#include "../parallel/nccl_group.h"
+#endif
+
+namespace shardscope {
+
+// ---- JobHandle ----
+
+JobProgress JobHandle::progress() const { return {state_->step.load(), state_->total.load()}; }
+
+void JobHandle::cancel() { state_->cancelRequested = true; }
+
+bool JobHandle::done() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->finished;
+}
+
+void JobHandle::wait() const {
+  std::unique_lock lock(state_->mutex);
+  state_->cv.wait(lock, [&] { return state_->finished; });
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+bool JobHandle::waitFor(int ms) const {
+  std::unique_lock lock(state_->mutex);
+  return state_->cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return state_->finished; });
+}
+
+// ---- Engine ----
+
+struct Engine::Impl {
+  EngineOptions options;
+  ModelSource source;
+  ModelInfo info;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<at::Device> devices;
+  std::vector<std::unique_ptr<ProcessGroup>> groups;
+  std::vector<std::unique_ptr<CausalLM>> models;
+  std::vector<std::thread> rankThreads;
+  std::thread dispatcher;
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<JobState>> queue;
+  std::shared_ptr<JobState> current;
+  uint64_t epoch = 0;
+  int running = 0;
+  bool stopping = false;
+  std::exception_ptr firstError;
+  bool firstErrorIsAbort = false;
+
+  void makeGroups();
+  void rankMain(int rank, std::function<void()> load);
+  void dispatchMain();
+  void recordError(int rank, std::exception_ptr e);
+  void buildInfo();
+};
+
+namespace {
+
+bool wantsNccl(const EngineOptions& o) {
+  if (o.backend == "local") return false;
+  if (o.backend == "nccl") return true;
+  return o.device == "cuda" && o.tp > 1;
+}
+
+int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+std::string describeException(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+void Engine::Impl::makeGroups() {
+  groups.clear();
+  if (wantsNccl(options)) {
+#ifdef SHARDSCOPE_WITH_NCCL
+    for (auto& g : NcclGroup::create(options.tp)) groups.push_back(std::move(g));
+    return;
+#else
+    throw Error("the NCCL backend is not built in (LibTorch without CUDA); use --backend local");
+#endif
+  }
+  for (auto& g : LocalGroup::create(options.tp)) groups.push_back(std::move(g));
+}
+
+void Engine::Impl::recordError(int rank, std::exception_ptr e) {
+  bool isAbort = false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const CollectiveAborted&) {
+    isAbort = true;
+  } catch (...) {
+  }
+  {
+    std::lock_guard lock(mutex);
+    // The root cause wins over the aborts it caused on other ranks.
+    if (!firstError || (firstErrorIsAbort && !isAbort)) {
+      firstError = e;
+      firstErrorIsAbort = isAbort;
+    }
+  }
+  if (!isAbort) groups[rank]->abort("rank " + std::to_string(rank) + " failed: " + describeException(e));
+}
+
+void Engine::Impl::rankMain(int rank, std::function<void()> load) {
+  const int threads = options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / options.tp);
+  at::set_num_threads(threads);
+  c10::InferenceMode inference;
+  c10::DeviceGuard guard(devices[rank]);
+  try {
+    load();
+  } catch (...) {
+    recordError(rank, std::current_exception());
+  }
+  {
+    std::lock_guard lock(mutex);
+    --running;
+  }
+  cv.notify_all();
+
+  uint64_t seen = 0;
+  for (;;) {
+    std::shared_ptr<JobState> job;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return stopping || epoch != seen; });
+      if (stopping) return;
+      seen = epoch;
+      job = current;
+    }
+    try {
+      RankContext ctx{rank, *groups[rank], *models[rank], source, devices[rank], dtype, *job};
+      job->run(ctx);
+    } catch (...) {
+      recordError(rank, std::current_exception());
+    }
+    {
+      std::lock_guard lock(mutex);
+      --running;
+    }
+    cv.notify_all();
+  }
+}
+
+void Engine::Impl::dispatchMain() {
+  for (;;) {
+    std::shared_ptr<JobState> job;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (stopping) break;
+      job = queue.front();
+      queue.pop_front();
+      current = job;
+      firstError = nullptr;
+      firstErrorIsAbort = false;
+      running = options.tp;
+      ++epoch;
+    }
+    cv.notify_all();
+    std::exception_ptr error;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return running == 0; });
+      error = firstError;
+      current.reset();
+    }
+    if (error) {
+      // Every rank has left the job: the group can be cleared (or rebuilt) for the next one.
+      try {
+        if (groups[0]->reusableAfterAbort()) {
+          for (auto& g : groups) g->reset();
+        } else {
+          makeGroups();
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    {
+      std::lock_guard lock(job->mutex);
+      job->finished = true;
+      job->error = error;
+    }
+    job->cv.notify_all();
+  }
+  // Fail whatever is still queued so no caller waits forever.
+  std::lock_guard lock(mutex);
+  for (auto& job : queue) {
+    std::lock_guard jl(job->mutex);
+    job->finished = true;
+    job->error = std::make_exception_ptr(Cancelled("the engine shut down before this job ran"));
+    job->cv.notify_all();
+  }
+  queue.clear();
+}
+
+void Engine::Impl::buildInfo() {
+  const ModelConfig& c = source.config;
+  info.spec = source.spec.empty() ? "demo" : source.spec;
+  info.family = familyName(c.family);
+  info.configSha256 = source.configSha256;
+  info.dtype = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
+  info.device = options.device;
+  info.tp = options.tp;
+  info.vocabSize = c.vocabSize;
+  info.numLayers = c.numLayers;
+  info.numHeads = c.numHeads;
+  info.numKvHeads = c.numKvHeads;
+  info.headDim = c.headDim;
+  info.hiddenSize = c.hiddenSize;
+  info.eosTokenIds = source.eosTokenIds;
+  std::function<void(const Module&, int)> walk = [&](const Module& m, int depth) {
+    ModuleInfo mi;
+    mi.path = m.path();
+    mi.name = m.index() ? "[" + std::to_string(*m.index()) + "]" : m.name();
+    mi.kind = m.kind();
+    mi.depth = depth;
+    for (PortRole r : {PortRole::Input, PortRole::Output}) {
+      mi.ports.push_back({m.port(r).name, shardKindName(m.port(r).kind)});
+    }
+    for (const Parameter& p : m.parameters()) mi.parameters.push_back({p.name, p.shard.sizes().vec(), p.fullShape});
+    info.modules.push_back(std::move(mi));
+    for (const Module* c : m.children()) walk(*c, depth + 1);
+  };
+  walk(*models[0], 0);
+}
+
+Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.options = std::move(options);
+  if (s.options.tp < 1) throw Error("tp must be at least 1, got " + std::to_string(s.options.tp));
+  if (s.options.device != "cpu" && s.options.device != "cuda") {
+    throw Error("unknown device '" + s.options.device + "': use cpu or cuda");
+  }
+  if (s.options.device == "cuda" && !at::hasCUDA()) {
+    throw Error("device cuda was asked for, but this LibTorch has no CUDA or no GPU is visible; use --device cpu");
+  }
+  if (progress) progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model), 0, s.options.tp);
+  s.source = openModelSource(s.options.model);
+  s.source.config.checkTensorParallel(s.options.tp);
+  if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
+  if (!s.options.dtype.empty()) {
+    switch (parseDType(s.options.dtype)) {
+      case DType::BF16: s.dtype = at::kBFloat16; break;
+      case DType::F16: s.dtype = at::kHalf; break;
+      default: s.dtype = at::kFloat;
+    }
+  } else if (s.options.device == "cuda") {
+    s.dtype = s.source.config.torchDtype == "float32" ? at::kFloat
+              : s.source.config.torchDtype == "float16" ? at::kHalf : at::kBFloat16;
+  }
+  const bool nccl = wantsNccl(s.options);
+  for (int r = 0; r < s.options.tp; ++r) {
+    s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
+                                                  : at::Device(at::kCUDA, nccl ? r : 0));
+  }
+  s.makeGroups();
+  s.models.resize(s.options.tp);
+  s.running = s.options.tp;
+  std::atomic<int> loaded{0};
+  for (int r = 0; r < s.options.tp; ++r) {
+    s.rankThreads.emplace_back([this, r, &loaded, &progress] {
+      Impl& st = *impl_;
+      impl_->rankMain(r, [&st, r, &loaded, &progress] {
+        LoadContext ctx{*st.source.weights, {r, st.options.tp}, st.dtype, st.devices[r]};
+        st.models[r] = buildCausalLM(st.source.config, ctx);
+        const int done = ++loaded;
+        if (progress) progress("loaded rank " + std::to_string(r), done, st.options.tp);
+      });
+    });
+  }
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(s.mutex);
+    s.cv.wait(lock, [&] { return s.running == 0; });
+    error = s.firstError;
+  }
+  if (!error) {
+    try {
+      s.source.weights->checkAllUsed();
+      s.buildInfo();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (error) {
+    {
+      std::lock_guard lock(s.mutex);
+      s.stopping = true;
+    }
+    s.cv.notify_all();
+    for (auto& t : s.rankThreads) t.join();
+    std::rethrow_exception(error);
+  }
+  s.dispatcher = std::thread([this] { impl_->dispatchMain(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+    if (impl_->current) impl_->current->cancelRequested = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->dispatcher.joinable()) impl_->dispatcher.join();
+  for (auto& t : impl_->rankThreads) {
+    if (t.joinable()) t.join();
+  }
+}
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+
+std::shared_ptr<const Tokenizer> Engine::tokenizer() const { return impl_->tokenizer; }
+
+JobHandle Engine::submit(std::function<void(RankContext&)> fn, int64_t totalSteps) {
+  auto job = std::make_shared<JobState>();
+  job->run = std::move(fn);
+  job->total = totalSteps;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) throw Error("the engine is shutting down");
+    impl_->queue.push_back(job);
+  }
+  impl_->cv.notify_all();
+  return JobHandle(job);
+}
+
+JobHandle Engine::generate(GenerateRequest request) {
+  validateRequest(request, impl_->source.config);  // refuse early, in the caller's thread
+  auto result = std::make_shared<GenerateResult>();
+  auto req = std::make_shared<GenerateRequest>(std::move(request));
+  JobHandle h = submit(
+      [req, result](RankContext& ctx) { runGeneration(ctx, *req, ctx.rank == 0 ? result.get() : nullptr); },
+      req->sampling.maxTokens);
+  h.state()->result = result;
+  return h;
+}
+
+const GenerateResult& Engine::generateResult(const JobHandle& h) {
+  h.wait();
+  SS_ASSERT(h.state()->result, "generateResult on a job that is not a generation");
+  return *static_cast<const GenerateResult*>(h.state()->result.get());
+}
+
+}  // namespace shardscope

@@ -1,0 +1,94 @@
+// Plain request and result types of the engine's public API (no LibTorch), shared by the CLI, the
+// session store and the UI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../host_tensor.h"
+
+namespace shardscope {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0: greedy
+  int64_t topK = 0;          // 0: off
+  double topP = 1.0;
+  uint64_t seed = 0;
+  int64_t maxTokens = 16;
+  std::vector<int64_t> stopTokenIds;  // in addition to the model's EOS ids
+  bool ignoreEos = false;
+};
+
+struct GenerateRequest {
+  std::vector<std::vector<int64_t>> prompts;  // one request per prompt, batched in each step
+  SamplingParams sampling;
+  bool returnLogits = false;  // keep each step's [V] logits of every request (float32)
+};
+
+struct RequestOutput {
+  std::vector<int64_t> promptIds;
+  std::vector<int64_t> tokenIds;  // generated tokens
+  std::string finishReason;       // "length", "stop", "cancelled"
+  HostTensor logits;              // [steps, V] when asked for
+};
+
+struct GenerateResult {
+  std::vector<RequestOutput> outputs;
+  int64_t steps = 0;
+  double seconds = 0;
+};
+
+struct JobProgress {
+  int64_t step = 0;   // steps finished
+  int64_t total = 0;  // steps planned (max tokens)
+};
+
+struct EngineOptions {
+  std::string model;       // see ModelSource: "" = demo, path, HF name, random:CONFIG.json
+  int tp = 1;
+  std::string device = "cpu";  // cpu | cuda
+  std::string dtype;           // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
+  std::string backend = "auto";  // auto | local | nccl
+  int threadsPerRank = 0;        // 0: the machine's cores divided by tp
+};
+
+// A port of the module tree as the UI and the CLI show it.
+struct PortInfo {
+  std::string name;       // "input" / "output"
+  std::string shardKind;  // whole, column, fused, row, head, partial, vocab
+};
+
+struct ParameterInfo {
+  std::string name;
+  std::vector<int64_t> shardShape;  // this rank's piece (rank 0)
+  std::vector<int64_t> fullShape;
+};
+
+struct ModuleInfo {
+  std::string path;  // "model.model.layers[3].self_attn"
+  std::string name;
+  std::string kind;  // vLLM class name
+  int depth = 0;
+  std::vector<PortInfo> ports;
+  std::vector<ParameterInfo> parameters;
+};
+
+struct ModelInfo {
+  std::string spec;
+  std::string family;
+  std::string configSha256;
+  std::string dtype;
+  std::string device;
+  int tp = 1;
+  int64_t vocabSize = 0;
+  int64_t numLayers = 0;
+  int64_t numHeads = 0;
+  int64_t numKvHeads = 0;
+  int64_t headDim = 0;
+  int64_t hiddenSize = 0;
+  std::vector<int64_t> eosTokenIds;
+  std::vector<ModuleInfo> modules;  // depth-first, parents before children
+};
+
+}  // namespace shardscope

@@ -1,0 +1,158 @@
+#include "generation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "../error.h"
+#include "sampler.h"
+
+namespace shardscope {
+namespace {
+
+struct Sequence {
+  std::vector<int64_t> tokens;  // prompt then generated
+  int64_t promptLength = 0;
+  int64_t cached = 0;  // tokens already in the KV cache
+  bool finished = false;
+  std::string finishReason;
+  std::unique_ptr<KvCache> cache;
+  std::vector<at::Tensor> logits;  // rank 0, when asked for: one [V] float row per step
+};
+
+HostTensor toHost(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kCPU).contiguous();
+  HostTensor h;
+  h.dtype = DType::F32;
+  h.shape = c.sizes().vec();
+  h.bytes.resize(size_t(c.numel()) * sizeof(float));
+  if (c.numel() > 0) std::memcpy(h.bytes.data(), c.data_ptr<float>(), h.bytes.size());
+  return h;
+}
+
+}  // namespace
+
+void validateRequest(const GenerateRequest& request, const ModelConfig& config) {
+  if (request.prompts.empty()) throw Error("generate: no prompts given");
+  if (request.sampling.maxTokens < 1) {
+    throw Error("max_tokens must be at least 1, got " + std::to_string(request.sampling.maxTokens));
+  }
+  if (request.sampling.topP <= 0.0 || request.sampling.topP > 1.0) {
+    throw Error("top_p must be in (0, 1], got " + std::to_string(request.sampling.topP));
+  }
+  if (request.sampling.temperature < 0.0) throw Error("temperature must not be negative");
+  for (size_t r = 0; r < request.prompts.size(); ++r) {
+    const auto& p = request.prompts[r];
+    if (p.empty()) throw Error("prompt " + std::to_string(r) + " has no tokens");
+    for (int64_t id : p) {
+      if (id < 0 || id >= config.vocabSize) {
+        throw Error("prompt " + std::to_string(r) + " holds token id " + std::to_string(id) +
+                    ", outside the vocabulary [0, " + std::to_string(config.vocabSize) + ")");
+      }
+    }
+    const int64_t needed = int64_t(p.size()) + request.sampling.maxTokens;
+    if (needed > config.maxPositions) {
+      throw Error("prompt " + std::to_string(r) + " (" + std::to_string(p.size()) + " tokens) plus max_tokens " +
+                  std::to_string(request.sampling.maxTokens) + " exceeds max_position_embeddings (" +
+                  std::to_string(config.maxPositions) + ")");
+    }
+  }
+}
+
+void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
+                   PortObserver* observer) {
+  const auto started = std::chrono::steady_clock::now();
+  const ModelConfig& config = ctx.model.config();
+  validateRequest(request, config);
+  const SamplingParams& sp = request.sampling;
+  std::vector<int64_t> stopIds = sp.stopTokenIds;
+  if (!sp.ignoreEos) stopIds.insert(stopIds.end(), ctx.source.eosTokenIds.begin(), ctx.source.eosTokenIds.end());
+
+  const auto cacheOptions = at::TensorOptions().dtype(ctx.dtype).device(ctx.device);
+  std::vector<Sequence> seqs(request.prompts.size());
+  std::vector<Sampler> samplers;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].tokens = request.prompts[i];
+    seqs[i].promptLength = int64_t(request.prompts[i].size());
+    seqs[i].cache = std::make_unique<KvCache>(config.numLayers, seqs[i].promptLength + sp.maxTokens,
+                                              ctx.model.kvHeadsPerRank(), config.headDim, cacheOptions);
+    samplers.emplace_back(sp, int64_t(i));
+  }
+  const auto longOptions = at::TensorOptions().dtype(at::kLong);
+
+  int64_t step = 0;
+  bool cancelled = false;
+  for (; step < sp.maxTokens; ++step) {
+    std::vector<size_t> active;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (!seqs[i].finished) active.push_back(i);
+    }
+    if (active.empty()) break;
+    // Flatten this step's new tokens of every active request.
+    std::vector<int64_t> ids, positions, lastRows;
+    ForwardBatch batch{ctx.group, at::Tensor(), {}, observer, step};
+    for (size_t i : active) {
+      Sequence& s = seqs[i];
+      const int64_t n = int64_t(s.tokens.size()) - s.cached;
+      batch.spans.push_back({int64_t(ids.size()), n, s.cached, s.cache.get()});
+      for (int64_t t = s.cached; t < int64_t(s.tokens.size()); ++t) {
+        ids.push_back(s.tokens[t]);
+        positions.push_back(t);
+      }
+      lastRows.push_back(int64_t(ids.size()) - 1);
+    }
+    batch.positions = at::tensor(positions, longOptions).to(ctx.device);
+    at::Tensor hidden = ctx.model.forward(at::tensor(ids, longOptions).to(ctx.device), batch);
+    at::Tensor last = hidden.index_select(0, at::tensor(lastRows, longOptions).to(ctx.device));
+    at::Tensor logits = ctx.model.logits(last, batch).to(at::kFloat);  // [R, V]
+    for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
+
+    // Rank 0 samples; the ids and its cancel decision reach every rank in one broadcast.
+    at::Tensor decision = at::zeros({int64_t(active.size()) + 1}, longOptions);
+    if (ctx.rank == 0) {
+      auto* d = decision.data_ptr<int64_t>();
+      for (size_t r = 0; r < active.size(); ++r) d[r] = samplers[active[r]].sample(logits[r]);
+      d[active.size()] = ctx.cancelRequested() ? 1 : 0;
+      if (request.returnLogits) {
+        at::Tensor host = logits.to(at::kCPU);
+        for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
+      }
+    }
+    at::Tensor shared = decision.to(ctx.device);
+    ctx.group.broadcast(shared, 0);
+    decision = shared.to(at::kCPU);
+    const auto* d = decision.data_ptr<int64_t>();
+    for (size_t r = 0; r < active.size(); ++r) {
+      Sequence& s = seqs[active[r]];
+      s.tokens.push_back(d[r]);
+      const int64_t generated = int64_t(s.tokens.size()) - s.promptLength;
+      if (std::find(stopIds.begin(), stopIds.end(), d[r]) != stopIds.end()) {
+        s.finished = true;
+        s.finishReason = "stop";
+      } else if (generated >= sp.maxTokens) {
+        s.finished = true;
+        s.finishReason = "length";
+      }
+    }
+    ctx.setProgress(step + 1);
+    if (d[active.size()] != 0) {
+      cancelled = true;
+      ++step;
+      break;
+    }
+  }
+  if (ctx.rank != 0 || !result) return;
+  result->steps = step;
+  result->outputs.clear();
+  for (Sequence& s : seqs) {
+    RequestOutput out;
+    out.promptIds.assign(s.tokens.begin(), s.tokens.begin() + s.promptLength);
+    out.tokenIds.assign(s.tokens.begin() + s.promptLength, s.tokens.end());
+    out.finishReason = s.finished ? s.finishReason : (cancelled ? "cancelled" : "length");
+    if (request.returnLogits && !s.logits.empty()) out.logits = toHost(at::stack(s.logits));
+    result->outputs.push_back(std::move(out));
+  }
+  result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+}  // namespace shardscope

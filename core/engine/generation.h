@@ -1,0 +1,17 @@
+// The generation loop one rank runs for a GenerateRequest: a prefill step holding every prompt,
+// then one decode step per new token, all requests flattened into each step as vLLM schedules
+// them. Rank 0 samples and broadcasts the ids (with the cancel decision) so every rank agrees.
+#pragma once
+
+#include "rank_context.h"
+
+namespace shardscope {
+
+// Throws Error before any collective if the request is invalid (the same on every rank).
+void validateRequest(const GenerateRequest& request, const ModelConfig& config);
+
+// Runs the request on this rank; rank 0 fills `result`. `observer`, if any, sees every port visit.
+void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
+                   PortObserver* observer = nullptr);
+
+}  // namespace shardscope

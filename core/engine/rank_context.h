@@ -1,0 +1,51 @@
+// RankContext: what a job's function sees on one rank thread (internal to core; includes LibTorch).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "../model/causal_lm.h"
+#include "../model/model_source.h"
+#include "../parallel/process_group.h"
+#include "engine_types.h"
+
+namespace shardscope {
+
+struct RankContext;
+
+// Shared between the caller's handle and the ranks running the job.
+struct JobState {
+  std::function<void(RankContext&)> run;
+  std::atomic<int64_t> step{0};
+  std::atomic<int64_t> total{0};
+  std::atomic<bool> cancelRequested{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool finished = false;
+  std::exception_ptr error;
+  std::shared_ptr<void> result;  // job-specific, set by rank 0
+};
+
+struct RankContext {
+  int rank = 0;
+  ProcessGroup& group;
+  CausalLM& model;
+  const ModelSource& source;
+  at::Device device;
+  at::ScalarType dtype;
+  JobState& job;
+
+  // Rank 0 decides; the decision reaches every rank through the next broadcast.
+  bool cancelRequested() const { return job.cancelRequested.load(); }
+  void setProgress(int64_t step) const {
+    if (rank == 0) job.step = step;
+  }
+};
+
+}  // namespace shardscope

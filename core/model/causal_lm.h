@@ -1,0 +1,29 @@
+// CausalLM: the root of a model's module tree ("model") and its one forward. A family file builds
+// the tree from layers/ and loads this rank's shards; the engine only sees this interface.
+#pragma once
+
+#include <memory>
+
+#include "forward_batch.h"
+#include "model_config.h"
+#include "module.h"
+#include "layers/tp_rank.h"
+
+namespace shardscope {
+
+class CausalLM : public Module {
+ public:
+  using Module::Module;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual int64_t kvHeadsPerRank() const = 0;
+  // ids: [T] int64 flattened over the batch's spans  ->  final hidden states [T, H] (whole).
+  virtual at::Tensor forward(const at::Tensor& ids, const ForwardBatch& batch) const = 0;
+  // hidden: [R, H]  ->  logits [R, V] over the whole vocabulary (every rank gets them).
+  virtual at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& batch) const = 0;
+};
+
+// Builds the family named by config.family for this rank and loads its shards from ctx.source.
+std::unique_ptr<CausalLM> buildCausalLM(const ModelConfig& config, LoadContext& ctx);
+
+}  // namespace shardscope

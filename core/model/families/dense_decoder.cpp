@@ -1,0 +1,186 @@
+#include "dense_decoder.h"
+
+#include "../../error.h"
+#include "../weight_source.h"
+
+namespace shardscope {
+
+namespace {
+std::string hfLayer(int64_t layer) { return "model.layers." + std::to_string(layer); }
+}  // namespace
+
+DecoderAttention::DecoderAttention(Module* parent, const ModelConfig& c, int64_t layer, TpRank tp)
+    : Module("self_attn", parent), headDim_(c.headDim) {
+  qkvProj = child<QKVParallelLinear>("qkv_proj", this, c.hiddenSize, c.headDim, c.numHeads,
+                                     c.numKvHeads, c.qkvBias, tp);
+  const int replicas = qkvProj->kvReplicas();
+  if (c.qkNorm) {
+    qNorm = child<RMSNorm>("q_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
+    kNorm = child<RMSNorm>("k_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
+  }
+  rotaryEmb = child<RotaryEmbedding>("rotary_emb", this, c);
+  attn = child<Attention>("attn", this, layer, qkvProj->headsPerRank(), qkvProj->kvHeadsPerRank(), c.headDim);
+  oProj = child<RowParallelLinear>("o_proj", this, c.numHeads * c.headDim, c.hiddenSize, false, tp);
+  qSize_ = qkvProj->headsPerRank() * c.headDim;
+  kvSize_ = qkvProj->kvHeadsPerRank() * c.headDim;
+  (void)replicas;
+}
+
+void DecoderAttention::load(LoadContext& ctx, const std::string& hf) {
+  qkvProj->load(ctx, hf);
+  if (qNorm) {
+    qNorm->load(ctx, hf + ".q_norm.weight");
+    kNorm->load(ctx, hf + ".k_norm.weight");
+  }
+  rotaryEmb->to(ctx.device);
+  oProj->load(ctx, hf + ".o_proj");
+}
+
+at::Tensor DecoderAttention::forward(const at::Tensor& positions, const at::Tensor& x,
+                                     const ForwardBatch& b) const {
+  PortValue in = PortValue::single(x);
+  b.visit(*this, PortRole::Input, in);
+  const int64_t T = in.items[0].size(0);
+  at::Tensor qkv = qkvProj->forward(in.items[0], b);  // [T, (nq + 2 nkv) d / tp]
+  at::Tensor q = qkv.narrow(-1, 0, qSize_);
+  at::Tensor k = qkv.narrow(-1, qSize_, kvSize_);
+  at::Tensor v = qkv.narrow(-1, qSize_ + kvSize_, kvSize_);
+  if (qNorm) {
+    q = qNorm->forward(q.reshape({T, -1, headDim_}), b).reshape({T, -1});
+    k = kNorm->forward(k.reshape({T, -1, headDim_}), b).reshape({T, -1});
+  }
+  std::tie(q, k) = rotaryEmb->forward(positions, q, k, b);
+  at::Tensor o = attn->forward(q, k, v.contiguous(), b);
+  PortValue out = PortValue::single(oProj->forward(o, b));
+  b.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp) : Module("mlp", parent) {
+  gateUpProj = child<MergedColumnParallelLinear>("gate_up_proj", this, c.hiddenSize, c.intermediateSize,
+                                                 std::vector<std::string>{"gate_proj", "up_proj"}, false, tp);
+  actFn = child<SiluAndMul>("act_fn", this);
+  downProj = child<RowParallelLinear>("down_proj", this, c.intermediateSize, c.hiddenSize, false, tp);
+}
+
+void DecoderMLP::load(LoadContext& ctx, const std::string& hf) {
+  gateUpProj->load(ctx, hf);
+  downProj->load(ctx, hf + ".down_proj");
+}
+
+at::Tensor DecoderMLP::forward(const at::Tensor& x, const ForwardBatch& b) const {
+  PortValue in = PortValue::single(x);
+  b.visit(*this, PortRole::Input, in);
+  at::Tensor h = downProj->forward(actFn->forward(gateUpProj->forward(in.items[0], b), b), b);
+  PortValue out = PortValue::single(h);
+  b.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+DecoderLayer::DecoderLayer(Module* parent, const ModelConfig& c, int64_t layer, TpRank tp)
+    : Module("layers", parent, layer), layer_(layer) {
+  inputLayernorm = child<RMSNorm>("input_layernorm", this, c.hiddenSize, c.rmsNormEps);
+  selfAttn = child<DecoderAttention>(this, c, layer, tp);
+  postAttentionLayernorm = child<RMSNorm>("post_attention_layernorm", this, c.hiddenSize, c.rmsNormEps);
+  mlp = child<DecoderMLP>(this, c, tp);
+}
+
+void DecoderLayer::load(LoadContext& ctx) {
+  const std::string hf = hfLayer(layer_);
+  inputLayernorm->load(ctx, hf + ".input_layernorm.weight");
+  selfAttn->load(ctx, hf + ".self_attn");
+  postAttentionLayernorm->load(ctx, hf + ".post_attention_layernorm.weight");
+  mlp->load(ctx, hf + ".mlp");
+}
+
+std::pair<at::Tensor, at::Tensor> DecoderLayer::forward(const at::Tensor& positions,
+                                                        const at::Tensor& hidden,
+                                                        const at::Tensor& residual,
+                                                        const ForwardBatch& b) const {
+  PortValue in = PortValue::single(hidden);
+  b.visit(*this, PortRole::Input, in);
+  at::Tensor h, r;
+  if (!residual.defined()) {  // layer 0: the norm sees the embeddings alone
+    r = in.items[0];
+    h = inputLayernorm->forward(in.items[0], b);
+  } else {
+    std::tie(h, r) = inputLayernorm->forward(in.items[0], residual, b);
+  }
+  h = selfAttn->forward(positions, h, b);
+  std::tie(h, r) = postAttentionLayernorm->forward(h, r, b);
+  h = mlp->forward(h, b);
+  PortValue out = PortValue::pair(h, r);
+  b.visit(*this, PortRole::Output, out);
+  return {out.items[0], out.items[1]};
+}
+
+DecoderModel::DecoderModel(Module* parent, const ModelConfig& c, TpRank tp) : Module("model", parent) {
+  embedTokens = child<VocabParallelEmbedding>("embed_tokens", this, c.vocabSize, c.hiddenSize, tp);
+  layerList = child<ModuleList>("layers", this);
+  for (int64_t i = 0; i < c.numLayers; ++i) layers.push_back(child<DecoderLayer>(layerList, c, i, tp));
+  norm = child<RMSNorm>("norm", this, c.hiddenSize, c.rmsNormEps);
+}
+
+void DecoderModel::load(LoadContext& ctx) {
+  embedTokens->load(ctx, "model.embed_tokens.weight");
+  for (DecoderLayer* l : layers) l->load(ctx);
+  norm->load(ctx, "model.norm.weight");
+}
+
+at::Tensor DecoderModel::forward(const at::Tensor& ids, const ForwardBatch& b) const {
+  PortValue in = PortValue::single(ids);
+  b.visit(*this, PortRole::Input, in);
+  at::Tensor h = embedTokens->forward(in.items[0], b), r;
+  for (const DecoderLayer* l : layers) std::tie(h, r) = l->forward(b.positions, h, r, b);
+  at::Tensor normed = r.defined() ? norm->forward(h, r, b).first : norm->forward(h, b);
+  PortValue out = PortValue::single(normed);
+  b.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp) : CausalLM("model", nullptr), config_(c) {
+  c.checkTensorParallel(tp.size);
+  model = child<DecoderModel>(this, c, tp);
+  lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
+  logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
+  kvHeadsPerRank_ = model->layers.empty() ? 1 : model->layers[0]->selfAttn->qkvProj->kvHeadsPerRank();
+}
+
+const char* DenseCausalLM::kind() const {
+  switch (config_.family) {
+    case Family::Qwen3: return "Qwen3ForCausalLM";
+    case Family::Qwen2: return "Qwen2ForCausalLM";
+    case Family::Llama: return "LlamaForCausalLM";
+  }
+  return "CausalLM";
+}
+
+void DenseCausalLM::load(LoadContext& ctx) {
+  model->load(ctx);
+  if (config_.tieWordEmbeddings) {
+    lmHead->tie(*model->embedTokens);
+    ctx.source.ignore("lm_head.weight");
+  } else {
+    lmHead->load(ctx, "lm_head.weight");
+  }
+}
+
+at::Tensor DenseCausalLM::forward(const at::Tensor& ids, const ForwardBatch& b) const {
+  PortValue in = PortValue::single(ids);
+  b.visit(*this, PortRole::Input, in);
+  PortValue out = PortValue::single(model->forward(in.items[0], b));
+  b.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+at::Tensor DenseCausalLM::logits(const at::Tensor& hidden, const ForwardBatch& b) const {
+  return logitsProcessor->forward(*lmHead, hidden, b);
+}
+
+std::unique_ptr<CausalLM> buildCausalLM(const ModelConfig& config, LoadContext& ctx) {
+  auto m = std::make_unique<DenseCausalLM>(config, ctx.tp);
+  m->load(ctx);
+  return m;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,109 @@
+// Dense decoder families: Qwen3, Qwen2 and Llama, mirroring vLLM's qwen3.py / qwen2.py / llama.py.
+// They share one forward; a family differs only in what its config switches on:
+//   Qwen3: per-head q_norm/k_norm before RoPE.   Qwen2: bias on q/k/v.
+//   Llama: llama3 RoPE scaling, tied embeddings in small models.
+// Module tree (vLLM names):
+//   model.model.embed_tokens, model.model.layers[i].{input_layernorm, self_attn.{qkv_proj, q_norm,
+//   k_norm, rotary_emb, attn, o_proj}, post_attention_layernorm, mlp.{gate_up_proj, act_fn,
+//   down_proj}}, model.model.norm, model.lm_head, model.logits_processor.
+#pragma once
+
+#include <vector>
+
+#include "../causal_lm.h"
+#include "../layers/attention.h"
+#include "../layers/column_parallel_linear.h"
+#include "../layers/rms_norm.h"
+#include "../layers/rotary_embedding.h"
+#include "../layers/row_parallel_linear.h"
+#include "../layers/silu_and_mul.h"
+#include "../layers/vocab_parallel_embedding.h"
+
+namespace shardscope {
+
+// "self_attn": [T, H] -> [T, H].
+class DecoderAttention : public Module {
+ public:
+  DecoderAttention(Module* parent, const ModelConfig& c, int64_t layer, TpRank tp);
+  const char* kind() const override { return "Attention block"; }
+  void load(LoadContext& ctx, const std::string& hfPrefix);
+  at::Tensor forward(const at::Tensor& positions, const at::Tensor& x, const ForwardBatch& b) const;
+
+  QKVParallelLinear* qkvProj;
+  RMSNorm* qNorm = nullptr;  // Qwen3 only
+  RMSNorm* kNorm = nullptr;
+  RotaryEmbedding* rotaryEmb;
+  Attention* attn;
+  RowParallelLinear* oProj;
+
+ private:
+  int64_t qSize_, kvSize_, headDim_;
+};
+
+// "mlp": [T, H] -> [T, H].
+class DecoderMLP : public Module {
+ public:
+  DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp);
+  const char* kind() const override { return "MLP"; }
+  void load(LoadContext& ctx, const std::string& hfPrefix);
+  at::Tensor forward(const at::Tensor& x, const ForwardBatch& b) const;
+
+  MergedColumnParallelLinear* gateUpProj;
+  SiluAndMul* actFn;
+  RowParallelLinear* downProj;
+};
+
+// "layers[i]": (hidden, residual) -> (hidden, residual).
+class DecoderLayer : public Module {
+ public:
+  DecoderLayer(Module* parent, const ModelConfig& c, int64_t layer, TpRank tp);
+  const char* kind() const override { return "DecoderLayer"; }
+  void load(LoadContext& ctx);
+  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& positions, const at::Tensor& hidden,
+                                            const at::Tensor& residual, const ForwardBatch& b) const;
+
+  RMSNorm* inputLayernorm;
+  DecoderAttention* selfAttn;
+  RMSNorm* postAttentionLayernorm;
+  DecoderMLP* mlp;
+
+ private:
+  int64_t layer_;
+};
+
+// "model.model": ids -> final normed hidden states.
+class DecoderModel : public Module {
+ public:
+  DecoderModel(Module* parent, const ModelConfig& c, TpRank tp);
+  const char* kind() const override { return "DecoderModel"; }
+  void load(LoadContext& ctx);
+  at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const;
+
+  VocabParallelEmbedding* embedTokens;
+  ModuleList* layerList;
+  std::vector<DecoderLayer*> layers;
+  RMSNorm* norm;
+};
+
+// "model": the causal LM root.
+class DenseCausalLM : public CausalLM {
+ public:
+  DenseCausalLM(const ModelConfig& c, TpRank tp);
+  const char* kind() const override;
+  void load(LoadContext& ctx);
+
+  const ModelConfig& config() const override { return config_; }
+  int64_t kvHeadsPerRank() const override { return kvHeadsPerRank_; }
+  at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const override;
+  at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& b) const override;
+
+  DecoderModel* model;
+  ParallelLMHead* lmHead;
+  LogitsProcessor* logitsProcessor;
+
+ private:
+  ModelConfig config_;
+  int64_t kvHeadsPerRank_;
+};
+
+}  // namespace shardscope

@@ -1,0 +1,37 @@
+// ForwardBatch: what one model step sees. Tokens of all scheduled requests are flattened into one
+// [T] batch as vLLM does (a prefill step holds every prompt token, a decode step one token per
+// request); each request's rows are a contiguous span with its own KV cache.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "../parallel/process_group.h"
+#include "kv_cache.h"
+#include "port_observer.h"
+
+namespace shardscope {
+
+struct SequenceSpan {
+  int64_t tokenStart = 0;  // first row of this request in the flattened batch
+  int64_t tokenCount = 0;
+  int64_t pastLength = 0;  // tokens already in the cache before this step
+  KvCache* cache = nullptr;
+};
+
+struct ForwardBatch {
+  ProcessGroup& group;
+  at::Tensor positions;  // [T] int64, on the model's device
+  std::vector<SequenceSpan> spans;
+  PortObserver* observer = nullptr;
+  int64_t step = 0;
+
+  int64_t numTokens() const { return positions.size(0); }
+  // The hook point: one branch when nothing listens.
+  void visit(const Module& m, PortRole role, PortValue& v) const {
+    if (observer) [[unlikely]] observer->visit(m, role, v, *this);
+  }
+};
+
+}  // namespace shardscope

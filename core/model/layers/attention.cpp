@@ -1,0 +1,59 @@
+#include "attention.h"
+
+#include <cmath>
+
+#include "../../error.h"
+
+namespace shardscope {
+
+Attention::Attention(std::string name, Module* parent, int64_t layer, int64_t headsPerRank,
+                     int64_t kvHeadsPerRank, int64_t headDim)
+    : Module(std::move(name), parent), layer_(layer), heads_(headsPerRank),
+      kvHeads_(kvHeadsPerRank), headDim_(headDim), scale_(1.0 / std::sqrt(double(headDim))) {
+  setPorts({"", ShardKind::Head, -1}, {"", ShardKind::Head, -1});
+}
+
+at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
+                                 const at::Tensor& values, int64_t past) const {
+  const int64_t n = q.size(0), L = keys.size(0), group = heads_ / kvHeads_;
+  at::Tensor qh = q.view({n, kvHeads_, group, headDim_}).permute({1, 2, 0, 3});  // [kv, g, n, d]
+  at::Tensor kh = keys.permute({1, 2, 0}).unsqueeze(1);                         // [kv, 1, d, L]
+  at::Tensor vh = values.permute({1, 0, 2}).unsqueeze(1);                       // [kv, 1, L, d]
+  at::Tensor scores = at::matmul(qh, kh).mul_(scale_);                          // [kv, g, n, L]
+  if (n > 1) {
+    // Query i sits at position past + i and sees keys 0..past+i.
+    at::Tensor rows = at::arange(n, scores.options().dtype(at::kLong)).unsqueeze(1) + past;
+    at::Tensor cols = at::arange(L, scores.options().dtype(at::kLong)).unsqueeze(0);
+    scores.masked_fill_(cols > rows, -std::numeric_limits<float>::infinity());
+  }
+  at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+  at::Tensor out = at::matmul(probs, vh);  // [kv, g, n, d]
+  return out.permute({2, 0, 1, 3}).reshape({n, heads_ * headDim_});
+}
+
+at::Tensor Attention::forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const ForwardBatch& batch) const {
+  PortValue in = PortValue::single(q);
+  batch.visit(*this, PortRole::Input, in);
+  const at::Tensor& query = in.items[0];
+  std::vector<at::Tensor> outs;
+  outs.reserve(batch.spans.size());
+  for (const SequenceSpan& s : batch.spans) {
+    SS_ASSERT(s.cache && s.pastLength + s.tokenCount <= s.cache->capacity(),
+              path() + ": request outgrew its KV cache");
+    at::Tensor& keys = s.cache->keys(layer_);
+    at::Tensor& values = s.cache->values(layer_);
+    keys.narrow(0, s.pastLength, s.tokenCount)
+        .copy_(k.narrow(0, s.tokenStart, s.tokenCount).view({s.tokenCount, kvHeads_, headDim_}));
+    values.narrow(0, s.pastLength, s.tokenCount)
+        .copy_(v.narrow(0, s.tokenStart, s.tokenCount).view({s.tokenCount, kvHeads_, headDim_}));
+    const int64_t L = s.pastLength + s.tokenCount;
+    outs.push_back(attendSpan(query.narrow(0, s.tokenStart, s.tokenCount), keys.narrow(0, 0, L),
+                              values.narrow(0, 0, L), s.pastLength));
+  }
+  PortValue out = PortValue::single(outs.size() == 1 ? outs[0] : at::cat(outs, 0));
+  batch.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+}  // namespace shardscope

@@ -1,0 +1,30 @@
+// Attention: causal grouped-query attention over each request's KV cache (vLLM's `attn` module).
+// This rank holds nq/tp query heads and its KV heads (replicated when tp > n_kv); query head h
+// attends with KV head h / (nq / n_kv). Softmax in fp32 as Hugging Face's eager path does.
+#pragma once
+
+#include <string>
+
+#include "../forward_batch.h"
+#include "../module.h"
+
+namespace shardscope {
+
+class Attention : public Module {
+ public:
+  Attention(std::string name, Module* parent, int64_t layer, int64_t headsPerRank,
+            int64_t kvHeadsPerRank, int64_t headDim);
+  const char* kind() const override { return "Attention"; }
+  // q: [T, nq/tp*d], k, v: [T, nkv/tp*d]  ->  [T, nq/tp*d]. Appends k, v to each span's cache.
+  at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const ForwardBatch& batch) const;
+
+ private:
+  at::Tensor attendSpan(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
+                        int64_t past) const;
+
+  int64_t layer_, heads_, kvHeads_, headDim_;
+  double scale_;
+};
+
+}  // namespace shardscope

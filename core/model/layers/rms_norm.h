@@ -1,0 +1,35 @@
+// RMSNorm with vLLM's fused residual add. Called with x alone it returns normed(x); called with
+// (x, residual) it first forms residual' = x + residual and returns (normed(residual'), residual'),
+// so the sum of a decoder layer's two outputs is the residual stream. Replicated on every rank.
+// Also used per head ([T, heads, d], normalising the last dimension) for Qwen3's q_norm/k_norm.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "../forward_batch.h"
+#include "../module.h"
+#include "tp_rank.h"
+
+namespace shardscope {
+
+class RMSNorm : public Module {
+ public:
+  RMSNorm(std::string name, Module* parent, int64_t dim, double eps, ShardKind portKind = ShardKind::Whole,
+          int64_t splitDim = -1);
+  const char* kind() const override { return "RMSNorm"; }
+  void load(LoadContext& ctx, const std::string& hfName);
+
+  at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const;
+  std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& x, const at::Tensor& residual,
+                                            const ForwardBatch& batch) const;
+  // The normalisation alone, without visiting ports (HF's arithmetic: fp32 statistics).
+  at::Tensor apply(const at::Tensor& x) const;
+
+ private:
+  int64_t dim_;
+  double eps_;
+  at::Tensor weight_;  // [dim]
+};
+
+}  // namespace shardscope

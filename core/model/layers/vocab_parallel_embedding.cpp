@@ -1,0 +1,73 @@
+#include "vocab_parallel_embedding.h"
+
+#include "../weight_source.h"
+
+namespace shardscope {
+
+int64_t paddedVocab(int64_t vocab) { return (vocab + kVocabPadding - 1) / kVocabPadding * kVocabPadding; }
+
+VocabParallelEmbedding::VocabParallelEmbedding(std::string name, Module* parent, int64_t vocab,
+                                               int64_t hidden, TpRank tp)
+    : Module(std::move(name), parent), vocab_(vocab), hidden_(hidden),
+      perRank_(paddedVocab(vocab) / tp.size), tp_(tp) {
+  setPorts({"", ShardKind::Whole}, {"", ShardKind::Whole});
+}
+
+at::Tensor VocabParallelEmbedding::loadShard(LoadContext& ctx, const std::string& hfName) {
+  const int64_t start = tp_.rank * perRank_;
+  const int64_t real = std::clamp<int64_t>(vocab_ - start, 0, perRank_);  // rows before the padding
+  at::Tensor shard = at::zeros({perRank_, hidden_}, at::TensorOptions().dtype(ctx.dtype));
+  if (real > 0) {
+    shard.narrow(0, 0, real).copy_(ctx.source.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real), ctx.dtype));
+  } else {
+    ctx.source.ignore(hfName);
+  }
+  return shard.to(ctx.device);
+}
+
+void VocabParallelEmbedding::load(LoadContext& ctx, const std::string& hfName) {
+  weight_ = loadShard(ctx, hfName);
+  addParameter({"weight", weight_, {vocab_, hidden_}, 0});
+}
+
+at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids, const ForwardBatch& batch) const {
+  PortValue in = PortValue::single(ids);
+  batch.visit(*this, PortRole::Input, in);
+  at::Tensor out;
+  if (tp_.size == 1) {
+    out = at::embedding(weight_, in.items[0]);
+  } else {
+    const int64_t start = tp_.rank * perRank_;
+    at::Tensor local = in.items[0] - start;
+    at::Tensor mine = (local >= 0) & (local < perRank_);
+    out = at::embedding(weight_, at::where(mine, local, at::zeros_like(local)));
+    out.mul_(mine.unsqueeze(-1).to(out.scalar_type()));
+    batch.group.allReduceSum(out);
+  }
+  PortValue result = PortValue::single(out);
+  batch.visit(*this, PortRole::Output, result);
+  return result.items[0];
+}
+
+void ParallelLMHead::tie(const VocabParallelEmbedding& embedding) {
+  weight_ = embedding.weight();
+  addParameter({"weight", weight_, {vocab_, hidden_}, 0});
+}
+
+LogitsProcessor::LogitsProcessor(std::string name, Module* parent, int64_t vocab)
+    : Module(std::move(name), parent), vocab_(vocab) {
+  setPorts({"", ShardKind::Whole}, {"", ShardKind::Whole});
+}
+
+at::Tensor LogitsProcessor::forward(const ParallelLMHead& head, const at::Tensor& hidden,
+                                    const ForwardBatch& batch) const {
+  PortValue in = PortValue::single(hidden);
+  batch.visit(*this, PortRole::Input, in);
+  at::Tensor local = at::matmul(in.items[0], head.weight().t());  // [R, Vp/tp]
+  at::Tensor logits = batch.group.allGather(local, -1).narrow(-1, 0, vocab_);
+  PortValue out = PortValue::single(logits);
+  batch.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+}  // namespace shardscope

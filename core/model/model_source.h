@@ -1,0 +1,50 @@
+// ModelSource: what a model name resolves to before any rank loads it. A spec is
+//   ""                      the built-in demo model (created once in the cache directory),
+//   "random:CONFIG.json[@SEED]"  a config with deterministic random weights (no files),
+//   a directory             a Hugging Face checkpoint,
+//   "org/name"              a checkpoint in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,
+//                           ~/.cache/huggingface/hub); nothing is downloaded.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model_config.h"
+
+namespace shardscope {
+
+class WeightSource;
+
+struct ModelSource {
+  std::string spec;                    // as the user gave it
+  std::filesystem::path dir;           // checkpoint directory (empty for random:)
+  ModelConfig config;
+  std::shared_ptr<WeightSource> weights;
+  std::filesystem::path tokenizerJson;  // empty when the checkpoint has none
+  std::vector<int64_t> eosTokenIds;     // config.json and generation_config.json together
+  std::string configSha256;             // of config.json's bytes (random: of the config file)
+};
+
+ModelSource openModelSource(const std::string& spec);
+
+// The tokenizer.json that goes with a model spec (empty if it has none), without loading weights.
+std::filesystem::path tokenizerPathFor(const std::string& spec);
+
+// Resolves a path or a Hugging Face cache name to a checkpoint directory, or throws naming every
+// place it looked.
+std::filesystem::path resolveModelDir(const std::string& nameOrPath);
+
+// ShardScope's cache directory: $SHARDSCOPE_CACHE, else $XDG_CACHE_HOME/shardscope, else
+// ~/.cache/shardscope.
+std::filesystem::path cacheDir();
+
+// The demo model's directory, created on first use: a small Qwen3-architecture checkpoint with
+// random weights from a fixed seed and the real Qwen3 tokenizer (fetched by scripts/setup).
+std::filesystem::path ensureDemoModel();
+
+// Where scripts/fetch-assets puts the Qwen3 tokenizer.json.
+std::filesystem::path qwen3TokenizerAsset();
+
+}  // namespace shardscope

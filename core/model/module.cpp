@@ -1,0 +1,65 @@
+#include "module.h"
+
+#include "../error.h"
+
+namespace shardscope {
+
+const char* shardKindName(ShardKind k) {
+  switch (k) {
+    case ShardKind::Whole: return "whole";
+    case ShardKind::Column: return "column";
+    case ShardKind::FusedColumn: return "fused";
+    case ShardKind::RowInput: return "row";
+    case ShardKind::Head: return "head";
+    case ShardKind::PartialSum: return "partial";
+    case ShardKind::Vocab: return "vocab";
+  }
+  return "?";
+}
+
+Module::Module(std::string name, Module* parent, std::optional<int64_t> index)
+    : name_(std::move(name)), index_(index), parent_(parent) {
+  if (!parent_) {
+    path_ = name_;
+  } else if (index_) {
+    path_ = parent_->path_ + "[" + std::to_string(*index_) + "]";  // layers[3]: name is the list's
+  } else {
+    path_ = parent_->path_ + "." + name_;
+  }
+  if (parent_) parent_->children_.push_back(this);
+  ports_[0] = {"input", ShardKind::Whole, -1, 1};
+  ports_[1] = {"output", ShardKind::Whole, -1, 1};
+}
+
+Module::~Module() = default;
+
+void Module::setPorts(PortSpec input, PortSpec output) {
+  input.name = "input";
+  output.name = "output";
+  ports_[0] = std::move(input);
+  ports_[1] = std::move(output);
+}
+
+void Module::addParameter(Parameter p) { params_.push_back(std::move(p)); }
+
+const Parameter* Module::parameter(const std::string& name) const {
+  for (const auto& p : params_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+const Module* Module::find(const std::string& relativePath) const {
+  if (relativePath.empty()) return this;
+  const std::string full = path_ + (relativePath[0] == '[' ? "" : ".") + relativePath;
+  for (const Module* c : children_) {
+    if (full == c->path_) return c;
+    if (full.compare(0, c->path_.size(), c->path_) == 0 &&
+        (full[c->path_.size()] == '.' || full[c->path_.size()] == '[')) {
+      return c->find(full.substr(c->path_.size() + (full[c->path_.size()] == '.' ? 1 : 0)));
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,51 @@
+// Tokenizer: a Hugging Face tokenizer.json (byte-level BPE) in C++, matching the reference encoder
+// id for id. Supported components (anything else is refused with an error naming it):
+//   normalizer     NFC, NFD, NFKC, NFKD, Sequence of those, null
+//   pre_tokenizer  Split (regex or string; Isolated, Removed, MergedWithPrevious, MergedWithNext),
+//                  ByteLevel (add_prefix_space, use_regex), Sequence of those
+//   model          BPE (byte-level; merges as "a b" strings or [a, b] pairs; ignore_merges)
+//   added tokens   matched before everything else (leftmost, longest), never split
+//   post_processor TemplateProcessing (single sequence), ByteLevel, null
+//   decoder        ByteLevel, null
+// Regexes run through PCRE2 with UTF and Unicode properties. Plain C++: no LibTorch.
+// Thread-safe: encode and decode may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardscope {
+
+class Tokenizer {
+ public:
+  static std::shared_ptr<const Tokenizer> fromFile(const std::filesystem::path& path);
+  // `origin` names the source in errors.
+  static std::shared_ptr<const Tokenizer> fromJson(const std::string& json, const std::string& origin);
+  ~Tokenizer();
+
+  // Throws Error on invalid UTF-8 (naming the byte offset).
+  std::vector<int64_t> encode(std::string_view text, bool addSpecialTokens = true) const;
+  // Bytes that do not form valid UTF-8 (a token cut mid-character) become U+FFFD.
+  std::string decode(const std::vector<int64_t>& ids, bool skipSpecialTokens = false) const;
+
+  // The vocabulary string of `id` as stored (byte-level alphabet), or its added-token content.
+  std::string tokenText(int64_t id) const;
+  // The text one token decodes to on its own (for listings such as `shardscope-cli tokenize`).
+  std::string tokenPiece(int64_t id) const;
+  std::optional<int64_t> tokenId(std::string_view token) const;
+  bool isSpecial(int64_t id) const;
+  int64_t vocabSize() const;  // largest id + 1, added tokens included
+
+  struct Impl;
+
+ private:
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardscope
