@@ -105,7 +105,7 @@ int generate(const std::vector<std::string>& args) {
   request.sampling.ignoreEos = a.has("ignore-eos");
   if (a.has("stop-ids")) request.sampling.stopTokenIds = parseIds(a.get("stop-ids"));
   JobHandle job = engine.generate(request);
-  const GenerateResult& result = Engine::generateResult(job);
+  const GenerateResult result = Engine::generateResult(job);
   for (const RequestOutput& out : result.outputs) {
     if (tokenizer) {
       std::cout << tokenizer->decode(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";

@@ -361,7 +361,7 @@ JobHandle Engine::generate(GenerateRequest request) {
   return h;
 }
 
-const GenerateResult& Engine::generateResult(const JobHandle& h) {
+GenerateResult Engine::generateResult(const JobHandle& h) {
   h.wait();
   SS_ASSERT(h.state()->result, "generateResult on a job that is not a generation");
   return *static_cast<const GenerateResult*>(h.state()->result.get());

@@ -52,9 +52,9 @@ class Engine {
   // The model's tokenizer, or nullptr when the checkpoint has no tokenizer.json.
   std::shared_ptr<const Tokenizer> tokenizer() const;
 
-  // Queues generation; the result is read with generateResult(handle) after wait().
+  // Queues generation; generateResult(handle) waits for it and returns its result.
   JobHandle generate(GenerateRequest request);
-  static const GenerateResult& generateResult(const JobHandle& h);
+  static GenerateResult generateResult(const JobHandle& h);
 
   // Internal seam for other core layers (trace interleaver) and tests: runs `fn` on every rank.
   JobHandle submit(std::function<void(RankContext&)> fn, int64_t totalSteps = 0);
