@@ -1,0 +1,180 @@
+// The engine on the demo model (Qwen3 architecture, real Qwen3 tokenizer): identical greedy and
+// seeded sampled text at tp=1, 2 and 4; batching; stop tokens; progress and cancellation; a job
+// that fails on one rank, then jobs that succeed.
+#include <QtTest>
+
+#include <cstring>
+#include <thread>
+
+#include "common/test_support.h"
+#include "core/engine/engine.h"
+#include "core/engine/rank_context.h"
+#include "core/error.h"
+#include "core/model/tokenizer.h"
+
+using namespace shardscope;
+
+namespace {
+
+std::unique_ptr<Engine> demoEngine(int tp) {
+  EngineOptions o;
+  o.tp = tp;
+  o.device = test::device();
+  o.dtype = "f32";
+  o.backend = "local";
+  return std::make_unique<Engine>(o);
+}
+
+GenerateRequest request(const Engine& e, std::vector<std::string> prompts, int64_t maxTokens,
+                        double temperature = 0.0, uint64_t seed = 0) {
+  GenerateRequest r;
+  for (const auto& p : prompts) r.prompts.push_back(e.tokenizer()->encode(p));
+  r.sampling.maxTokens = maxTokens;
+  r.sampling.temperature = temperature;
+  r.sampling.seed = seed;
+  r.sampling.topK = temperature > 0 ? 50 : 0;
+  r.sampling.topP = temperature > 0 ? 0.95 : 1.0;
+  r.sampling.ignoreEos = true;
+  return r;
+}
+
+at::Tensor fromHost(const HostTensor& h) {
+  at::Tensor t = at::empty(h.shape, at::kFloat);
+  std::memcpy(t.data_ptr(), h.bytes.data(), h.bytes.size());
+  return t;
+}
+
+}  // namespace
+
+class TestEngine : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void sameTextAtEveryTp_data() {
+    QTest::addColumn<double>("temperature");
+    QTest::newRow("greedy") << 0.0;
+    QTest::newRow("seeded sampling") << 0.8;
+  }
+  void sameTextAtEveryTp() {
+    QFETCH(double, temperature);
+    std::vector<std::vector<int64_t>> outputs;
+    for (int tp : {1, 2, 4}) {
+      auto engine = demoEngine(tp);
+      const auto r = request(*engine, {"The capital of France is", "Tensor parallelism shards"}, 12, temperature, 42);
+      const GenerateResult result = Engine::generateResult(engine->generate(r));
+      QCOMPARE(result.outputs.size(), size_t(2));
+      outputs.push_back(result.outputs[0].tokenIds);
+      outputs.push_back(result.outputs[1].tokenIds);
+      QCOMPARE(result.outputs[0].tokenIds.size(), size_t(12));
+    }
+    QCOMPARE(outputs[2], outputs[0]);
+    QCOMPARE(outputs[3], outputs[1]);
+    QCOMPARE(outputs[4], outputs[0]);
+    QCOMPARE(outputs[5], outputs[1]);
+  }
+
+  void seedsDecideSampledText() {
+    auto engine = demoEngine(1);
+    const auto a = Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 1)));
+    const auto b = Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 1)));
+    const auto c = Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 2)));
+    QCOMPARE(a.outputs[0].tokenIds, b.outputs[0].tokenIds);
+    QVERIFY(a.outputs[0].tokenIds != c.outputs[0].tokenIds);
+  }
+
+  void batchedRequestsEqualEachAlone() {
+    auto engine = demoEngine(2);
+    auto both = request(*engine, {"The capital of France is", "A much longer second prompt with more tokens in it"}, 8);
+    both.returnLogits = true;
+    const auto batched = Engine::generateResult(engine->generate(both));
+    for (size_t i = 0; i < 2; ++i) {
+      GenerateRequest alone = both;
+      alone.prompts = {both.prompts[i]};
+      const auto single = Engine::generateResult(engine->generate(alone));
+      QCOMPARE(batched.outputs[i].tokenIds, single.outputs[0].tokenIds);
+      const at::Tensor x = fromHost(batched.outputs[i].logits), y = fromHost(single.outputs[0].logits);
+      QVERIFY(at::allclose(x, y, 1e-4, 1e-4));
+    }
+  }
+
+  void stopTokenEndsTheRequest() {
+    auto engine = demoEngine(1);
+    auto r = request(*engine, {"The capital of France is"}, 10);
+    const auto free = Engine::generateResult(engine->generate(r));
+    r.sampling.stopTokenIds = {free.outputs[0].tokenIds[2]};
+    const auto stopped = Engine::generateResult(engine->generate(r));
+    const auto& ids = stopped.outputs[0].tokenIds;
+    QCOMPARE(stopped.outputs[0].finishReason, std::string("stop"));
+    QVERIFY(ids.size() <= 3);
+    QCOMPARE(ids.back(), free.outputs[0].tokenIds[2]);
+    QCOMPARE(free.outputs[0].finishReason, std::string("length"));
+  }
+
+  void progressAndCancellation() {
+    auto engine = demoEngine(2);
+    JobHandle job = engine->generate(request(*engine, {"Counting steps"}, 3000));
+    while (job.progress().step < 3 && !job.done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    QCOMPARE(job.progress().total, int64_t(3000));
+    job.cancel();
+    const auto result = Engine::generateResult(job);
+    QCOMPARE(result.outputs[0].finishReason, std::string("cancelled"));
+    QVERIFY(result.steps < 3000);
+    QCOMPARE(int64_t(result.outputs[0].tokenIds.size()), result.steps);
+    // The engine serves the next job.
+    const auto next = Engine::generateResult(engine->generate(request(*engine, {"again"}, 4)));
+    QCOMPARE(next.outputs[0].tokenIds.size(), size_t(4));
+  }
+
+  void failureOnOneRankFailsTheJobOnceThenTheEngineServesTheNext() {
+    auto engine = demoEngine(4);
+    JobHandle bad = engine->submit([](RankContext& ctx) {
+      at::Tensor t = at::ones({4}).to(ctx.device);
+      ctx.group.allReduceSum(t);  // all ranks meet once
+      if (ctx.rank == 2) throw Error("injected failure on rank 2");
+      ctx.group.allReduceSum(t);  // ranks 0, 1, 3 wait here for rank 2
+    });
+    try {
+      bad.wait();
+      QFAIL("the job should have failed");
+    } catch (const Error& e) {
+      QCOMPARE(std::string(e.what()), std::string("injected failure on rank 2"));
+    }
+    for (int i = 0; i < 2; ++i) {
+      const auto ok = Engine::generateResult(engine->generate(request(*engine, {"still alive"}, 5)));
+      QCOMPARE(ok.outputs[0].tokenIds.size(), size_t(5));
+    }
+  }
+
+  void invalidRequestsAreRefusedClearly() {
+    auto engine = demoEngine(1);
+    GenerateRequest r;
+    r.prompts = {{1, 2, 999999999}};
+    try {
+      engine->generate(r);
+      QFAIL("expected an error");
+    } catch (const Error& e) {
+      QVERIFY(std::string(e.what()).find("outside the vocabulary [0, 151936)") != std::string::npos);
+    }
+    r.prompts = {{}};
+    QVERIFY_THROWS_EXCEPTION(Error, engine->generate(r));
+    r.prompts = {{1}};
+    r.sampling.maxTokens = 5000;
+    QVERIFY_THROWS_EXCEPTION(Error, engine->generate(r));
+  }
+
+  void badEngineOptions() {
+    EngineOptions o;
+    o.device = "tpu";
+    QVERIFY_THROWS_EXCEPTION(Error, Engine{o});
+    o.device = "cpu";
+    o.tp = 3;  // 8 heads, 4 KV heads
+    try {
+      Engine e(o);
+      QFAIL("tp=3 should be refused");
+    } catch (const Error& e) {
+      QVERIFY(std::string(e.what()).find("does not divide") != std::string::npos);
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEngine)
+#include "tst_engine.moc"
