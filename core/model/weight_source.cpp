@@ -108,10 +108,27 @@ at::Tensor SafetensorsSource::load(const std::string& name, const std::vector<in
                           shapeToString(fullShape));
   }
   checkSlice(name, fullShape, slice);
-  at::Tensor view = file.view(e);
-  if (slice.dim >= 0) view = view.narrow(slice.dim, slice.start, slice.length);
-  at::Tensor out = view.to(dtype, /*non_blocking=*/false, /*copy=*/true).contiguous();
-  file.release(e);
+  const at::Tensor view = file.view(e);
+  at::Tensor out;
+  if (view.dim() == 0) {
+    out = view.to(dtype, false, /*copy=*/true);
+  } else {
+    // Copy in blocks of whole rows and drop each block's mapped pages right after, so the
+    // process never holds more than one block of the file beside the shard it keeps.
+    std::vector<int64_t> shape = fullShape;
+    if (slice.dim >= 0) shape[slice.dim] = slice.length;
+    out = at::empty(shape, at::TensorOptions().dtype(dtype));
+    const int64_t firstRow = slice.dim == 0 ? slice.start : 0;
+    const size_t rowBytes = fullShape[0] > 0 ? (e.end - e.begin) / size_t(fullShape[0]) : 0;
+    const int64_t blockRows = std::max<int64_t>(1, int64_t((32u << 20) / std::max<size_t>(rowBytes, 1)));
+    for (int64_t r = 0; r < out.size(0); r += blockRows) {
+      const int64_t n = std::min(blockRows, out.size(0) - r);
+      at::Tensor src = view.narrow(0, firstRow + r, n);
+      if (slice.dim > 0) src = src.narrow(slice.dim, slice.start, slice.length);
+      out.narrow(0, r, n).copy_(src);
+      file.release(e.begin + size_t(firstRow + r) * rowBytes, e.begin + size_t(firstRow + r + n) * rowBytes);
+    }
+  }
   std::lock_guard lock(mutex_);
   used_.insert(name);
   return out;
