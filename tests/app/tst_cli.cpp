@@ -1,0 +1,126 @@
+// shardscope-cli end to end: generate, inspect, tokenize and make-checkpoint, their --help, and
+// usage errors (exit status 2, a message naming the option, never a stack trace).
+#include <QtTest>
+
+#include "common/test_support.h"
+
+namespace {
+
+struct Result {
+  int code;
+  QString out, err;
+};
+
+Result cli(const QStringList& args) {
+  QProcess p;
+  p.start(SHARDSCOPE_CLI, args);
+  if (!p.waitForFinished(600000)) return {-1, "", "timed out"};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+QString golden(const char* model) { return QString::fromStdString(shardscope::test::goldenModel(model).string()); }
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void helpForEveryCommand_data() {
+    QTest::addColumn<QString>("command");
+    for (const char* c : {"generate", "inspect", "tokenize", "make-checkpoint"}) QTest::newRow(c) << c;
+  }
+  void helpForEveryCommand() {
+    QFETCH(QString, command);
+    const Result r = cli({command, "--help"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.startsWith("usage: shardscope-cli " + command));
+  }
+
+  void usageErrors_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("no command") << QStringList{} << "usage:";
+    QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command 'frobnicate'";
+    QTest::newRow("unknown option") << QStringList{"generate", "--colour", "x", "hi"} << "unknown option --colour";
+    QTest::newRow("bad integer") << QStringList{"generate", "--tp", "two", "hi"} << "--tp expects an integer, got 'two'";
+    QTest::newRow("missing value") << QStringList{"generate", "hi", "--max-tokens"} << "--max-tokens needs a value";
+    QTest::newRow("no prompt") << QStringList{"generate"} << "generate needs a prompt";
+    QTest::newRow("tokenize without text") << QStringList{"tokenize"} << "needs exactly one text argument";
+  }
+  void usageErrors() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+    const Result r = cli(args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(message), qPrintable(r.err));
+  }
+
+  void userErrorsExitWithOne() {
+    const Result missing = cli({"generate", "--model", "/no/such/model", "hi"});
+    QCOMPARE(missing.code, 1);
+    QVERIFY2(missing.err.contains("model not found"), qPrintable(missing.err));
+    const Result tp = cli({"generate", "--tp", "3", "hi"});
+    QCOMPARE(tp.code, 1);
+    QVERIFY2(tp.err.contains("does not divide"), qPrintable(tp.err));
+    const Result noTokenizer = cli({"generate", "--model", golden("qwen3-tiny"), "text needs a tokenizer"});
+    QCOMPARE(noTokenizer.code, 1);
+    QVERIFY2(noTokenizer.err.contains("--ids"), qPrintable(noTokenizer.err));
+  }
+
+  void generateGreedyIdsMatchTransformers_data() {
+    QTest::addColumn<QString>("tp");
+    QTest::newRow("tp1") << "1";
+    QTest::newRow("tp2") << "2";
+  }
+  void generateGreedyIdsMatchTransformers() {
+    QFETCH(QString, tp);
+    // HF's greedy continuation of this prompt (tests/golden/models/qwen3-tiny/golden.safetensors).
+    const Result r = cli({"generate", "--model", golden("qwen3-tiny"), "--tp", tp, "--ids", "3,17,42,99,123,200,7",
+                          "--max-tokens", "9", "--ignore-eos", "--quiet"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.out.trimmed(), QString("108,237,164,209,197,164,117,164,17"));
+  }
+
+  void generateTextIsTheSameAtTp1And2() {
+    const Result a = cli({"generate", "--quiet", "--max-tokens", "8", "The capital of France is"});
+    const Result b = cli({"generate", "--quiet", "--tp", "2", "--max-tokens", "8", "The capital of France is"});
+    QCOMPARE(a.code, 0);
+    QVERIFY(!a.out.trimmed().isEmpty());
+    QCOMPARE(b.out, a.out);
+  }
+
+  void inspectShowsPortsAndShards() {
+    const Result r = cli({"inspect", "--tp", "2"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("model.model.layers[0].self_attn.qkv_proj  (QKVParallelLinear)"));
+    // Demo model: 8 query heads, 4 KV heads, head_dim 8, hidden 32; tp=2 holds 4 q + 2 k + 2 v heads.
+    QVERIFY2(r.out.contains(".output  [fused]  ([5, 64], None) -> ([5, 128], None)"), qPrintable(r.out));
+    QVERIFY(r.out.contains(".input  [row]  [5, 32] -> [5, 64]"));
+    QVERIFY(r.out.contains(".weight  shard [32, 32] of [32, 64]"));  // o_proj
+    QVERIFY(r.out.contains("model.lm_head  (ParallelLMHead)"));
+    QVERIFY(r.out.contains(".weight  shard [75968, 32] of [151936, 32]"));
+  }
+
+  void tokenizePrintsIdsAndPieces() {
+    const Result r = cli({"tokenize", "The capital of France is"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.startsWith("785 6722 315 9625 374\n"));
+    QVERIFY(r.out.contains("9625\tĠFrance\t France"));
+  }
+
+  void makeCheckpointThenGenerate() {
+    shardscope::test::TempDir dir;
+    const QString out = QString::fromStdString((dir.path() / "ckpt").string());
+    const QString config = QString::fromStdString((shardscope::test::goldenModel("llama-tiny") / "config.json").string());
+    const Result made = cli({"make-checkpoint", "--config", config, "--seed", "3", "--dtype", "f32", out});
+    QCOMPARE(made.code, 0);
+    const Result fromFile = cli({"generate", "--model", out, "--ids", "1,2,3", "--max-tokens", "6", "--quiet", "--tp", "2"});
+    const Result fromSeed = cli({"generate", "--model", "random:" + config + "@3", "--ids", "1,2,3", "--max-tokens", "6", "--quiet"});
+    QCOMPARE(fromFile.code, 0);
+    QCOMPARE(fromFile.out, fromSeed.out);
+    QCOMPARE(cli({"make-checkpoint", "--config", config, out}).code, 1);  // refuses to overwrite
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"
