@@ -2,7 +2,10 @@
 // (SHARDSCOPE_TEST_DEVICE=cuda runs the suites with CUDA tensors on the GPU machine).
 #pragma once
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <filesystem>
 #include <string>
 
@@ -23,8 +26,16 @@ inline std::string device() {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "shardscope-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
+    // $TMPDIR first, then the working directory (some sandboxes point TMPDIR nowhere).
+    std::error_code ec;
+    for (const auto& base : {std::filesystem::temp_directory_path(ec), std::filesystem::current_path()}) {
+      std::string tmpl = (base / "shardscope-test-XXXXXX").string();
+      if (const char* made = ::mkdtemp(tmpl.data())) {
+        path_ = made;
+        return;
+      }
+    }
+    throw std::runtime_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
   }
   ~TempDir() {
     std::error_code ec;
