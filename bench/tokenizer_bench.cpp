@@ -17,7 +17,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // A deterministic ~1.2 MB corpus: the tokenizer golden strings (prose in many scripts, code,
 // numbers, whitespace runs, emoji) shuffled by an LCG with generated numbers between them.
@@ -27,7 +29,8 @@ std::string makeCorpus(const std::string& goldenPath) {
   std::vector<std::string> texts;
   for (const auto& c : g["cases"]) {
     const std::string t = c["text"];
-    if (t.find("<|") == std::string::npos && t.find("<\xef\xbd\x9c") == std::string::npos) texts.push_back(t);
+    if (t.find("<|") == std::string::npos && t.find("<\xef\xbd\x9c") == std::string::npos)
+      texts.push_back(t);
   }
   std::string corpus;
   uint64_t x = 2026;
@@ -59,7 +62,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string tokenizerPath = argv[1], name = argv[2], corpusPath = argv[3];
-  const std::string corpus = makeCorpus(std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/golden/tokenizer/golden.json");
+  const std::string corpus =
+      makeCorpus(std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/golden/tokenizer/golden.json");
   std::ofstream(corpusPath, std::ios::binary) << corpus;
   const double mb = double(corpus.size()) / 1e6;
 
@@ -83,8 +87,10 @@ int main(int argc, char** argv) {
   const double floorGBps = memcpyGBps(corpus.size());
   std::printf("corpus: %.2f MB, %zu tokens (%s)\n", mb, count, name.c_str());
   std::printf("shardscope load: %.3f s\n", load);
-  std::printf("shardscope encode: cold %.2f MB/s, warm %.2f MB/s; floor (memcpy %.1f GB/s) %.0f MB/s -> %.1fx floor time\n",
-              mb / cold, mb / warm, floorGBps, floorGBps * 1e3, floorGBps * 1e3 / (mb / warm));
+  std::printf(
+      "shardscope encode: cold %.2f MB/s, warm %.2f MB/s; floor (memcpy %.1f GB/s) %.0f MB/s -> "
+      "%.1fx floor time\n",
+      mb / cold, mb / warm, floorGBps, floorGBps * 1e3, floorGBps * 1e3 / (mb / warm));
   if (argc < 5) return 0;
   const std::string peer = std::string(argv[4]) + " " + name + " " + corpusPath;
   FILE* p = ::popen(peer.c_str(), "r");
@@ -103,9 +109,12 @@ int main(int argc, char** argv) {
     std::cerr << "peer failed: " << peer << "\n";
     return 1;
   }
-  std::printf("peer (JS @lenml/tokenizers) load: %.3f s; encode: cold %.2f MB/s, warm %.2f MB/s; %zu tokens%s\n",
-              peerLoad, mb / peerCold, mb / peerWarm, peerCount, peerCount == count ? " (same count)" : " (COUNT DIFFERS)");
-  std::printf("ratio shardscope/peer: load %.2fx faster, encode cold %.2fx, warm %.2fx faster\n", peerLoad / load,
-              peerCold / cold, peerWarm / warm);
+  std::printf(
+      "peer (JS @lenml/tokenizers) load: %.3f s; encode: cold %.2f MB/s, warm %.2f MB/s; %zu "
+      "tokens%s\n",
+      peerLoad, mb / peerCold, mb / peerWarm, peerCount,
+      peerCount == count ? " (same count)" : " (COUNT DIFFERS)");
+  std::printf("ratio shardscope/peer: load %.2fx faster, encode cold %.2fx, warm %.2fx faster\n",
+              peerLoad / load, peerCold / cold, peerWarm / warm);
   return peerCount == count ? 0 : 1;
 }

@@ -31,12 +31,13 @@ class Cancelled : public Error {
   using Error::Error;
 };
 
-[[noreturn]] void failInvariant(const char* expr, const char* file, int line, const std::string& what);
+[[noreturn]] void failInvariant(const char* expr, const char* file, int line,
+                                const std::string& what);
 
 }  // namespace shardscope
 
 // Internal invariant: a broken one is a bug in ShardScope, reported with file and line.
-#define SS_ASSERT(cond, what)                                                        \
-  do {                                                                               \
-    if (!(cond)) ::shardscope::failInvariant(#cond, __FILE__, __LINE__, (what));     \
+#define SS_ASSERT(cond, what)                                                    \
+  do {                                                                           \
+    if (!(cond)) ::shardscope::failInvariant(#cond, __FILE__, __LINE__, (what)); \
   } while (0)

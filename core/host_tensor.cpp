@@ -42,21 +42,30 @@ T load(const std::byte* p) {
 
 double elementAsDouble(DType d, const std::byte* p) {
   switch (d) {
-    case DType::F32: return load<float>(p);
-    case DType::F64: return load<double>(p);
-    case DType::F16: return halfToFloat(load<uint16_t>(p));
+    case DType::F32:
+      return load<float>(p);
+    case DType::F64:
+      return load<double>(p);
+    case DType::F16:
+      return halfToFloat(load<uint16_t>(p));
     case DType::BF16: {
       const uint32_t bits = uint32_t(load<uint16_t>(p)) << 16;
       float f;
       std::memcpy(&f, &bits, 4);
       return f;
     }
-    case DType::I64: return double(load<int64_t>(p));
-    case DType::I32: return load<int32_t>(p);
-    case DType::I16: return load<int16_t>(p);
-    case DType::I8: return load<int8_t>(p);
-    case DType::U8: return load<uint8_t>(p);
-    case DType::Bool: return load<uint8_t>(p) != 0;
+    case DType::I64:
+      return double(load<int64_t>(p));
+    case DType::I32:
+      return load<int32_t>(p);
+    case DType::I16:
+      return load<int16_t>(p);
+    case DType::I8:
+      return load<int8_t>(p);
+    case DType::U8:
+      return load<uint8_t>(p);
+    case DType::Bool:
+      return load<uint8_t>(p) != 0;
   }
   return 0;
 }
@@ -65,16 +74,26 @@ double elementAsDouble(DType d, const std::byte* p) {
 
 const char* dtypeName(DType d) {
   switch (d) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-    case DType::F64: return "float64";
-    case DType::I64: return "int64";
-    case DType::I32: return "int32";
-    case DType::I16: return "int16";
-    case DType::I8: return "int8";
-    case DType::U8: return "uint8";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "float32";
+    case DType::F16:
+      return "float16";
+    case DType::BF16:
+      return "bfloat16";
+    case DType::F64:
+      return "float64";
+    case DType::I64:
+      return "int64";
+    case DType::I32:
+      return "int32";
+    case DType::I16:
+      return "int16";
+    case DType::I8:
+      return "int8";
+    case DType::U8:
+      return "uint8";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -82,15 +101,19 @@ const char* dtypeName(DType d) {
 size_t dtypeSize(DType d) {
   switch (d) {
     case DType::F64:
-    case DType::I64: return 8;
+    case DType::I64:
+      return 8;
     case DType::F32:
-    case DType::I32: return 4;
+    case DType::I32:
+      return 4;
     case DType::F16:
     case DType::BF16:
-    case DType::I16: return 2;
+    case DType::I16:
+      return 2;
     case DType::I8:
     case DType::U8:
-    case DType::Bool: return 1;
+    case DType::Bool:
+      return 1;
   }
   return 1;
 }

@@ -25,7 +25,8 @@ commands:
 Run 'shardscope-cli <command> --help' for a command's options.
 )";
 
-constexpr const char* kModelOptions = R"(  --model PATH|NAME    checkpoint directory, Hugging Face cache name (Qwen/Qwen3-8B) or
+constexpr const char* kModelOptions =
+    R"(  --model PATH|NAME    checkpoint directory, Hugging Face cache name (Qwen/Qwen3-8B) or
                        random:CONFIG.json[@SEED]; default: the built-in demo model
   --tp N               tensor-parallel size (default 1)
   --device cpu|cuda    (default cpu)
@@ -34,7 +35,8 @@ constexpr const char* kModelOptions = R"(  --model PATH|NAME    checkpoint direc
   --threads N          CPU threads per rank (default: cores / tp)
 )";
 
-const std::set<std::string> kModelOptionNames = {"model", "tp", "device", "dtype", "backend", "threads"};
+const std::set<std::string> kModelOptionNames = {"model", "tp",      "device",
+                                                 "dtype", "backend", "threads"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
@@ -72,8 +74,9 @@ void printLoadProgress(const std::string& what, int done, int total) {
 }
 
 int generate(const std::vector<std::string>& args) {
-  const Arguments a(args, withModel({"max-tokens", "temperature", "top-k", "top-p", "seed", "ids", "stop-ids"}),
-                    {"help", "ignore-eos", "quiet"});
+  const Arguments a(
+      args, withModel({"max-tokens", "temperature", "top-k", "top-p", "seed", "ids", "stop-ids"}),
+      {"help", "ignore-eos", "quiet"});
   if (a.has("help")) {
     std::cout << "usage: shardscope-cli generate [options] \"prompt\" [\"prompt\" ...]\n\n"
               << kModelOptions
@@ -87,15 +90,17 @@ int generate(const std::vector<std::string>& args) {
                  "  --quiet              print only the generated text\n";
     return 0;
   }
-  if (a.positional().empty() && !a.has("ids")) throw UsageError("generate needs a prompt (or --ids)");
+  if (a.positional().empty() && !a.has("ids"))
+    throw UsageError("generate needs a prompt (or --ids)");
   Engine engine(engineOptions(a), a.has("quiet") ? Engine::LoadProgress() : printLoadProgress);
   auto tokenizer = engine.tokenizer();
   GenerateRequest request;
   if (a.has("ids")) request.prompts.push_back(parseIds(a.get("ids")));
   for (const auto& p : a.positional()) {
     if (!tokenizer) {
-      throw Error("this model has no tokenizer.json, so text prompts cannot be encoded; pass token ids "
-                  "with --ids 1,2,3");
+      throw Error(
+          "this model has no tokenizer.json, so text prompts cannot be encoded; pass token ids "
+          "with --ids 1,2,3");
     }
     request.prompts.push_back(tokenizer->encode(p));
   }
@@ -112,16 +117,18 @@ int generate(const std::vector<std::string>& args) {
     if (tokenizer) {
       std::cout << tokenizer->decode(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
     } else {
-      for (size_t i = 0; i < out.tokenIds.size(); ++i) std::cout << (i ? "," : "") << out.tokenIds[i];
+      for (size_t i = 0; i < out.tokenIds.size(); ++i)
+        std::cout << (i ? "," : "") << out.tokenIds[i];
       std::cout << "\n";
     }
   }
   if (!a.has("quiet")) {
     int64_t tokens = 0;
     for (const auto& o : result.outputs) tokens += int64_t(o.tokenIds.size());
-    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, %s, %s)\n", (long long)tokens,
-                 (long long)result.steps, result.seconds, engine.info().spec.c_str(), engine.info().tp,
-                 engine.info().device.c_str(), engine.info().dtype.c_str());
+    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, %s, %s)\n",
+                 (long long)tokens, (long long)result.steps, result.seconds,
+                 engine.info().spec.c_str(), engine.info().tp, engine.info().device.c_str(),
+                 engine.info().dtype.c_str());
   }
   return 0;
 }
@@ -135,10 +142,11 @@ std::string joinShapes(const std::vector<std::vector<int64_t>>& shapes, bool tup
 int inspect(const std::vector<std::string>& args) {
   const Arguments a(args, withModel({"prompt"}), {"help"});
   if (a.has("help")) {
-    std::cout << "usage: shardscope-cli inspect [options]\n\n"
-              << kModelOptions
-              << "  --prompt TEXT        the prompt whose port shapes are shown (default: 5 tokens,\n"
-                 "                       \"The capital of France is\")\n";
+    std::cout
+        << "usage: shardscope-cli inspect [options]\n\n"
+        << kModelOptions
+        << "  --prompt TEXT        the prompt whose port shapes are shown (default: 5 tokens,\n"
+           "                       \"The capital of France is\")\n";
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("inspect takes no positional arguments");
@@ -151,15 +159,17 @@ int inspect(const std::vector<std::string>& args) {
     for (int64_t i = 0; i < 5; ++i) ids.push_back(i % info.vocabSize);
   }
   const auto shapes = probePortShapes(engine, ids);
-  std::cout << info.spec << ": " << info.family << ", " << info.numLayers << " layers, tp=" << info.tp << ", "
-            << info.dtype << ", " << ids.size() << "-token prompt\n"
+  std::cout << info.spec << ": " << info.family << ", " << info.numLayers
+            << " layers, tp=" << info.tp << ", " << info.dtype << ", " << ids.size()
+            << "-token prompt\n"
             << "shapes are rank 0's shard -> the gathered whole\n";
   for (const ModuleInfo& m : info.modules) {
     std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
     const std::string indent(size_t(m.depth) * 2 + 4, ' ');
     for (const PortShape& p : shapes) {
       if (p.module != m.path) continue;
-      std::cout << indent << "." << p.port << "  [" << p.shardKind << "]  " << joinShapes(p.shard, p.tuple);
+      std::cout << indent << "." << p.port << "  [" << p.shardKind << "]  "
+                << joinShapes(p.shard, p.tuple);
       if (p.whole != p.shard) std::cout << " -> " << joinShapes(p.whole, p.tuple);
       std::cout << "\n";
       if (p.port == "output") break;  // one visit per port is enough (layers repeat per step)
@@ -175,32 +185,40 @@ int inspect(const std::vector<std::string>& args) {
 int tokenize(const std::vector<std::string>& args) {
   const Arguments a(args, {"model", "tokenizer"}, {"help", "no-special"});
   if (a.has("help")) {
-    std::cout << "usage: shardscope-cli tokenize [--model PATH|NAME | --tokenizer tokenizer.json] [--no-special] \"text\"\n";
+    std::cout << "usage: shardscope-cli tokenize [--model PATH|NAME | --tokenizer tokenizer.json] "
+                 "[--no-special] \"text\"\n";
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("tokenize needs exactly one text argument");
-  std::filesystem::path path = a.has("tokenizer") ? std::filesystem::path(a.get("tokenizer")) : tokenizerPathFor(a.get("model"));
-  if (path.empty()) throw Error("model '" + a.get("model") + "' has no tokenizer.json; pass --tokenizer FILE");
+  std::filesystem::path path = a.has("tokenizer") ? std::filesystem::path(a.get("tokenizer"))
+                                                  : tokenizerPathFor(a.get("model"));
+  if (path.empty())
+    throw Error("model '" + a.get("model") + "' has no tokenizer.json; pass --tokenizer FILE");
   auto tok = Tokenizer::fromFile(path);
   const auto ids = tok->encode(a.positional()[0], !a.has("no-special"));
   for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
   std::cout << "\n";
-  for (int64_t id : ids) std::cout << id << "\t" << tok->tokenText(id) << "\t" << tok->tokenPiece(id) << "\n";
+  for (int64_t id : ids)
+    std::cout << id << "\t" << tok->tokenText(id) << "\t" << tok->tokenPiece(id) << "\n";
   return 0;
 }
 
 int makeCheckpoint(const std::vector<std::string>& args) {
   const Arguments a(args, {"config", "seed", "dtype"}, {"help"});
   if (a.has("help")) {
-    std::cout << "usage: shardscope-cli make-checkpoint --config CONFIG.json [--seed S] [--dtype bf16|f16|f32] OUT_DIR\n"
-                 "Writes OUT_DIR/config.json and OUT_DIR/model.safetensors with the random weights that\n"
-                 "--model random:CONFIG.json@S would use (default seed 0, dtype bf16).\n";
+    std::cout
+        << "usage: shardscope-cli make-checkpoint --config CONFIG.json [--seed S] [--dtype "
+           "bf16|f16|f32] OUT_DIR\n"
+           "Writes OUT_DIR/config.json and OUT_DIR/model.safetensors with the random weights that\n"
+           "--model random:CONFIG.json@S would use (default seed 0, dtype bf16).\n";
     return 0;
   }
-  if (a.positional().size() != 1) throw UsageError("make-checkpoint needs exactly one output directory");
+  if (a.positional().size() != 1)
+    throw UsageError("make-checkpoint needs exactly one output directory");
   if (!a.has("config")) throw UsageError("make-checkpoint needs --config CONFIG.json");
   const std::filesystem::path out = a.positional()[0];
-  if (std::filesystem::exists(out)) throw Error(out.string() + " already exists; choose a new directory");
+  if (std::filesystem::exists(out))
+    throw Error(out.string() + " already exists; choose a new directory");
   std::ifstream in(a.get("config"));
   if (!in) throw Error("cannot read " + a.get("config"));
   std::stringstream text;
@@ -234,8 +252,8 @@ int main(int argc, char** argv) {
     std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << "shardscope-cli " << command << ": " << e.what() << " (see 'shardscope-cli " << command
-              << " --help')\n";
+    std::cerr << "shardscope-cli " << command << ": " << e.what() << " (see 'shardscope-cli "
+              << command << " --help')\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "shardscope-cli " << command << ": error: " << e.what() << "\n";

@@ -21,9 +21,13 @@ namespace shardscope {
 
 // ---- JobHandle ----
 
-JobProgress JobHandle::progress() const { return {state_->step.load(), state_->total.load()}; }
+JobProgress JobHandle::progress() const {
+  return {state_->step.load(), state_->total.load()};
+}
 
-void JobHandle::cancel() { state_->cancelRequested = true; }
+void JobHandle::cancel() {
+  state_->cancelRequested = true;
+}
 
 bool JobHandle::done() const {
   std::lock_guard lock(state_->mutex);
@@ -80,7 +84,9 @@ bool wantsNccl(const EngineOptions& o) {
   return o.device == "cuda" && o.tp > 1;
 }
 
-int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+int cores() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::string describeException(std::exception_ptr e) {
   try {
@@ -123,11 +129,13 @@ void Engine::Impl::recordError(int rank, std::exception_ptr e) {
       firstErrorIsAbort = isAbort;
     }
   }
-  if (!isAbort) groups[rank]->abort("rank " + std::to_string(rank) + " failed: " + describeException(e));
+  if (!isAbort)
+    groups[rank]->abort("rank " + std::to_string(rank) + " failed: " + describeException(e));
 }
 
 void Engine::Impl::rankMain(int rank, std::function<void()> load) {
-  const int threads = options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / options.tp);
+  const int threads =
+      options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / options.tp);
   at::set_num_threads(threads);
   c10::InferenceMode inference;
   c10::DeviceGuard guard(devices[rank]);
@@ -243,7 +251,8 @@ void Engine::Impl::buildInfo() {
     for (PortRole r : {PortRole::Input, PortRole::Output}) {
       mi.ports.push_back({m.port(r).name, shardKindName(m.port(r).kind)});
     }
-    for (const Parameter& p : m.parameters()) mi.parameters.push_back({p.name, p.shard.sizes().vec(), p.fullShape});
+    for (const Parameter& p : m.parameters())
+      mi.parameters.push_back({p.name, p.shard.sizes().vec(), p.fullShape});
     info.modules.push_back(std::move(mi));
     for (const Module* c : m.children()) walk(*c, depth + 1);
   };
@@ -258,21 +267,31 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     throw Error("unknown device '" + s.options.device + "': use cpu or cuda");
   }
   if (s.options.device == "cuda" && !at::hasCUDA()) {
-    throw Error("device cuda was asked for, but this LibTorch has no CUDA or no GPU is visible; use --device cpu");
+    throw Error(
+        "device cuda was asked for, but this LibTorch has no CUDA or no GPU is visible; use "
+        "--device cpu");
   }
-  if (progress) progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model), 0, s.options.tp);
+  if (progress)
+    progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
+             0, s.options.tp);
   s.source = openModelSource(s.options.model);
   s.source.config.checkTensorParallel(s.options.tp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
     switch (parseDType(s.options.dtype)) {
-      case DType::BF16: s.dtype = at::kBFloat16; break;
-      case DType::F16: s.dtype = at::kHalf; break;
-      default: s.dtype = at::kFloat;
+      case DType::BF16:
+        s.dtype = at::kBFloat16;
+        break;
+      case DType::F16:
+        s.dtype = at::kHalf;
+        break;
+      default:
+        s.dtype = at::kFloat;
     }
   } else if (s.options.device == "cuda") {
-    s.dtype = s.source.config.torchDtype == "float32" ? at::kFloat
-              : s.source.config.torchDtype == "float16" ? at::kHalf : at::kBFloat16;
+    s.dtype = s.source.config.torchDtype == "float32"   ? at::kFloat
+              : s.source.config.torchDtype == "float16" ? at::kHalf
+                                                        : at::kBFloat16;
   }
   const bool nccl = wantsNccl(s.options);
   for (int r = 0; r < s.options.tp; ++r) {
@@ -333,9 +352,13 @@ Engine::~Engine() {
   }
 }
 
-const ModelInfo& Engine::info() const { return impl_->info; }
+const ModelInfo& Engine::info() const {
+  return impl_->info;
+}
 
-std::shared_ptr<const Tokenizer> Engine::tokenizer() const { return impl_->tokenizer; }
+std::shared_ptr<const Tokenizer> Engine::tokenizer() const {
+  return impl_->tokenizer;
+}
 
 JobHandle Engine::submit(std::function<void(RankContext&)> fn, int64_t totalSteps) {
   auto job = std::make_shared<JobState>();
@@ -355,7 +378,9 @@ JobHandle Engine::generate(GenerateRequest request) {
   auto result = std::make_shared<GenerateResult>();
   auto req = std::make_shared<GenerateRequest>(std::move(request));
   JobHandle h = submit(
-      [req, result](RankContext& ctx) { runGeneration(ctx, *req, ctx.rank == 0 ? result.get() : nullptr); },
+      [req, result](RankContext& ctx) {
+        runGeneration(ctx, *req, ctx.rank == 0 ? result.get() : nullptr);
+      },
       req->sampling.maxTokens);
   h.state()->result = result;
   return h;

@@ -45,10 +45,10 @@ struct JobProgress {
 };
 
 struct EngineOptions {
-  std::string model;       // see ModelSource: "" = demo, path, HF name, random:CONFIG.json
+  std::string model;  // see ModelSource: "" = demo, path, HF name, random:CONFIG.json
   int tp = 1;
-  std::string device = "cpu";  // cpu | cuda
-  std::string dtype;           // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
+  std::string device = "cpu";    // cpu | cuda
+  std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto | local | nccl
   int threadsPerRank = 0;        // 0: the machine's cores divided by tp
 };

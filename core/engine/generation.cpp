@@ -52,9 +52,9 @@ void validateRequest(const GenerateRequest& request, const ModelConfig& config) 
     }
     const int64_t needed = int64_t(p.size()) + request.sampling.maxTokens;
     if (needed > config.maxPositions) {
-      throw Error("prompt " + std::to_string(r) + " (" + std::to_string(p.size()) + " tokens) plus max_tokens " +
-                  std::to_string(request.sampling.maxTokens) + " exceeds max_position_embeddings (" +
-                  std::to_string(config.maxPositions) + ")");
+      throw Error("prompt " + std::to_string(r) + " (" + std::to_string(p.size()) +
+                  " tokens) plus max_tokens " + std::to_string(request.sampling.maxTokens) +
+                  " exceeds max_position_embeddings (" + std::to_string(config.maxPositions) + ")");
     }
   }
 }
@@ -66,7 +66,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   validateRequest(request, config);
   const SamplingParams& sp = request.sampling;
   std::vector<int64_t> stopIds = sp.stopTokenIds;
-  if (!sp.ignoreEos) stopIds.insert(stopIds.end(), ctx.source.eosTokenIds.begin(), ctx.source.eosTokenIds.end());
+  if (!sp.ignoreEos)
+    stopIds.insert(stopIds.end(), ctx.source.eosTokenIds.begin(), ctx.source.eosTokenIds.end());
 
   const auto cacheOptions = at::TensorOptions().dtype(ctx.dtype).device(ctx.device);
   std::vector<Sequence> seqs(request.prompts.size());
@@ -74,8 +75,9 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i].tokens = request.prompts[i];
     seqs[i].promptLength = int64_t(request.prompts[i].size());
-    seqs[i].cache = std::make_unique<KvCache>(config.numLayers, seqs[i].promptLength + sp.maxTokens,
-                                              ctx.model.kvHeadsPerRank(), config.headDim, cacheOptions);
+    seqs[i].cache =
+        std::make_unique<KvCache>(config.numLayers, seqs[i].promptLength + sp.maxTokens,
+                                  ctx.model.kvHeadsPerRank(), config.headDim, cacheOptions);
     samplers.emplace_back(sp, int64_t(i));
   }
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
@@ -152,7 +154,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     if (request.returnLogits && !s.logits.empty()) out.logits = toHost(at::stack(s.logits));
     result->outputs.push_back(std::move(out));
   }
-  result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result->seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 }  // namespace shardscope

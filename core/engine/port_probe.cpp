@@ -21,7 +21,8 @@ class ShapeRecorder : public PortObserver {
       std::vector<int64_t> whole = shard;
       const bool split = spec.kind != ShardKind::Whole && spec.kind != ShardKind::PartialSum;
       if (split && !whole.empty()) {
-        const int64_t dim = spec.splitDim < 0 ? int64_t(whole.size()) + spec.splitDim : spec.splitDim;
+        const int64_t dim =
+            spec.splitDim < 0 ? int64_t(whole.size()) + spec.splitDim : spec.splitDim;
         whole[dim] = whole[dim] * tp_ / spec.replicas;
       }
       s.shard.push_back(std::move(shard));

@@ -18,9 +18,12 @@ uint64_t splitmix64(uint64_t& x) {
 }  // namespace
 
 Sampler::Sampler(const SamplingParams& params, int64_t requestIndex)
-    : params_(params), state_(params.seed * 0x100000001b3ull + uint64_t(requestIndex) * 0x9e3779b97f4a7c15ull) {}
+    : params_(params),
+      state_(params.seed * 0x100000001b3ull + uint64_t(requestIndex) * 0x9e3779b97f4a7c15ull) {}
 
-double Sampler::nextUniform() { return double(splitmix64(state_) >> 11) * 0x1.0p-53; }
+double Sampler::nextUniform() {
+  return double(splitmix64(state_) >> 11) * 0x1.0p-53;
+}
 
 int64_t Sampler::sample(const at::Tensor& logits) {
   if (params_.temperature <= 0.0) return logits.argmax().item<int64_t>();
@@ -38,7 +41,8 @@ int64_t Sampler::sample(const at::Tensor& logits) {
   const double maxLogit = l[order[0]];
   std::vector<double> p(keep);
   double total = 0;
-  for (int64_t i = 0; i < keep; ++i) total += p[i] = std::exp((l[order[i]] - maxLogit) / params_.temperature);
+  for (int64_t i = 0; i < keep; ++i)
+    total += p[i] = std::exp((l[order[i]] - maxLogit) / params_.temperature);
   if (params_.topP < 1.0) {
     double cum = 0;
     int64_t cut = keep;

@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "forward_batch.h"
+#include "layers/tp_rank.h"
 #include "model_config.h"
 #include "module.h"
-#include "layers/tp_rank.h"
 
 namespace shardscope {
 

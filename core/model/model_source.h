@@ -18,8 +18,8 @@ namespace shardscope {
 class WeightSource;
 
 struct ModelSource {
-  std::string spec;                    // as the user gave it
-  std::filesystem::path dir;           // checkpoint directory (empty for random:)
+  std::string spec;           // as the user gave it
+  std::filesystem::path dir;  // checkpoint directory (empty for random:)
   ModelConfig config;
   std::shared_ptr<WeightSource> weights;
   std::filesystem::path tokenizerJson;  // empty when the checkpoint has none

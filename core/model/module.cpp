@@ -6,13 +6,20 @@ namespace shardscope {
 
 const char* shardKindName(ShardKind k) {
   switch (k) {
-    case ShardKind::Whole: return "whole";
-    case ShardKind::Column: return "column";
-    case ShardKind::FusedColumn: return "fused";
-    case ShardKind::RowInput: return "row";
-    case ShardKind::Head: return "head";
-    case ShardKind::PartialSum: return "partial";
-    case ShardKind::Vocab: return "vocab";
+    case ShardKind::Whole:
+      return "whole";
+    case ShardKind::Column:
+      return "column";
+    case ShardKind::FusedColumn:
+      return "fused";
+    case ShardKind::RowInput:
+      return "row";
+    case ShardKind::Head:
+      return "head";
+    case ShardKind::PartialSum:
+      return "partial";
+    case ShardKind::Vocab:
+      return "vocab";
   }
   return "?";
 }
@@ -40,7 +47,9 @@ void Module::setPorts(PortSpec input, PortSpec output) {
   ports_[1] = std::move(output);
 }
 
-void Module::addParameter(Parameter p) { params_.push_back(std::move(p)); }
+void Module::addParameter(Parameter p) {
+  params_.push_back(std::move(p));
+}
 
 const Parameter* Module::parameter(const std::string& name) const {
   for (const auto& p : params_) {

@@ -33,10 +33,10 @@ struct PortSpec {
 };
 
 struct Parameter {
-  std::string name;         // "weight", "bias"
-  at::Tensor shard;         // this rank's piece
+  std::string name;                // "weight", "bias"
+  at::Tensor shard;                // this rank's piece
   std::vector<int64_t> fullShape;  // the unsharded shape (vocabulary padding trimmed)
-  int64_t splitDim = -1;    // -1: replicated
+  int64_t splitDim = -1;           // -1: replicated
 };
 
 enum class PortRole { Input = 0, Output = 1 };

@@ -25,7 +25,8 @@ struct PortValue {
 class PortObserver {
  public:
   virtual ~PortObserver() = default;
-  virtual void visit(const Module& module, PortRole role, PortValue& value, const ForwardBatch& batch) = 0;
+  virtual void visit(const Module& module, PortRole role, PortValue& value,
+                     const ForwardBatch& batch) = 0;
 };
 
 }  // namespace shardscope

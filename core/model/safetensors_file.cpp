@@ -27,25 +27,37 @@ at::ScalarType parseDType(const std::string& s, const std::string& where) {
   if (s == "I8") return at::kChar;
   if (s == "U8") return at::kByte;
   if (s == "BOOL") return at::kBool;
-  throw CheckpointError(where + ": dtype '" + s +
-                        "' is not supported (supported: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
+  throw CheckpointError(
+      where + ": dtype '" + s +
+      "' is not supported (supported: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
 }
 
 }  // namespace
 
 const char* safetensorsDTypeName(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return "F32";
-    case at::kHalf: return "F16";
-    case at::kBFloat16: return "BF16";
-    case at::kDouble: return "F64";
-    case at::kLong: return "I64";
-    case at::kInt: return "I32";
-    case at::kShort: return "I16";
-    case at::kChar: return "I8";
-    case at::kByte: return "U8";
-    case at::kBool: return "BOOL";
-    default: break;
+    case at::kFloat:
+      return "F32";
+    case at::kHalf:
+      return "F16";
+    case at::kBFloat16:
+      return "BF16";
+    case at::kDouble:
+      return "F64";
+    case at::kLong:
+      return "I64";
+    case at::kInt:
+      return "I32";
+    case at::kShort:
+      return "I16";
+    case at::kChar:
+      return "I8";
+    case at::kByte:
+      return "U8";
+    case at::kBool:
+      return "BOOL";
+    default:
+      break;
   }
   throw Error(std::string("safetensors cannot store dtype ") + c10::toString(t));
 }
@@ -108,7 +120,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
   for (const auto& [name, v] : header.items()) {
     if (name == "__metadata__") continue;
     const std::string at = where + ", tensor '" + name + "'";
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
+        !v.contains("data_offsets")) {
       throw CheckpointError(at + ": entry needs dtype, shape and data_offsets");
     }
     SafetensorsEntry e;
@@ -121,19 +134,20 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
       numel *= e.shape.back();
     }
     const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned()) {
       throw CheckpointError(at + ": data_offsets must be two non-negative integers");
     }
     const size_t b = off[0].get<size_t>(), en = off[1].get<size_t>();
     if (b > en || en > dataSize) {
-      throw CheckpointError(at + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
-                            "] lie outside the " + std::to_string(dataSize) +
+      throw CheckpointError(at + ": data_offsets [" + std::to_string(b) + ", " +
+                            std::to_string(en) + "] lie outside the " + std::to_string(dataSize) +
                             " data bytes of the file (truncated?)");
     }
     const size_t expected = size_t(numel) * at::elementSize(e.dtype);
     if (en - b != expected) {
-      throw CheckpointError(at + ": holds " + std::to_string(en - b) + " bytes but shape and dtype need " +
-                            std::to_string(expected));
+      throw CheckpointError(at + ": holds " + std::to_string(en - b) +
+                            " bytes but shape and dtype need " + std::to_string(expected));
     }
     e.begin = dataStart + b;
     e.end = dataStart + en;
@@ -181,7 +195,9 @@ SafetensorsWriter::SafetensorsWriter(std::filesystem::path path, std::vector<Dec
     int64_t numel = 1;
     for (int64_t d : e.shape) numel *= d;
     const size_t bytes = size_t(numel) * at::elementSize(e.dtype);
-    header[e.name] = {{"dtype", safetensorsDTypeName(e.dtype)}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[e.name] = {{"dtype", safetensorsDTypeName(e.dtype)},
+                      {"shape", e.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -205,10 +221,12 @@ void SafetensorsWriter::append(const at::Tensor& tensor) {
   SS_ASSERT(s.next < s.entries.size(), "more tensors appended than declared");
   const Declared& d = s.entries[s.next++];
   if (tensor.scalar_type() != d.dtype || tensor.sizes().vec() != d.shape) {
-    throw Error("safetensors writer: tensor '" + d.name + "' does not match its declared shape and dtype");
+    throw Error("safetensors writer: tensor '" + d.name +
+                "' does not match its declared shape and dtype");
   }
   at::Tensor h = tensor.detach().to(at::kCPU).contiguous();
-  s.out.write(static_cast<const char*>(h.data_ptr()), std::streamsize(h.numel() * h.element_size()));
+  s.out.write(static_cast<const char*>(h.data_ptr()),
+              std::streamsize(h.numel() * h.element_size()));
   if (!s.out) throw Error("writing " + s.tmp.string() + " failed: " + std::strerror(errno));
 }
 

@@ -35,9 +35,10 @@ class Regex {
   Regex(const std::string& pattern, bool literal, const std::string& where) {
     int err = 0;
     PCRE2_SIZE offset = 0;
-    const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
-    code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
-                              &offset, nullptr));
+    const uint32_t options =
+        PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
+    code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
+                              &err, &offset, nullptr));
     if (!code_) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(err, msg, sizeof msg);
@@ -50,11 +51,12 @@ class Regex {
   // Calls fn(begin, end) for every match, left to right.
   template <class F>
   void forEachMatch(std::string_view s, F&& fn) const {
-    std::unique_ptr<pcre2_match_data, MatchDataDeleter> md(pcre2_match_data_create_from_pattern(code_.get(), nullptr));
+    std::unique_ptr<pcre2_match_data, MatchDataDeleter> md(
+        pcre2_match_data_create_from_pattern(code_.get(), nullptr));
     size_t offset = 0;
     while (offset <= s.size()) {
-      const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), offset,
-                                 PCRE2_NO_UTF_CHECK, md.get(), nullptr);
+      const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(),
+                                 offset, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
       if (rc == PCRE2_ERROR_NOMATCH) return;
       if (rc < 0) throw Error("tokenizer regex failed with PCRE2 error " + std::to_string(rc));
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
@@ -98,11 +100,14 @@ struct TemplateItem {
   bool sequence = false;
 };
 
-std::string where(const std::string& origin, const std::string& component) { return origin + ", " + component; }
+std::string where(const std::string& origin, const std::string& component) {
+  return origin + ", " + component;
+}
 
-[[noreturn]] void unsupported(const std::string& origin, const std::string& component, const std::string& type,
-                              const std::string& supported) {
-  throw Error(where(origin, component) + ": type '" + type + "' is not supported (supported: " + supported + ")");
+[[noreturn]] void unsupported(const std::string& origin, const std::string& component,
+                              const std::string& type, const std::string& supported) {
+  throw Error(where(origin, component) + ": type '" + type +
+              "' is not supported (supported: " + supported + ")");
 }
 
 std::vector<std::string> splitPiece(const std::string& piece, const SplitStep& step) {
@@ -178,7 +183,8 @@ struct Tokenizer::Impl {
   // BPE model
   std::unordered_map<std::string, int64_t> vocab;
   std::vector<std::string> idToToken;
-  std::unordered_map<uint64_t, std::pair<int32_t, int64_t>> merges;  // (left, right) -> (rank, merged)
+  std::unordered_map<uint64_t, std::pair<int32_t, int64_t>>
+      merges;  // (left, right) -> (rank, merged)
   bool ignoreMerges = false;
   std::optional<int64_t> unkId;
 
@@ -228,22 +234,32 @@ void Tokenizer::Impl::parsePreTokenizer(const json& j) {
   if (type == "Sequence") {
     for (const auto& p : j.at("pretokenizers")) parsePreTokenizer(p);
   } else if (type == "Split") {
-    if (j.value("invert", false)) throw Error(where(origin, "pre_tokenizer Split") + ": invert=true is not supported");
+    if (j.value("invert", false))
+      throw Error(where(origin, "pre_tokenizer Split") + ": invert=true is not supported");
     const json& pattern = j.at("pattern");
     const bool literal = pattern.contains("String");
-    const std::string text = literal ? pattern.at("String").get<std::string>() : pattern.at("Regex").get<std::string>();
+    const std::string text =
+        literal ? pattern.at("String").get<std::string>() : pattern.at("Regex").get<std::string>();
     const std::string behavior = j.value("behavior", "Isolated");
     SplitBehavior b;
-    if (behavior == "Isolated") b = SplitBehavior::Isolated;
-    else if (behavior == "Removed") b = SplitBehavior::Removed;
-    else if (behavior == "MergedWithPrevious") b = SplitBehavior::MergedWithPrevious;
-    else if (behavior == "MergedWithNext") b = SplitBehavior::MergedWithNext;
-    else if (behavior == "Contiguous") b = SplitBehavior::Contiguous;
-    else unsupported(origin, "pre_tokenizer Split behavior", behavior,
-                     "Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous");
-    preTokenizers.push_back(SplitStep{std::make_shared<Regex>(text, literal, where(origin, "pre_tokenizer Split")), b});
+    if (behavior == "Isolated")
+      b = SplitBehavior::Isolated;
+    else if (behavior == "Removed")
+      b = SplitBehavior::Removed;
+    else if (behavior == "MergedWithPrevious")
+      b = SplitBehavior::MergedWithPrevious;
+    else if (behavior == "MergedWithNext")
+      b = SplitBehavior::MergedWithNext;
+    else if (behavior == "Contiguous")
+      b = SplitBehavior::Contiguous;
+    else
+      unsupported(origin, "pre_tokenizer Split behavior", behavior,
+                  "Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous");
+    preTokenizers.push_back(
+        SplitStep{std::make_shared<Regex>(text, literal, where(origin, "pre_tokenizer Split")), b});
   } else if (type == "ByteLevel") {
-    preTokenizers.push_back(ByteLevelStep{j.value("add_prefix_space", false), j.value("use_regex", true)});
+    preTokenizers.push_back(
+        ByteLevelStep{j.value("add_prefix_space", false), j.value("use_regex", true)});
   } else {
     unsupported(origin, "pre_tokenizer", type, "Split, ByteLevel, Sequence");
   }
@@ -256,10 +272,12 @@ void Tokenizer::Impl::parseModel(const json& j) {
     return j.contains(key) && j[key].is_string() && !j[key].get<std::string>().empty();
   };
   if (nonEmpty("continuing_subword_prefix") || nonEmpty("end_of_word_suffix")) {
-    throw Error(where(origin, "model BPE") +
-                ": continuing_subword_prefix / end_of_word_suffix are not supported (byte-level BPE only)");
+    throw Error(
+        where(origin, "model BPE") +
+        ": continuing_subword_prefix / end_of_word_suffix are not supported (byte-level BPE only)");
   }
-  if (j.value("byte_fallback", false)) throw Error(where(origin, "model BPE") + ": byte_fallback is not supported");
+  if (j.value("byte_fallback", false))
+    throw Error(where(origin, "model BPE") + ": byte_fallback is not supported");
   ignoreMerges = j.value("ignore_merges", false);
   for (const auto& [token, id] : j.at("vocab").items()) {
     const int64_t i = id.get<int64_t>();
@@ -277,7 +295,8 @@ void Tokenizer::Impl::parseModel(const json& j) {
     if (m.is_string()) {
       const std::string s = m.get<std::string>();
       const auto space = s.find(' ', 1);
-      if (space == std::string::npos) throw Error(where(origin, "model BPE merges") + ": bad merge '" + s + "'");
+      if (space == std::string::npos)
+        throw Error(where(origin, "model BPE merges") + ": bad merge '" + s + "'");
       left = s.substr(0, space);
       right = s.substr(space + 1);
     } else if (m.is_array() && m.size() == 2) {
@@ -291,27 +310,32 @@ void Tokenizer::Impl::parseModel(const json& j) {
       throw Error(where(origin, "model BPE merges") + ": merge '" + left + " " + right +
                   "' uses a token that is not in the vocabulary");
     }
-    merges.emplace(uint64_t(l->second) << 32 | uint64_t(r->second), std::make_pair(rank++, merged->second));
+    merges.emplace(uint64_t(l->second) << 32 | uint64_t(r->second),
+                   std::make_pair(rank++, merged->second));
   }
 }
 
 void Tokenizer::Impl::parseAddedTokens(const json& j) {
   if (j.is_null()) return;
   for (const auto& t : j) {
-    AddedToken a{t.at("id").get<int64_t>(), t.at("content").get<std::string>(), t.value("special", false),
-                 t.value("lstrip", false), t.value("rstrip", false), t.value("normalized", false)};
+    AddedToken a{t.at("id").get<int64_t>(), t.at("content").get<std::string>(),
+                 t.value("special", false), t.value("lstrip", false),
+                 t.value("rstrip", false),  t.value("normalized", false)};
     if (t.value("single_word", false)) {
-      throw Error(where(origin, "added_tokens") + ": '" + a.content + "' has single_word=true, which is not supported");
+      throw Error(where(origin, "added_tokens") + ": '" + a.content +
+                  "' has single_word=true, which is not supported");
     }
     if (a.content.empty()) throw Error(where(origin, "added_tokens") + ": an added token is empty");
     if (a.id >= int64_t(idToToken.size())) idToToken.resize(a.id + 1);
     addedById[a.id] = added.size();
     added.push_back(std::move(a));
   }
-  for (size_t i = 0; i < added.size(); ++i) addedByFirstByte[uint8_t(added[i].content[0])].push_back(i);
+  for (size_t i = 0; i < added.size(); ++i)
+    addedByFirstByte[uint8_t(added[i].content[0])].push_back(i);
   for (auto& list : addedByFirstByte) {
-    std::stable_sort(list.begin(), list.end(),
-                     [&](size_t a, size_t b) { return added[a].content.size() > added[b].content.size(); });
+    std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+      return added[a].content.size() > added[b].content.size();
+    });
   }
 }
 
@@ -323,7 +347,8 @@ void Tokenizer::Impl::parsePostProcessor(const json& j) {
     for (const auto& p : j.at("processors")) parsePostProcessor(p);
     return;
   }
-  if (type != "TemplateProcessing") unsupported(origin, "post_processor", type, "TemplateProcessing, ByteLevel, Sequence");
+  if (type != "TemplateProcessing")
+    unsupported(origin, "post_processor", type, "TemplateProcessing, ByteLevel, Sequence");
   const json& specials = j.value("special_tokens", json::object());
   for (const auto& item : j.at("single")) {
     if (item.contains("Sequence")) {
@@ -332,7 +357,8 @@ void Tokenizer::Impl::parsePostProcessor(const json& j) {
     }
     const std::string name = item.at("SpecialToken").at("id").get<std::string>();
     if (!specials.contains(name)) {
-      throw Error(where(origin, "post_processor TemplateProcessing") + ": special token '" + name + "' is not defined");
+      throw Error(where(origin, "post_processor TemplateProcessing") + ": special token '" + name +
+                  "' is not defined");
     }
     singleTemplate.push_back({specials[name].at("ids").get<std::vector<int64_t>>(), false});
   }
@@ -349,7 +375,8 @@ int64_t Tokenizer::Impl::symbolId(const std::string& s) const {
   auto it = vocab.find(s);
   if (it != vocab.end()) return it->second;
   if (unkId) return *unkId;
-  throw Error(origin + ": symbol '" + s + "' is not in the vocabulary and the model has no unk_token");
+  throw Error(origin + ": symbol '" + s +
+              "' is not in the vocabulary and the model has no unk_token");
 }
 
 void Tokenizer::Impl::encodeWord(const std::string& word, std::vector<int64_t>& out) const {
@@ -415,8 +442,9 @@ void Tokenizer::Impl::encodeText(std::string_view text, std::vector<int64_t>& ou
       const auto& bl = std::get<ByteLevelStep>(step);
       for (auto p : pieces) {
         if (bl.addPrefixSpace && (p.empty() || p[0] != ' ')) p.insert(p.begin(), ' ');
-        std::vector<std::string> sub = bl.useRegex ? splitPiece(p, SplitStep{gpt2, SplitBehavior::Isolated})
-                                                   : std::vector<std::string>{p};
+        std::vector<std::string> sub = bl.useRegex
+                                           ? splitPiece(p, SplitStep{gpt2, SplitBehavior::Isolated})
+                                           : std::vector<std::string>{p};
         for (const auto& s : sub) next.push_back(bytesToByteLevel(s));
       }
       mapped = true;
@@ -440,7 +468,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromFile(const std::filesystem::path
   return fromJson(ss.str(), path.string());
 }
 
-std::shared_ptr<const Tokenizer> Tokenizer::fromJson(const std::string& text, const std::string& origin) {
+std::shared_ptr<const Tokenizer> Tokenizer::fromJson(const std::string& text,
+                                                     const std::string& origin) {
   auto impl = std::make_unique<Impl>();
   impl->origin = origin;
   json j;
@@ -450,7 +479,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(const std::string& text, co
     throw Error(origin + ": not valid JSON (" + e.what() + ")");
   }
   try {
-    if (!j.is_object() || !j.contains("model")) throw Error(origin + ": not a tokenizer.json (no 'model')");
+    if (!j.is_object() || !j.contains("model"))
+      throw Error(origin + ": not a tokenizer.json (no 'model')");
     impl->gpt2 = std::make_shared<Regex>(kGpt2Pattern, false, "ByteLevel pattern");
     impl->parseNormalizer(j.value("normalizer", json()));
     impl->parsePreTokenizer(j.value("pre_tokenizer", json()));
@@ -466,7 +496,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(const std::string& text, co
 
 std::vector<int64_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
   if (const size_t bad = findInvalidUtf8(text); bad != std::string_view::npos) {
-    throw Error("cannot tokenize: the text is not valid UTF-8 at byte offset " + std::to_string(bad));
+    throw Error("cannot tokenize: the text is not valid UTF-8 at byte offset " +
+                std::to_string(bad));
   }
   const Impl& m = *impl_;
   std::vector<int64_t> ids;
@@ -506,9 +537,11 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, bool addSpecialTok
 }
 
 std::string Tokenizer::tokenText(int64_t id) const {
-  if (auto it = impl_->addedById.find(id); it != impl_->addedById.end()) return impl_->added[it->second].content;
+  if (auto it = impl_->addedById.find(id); it != impl_->addedById.end())
+    return impl_->added[it->second].content;
   if (id < 0 || id >= int64_t(impl_->idToToken.size())) {
-    throw Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocabSize()) + ")");
+    throw Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                std::to_string(vocabSize()) + ")");
   }
   return impl_->idToToken[id];
 }
@@ -528,7 +561,9 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skipSpecialT
   return replaceInvalidUtf8(bytes);
 }
 
-std::string Tokenizer::tokenPiece(int64_t id) const { return decode({id}); }
+std::string Tokenizer::tokenPiece(int64_t id) const {
+  return decode({id});
+}
 
 std::optional<int64_t> Tokenizer::tokenId(std::string_view token) const {
   for (const auto& a : impl_->added) {
@@ -544,6 +579,8 @@ bool Tokenizer::isSpecial(int64_t id) const {
   return it != impl_->addedById.end() && impl_->added[it->second].special;
 }
 
-int64_t Tokenizer::vocabSize() const { return int64_t(impl_->idToToken.size()); }
+int64_t Tokenizer::vocabSize() const {
+  return int64_t(impl_->idToToken.size());
+}
 
 }  // namespace shardscope

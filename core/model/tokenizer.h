@@ -25,7 +25,8 @@ class Tokenizer {
  public:
   static std::shared_ptr<const Tokenizer> fromFile(const std::filesystem::path& path);
   // `origin` names the source in errors.
-  static std::shared_ptr<const Tokenizer> fromJson(const std::string& json, const std::string& origin);
+  static std::shared_ptr<const Tokenizer> fromJson(const std::string& json,
+                                                   const std::string& origin);
   ~Tokenizer();
 
   // Throws Error on invalid UTF-8 (naming the byte offset).

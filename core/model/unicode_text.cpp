@@ -60,7 +60,8 @@ struct ByteLevelTables {
     // GPT-2: printable Latin-1 bytes map to themselves, the rest to 256 + n in order.
     int n = 0;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const bool printable =
+          (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       const uint32_t cp = printable ? uint32_t(b) : uint32_t(256 + n++);
       appendUtf8(toUtf8[b], cp);
       fromCodePoint[cp] = uint8_t(b);
@@ -103,20 +104,30 @@ std::string replaceInvalidUtf8(std::string_view s) {
 std::string normalizeUnicode(std::string_view s, NormalForm form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::NFC: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::NFD: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::NFC:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::NFD:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::NFKC:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::NFKD:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* raw = nullptr;
-  const auto len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()),
-                                &raw, utf8proc_option_t(options));
+  const auto len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                utf8proc_ssize_t(s.size()), &raw, utf8proc_option_t(options));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(raw, &std::free);
   if (len < 0) throw Error(std::string("Unicode normalisation failed: ") + utf8proc_errmsg(len));
   return std::string(reinterpret_cast<const char*>(raw), size_t(len));
 }
 
-const std::array<std::string, 256>& byteToUtf8() { return tables().toUtf8; }
+const std::array<std::string, 256>& byteToUtf8() {
+  return tables().toUtf8;
+}
 
 std::string bytesToByteLevel(std::string_view bytes) {
   const auto& t = tables().toUtf8;
@@ -132,7 +143,8 @@ bool byteLevelToBytes(std::string_view text, std::string& out) {
     const size_t n = sequenceLength(text, i);
     if (n == 0) return false;
     utf8proc_int32_t cp = 0;
-    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i), utf8proc_ssize_t(n), &cp);
+    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                     utf8proc_ssize_t(n), &cp);
     auto it = map.find(uint32_t(cp));
     if (it == map.end()) return false;
     out.push_back(char(it->second));

@@ -21,7 +21,8 @@ namespace {
 
 void checkSlice(const std::string& name, const std::vector<int64_t>& shape, const SliceSpec& s) {
   if (s.dim < 0) return;
-  if (s.dim >= int64_t(shape.size()) || s.start < 0 || s.length < 0 || s.start + s.length > shape[s.dim]) {
+  if (s.dim >= int64_t(shape.size()) || s.start < 0 || s.length < 0 ||
+      s.start + s.length > shape[s.dim]) {
     throw CheckpointError("tensor '" + name + "' of shape " + shapeToString(shape) +
                           " has no slice [" + std::to_string(s.start) + ", " +
                           std::to_string(s.start + s.length) + ") along dimension " +
@@ -49,7 +50,8 @@ inline float uniformAt(uint64_t base, int64_t index) {
 }
 
 bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -69,23 +71,27 @@ SafetensorsSource::SafetensorsSource(const std::filesystem::path& dir) : dir_(di
       throw CheckpointError(index.string() + ": has no 'weight_map' object");
     }
     std::set<std::string> names;
-    for (const auto& [tensor, file] : j["weight_map"].items()) names.insert(file.get<std::string>());
+    for (const auto& [tensor, file] : j["weight_map"].items())
+      names.insert(file.get<std::string>());
     for (const auto& f : names) paths.push_back(dir / f);
   } else if (std::filesystem::exists(dir / "model.safetensors")) {
     paths.push_back(dir / "model.safetensors");
   } else {
-    throw CheckpointError(dir.string() +
-                          ": no model.safetensors or model.safetensors.index.json (only safetensors "
-                          "checkpoints are supported)");
+    throw CheckpointError(
+        dir.string() +
+        ": no model.safetensors or model.safetensors.index.json (only safetensors "
+        "checkpoints are supported)");
   }
   for (const auto& p : paths) {
     if (!std::filesystem::exists(p)) {
-      throw CheckpointError(index.string() + " names " + p.filename().string() + ", which is missing");
+      throw CheckpointError(index.string() + " names " + p.filename().string() +
+                            ", which is missing");
     }
     files_.push_back(std::make_unique<SafetensorsFile>(p));
     for (const auto& [name, e] : files_.back()->entries()) {
       if (!byName_.emplace(name, files_.back().get()).second) {
-        throw CheckpointError(p.string() + ": tensor '" + name + "' also appears in another shard file");
+        throw CheckpointError(p.string() + ": tensor '" + name +
+                              "' also appears in another shard file");
       }
     }
   }
@@ -120,13 +126,15 @@ at::Tensor SafetensorsSource::load(const std::string& name, const std::vector<in
     out = at::empty(shape, at::TensorOptions().dtype(dtype));
     const int64_t firstRow = slice.dim == 0 ? slice.start : 0;
     const size_t rowBytes = fullShape[0] > 0 ? (e.end - e.begin) / size_t(fullShape[0]) : 0;
-    const int64_t blockRows = std::max<int64_t>(1, int64_t((32u << 20) / std::max<size_t>(rowBytes, 1)));
+    const int64_t blockRows =
+        std::max<int64_t>(1, int64_t((32u << 20) / std::max<size_t>(rowBytes, 1)));
     for (int64_t r = 0; r < out.size(0); r += blockRows) {
       const int64_t n = std::min(blockRows, out.size(0) - r);
       at::Tensor src = view.narrow(0, firstRow + r, n);
       if (slice.dim > 0) src = src.narrow(slice.dim, slice.start, slice.length);
       out.narrow(0, r, n).copy_(src);
-      file.release(e.begin + size_t(firstRow + r) * rowBytes, e.begin + size_t(firstRow + r + n) * rowBytes);
+      file.release(e.begin + size_t(firstRow + r) * rowBytes,
+                   e.begin + size_t(firstRow + r + n) * rowBytes);
     }
   }
   std::lock_guard lock(mutex_);
@@ -144,8 +152,9 @@ void SafetensorsSource::checkAllUsed() const {
   for (const auto& [name, file] : byName_) {
     if (used_.count(name)) continue;
     if (endsWith(name, "rotary_emb.inv_freq")) continue;  // a buffer some exporters include
-    throw CheckpointError(file->path().string() + ": unexpected tensor '" + name +
-                          "' that this model does not use (does config.json match the checkpoint?)");
+    throw CheckpointError(
+        file->path().string() + ": unexpected tensor '" + name +
+        "' that this model does not use (does config.json match the checkpoint?)");
   }
 }
 

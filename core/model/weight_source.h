@@ -28,7 +28,9 @@ struct SliceSpec {
   int64_t length = 0;
 
   static SliceSpec whole() { return {}; }
-  static SliceSpec along(int64_t dim, int64_t start, int64_t length) { return {dim, start, length}; }
+  static SliceSpec along(int64_t dim, int64_t start, int64_t length) {
+    return {dim, start, length};
+  }
 };
 
 class WeightSource {

@@ -24,7 +24,8 @@ class LocalGroupState {
       cv_.notify_all();
       return;
     }
-    const bool done = cv_.wait_for(lock, timeout, [&] { return generation_ != generation || aborted_; });
+    const bool done =
+        cv_.wait_for(lock, timeout, [&] { return generation_ != generation || aborted_; });
     if (aborted_) throwIfAborted();
     if (!done) {
       aborted_ = true;
@@ -82,7 +83,9 @@ LocalGroup::LocalGroup(int rank, std::shared_ptr<LocalGroupState> state)
 
 LocalGroup::~LocalGroup() = default;
 
-int LocalGroup::size() const { return state_->size(); }
+int LocalGroup::size() const {
+  return state_->size();
+}
 
 const std::vector<at::Tensor>& LocalGroup::exchange(const at::Tensor& t, const char* op) {
   state_->slots()[rank_] = t;
@@ -90,7 +93,9 @@ const std::vector<at::Tensor>& LocalGroup::exchange(const at::Tensor& t, const c
   return state_->slots();
 }
 
-void LocalGroup::release(const char* op) { state_->arriveAndWait(op, options().timeout); }
+void LocalGroup::release(const char* op) {
+  state_->arriveAndWait(op, options().timeout);
+}
 
 at::Tensor LocalGroup::allGather(const at::Tensor& local, int64_t dim) {
   if (size() == 1) return local.clone();
@@ -122,8 +127,12 @@ void LocalGroup::barrier() {
   state_->arriveAndWait("barrier", options().timeout);
 }
 
-void LocalGroup::abort(const std::string& reason) { state_->abort(reason); }
+void LocalGroup::abort(const std::string& reason) {
+  state_->abort(reason);
+}
 
-void LocalGroup::reset() { state_->reset(); }
+void LocalGroup::reset() {
+  state_->reset();
+}
 
 }  // namespace shardscope

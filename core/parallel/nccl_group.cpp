@@ -30,16 +30,25 @@ namespace {
 
 ncclDataType_t ncclType(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return ncclFloat32;
-    case at::kHalf: return ncclFloat16;
-    case at::kBFloat16: return ncclBfloat16;
-    case at::kDouble: return ncclFloat64;
-    case at::kLong: return ncclInt64;
-    case at::kInt: return ncclInt32;
+    case at::kFloat:
+      return ncclFloat32;
+    case at::kHalf:
+      return ncclFloat16;
+    case at::kBFloat16:
+      return ncclBfloat16;
+    case at::kDouble:
+      return ncclFloat64;
+    case at::kLong:
+      return ncclInt64;
+    case at::kInt:
+      return ncclInt32;
     case at::kByte:
-    case at::kBool: return ncclUint8;
-    case at::kChar: return ncclInt8;
-    default: break;
+    case at::kBool:
+      return ncclUint8;
+    case at::kChar:
+      return ncclInt8;
+    default:
+      break;
   }
   throw Error(std::string("NCCL cannot exchange tensors of dtype ") + c10::toString(t));
 }
@@ -72,7 +81,8 @@ std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(int size) {
     throw Error(std::string("creating NCCL communicators failed: ") + ncclGetErrorString(res));
   }
   std::vector<std::unique_ptr<NcclGroup>> groups;
-  for (int r = 0; r < size; ++r) groups.push_back(std::make_unique<NcclGroup>(r, size, std::move(comms[r])));
+  for (int r = 0; r < size; ++r)
+    groups.push_back(std::make_unique<NcclGroup>(r, size, std::move(comms[r])));
   return groups;
 }
 
@@ -92,10 +102,12 @@ void NcclGroup::waitFor(const char* op) {
   cudaStream_t stream = at::cuda::getCurrentCUDAStream(comm_->device).stream();
   const auto deadline = std::chrono::steady_clock::now() + options().timeout;
   while (cudaStreamQuery(stream) == cudaErrorNotReady) {
-    if (comm_->aborted) throw CollectiveAborted(std::string("collective aborted: ") + comm_->reason);
+    if (comm_->aborted)
+      throw CollectiveAborted(std::string("collective aborted: ") + comm_->reason);
     if (std::chrono::steady_clock::now() > deadline) {
       abort(std::string("timed out in ") + op);
-      throw CollectiveAborted(std::string("NCCL ") + op + " timed out on rank " + std::to_string(rank_));
+      throw CollectiveAborted(std::string("NCCL ") + op + " timed out on rank " +
+                              std::to_string(rank_));
     }
     std::this_thread::yield();
   }
@@ -133,8 +145,8 @@ void NcclGroup::broadcast(at::Tensor& tensor, int root) {
   if (size_ == 1) return;
   at::Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
   cudaStream_t stream = at::cuda::getCurrentCUDAStream(comm_->device).stream();
-  check(ncclBroadcast(buf.data_ptr(), buf.data_ptr(), buf.numel(), ncclType(buf.scalar_type()), root,
-                      comm_->comm, stream),
+  check(ncclBroadcast(buf.data_ptr(), buf.data_ptr(), buf.numel(), ncclType(buf.scalar_type()),
+                      root, comm_->comm, stream),
         "broadcast");
   waitFor("broadcast");
   if (!buf.is_same(tensor)) tensor.copy_(buf);

@@ -34,7 +34,8 @@ class ProcessGroup {
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
   virtual void barrier() = 0;
 
-  // Wakes every rank waiting in a collective with CollectiveAborted(reason). Callable from any thread.
+  // Wakes every rank waiting in a collective with CollectiveAborted(reason). Callable from any
+  // thread.
   virtual void abort(const std::string& reason) = 0;
   // Clears an abort; call only when no rank is inside a collective.
   virtual void reset() = 0;

@@ -15,10 +15,13 @@ Result cli(const QStringList& args) {
   QProcess p;
   p.start(SHARDSCOPE_CLI, args);
   if (!p.waitForFinished(600000)) return {-1, "", "timed out"};
-  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
 }
 
-QString golden(const char* model) { return QString::fromStdString(shardscope::test::goldenModel(model).string()); }
+QString golden(const char* model) {
+  return QString::fromStdString(shardscope::test::goldenModel(model).string());
+}
 
 }  // namespace
 
@@ -27,7 +30,8 @@ class TestCli : public QObject {
  private Q_SLOTS:
   void helpForEveryCommand_data() {
     QTest::addColumn<QString>("command");
-    for (const char* c : {"generate", "inspect", "tokenize", "make-checkpoint"}) QTest::newRow(c) << c;
+    for (const char* c : {"generate", "inspect", "tokenize", "make-checkpoint"})
+      QTest::newRow(c) << c;
   }
   void helpForEveryCommand() {
     QFETCH(QString, command);
@@ -41,11 +45,15 @@ class TestCli : public QObject {
     QTest::addColumn<QString>("message");
     QTest::newRow("no command") << QStringList{} << "usage:";
     QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command 'frobnicate'";
-    QTest::newRow("unknown option") << QStringList{"generate", "--colour", "x", "hi"} << "unknown option --colour";
-    QTest::newRow("bad integer") << QStringList{"generate", "--tp", "two", "hi"} << "--tp expects an integer, got 'two'";
-    QTest::newRow("missing value") << QStringList{"generate", "hi", "--max-tokens"} << "--max-tokens needs a value";
+    QTest::newRow("unknown option")
+        << QStringList{"generate", "--colour", "x", "hi"} << "unknown option --colour";
+    QTest::newRow("bad integer") << QStringList{"generate", "--tp", "two", "hi"}
+                                 << "--tp expects an integer, got 'two'";
+    QTest::newRow("missing value")
+        << QStringList{"generate", "hi", "--max-tokens"} << "--max-tokens needs a value";
     QTest::newRow("no prompt") << QStringList{"generate"} << "generate needs a prompt";
-    QTest::newRow("tokenize without text") << QStringList{"tokenize"} << "needs exactly one text argument";
+    QTest::newRow("tokenize without text")
+        << QStringList{"tokenize"} << "needs exactly one text argument";
   }
   void usageErrors() {
     QFETCH(QStringList, args);
@@ -62,7 +70,8 @@ class TestCli : public QObject {
     const Result tp = cli({"generate", "--tp", "3", "hi"});
     QCOMPARE(tp.code, 1);
     QVERIFY2(tp.err.contains("does not divide"), qPrintable(tp.err));
-    const Result noTokenizer = cli({"generate", "--model", golden("qwen3-tiny"), "text needs a tokenizer"});
+    const Result noTokenizer =
+        cli({"generate", "--model", golden("qwen3-tiny"), "text needs a tokenizer"});
     QCOMPARE(noTokenizer.code, 1);
     QVERIFY2(noTokenizer.err.contains("--ids"), qPrintable(noTokenizer.err));
   }
@@ -75,15 +84,16 @@ class TestCli : public QObject {
   void generateGreedyIdsMatchTransformers() {
     QFETCH(QString, tp);
     // HF's greedy continuation of this prompt (tests/golden/models/qwen3-tiny/golden.safetensors).
-    const Result r = cli({"generate", "--model", golden("qwen3-tiny"), "--tp", tp, "--ids", "3,17,42,99,123,200,7",
-                          "--max-tokens", "9", "--ignore-eos", "--quiet"});
+    const Result r = cli({"generate", "--model", golden("qwen3-tiny"), "--tp", tp, "--ids",
+                          "3,17,42,99,123,200,7", "--max-tokens", "9", "--ignore-eos", "--quiet"});
     QCOMPARE(r.code, 0);
     QCOMPARE(r.out.trimmed(), QString("108,237,164,209,197,164,117,164,17"));
   }
 
   void generateTextIsTheSameAtTp1And2() {
     const Result a = cli({"generate", "--quiet", "--max-tokens", "8", "The capital of France is"});
-    const Result b = cli({"generate", "--quiet", "--tp", "2", "--max-tokens", "8", "The capital of France is"});
+    const Result b =
+        cli({"generate", "--quiet", "--tp", "2", "--max-tokens", "8", "The capital of France is"});
     QCOMPARE(a.code, 0);
     QVERIFY(!a.out.trimmed().isEmpty());
     QCOMPARE(b.out, a.out);
@@ -93,8 +103,10 @@ class TestCli : public QObject {
     const Result r = cli({"inspect", "--tp", "2"});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.contains("model.model.layers[0].self_attn.qkv_proj  (QKVParallelLinear)"));
-    // Demo model: 8 query heads, 4 KV heads, head_dim 8, hidden 32; tp=2 holds 4 q + 2 k + 2 v heads.
-    QVERIFY2(r.out.contains(".output  [fused]  ([5, 64], None) -> ([5, 128], None)"), qPrintable(r.out));
+    // Demo model: 8 query heads, 4 KV heads, head_dim 8, hidden 32; tp=2 holds 4 q + 2 k + 2 v
+    // heads.
+    QVERIFY2(r.out.contains(".output  [fused]  ([5, 64], None) -> ([5, 128], None)"),
+             qPrintable(r.out));
     QVERIFY(r.out.contains(".input  [row]  [5, 32] -> [5, 64]"));
     QVERIFY(r.out.contains(".weight  shard [32, 32] of [32, 64]"));  // o_proj
     QVERIFY(r.out.contains("model.lm_head  (ParallelLMHead)"));
@@ -111,11 +123,15 @@ class TestCli : public QObject {
   void makeCheckpointThenGenerate() {
     shardscope::test::TempDir dir;
     const QString out = QString::fromStdString((dir.path() / "ckpt").string());
-    const QString config = QString::fromStdString((shardscope::test::goldenModel("llama-tiny") / "config.json").string());
-    const Result made = cli({"make-checkpoint", "--config", config, "--seed", "3", "--dtype", "f32", out});
+    const QString config = QString::fromStdString(
+        (shardscope::test::goldenModel("llama-tiny") / "config.json").string());
+    const Result made =
+        cli({"make-checkpoint", "--config", config, "--seed", "3", "--dtype", "f32", out});
     QCOMPARE(made.code, 0);
-    const Result fromFile = cli({"generate", "--model", out, "--ids", "1,2,3", "--max-tokens", "6", "--quiet", "--tp", "2"});
-    const Result fromSeed = cli({"generate", "--model", "random:" + config + "@3", "--ids", "1,2,3", "--max-tokens", "6", "--quiet"});
+    const Result fromFile = cli({"generate", "--model", out, "--ids", "1,2,3", "--max-tokens", "6",
+                                 "--quiet", "--tp", "2"});
+    const Result fromSeed = cli({"generate", "--model", "random:" + config + "@3", "--ids", "1,2,3",
+                                 "--max-tokens", "6", "--quiet"});
     QCOMPARE(fromFile.code, 0);
     QCOMPARE(fromFile.out, fromSeed.out);
     QCOMPARE(cli({"make-checkpoint", "--config", config, out}).code, 1);  // refuses to overwrite

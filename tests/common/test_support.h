@@ -5,13 +5,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 namespace shardscope::test {
 
-inline std::filesystem::path sourceDir() { return SHARDSCOPE_SOURCE_DIR; }
+inline std::filesystem::path sourceDir() {
+  return SHARDSCOPE_SOURCE_DIR;
+}
 
 inline std::filesystem::path goldenModel(const std::string& name) {
   return sourceDir() / "tests" / "golden" / "models" / name;
@@ -28,14 +30,16 @@ class TempDir {
   TempDir() {
     // $TMPDIR first, then the working directory (some sandboxes point TMPDIR nowhere).
     std::error_code ec;
-    for (const auto& base : {std::filesystem::temp_directory_path(ec), std::filesystem::current_path()}) {
+    for (const auto& base :
+         {std::filesystem::temp_directory_path(ec), std::filesystem::current_path()}) {
       std::string tmpl = (base / "shardscope-test-XXXXXX").string();
       if (const char* made = ::mkdtemp(tmpl.data())) {
         path_ = made;
         return;
       }
     }
-    throw std::runtime_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot create a temporary directory: ") +
+                             std::strerror(errno));
   }
   ~TempDir() {
     std::error_code ec;

@@ -6,7 +6,9 @@
 namespace shardscope {
 
 namespace {
-std::string hfLayer(int64_t layer) { return "model.layers." + std::to_string(layer); }
+std::string hfLayer(int64_t layer) {
+  return "model.layers." + std::to_string(layer);
+}
 }  // namespace
 
 DecoderAttention::DecoderAttention(Module* parent, const ModelConfig& c, int64_t layer, TpRank tp)
@@ -19,7 +21,8 @@ DecoderAttention::DecoderAttention(Module* parent, const ModelConfig& c, int64_t
     kNorm = child<RMSNorm>("k_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
   }
   rotaryEmb = child<RotaryEmbedding>("rotary_emb", this, c);
-  attn = child<Attention>("attn", this, layer, qkvProj->headsPerRank(), qkvProj->kvHeadsPerRank(), c.headDim);
+  attn = child<Attention>("attn", this, layer, qkvProj->headsPerRank(), qkvProj->kvHeadsPerRank(),
+                          c.headDim);
   oProj = child<RowParallelLinear>("o_proj", this, c.numHeads * c.headDim, c.hiddenSize, false, tp);
   qSize_ = qkvProj->headsPerRank() * c.headDim;
   kvSize_ = qkvProj->kvHeadsPerRank() * c.headDim;
@@ -57,10 +60,12 @@ at::Tensor DecoderAttention::forward(const at::Tensor& positions, const at::Tens
 }
 
 DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp) : Module("mlp", parent) {
-  gateUpProj = child<MergedColumnParallelLinear>("gate_up_proj", this, c.hiddenSize, c.intermediateSize,
-                                                 std::vector<std::string>{"gate_proj", "up_proj"}, false, tp);
+  gateUpProj = child<MergedColumnParallelLinear>(
+      "gate_up_proj", this, c.hiddenSize, c.intermediateSize,
+      std::vector<std::string>{"gate_proj", "up_proj"}, false, tp);
   actFn = child<SiluAndMul>("act_fn", this);
-  downProj = child<RowParallelLinear>("down_proj", this, c.intermediateSize, c.hiddenSize, false, tp);
+  downProj =
+      child<RowParallelLinear>("down_proj", this, c.intermediateSize, c.hiddenSize, false, tp);
 }
 
 void DecoderMLP::load(LoadContext& ctx, const std::string& hf) {
@@ -81,7 +86,8 @@ DecoderLayer::DecoderLayer(Module* parent, const ModelConfig& c, int64_t layer, 
     : Module("layers", parent, layer), layer_(layer) {
   inputLayernorm = child<RMSNorm>("input_layernorm", this, c.hiddenSize, c.rmsNormEps);
   selfAttn = child<DecoderAttention>(this, c, layer, tp);
-  postAttentionLayernorm = child<RMSNorm>("post_attention_layernorm", this, c.hiddenSize, c.rmsNormEps);
+  postAttentionLayernorm =
+      child<RMSNorm>("post_attention_layernorm", this, c.hiddenSize, c.rmsNormEps);
   mlp = child<DecoderMLP>(this, c, tp);
 }
 
@@ -114,10 +120,12 @@ std::pair<at::Tensor, at::Tensor> DecoderLayer::forward(const at::Tensor& positi
   return {out.items[0], out.items[1]};
 }
 
-DecoderModel::DecoderModel(Module* parent, const ModelConfig& c, TpRank tp) : Module("model", parent) {
+DecoderModel::DecoderModel(Module* parent, const ModelConfig& c, TpRank tp)
+    : Module("model", parent) {
   embedTokens = child<VocabParallelEmbedding>("embed_tokens", this, c.vocabSize, c.hiddenSize, tp);
   layerList = child<ModuleList>("layers", this);
-  for (int64_t i = 0; i < c.numLayers; ++i) layers.push_back(child<DecoderLayer>(layerList, c, i, tp));
+  for (int64_t i = 0; i < c.numLayers; ++i)
+    layers.push_back(child<DecoderLayer>(layerList, c, i, tp));
   norm = child<RMSNorm>("norm", this, c.hiddenSize, c.rmsNormEps);
 }
 
@@ -138,19 +146,24 @@ at::Tensor DecoderModel::forward(const at::Tensor& ids, const ForwardBatch& b) c
   return out.items[0];
 }
 
-DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp) : CausalLM("model", nullptr), config_(c) {
+DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)
+    : CausalLM("model", nullptr), config_(c) {
   c.checkTensorParallel(tp.size);
   model = child<DecoderModel>(this, c, tp);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
   logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
-  kvHeadsPerRank_ = model->layers.empty() ? 1 : model->layers[0]->selfAttn->qkvProj->kvHeadsPerRank();
+  kvHeadsPerRank_ =
+      model->layers.empty() ? 1 : model->layers[0]->selfAttn->qkvProj->kvHeadsPerRank();
 }
 
 const char* DenseCausalLM::kind() const {
   switch (config_.family) {
-    case Family::Qwen3: return "Qwen3ForCausalLM";
-    case Family::Qwen2: return "Qwen2ForCausalLM";
-    case Family::Llama: return "LlamaForCausalLM";
+    case Family::Qwen3:
+      return "Qwen3ForCausalLM";
+    case Family::Qwen2:
+      return "Qwen2ForCausalLM";
+    case Family::Llama:
+      return "LlamaForCausalLM";
   }
   return "CausalLM";
 }

@@ -60,7 +60,8 @@ class DecoderLayer : public Module {
   const char* kind() const override { return "DecoderLayer"; }
   void load(LoadContext& ctx);
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& positions, const at::Tensor& hidden,
-                                            const at::Tensor& residual, const ForwardBatch& b) const;
+                                            const at::Tensor& residual,
+                                            const ForwardBatch& b) const;
 
   RMSNorm* inputLayernorm;
   DecoderAttention* selfAttn;

@@ -8,8 +8,12 @@ namespace shardscope {
 
 Attention::Attention(std::string name, Module* parent, int64_t layer, int64_t headsPerRank,
                      int64_t kvHeadsPerRank, int64_t headDim)
-    : Module(std::move(name), parent), layer_(layer), heads_(headsPerRank),
-      kvHeads_(kvHeadsPerRank), headDim_(headDim), scale_(1.0 / std::sqrt(double(headDim))) {
+    : Module(std::move(name), parent),
+      layer_(layer),
+      heads_(headsPerRank),
+      kvHeads_(kvHeadsPerRank),
+      headDim_(headDim),
+      scale_(1.0 / std::sqrt(double(headDim))) {
   setPorts({"", ShardKind::Head, -1}, {"", ShardKind::Head, -1});
 }
 
@@ -17,9 +21,9 @@ at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
                                  const at::Tensor& values, int64_t past) const {
   const int64_t n = q.size(0), L = keys.size(0), group = heads_ / kvHeads_;
   at::Tensor qh = q.view({n, kvHeads_, group, headDim_}).permute({1, 2, 0, 3});  // [kv, g, n, d]
-  at::Tensor kh = keys.permute({1, 2, 0}).unsqueeze(1);                         // [kv, 1, d, L]
-  at::Tensor vh = values.permute({1, 0, 2}).unsqueeze(1);                       // [kv, 1, L, d]
-  at::Tensor scores = at::matmul(qh, kh).mul_(scale_);                          // [kv, g, n, L]
+  at::Tensor kh = keys.permute({1, 2, 0}).unsqueeze(1);                          // [kv, 1, d, L]
+  at::Tensor vh = values.permute({1, 0, 2}).unsqueeze(1);                        // [kv, 1, L, d]
+  at::Tensor scores = at::matmul(qh, kh).mul_(scale_);                           // [kv, g, n, L]
   if (n > 1) {
     // Query i sits at position past + i and sees keys 0..past+i.
     at::Tensor rows = at::arange(n, scores.options().dtype(at::kLong)).unsqueeze(1) + past;

@@ -7,13 +7,17 @@ namespace shardscope {
 
 ColumnParallelLinear::ColumnParallelLinear(std::string name, Module* parent, int64_t inFeatures,
                                            int64_t outFeatures, bool bias, TpRank tp)
-    : Module(std::move(name), parent), in_(inFeatures), outPerRank_(outFeatures / tp.size),
-      hasBias_(bias), tp_(tp) {
+    : Module(std::move(name), parent),
+      in_(inFeatures),
+      outPerRank_(outFeatures / tp.size),
+      hasBias_(bias),
+      tp_(tp) {
   SS_ASSERT(outFeatures % tp.size == 0, path() + ": output features not divisible by tp");
   setPorts({"", ShardKind::Whole}, {"", ShardKind::Column, -1});
 }
 
-void ColumnParallelLinear::setShard(at::Tensor weight, at::Tensor bias, std::vector<int64_t> fullShape) {
+void ColumnParallelLinear::setShard(at::Tensor weight, at::Tensor bias,
+                                    std::vector<int64_t> fullShape) {
   weight_ = std::move(weight);
   bias_ = std::move(bias);
   addParameter({"weight", weight_, fullShape, 0});
@@ -45,7 +49,8 @@ MergedColumnParallelLinear::MergedColumnParallelLinear(std::string name, Module*
                                                        TpRank tp)
     : ColumnParallelLinear(std::move(name), parent, inFeatures, outEach * int64_t(parts.size()),
                            bias, tp),
-      outEach_(outEach), parts_(std::move(parts)) {
+      outEach_(outEach),
+      parts_(std::move(parts)) {
   setPorts({"", ShardKind::Whole}, {"", ShardKind::FusedColumn, -1});
 }
 
@@ -66,8 +71,12 @@ QKVParallelLinear::QKVParallelLinear(std::string name, Module* parent, int64_t h
                                      int64_t headDim, int64_t numHeads, int64_t numKvHeads,
                                      bool bias, TpRank tp)
     : ColumnParallelLinear(std::move(name), parent, hidden,
-                           (numHeads + std::max<int64_t>(numKvHeads, tp.size) * 2) * headDim, bias, tp),
-      headDim_(headDim), numHeads_(numHeads), numKvHeads_(numKvHeads), qHeads_(numHeads / tp.size),
+                           (numHeads + std::max<int64_t>(numKvHeads, tp.size) * 2) * headDim, bias,
+                           tp),
+      headDim_(headDim),
+      numHeads_(numHeads),
+      numKvHeads_(numKvHeads),
+      qHeads_(numHeads / tp.size),
       kvHeads_(std::max<int64_t>(numKvHeads / tp.size, 1)),
       kvReplicas_(tp.size > numKvHeads ? int(tp.size / numKvHeads) : 1) {
   setPorts({"", ShardKind::Whole}, {"", ShardKind::FusedColumn, -1});
@@ -78,15 +87,20 @@ void QKVParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
   const auto qSlice = SliceSpec::along(0, tp_.rank * qHeads_ * headDim_, qHeads_ * headDim_);
   const int64_t kvHead0 = (tp_.rank / kvReplicas_) * kvHeads_;
   const auto kvSlice = SliceSpec::along(0, kvHead0 * headDim_, kvHeads_ * headDim_);
-  const auto get = [&](const char* proj, const char* what, std::vector<int64_t> shape, const SliceSpec& s) {
+  const auto get = [&](const char* proj, const char* what, std::vector<int64_t> shape,
+                       const SliceSpec& s) {
     return ctx.source.load(prefix + "." + proj + "." + what, shape, s, ctx.dtype);
   };
-  at::Tensor w = at::cat({get("q_proj", "weight", {q, in_}, qSlice), get("k_proj", "weight", {kv, in_}, kvSlice),
-                          get("v_proj", "weight", {kv, in_}, kvSlice)}, 0);
+  at::Tensor w = at::cat(
+      {get("q_proj", "weight", {q, in_}, qSlice), get("k_proj", "weight", {kv, in_}, kvSlice),
+       get("v_proj", "weight", {kv, in_}, kvSlice)},
+      0);
   at::Tensor b;
   if (hasBias_) {
     b = at::cat({get("q_proj", "bias", {q}, qSlice), get("k_proj", "bias", {kv}, kvSlice),
-                 get("v_proj", "bias", {kv}, kvSlice)}, 0).to(ctx.device);
+                 get("v_proj", "bias", {kv}, kvSlice)},
+                0)
+            .to(ctx.device);
   }
   setShard(w.to(ctx.device), b, {q + 2 * kv, in_});
 }

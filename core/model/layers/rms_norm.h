@@ -15,8 +15,8 @@ namespace shardscope {
 
 class RMSNorm : public Module {
  public:
-  RMSNorm(std::string name, Module* parent, int64_t dim, double eps, ShardKind portKind = ShardKind::Whole,
-          int64_t splitDim = -1);
+  RMSNorm(std::string name, Module* parent, int64_t dim, double eps,
+          ShardKind portKind = ShardKind::Whole, int64_t splitDim = -1);
   const char* kind() const override { return "RMSNorm"; }
   void load(LoadContext& ctx, const std::string& hfName);
 

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-
 namespace shardscope {
 namespace {
 
@@ -41,7 +40,8 @@ void RotaryEmbedding::to(at::Device device) {
   sin_ = sin_.to(device);
 }
 
-at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
+at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& cos,
+                                   const at::Tensor& sin) const {
   const int64_t T = x.size(0);
   at::Tensor h = x.view({T, -1, headDim_});
   at::Tensor x1 = h.narrow(-1, 0, headDim_ / 2), x2 = h.narrow(-1, headDim_ / 2, headDim_ / 2);

@@ -10,7 +10,8 @@ at::Tensor SiluAndMul::forward(const at::Tensor& x, const ForwardBatch& batch) c
   PortValue in = PortValue::single(x);
   batch.visit(*this, PortRole::Input, in);
   const int64_t half = in.items[0].size(-1) / 2;
-  PortValue out = PortValue::single(at::silu(in.items[0].narrow(-1, 0, half)) * in.items[0].narrow(-1, half, half));
+  PortValue out = PortValue::single(at::silu(in.items[0].narrow(-1, 0, half)) *
+                                    in.items[0].narrow(-1, half, half));
   batch.visit(*this, PortRole::Output, out);
   return out.items[0];
 }

@@ -4,12 +4,17 @@
 
 namespace shardscope {
 
-int64_t paddedVocab(int64_t vocab) { return (vocab + kVocabPadding - 1) / kVocabPadding * kVocabPadding; }
+int64_t paddedVocab(int64_t vocab) {
+  return (vocab + kVocabPadding - 1) / kVocabPadding * kVocabPadding;
+}
 
 VocabParallelEmbedding::VocabParallelEmbedding(std::string name, Module* parent, int64_t vocab,
                                                int64_t hidden, TpRank tp)
-    : Module(std::move(name), parent), vocab_(vocab), hidden_(hidden),
-      perRank_(paddedVocab(vocab) / tp.size), tp_(tp) {
+    : Module(std::move(name), parent),
+      vocab_(vocab),
+      hidden_(hidden),
+      perRank_(paddedVocab(vocab) / tp.size),
+      tp_(tp) {
   setPorts({"", ShardKind::Whole}, {"", ShardKind::Whole});
 }
 
@@ -17,11 +22,14 @@ at::Tensor VocabParallelEmbedding::loadShard(LoadContext& ctx, const std::string
   const int64_t start = tp_.rank * perRank_;
   const int64_t real = std::clamp<int64_t>(vocab_ - start, 0, perRank_);  // rows before the padding
   if (real == perRank_) {  // no padding rows in this shard: keep the loaded slice as it is
-    return ctx.source.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real), ctx.dtype).to(ctx.device);
+    return ctx.source.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real), ctx.dtype)
+        .to(ctx.device);
   }
   at::Tensor shard = at::zeros({perRank_, hidden_}, at::TensorOptions().dtype(ctx.dtype));
   if (real > 0) {
-    shard.narrow(0, 0, real).copy_(ctx.source.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real), ctx.dtype));
+    shard.narrow(0, 0, real)
+        .copy_(ctx.source.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real),
+                               ctx.dtype));
   } else {
     ctx.source.ignore(hfName);
   }

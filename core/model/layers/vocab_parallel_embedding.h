@@ -18,7 +18,8 @@ int64_t paddedVocab(int64_t vocab);
 
 class VocabParallelEmbedding : public Module {
  public:
-  VocabParallelEmbedding(std::string name, Module* parent, int64_t vocab, int64_t hidden, TpRank tp);
+  VocabParallelEmbedding(std::string name, Module* parent, int64_t vocab, int64_t hidden,
+                         TpRank tp);
   const char* kind() const override { return "VocabParallelEmbedding"; }
   void load(LoadContext& ctx, const std::string& hfName);
   // ids: [T] int64  ->  [T, H] whole.
@@ -46,7 +47,8 @@ class LogitsProcessor : public Module {
   LogitsProcessor(std::string name, Module* parent, int64_t vocab);
   const char* kind() const override { return "LogitsProcessor"; }
   // hidden: [R, H] whole  ->  [R, V] whole logits.
-  at::Tensor forward(const ParallelLMHead& head, const at::Tensor& hidden, const ForwardBatch& batch) const;
+  at::Tensor forward(const ParallelLMHead& head, const at::Tensor& hidden,
+                     const ForwardBatch& batch) const;
 
  private:
   int64_t vocab_;

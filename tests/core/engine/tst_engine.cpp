@@ -59,7 +59,8 @@ class TestEngine : public QObject {
     std::vector<std::vector<int64_t>> outputs;
     for (int tp : {1, 2, 4}) {
       auto engine = demoEngine(tp);
-      const auto r = request(*engine, {"The capital of France is", "Tensor parallelism shards"}, 12, temperature, 42);
+      const auto r = request(*engine, {"The capital of France is", "Tensor parallelism shards"}, 12,
+                             temperature, 42);
       const GenerateResult result = Engine::generateResult(engine->generate(r));
       QCOMPARE(result.outputs.size(), size_t(2));
       outputs.push_back(result.outputs[0].tokenIds);
@@ -74,16 +75,21 @@ class TestEngine : public QObject {
 
   void seedsDecideSampledText() {
     auto engine = demoEngine(1);
-    const auto a = Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 1)));
-    const auto b = Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 1)));
-    const auto c = Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 2)));
+    const auto a =
+        Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 1)));
+    const auto b =
+        Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 1)));
+    const auto c =
+        Engine::generateResult(engine->generate(request(*engine, {"Hello"}, 16, 1.0, 2)));
     QCOMPARE(a.outputs[0].tokenIds, b.outputs[0].tokenIds);
     QVERIFY(a.outputs[0].tokenIds != c.outputs[0].tokenIds);
   }
 
   void batchedRequestsEqualEachAlone() {
     auto engine = demoEngine(2);
-    auto both = request(*engine, {"The capital of France is", "A much longer second prompt with more tokens in it"}, 8);
+    auto both = request(
+        *engine, {"The capital of France is", "A much longer second prompt with more tokens in it"},
+        8);
     both.returnLogits = true;
     const auto batched = Engine::generateResult(engine->generate(both));
     for (size_t i = 0; i < 2; ++i) {
@@ -91,7 +97,8 @@ class TestEngine : public QObject {
       alone.prompts = {both.prompts[i]};
       const auto single = Engine::generateResult(engine->generate(alone));
       QCOMPARE(batched.outputs[i].tokenIds, single.outputs[0].tokenIds);
-      const at::Tensor x = fromHost(batched.outputs[i].logits), y = fromHost(single.outputs[0].logits);
+      const at::Tensor x = fromHost(batched.outputs[i].logits),
+                       y = fromHost(single.outputs[0].logits);
       QVERIFY(at::allclose(x, y, 1e-4, 1e-4));
     }
   }
@@ -112,7 +119,8 @@ class TestEngine : public QObject {
   void progressAndCancellation() {
     auto engine = demoEngine(2);
     JobHandle job = engine->generate(request(*engine, {"Counting steps"}, 3000));
-    while (job.progress().step < 3 && !job.done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (job.progress().step < 3 && !job.done())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     QCOMPARE(job.progress().total, int64_t(3000));
     job.cancel();
     const auto result = Engine::generateResult(job);
@@ -139,7 +147,8 @@ class TestEngine : public QObject {
       QCOMPARE(std::string(e.what()), std::string("injected failure on rank 2"));
     }
     for (int i = 0; i < 2; ++i) {
-      const auto ok = Engine::generateResult(engine->generate(request(*engine, {"still alive"}, 5)));
+      const auto ok =
+          Engine::generateResult(engine->generate(request(*engine, {"still alive"}, 5)));
       QCOMPARE(ok.outputs[0].tokenIds.size(), size_t(5));
     }
   }
@@ -152,7 +161,8 @@ class TestEngine : public QObject {
       engine->generate(r);
       QFAIL("expected an error");
     } catch (const Error& e) {
-      QVERIFY(std::string(e.what()).find("outside the vocabulary [0, 151936)") != std::string::npos);
+      QVERIFY(std::string(e.what()).find("outside the vocabulary [0, 151936)") !=
+              std::string::npos);
     }
     r.prompts = {{}};
     QVERIFY_THROWS_EXCEPTION(Error, engine->generate(r));

@@ -28,7 +28,8 @@ Golden loadGolden(const std::string& model) {
   const auto ids = [](const at::Tensor& t) {
     return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
   };
-  return {ids(get("input_ids")), get("prefill_logits"), get("decode_logits"), ids(get("greedy_ids"))};
+  return {ids(get("input_ids")), get("prefill_logits"), get("decode_logits"),
+          ids(get("greedy_ids"))};
 }
 
 at::Tensor fromHost(const HostTensor& h) {
@@ -38,7 +39,8 @@ at::Tensor fromHost(const HostTensor& h) {
 }
 
 double relativeError(const at::Tensor& ours, const at::Tensor& ref) {
-  return (ours.to(at::kDouble) - ref.to(at::kDouble)).abs().max().item<double>() / ref.abs().max().item<double>();
+  return (ours.to(at::kDouble) - ref.to(at::kDouble)).abs().max().item<double>() /
+         ref.abs().max().item<double>();
 }
 
 // Logits at every prompt position (the generation loop keeps only the last row).
@@ -49,7 +51,8 @@ at::Tensor prefillLogitsAllPositions(Engine& engine, const std::vector<int64_t>&
     const int64_t n = int64_t(ids.size());
     KvCache cache(c.numLayers, n, ctx.model.kvHeadsPerRank(), c.headDim,
                   at::TensorOptions().dtype(ctx.dtype).device(ctx.device));
-    ForwardBatch batch{ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0};
+    ForwardBatch batch{
+        ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0};
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, at::kLong).to(ctx.device), batch);
     at::Tensor logits = ctx.model.logits(hidden, batch);
     if (ctx.rank == 0) *out = logits.to(at::kCPU, at::kFloat);
@@ -96,9 +99,11 @@ class TestHfGolden : public QObject {
     const at::Tensor steps = fromHost(result.outputs[0].logits);  // [9, V]
     const double lastErr = relativeError(steps[0], g.prefill[-1]);
     const double decodeErr = relativeError(steps.narrow(0, 1, g.decode.size(0)), g.decode);
-    QVERIFY2(lastErr <= 1e-4, ("prefill last-row relative error " + std::to_string(lastErr)).c_str());
+    QVERIFY2(lastErr <= 1e-4,
+             ("prefill last-row relative error " + std::to_string(lastErr)).c_str());
     QVERIFY2(decodeErr <= 1e-4, ("decode relative error " + std::to_string(decodeErr)).c_str());
-    qInfo("%s tp=%d: prefill %.2e, decode %.2e relative error", qPrintable(model), tp, prefillErr, decodeErr);
+    qInfo("%s tp=%d: prefill %.2e, decode %.2e relative error", qPrintable(model), tp, prefillErr,
+          decodeErr);
   }
 };
 

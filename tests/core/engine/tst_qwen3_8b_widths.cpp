@@ -20,7 +20,8 @@ constexpr const char* kConfig = R"({"architectures": ["Qwen3ForCausalLM"], "mode
   "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 4096,
   "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
 
-const ParameterInfo* findParameter(const ModelInfo& info, const std::string& module, const std::string& name) {
+const ParameterInfo* findParameter(const ModelInfo& info, const std::string& module,
+                                   const std::string& name) {
   for (const auto& m : info.modules) {
     if (m.path != module) continue;
     for (const auto& p : m.parameters) {
@@ -79,7 +80,8 @@ class TestQwen3_8bWidths : public QObject {
     QCOMPARE(qkv->shardShape, (std::vector<int64_t>{3072, 4096}));  // 16 q + 4 k + 4 v heads
     const Run tp2 = generate(engine);
     QCOMPARE(tp2.ids, tp1.ids);
-    const double err = (tp2.logits - tp1.logits).abs().max().item<double>() / tp1.logits.abs().max().item<double>();
+    const double err = (tp2.logits - tp1.logits).abs().max().item<double>() /
+                       tp1.logits.abs().max().item<double>();
     qInfo("tp=2 vs tp=1 logits: max relative error %.2e", err);
     QVERIFY2(err < 1e-5, std::to_string(err).c_str());
   }

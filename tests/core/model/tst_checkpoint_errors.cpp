@@ -44,22 +44,26 @@ std::string engineError(const std::filesystem::path& dir, int tp = 1) {
   return "no error";
 }
 
-void editConfig(const std::filesystem::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+void editConfig(const std::filesystem::path& dir,
+                const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json j;
   std::ifstream(dir / "config.json") >> j;
   edit(j);
   std::ofstream(dir / "config.json") << j.dump(2);
 }
 
-#define QVERIFY_CONTAINS(haystack, needle) \
-  QVERIFY2((haystack).find(needle) != std::string::npos, (std::string("'") + (needle) + "' not in: " + (haystack)).c_str())
+#define QVERIFY_CONTAINS(haystack, needle)               \
+  QVERIFY2((haystack).find(needle) != std::string::npos, \
+           (std::string("'") + (needle) + "' not in: " + (haystack)).c_str())
 
 }  // namespace
 
 class TestCheckpointErrors : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void goodCheckpointLoads() { QCOMPARE(engineError(test::goldenModel("qwen3-tiny")), std::string("no error")); }
+  void goodCheckpointLoads() {
+    QCOMPARE(engineError(test::goldenModel("qwen3-tiny")), std::string("no error"));
+  }
 
   void truncatedFile() {
     test::TempDir tmp;
@@ -75,7 +79,8 @@ class TestCheckpointErrors : public QObject {
     test::TempDir tmp;
     const auto dir = copyModel(tmp);
     auto tensors = readAll(dir / "model.safetensors");
-    std::erase_if(tensors, [](const auto& p) { return p.first == "model.layers.1.mlp.down_proj.weight"; });
+    std::erase_if(tensors,
+                  [](const auto& p) { return p.first == "model.layers.1.mlp.down_proj.weight"; });
     writeSafetensors(dir / "model.safetensors", tensors);
     const std::string e = engineError(dir);
     QVERIFY_CONTAINS(e, "missing tensor 'model.layers.1.mlp.down_proj.weight'");
@@ -112,7 +117,8 @@ class TestCheckpointErrors : public QObject {
     std::string data;
     for (const auto& [name, t] : tensors) {
       const size_t n = size_t(t.numel()) * t.element_size();
-      header[name] = {{"dtype", "F8_E9M9"}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + n}}};
+      header[name] = {
+          {"dtype", "F8_E9M9"}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + n}}};
       data.append(static_cast<const char*>(t.data_ptr()), n);
       offset += n;
     }
@@ -142,9 +148,11 @@ class TestCheckpointErrors : public QObject {
   }
 
   void tpThatDoesNotDivideIntermediateSize() {
-    ModelConfig c = ModelConfig::parse(R"({"model_type": "qwen3", "vocab_size": 100, "hidden_size": 64,
+    ModelConfig c =
+        ModelConfig::parse(R"({"model_type": "qwen3", "vocab_size": 100, "hidden_size": 64,
         "intermediate_size": 130, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "head_dim": 16})", "test config");
+        "head_dim": 16})",
+                           "test config");
     c.checkTensorParallel(2);
     try {
       c.checkTensorParallel(4);
@@ -157,16 +165,21 @@ class TestCheckpointErrors : public QObject {
   void badConfigs_data() {
     QTest::addColumn<QString>("json");
     QTest::addColumn<QString>("message");
-    QTest::newRow("not json") << "{" << "not valid JSON";
-    QTest::newRow("unknown family") << R"({"model_type": "gpt2"})" << "model_type 'gpt2' is not supported";
-    QTest::newRow("missing field") << R"({"model_type": "llama", "vocab_size": 10})" << "'hidden_size' is missing";
+    QTest::newRow("not json") << "{"
+                              << "not valid JSON";
+    QTest::newRow("unknown family") << R"({"model_type": "gpt2"})"
+                                    << "model_type 'gpt2' is not supported";
+    QTest::newRow("missing field") << R"({"model_type": "llama", "vocab_size": 10})"
+                                   << "'hidden_size' is missing";
     QTest::newRow("heads not a multiple of kv heads")
         << R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
              "num_hidden_layers": 1, "num_attention_heads": 3, "num_key_value_heads": 2})"
         << "not a multiple of num_key_value_heads";
-    QTest::newRow("unsupported rope") << R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
+    QTest::newRow("unsupported rope")
+        << R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
         "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
-        "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})" << "rope scaling type 'yarn' is not supported";
+        "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"
+        << "rope scaling type 'yarn' is not supported";
   }
   void badConfigs() {
     QFETCH(QString, json);
@@ -191,7 +204,8 @@ class TestCheckpointErrors : public QObject {
     test::TempDir tmp;
     const auto snapshot = tmp.path() / "hub" / "models--test--tiny" / "snapshots" / "abc123";
     std::filesystem::create_directories(snapshot.parent_path());
-    std::filesystem::copy(test::goldenModel("qwen3-tiny"), snapshot, std::filesystem::copy_options::recursive);
+    std::filesystem::copy(test::goldenModel("qwen3-tiny"), snapshot,
+                          std::filesystem::copy_options::recursive);
     std::filesystem::remove(snapshot / "golden.safetensors");
     std::filesystem::create_directories(tmp.path() / "hub" / "models--test--tiny" / "refs");
     std::ofstream(tmp.path() / "hub" / "models--test--tiny" / "refs" / "main") << "abc123";

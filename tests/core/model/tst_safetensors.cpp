@@ -81,7 +81,8 @@ class TestSafetensors : public QObject {
 
   void randomSourceSlicesEqualSlicesOfTheWhole() {
     RandomSource source(7);
-    const at::Tensor whole = source.load("model.layers.0.self_attn.o_proj.weight", {64, 96}, SliceSpec::whole(), at::kFloat);
+    const at::Tensor whole = source.load("model.layers.0.self_attn.o_proj.weight", {64, 96},
+                                         SliceSpec::whole(), at::kFloat);
     for (int r = 0; r < 4; ++r) {
       const at::Tensor cols = source.load("model.layers.0.self_attn.o_proj.weight", {64, 96},
                                           SliceSpec::along(1, r * 24, 24), at::kFloat);
@@ -90,7 +91,8 @@ class TestSafetensors : public QObject {
                                           SliceSpec::along(0, r * 16, 16), at::kFloat);
       QVERIFY(at::equal(rows, whole.narrow(0, r * 16, 16)));
     }
-    const at::Tensor other = source.load("model.layers.1.self_attn.o_proj.weight", {64, 96}, SliceSpec::whole(), at::kFloat);
+    const at::Tensor other = source.load("model.layers.1.self_attn.o_proj.weight", {64, 96},
+                                         SliceSpec::whole(), at::kFloat);
     QVERIFY(!at::equal(other, whole));
   }
 
@@ -98,14 +100,15 @@ class TestSafetensors : public QObject {
     QTest::addColumn<QString>("header");
     QTest::addColumn<int>("dataBytes");
     QTest::addColumn<QString>("message");
-    QTest::newRow("offsets past the end") << R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})" << 4
-                                           << "lie outside";
-    QTest::newRow("unknown dtype") << R"({"w":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})" << 8
-                                   << "dtype 'Q4' is not supported";
-    QTest::newRow("size disagrees with shape") << R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})"
-                                               << 8 << "need 12";
+    QTest::newRow("offsets past the end")
+        << R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})" << 4 << "lie outside";
+    QTest::newRow("unknown dtype") << R"({"w":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})"
+                                   << 8 << "dtype 'Q4' is not supported";
+    QTest::newRow("size disagrees with shape")
+        << R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})" << 8 << "need 12";
     QTest::newRow("not json") << "{not json" << 0 << "not valid JSON";
-    QTest::newRow("entry without offsets") << R"({"w":{"dtype":"F32","shape":[2]}})" << 8 << "data_offsets";
+    QTest::newRow("entry without offsets")
+        << R"({"w":{"dtype":"F32","shape":[2]}})" << 8 << "data_offsets";
   }
   void refusesBadFiles() {
     QFETCH(QString, header);

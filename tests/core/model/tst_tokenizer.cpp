@@ -32,8 +32,8 @@ const nlohmann::json& golden() {
 std::string describeMismatch(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
   size_t i = 0;
   while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
-  return "first mismatch at index " + std::to_string(i) + " (got " + std::to_string(got.size()) + " ids, want " +
-         std::to_string(want.size()) + ")";
+  return "first mismatch at index " + std::to_string(i) + " (got " + std::to_string(got.size()) +
+         " ids, want " + std::to_string(want.size()) + ")";
 }
 
 // A minimal tokenizer.json with a configurable component, for error and template tests.
@@ -65,21 +65,25 @@ std::vector<BadTokenizer> badTokenizers() {
   return {
       {"normalizer", tinyTokenizer(R"(, "normalizer": {"type": "Lowercase"})"),
        "normalizer: type 'Lowercase' is not supported (supported: NFC"},
-      {"decoder", replaced(tinyTokenizer(""), R"({"type": "ByteLevel"})", R"({"type": "WordPiece"})"),
+      {"decoder",
+       replaced(tinyTokenizer(""), R"({"type": "ByteLevel"})", R"({"type": "WordPiece"})"),
        "decoder: type 'WordPiece' is not supported"},
-      {"model", R"({"model": {"type": "Unigram", "vocab": []}})", "model: type 'Unigram' is not supported"},
+      {"model", R"({"model": {"type": "Unigram", "vocab": []}})",
+       "model: type 'Unigram' is not supported"},
       {"pre_tokenizer", tinyTokenizer(R"(, "pre_tokenizer": {"type": "Whitespace"})"),
        "pre_tokenizer: type 'Whitespace' is not supported"},
       {"post_processor", tinyTokenizer(R"(, "post_processor": {"type": "BertProcessing"})"),
        "post_processor: type 'BertProcessing' is not supported"},
       {"bad regex",
-       tinyTokenizer(R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"})"),
+       tinyTokenizer(
+           R"(, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"})"),
        "regex does not compile"},
       {"merge outside vocabulary", replaced(tinyTokenizer(""), R"(["a", "b"],)", R"(["a", "zz"],)"),
        "merge 'a zz' uses a token that is not in the vocabulary"},
       {"not json", "{\"model\": ", "not valid JSON"},
       {"no model", "{}", "not a tokenizer.json"},
-      {"malformed vocab", R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})", "malformed tokenizer.json"},
+      {"malformed vocab", R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})",
+       "malformed tokenizer.json"},
   };
 }
 
@@ -91,7 +95,9 @@ class TestTokenizer : public QObject {
   void initTestCase() {
     for (const char* name : {"qwen3", "llama3", "deepseek_v3"}) {
       if (!std::filesystem::exists(assetTokenizer(name))) {
-        QFAIL(("missing " + assetTokenizer(name).string() + ": run scripts/setup (or scripts/fetch-assets)").c_str());
+        QFAIL(("missing " + assetTokenizer(name).string() +
+               ": run scripts/setup (or scripts/fetch-assets)")
+                  .c_str());
       }
     }
     QVERIFY(golden()["cases"].size() >= 200);
@@ -117,7 +123,8 @@ class TestTokenizer : public QObject {
       // Qwen3 normalises to NFC, so its round trip gives the NFC form of the text.
       const std::string expected = name == "qwen3" ? normalizeUnicode(text, NormalForm::NFC) : text;
       const std::string back = tok->decode(got);
-      if (back != expected) QFAIL(("decode(encode(s)) != s for " + nlohmann::json(text).dump()).c_str());
+      if (back != expected)
+        QFAIL(("decode(encode(s)) != s for " + nlohmann::json(text).dump()).c_str());
       ++checked;
     }
     QVERIFY(checked >= 200);
@@ -125,10 +132,12 @@ class TestTokenizer : public QObject {
 
   void capitalOfFranceInQwen3() {
     const auto tok = Tokenizer::fromFile(assetTokenizer("qwen3"));
-    QCOMPARE(tok->encode("The capital of France is"), (std::vector<int64_t>{785, 6722, 315, 9625, 374}));
+    QCOMPARE(tok->encode("The capital of France is"),
+             (std::vector<int64_t>{785, 6722, 315, 9625, 374}));
     QCOMPARE(tok->tokenPiece(9625), std::string(" France"));
     QVERIFY(tok->isSpecial(151643));
-    QCOMPARE(tok->decode({785, 151643, 6722}, /*skipSpecialTokens=*/true), std::string("The capital"));
+    QCOMPARE(tok->decode({785, 151643, 6722}, /*skipSpecialTokens=*/true),
+             std::string("The capital"));
   }
 
   void invalidUtf8IsAnError() {
@@ -139,7 +148,7 @@ class TestTokenizer : public QObject {
     } catch (const Error& e) {
       QVERIFY(std::string(e.what()).find("not valid UTF-8 at byte offset 3") != std::string::npos);
     }
-    QVERIFY_THROWS_EXCEPTION(Error, tok->encode(std::string("\xe2\x82")));  // cut mid-character
+    QVERIFY_THROWS_EXCEPTION(Error, tok->encode(std::string("\xe2\x82")));      // cut mid-character
     QVERIFY_THROWS_EXCEPTION(Error, tok->encode(std::string("\xed\xa0\x80")));  // a surrogate
   }
 

@@ -30,7 +30,9 @@ std::vector<std::string> runRanks(int size, F fn) {
   return errors;
 }
 
-at::Tensor rankData(int rank) { return (at::arange(6, at::kFloat) * (rank + 1)).view({2, 3}); }
+at::Tensor rankData(int rank) {
+  return (at::arange(6, at::kFloat) * (rank + 1)).view({2, 3});
+}
 
 }  // namespace
 
@@ -48,7 +50,8 @@ class TestLocalGroup : public QObject {
     QFETCH(int, size);
     QFETCH(int, dim);
     std::vector<at::Tensor> results(size);
-    const auto errors = runRanks(size, [&](int r, ProcessGroup& g) { results[r] = g.allGather(rankData(r), dim); });
+    const auto errors =
+        runRanks(size, [&](int r, ProcessGroup& g) { results[r] = g.allGather(rankData(r), dim); });
     std::vector<at::Tensor> parts;
     for (int r = 0; r < size; ++r) parts.push_back(rankData(r));
     const at::Tensor expected = at::cat(parts, dim);
