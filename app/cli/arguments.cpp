@@ -25,7 +25,7 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::s
         if (i + 1 >= args.size()) throw UsageError("--" + name + " needs a value");
         value = args[++i];
       }
-      values_[name] = value;
+      values_[name].push_back(value);
     } else {
       throw UsageError("unknown option --" + name);
     }
@@ -34,31 +34,36 @@ Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::s
 
 std::string Arguments::get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
-  return it == values_.end() ? fallback : it->second;
+  return it == values_.end() ? fallback : it->second.back();
+}
+
+std::vector<std::string> Arguments::getAll(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 long long Arguments::getInt(const std::string& name, long long fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+  if (!values_.count(name)) return fallback;
+  const std::string text = get(name);
   try {
     size_t used = 0;
-    const long long v = std::stoll(it->second, &used);
-    if (used == it->second.size()) return v;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size()) return v;
   } catch (const std::exception&) {
   }
-  throw UsageError("--" + name + " expects an integer, got '" + it->second + "'");
+  throw UsageError("--" + name + " expects an integer, got '" + text + "'");
 }
 
 double Arguments::getDouble(const std::string& name, double fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+  if (!values_.count(name)) return fallback;
+  const std::string text = get(name);
   try {
     size_t used = 0;
-    const double v = std::stod(it->second, &used);
-    if (used == it->second.size()) return v;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
   } catch (const std::exception&) {
   }
-  throw UsageError("--" + name + " expects a number, got '" + it->second + "'");
+  throw UsageError("--" + name + " expects a number, got '" + text + "'");
 }
 
 }  // namespace shardscope::cli

@@ -24,12 +24,14 @@ class Arguments {
 
   bool has(const std::string& name) const { return values_.count(name) || flags_.count(name); }
   std::string get(const std::string& name, const std::string& fallback = "") const;
+  // Every value of an option given several times, in order.
+  std::vector<std::string> getAll(const std::string& name) const;
   long long getInt(const std::string& name, long long fallback) const;
   double getDouble(const std::string& name, double fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> values_;
   std::set<std::string> flags_;
   std::vector<std::string> positional_;
 };

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/model/model_source.h"
 #include "core/model/tokenizer.h"
+#include "core/trace/script_runner.h"
 
 namespace shardscope::cli {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: shardscope-cli <command> [options]
 
 commands:
+  run        run a trace script (nnsight-style Python subset, see docs/trace-language.md)
   generate   generate a continuation of one or more prompts
   inspect    print the module tree: ports with shapes and shard kinds, parameter shards
   tokenize   print the token ids and pieces of a text
@@ -203,6 +205,37 @@ int tokenize(const std::vector<std::string>& args) {
   return 0;
 }
 
+int runScript(const std::vector<std::string>& args) {
+  const Arguments a(args, {"tp", "device", "dtype", "model-dir", "budget"}, {"help"});
+  if (a.has("help")) {
+    std::cout << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
+                 "                          [--model-dir NAME=PATH ...] [--budget STEPS]\n"
+                 "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when given,\n"
+                 "else from a path or the Hugging Face cache. --tp overrides tensor_parallel_size;\n"
+                 "--budget bounds the evaluation steps of each block (default 10000000).\n";
+    return 0;
+  }
+  if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
+  const std::string file = a.positional()[0];
+  std::ifstream in(file);
+  if (!in) throw Error("cannot read " + file);
+  std::stringstream source;
+  source << in.rdbuf();
+  trace::RunOptions o;
+  o.tp = int(a.getInt("tp", 0));
+  o.device = a.get("device");
+  o.dtype = a.get("dtype");
+  o.budget = a.getInt("budget", 10'000'000);
+  for (const auto& m : a.getAll("model-dir")) {
+    const auto eq = m.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--model-dir expects NAME=PATH, got '" + m + "'");
+    o.modelDirs[m.substr(0, eq)] = m.substr(eq + 1);
+  }
+  trace::ScriptRunner runner(o);
+  runner.run(source.str(), file);
+  return 0;
+}
+
 int makeCheckpoint(const std::vector<std::string>& args) {
   const Arguments a(args, {"config", "seed", "dtype"}, {"help"});
   if (a.has("help")) {
@@ -245,6 +278,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   try {
+    if (command == "run") return runScript(args);
     if (command == "generate") return generate(args);
     if (command == "inspect") return inspect(args);
     if (command == "tokenize") return tokenize(args);

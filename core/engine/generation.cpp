@@ -96,7 +96,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     for (size_t i : active) {
       Sequence& s = seqs[i];
       const int64_t n = int64_t(s.tokens.size()) - s.cached;
-      batch.spans.push_back({int64_t(ids.size()), n, s.cached, s.cache.get()});
+      batch.spans.push_back({int64_t(ids.size()), n, s.cached, s.cache.get(), int64_t(i)});
       for (int64_t t = s.cached; t < int64_t(s.tokens.size()); ++t) {
         ids.push_back(s.tokens[t]);
         positions.push_back(t);
@@ -106,7 +106,13 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     batch.positions = at::tensor(positions, longOptions).to(ctx.device);
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, longOptions).to(ctx.device), batch);
     at::Tensor last = hidden.index_select(0, at::tensor(lastRows, longOptions).to(ctx.device));
-    at::Tensor logits = ctx.model.logits(last, batch).to(at::kFloat);  // [R, V]
+    at::Tensor logits = ctx.model.logits(last, batch);  // [R, V]
+    if (observer) {
+      PortValue lv = PortValue::single(logits);
+      batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
+      logits = lv.items[0];
+    }
+    logits = logits.to(at::kFloat);
     for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
 
     // Rank 0 samples; the ids and its cancel decision reach every rank in one broadcast.
@@ -122,6 +128,13 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     }
     at::Tensor shared = decision.to(ctx.device);
     ctx.group.broadcast(shared, 0);
+    if (observer) {  // a write to model.samples forces the token on every rank alike
+      PortValue sv = PortValue::single(shared.narrow(0, 0, int64_t(active.size())));
+      batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
+      if (!sv.items[0].is_same(shared.narrow(0, 0, int64_t(active.size())))) {
+        shared.narrow(0, 0, int64_t(active.size())).copy_(sv.items[0]);
+      }
+    }
     decision = shared.to(at::kCPU);
     const auto* d = decision.data_ptr<int64_t>();
     for (size_t r = 0; r < active.size(); ++r) {
@@ -136,12 +149,29 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
         s.finishReason = "length";
       }
     }
+    if (observer) {
+      std::vector<bool> finished(seqs.size(), false);
+      for (size_t r = 0; r < active.size(); ++r) {
+        Sequence& s = seqs[active[r]];
+        if (!s.finished && observer->stopRequested(int64_t(active[r]))) {
+          s.finished = true;
+          s.finishReason = "stop";
+        }
+        finished[active[r]] = s.finished || d[active.size()] != 0;
+      }
+      observer->endStep(batch, finished);
+    }
     ctx.setProgress(step + 1);
     if (d[active.size()] != 0) {
       cancelled = true;
       ++step;
       break;
     }
+  }
+  if (observer) {
+    std::vector<std::vector<int64_t>> generated;
+    for (const Sequence& s : seqs) generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
+    observer->finish(generated);
   }
   if (ctx.rank != 0 || !result) return;
   result->steps = step;

@@ -21,6 +21,9 @@ class CausalLM : public Module {
   virtual at::Tensor forward(const at::Tensor& ids, const ForwardBatch& batch) const = 0;
   // hidden: [R, H]  ->  logits [R, V] over the whole vocabulary (every rank gets them).
   virtual at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& batch) const = 0;
+  // The step ports "model.logits" and "model.samples".
+  virtual const Module& logitsPort() const = 0;
+  virtual const Module& samplesPort() const = 0;
 };
 
 // Builds the family named by config.family for this rank and loads its shards from ctx.source.

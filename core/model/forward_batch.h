@@ -18,6 +18,7 @@ struct SequenceSpan {
   int64_t tokenCount = 0;
   int64_t pastLength = 0;  // tokens already in the cache before this step
   KvCache* cache = nullptr;
+  int64_t request = 0;  // index of the request in the job (its invoke)
 };
 
 struct ForwardBatch {

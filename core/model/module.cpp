@@ -47,6 +47,11 @@ void Module::setPorts(PortSpec input, PortSpec output) {
   ports_[1] = std::move(output);
 }
 
+void Module::setReplicas(int replicas) {
+  ports_[0].replicas = replicas;
+  ports_[1].replicas = replicas;
+}
+
 void Module::addParameter(Parameter p) {
   params_.push_back(std::move(p));
 }

@@ -30,6 +30,7 @@ struct PortSpec {
   ShardKind kind = ShardKind::Whole;
   int64_t splitDim = -1;  // dimension the shards are cut along (for split kinds)
   int replicas = 1;       // ranks holding each distinct shard (KV heads replicated when tp > n_kv)
+  bool perRequest = false;  // rows are requests (logits, samples), not the step's tokens
 };
 
 struct Parameter {
@@ -58,6 +59,8 @@ class Module {
   const Parameter* parameter(const std::string& name) const;
   // The module at `relativePath` below this one ("layers[3].self_attn"), or nullptr.
   const Module* find(const std::string& relativePath) const;
+  // Ranks that hold each distinct shard of the ports (KV heads replicated when tp > n_kv).
+  void setReplicas(int replicas);
   // vLLM class name, shown in the tree ("QKVParallelLinear").
   virtual const char* kind() const = 0;
 
@@ -82,6 +85,20 @@ class Module {
   std::vector<std::unique_ptr<Module>> owned_;
   PortSpec ports_[2];
   std::vector<Parameter> params_;
+};
+
+// A port that is not a layer: model.logits ([requests, V] before sampling) and model.samples
+// ([requests] sampled ids), visited by the generation loop once per step.
+class StepPort : public Module {
+ public:
+  StepPort(std::string name, Module* parent, const char* kind) : Module(std::move(name), parent), kind_(kind) {
+    PortSpec p{"", ShardKind::Whole, -1, 1, true};
+    setPorts(p, p);
+  }
+  const char* kind() const override { return kind_; }
+
+ private:
+  const char* kind_;
 };
 
 // A plain container (e.g. "model.model.layers") that only groups children.

@@ -27,6 +27,12 @@ class PortObserver {
   virtual ~PortObserver() = default;
   virtual void visit(const Module& module, PortRole role, PortValue& value,
                      const ForwardBatch& batch) = 0;
+  // After a step's samples are final; finished[r] says whether request r ended with this step.
+  virtual void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {}
+  // Whether request r asked to stop after the current step (tracer.stop()).
+  virtual bool stopRequested(int64_t request) const { return false; }
+  // After the last step, with every request's generated ids.
+  virtual void finish(const std::vector<std::vector<int64_t>>& generated) {}
 };
 
 }  // namespace shardscope

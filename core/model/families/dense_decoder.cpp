@@ -20,13 +20,14 @@ DecoderAttention::DecoderAttention(Module* parent, const ModelConfig& c, int64_t
     qNorm = child<RMSNorm>("q_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
     kNorm = child<RMSNorm>("k_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
   }
+  (void)0;
   rotaryEmb = child<RotaryEmbedding>("rotary_emb", this, c);
   attn = child<Attention>("attn", this, layer, qkvProj->headsPerRank(), qkvProj->kvHeadsPerRank(),
                           c.headDim);
   oProj = child<RowParallelLinear>("o_proj", this, c.numHeads * c.headDim, c.hiddenSize, false, tp);
   qSize_ = qkvProj->headsPerRank() * c.headDim;
   kvSize_ = qkvProj->kvHeadsPerRank() * c.headDim;
-  (void)replicas;
+  if (kNorm) kNorm->setReplicas(replicas);
 }
 
 void DecoderAttention::load(LoadContext& ctx, const std::string& hf) {
@@ -152,6 +153,8 @@ DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)
   model = child<DecoderModel>(this, c, tp);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
   logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
+  logitsPort_ = child<StepPort>("logits", this, "Logits");
+  samplesPort_ = child<StepPort>("samples", this, "Samples");
   kvHeadsPerRank_ =
       model->layers.empty() ? 1 : model->layers[0]->selfAttn->qkvProj->kvHeadsPerRank();
 }

@@ -101,6 +101,11 @@ class DenseCausalLM : public CausalLM {
   DecoderModel* model;
   ParallelLMHead* lmHead;
   LogitsProcessor* logitsProcessor;
+  StepPort* logitsPort_;
+  StepPort* samplesPort_;
+
+  const Module& logitsPort() const override { return *logitsPort_; }
+  const Module& samplesPort() const override { return *samplesPort_; }
 
  private:
   ModelConfig config_;

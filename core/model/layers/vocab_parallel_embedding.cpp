@@ -67,7 +67,7 @@ void ParallelLMHead::tie(const VocabParallelEmbedding& embedding) {
 
 LogitsProcessor::LogitsProcessor(std::string name, Module* parent, int64_t vocab)
     : Module(std::move(name), parent), vocab_(vocab) {
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::Whole});
+  setPorts({"", ShardKind::Whole, -1, 1, true}, {"", ShardKind::Whole, -1, 1, true});
 }
 
 at::Tensor LogitsProcessor::forward(const ParallelLMHead& head, const at::Tensor& hidden,

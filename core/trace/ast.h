@@ -1,0 +1,70 @@
+// Syntax tree of the trace language. One node type per layer (expressions, statements); fields
+// are shared among kinds to keep the tree flat and the interpreter a single switch per layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "source_location.h"
+
+namespace shardscope::trace {
+
+struct Expr;
+struct Stmt;
+using ExprPtr = std::shared_ptr<Expr>;
+using StmtPtr = std::shared_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+enum class ExprKind {
+  Name, Int, Float, Str, Bool, None, FString, Tuple, List, Dict, Attribute, Subscript, Slice,
+  Call, Unary, Binary, Compare, And, Or, IfElse, Lambda, Ellipsis
+};
+
+struct Param {
+  std::string name;
+  ExprPtr defaultValue;  // null: required
+};
+
+struct Expr {
+  ExprKind kind;
+  SourceLocation at;
+  std::string text;               // Name, Str, Attribute name, operator of Unary/Binary
+  long long intValue = 0;         // Int, Bool
+  double floatValue = 0;          // Float
+  ExprPtr a, b, c;                // operands; Attribute/Subscript/Call object in a
+  std::vector<ExprPtr> items;     // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
+  std::vector<ExprPtr> values;    // Dict values
+  std::vector<std::string> names; // Call keyword names (parallel to values), Compare operators,
+                                  // FString literal parts (items.size() + 1)
+  std::vector<std::string> formats;  // FString: "!r", ":.3f" per expression
+  std::vector<Param> params;      // Lambda
+};
+
+enum class StmtKind {
+  Expr, Assign, AugAssign, If, For, While, Def, Return, With, Pass, Break, Continue, Import, Assert
+};
+
+struct Stmt {
+  StmtKind kind;
+  SourceLocation at;
+  std::string source;             // the statement's first line, for error messages
+  std::vector<ExprPtr> targets;   // Assign (a = b = v), For target, With "as" target
+  ExprPtr value;                  // expression, condition, iterable, with-expression, return value
+  ExprPtr message;                // Assert
+  std::string op;                 // AugAssign operator ("+"), Def name, Import module
+  std::vector<std::string> names; // Import: imported names
+  std::vector<Param> params;      // Def
+  Block body, orElse;
+};
+
+struct Program {
+  std::string file;
+  std::string source;
+  Block body;
+};
+
+// Throws ScriptError with file, line and column.
+std::shared_ptr<Program> parseProgram(const std::string& source, const std::string& file);
+
+}  // namespace shardscope::trace

@@ -1,0 +1,517 @@
+// Python builtins, the torch namespace and tensor methods available to trace scripts. This is
+// the documented list (docs/trace-language.md); anything else is an error that says so.
+#include <ATen/ATen.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "interpreter.h"
+#include "trace_device.h"
+
+namespace shardscope::trace {
+namespace {
+
+using Args = CallArgs;
+
+Value arg(const Args& a, size_t i, const char* name, const char* fn) {
+  const Value* v = a.get(i, name);
+  if (!v) throw RuntimeFailure(std::string(fn) + "() missing argument '" + name + "'");
+  return *v;
+}
+Value optional(const Args& a, size_t i, const char* name, Value dflt) {
+  const Value* v = a.get(i, name);
+  return v ? *v : dflt;
+}
+
+std::vector<int64_t> shapeArgs(const Args& a, size_t from) {
+  std::vector<int64_t> shape;
+  if (a.positional.size() == from + 1 && (a.positional[from]->type == Type::Tuple || a.positional[from]->type == Type::List ||
+                                          a.positional[from]->type == Type::Size)) {
+    for (const auto& v : a.positional[from]->items) shape.push_back(asInt(v, "dimension"));
+    return shape;
+  }
+  for (size_t i = from; i < a.positional.size(); ++i) shape.push_back(asInt(a.positional[i], "dimension"));
+  return shape;
+}
+
+std::vector<at::Tensor> tensorList(const Value& v, const char* fn) {
+  if (v->type != Type::Tuple && v->type != Type::List) throw RuntimeFailure(std::string(fn) + "() expects a list of tensors");
+  std::vector<at::Tensor> out;
+  for (const auto& i : v->items) out.push_back(toTensor(i));
+  return out;
+}
+
+const std::map<std::string, at::ScalarType>& dtypes() {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"float32", at::kFloat}, {"float", at::kFloat},     {"float16", at::kHalf}, {"half", at::kHalf},
+      {"bfloat16", at::kBFloat16}, {"float64", at::kDouble}, {"double", at::kDouble}, {"int64", at::kLong},
+      {"long", at::kLong}, {"int32", at::kInt},   {"int", at::kInt},     {"bool", at::kBool}, {"uint8", at::kByte}};
+  return m;
+}
+
+Value dtypeValue(at::ScalarType t) {
+  for (const auto& [name, s] : dtypes()) {
+    if (s == t && name != "float" && name != "half" && name != "double" && name != "long" && name != "int") {
+      auto v = std::make_shared<Object>();
+      v->type = Type::Namespace;
+      v->str = "torch." + name;
+      return v;
+    }
+  }
+  return string(c10::toString(t));
+}
+
+std::optional<at::ScalarType> asDtype(const Value& v) {
+  if (v->type != Type::Namespace || v->str.rfind("torch.", 0) != 0) return std::nullopt;
+  auto it = dtypes().find(v->str.substr(6));
+  if (it == dtypes().end()) return std::nullopt;
+  return it->second;
+}
+
+long long dimArg(const Args& a, size_t i, long long dflt) {
+  const Value* v = a.get(i, "dim");
+  return v && (*v)->type != Type::None ? asInt(*v, "dim") : dflt;
+}
+bool keepdim(const Args& a, size_t i) {
+  const Value* v = a.get(i, "keepdim");
+  return v && truthy(*v);
+}
+
+Value valuesIndices(const std::tuple<at::Tensor, at::Tensor>& r) {
+  return tuple({tensor(std::get<0>(r)), tensor(std::get<1>(r))});
+}
+
+Value fromTensorList(const at::Tensor& t) {
+  if (t.dim() == 0) {
+    if (t.scalar_type() == at::kBool) return boolean(t.item<bool>());
+    if (at::isFloatingType(t.scalar_type())) return floating(t.item<double>());
+    return integer(t.item<int64_t>());
+  }
+  std::vector<Value> items;
+  for (int64_t i = 0; i < t.size(0); ++i) items.push_back(fromTensorList(t[i]));
+  return list(items);
+}
+
+Value cosineSimilarity(Args& a) {
+  const at::Tensor x = toTensor(arg(a, 0, "x1", "cosine_similarity")), y = toTensor(arg(a, 1, "x2", "cosine_similarity"));
+  return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1), asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
+}
+
+Value makeNamespace(const std::string& name, std::map<std::string, Value> members) {
+  auto v = std::make_shared<Object>();
+  v->type = Type::Namespace;
+  v->str = name;
+  v->attributes = std::move(members);
+  return v;
+}
+
+}  // namespace
+
+at::Tensor toTensor(const Value& v, const at::Tensor* like) {
+  const auto opts = like ? like->options() : at::TensorOptions().device(currentDevice());
+  switch (v->type) {
+    case Type::Tensor: return v->tensor;
+    case Type::Bool: return at::scalar_tensor(v->boolValue, like ? opts : opts.dtype(at::kBool));
+    case Type::Int: return at::scalar_tensor(double(v->intValue), like ? opts : opts.dtype(at::kLong));
+    case Type::Float: return at::scalar_tensor(v->floatValue, like ? opts : opts.dtype(at::kFloat));
+    case Type::Tuple:
+    case Type::List:
+    case Type::Size: {
+      if (v->items.empty()) return at::empty({0}, opts.dtype(at::kFloat));
+      std::vector<at::Tensor> parts;
+      bool anyFloat = false;
+      for (const auto& i : v->items) {
+        parts.push_back(toTensor(i, nullptr).to(currentDevice()));
+        anyFloat |= at::isFloatingType(parts.back().scalar_type());
+      }
+      at::Tensor t = at::stack(parts);
+      if (anyFloat) t = t.to(at::kFloat);
+      return like ? t.to(like->options()) : t;
+    }
+    default: throw RuntimeFailure(std::string("cannot convert ") + typeName(v->type) + " to a tensor");
+  }
+}
+
+std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
+  using namespace at::indexing;
+  std::vector<TensorIndex> out;
+  const auto one = [&](const Value& v) {
+    switch (v->type) {
+      case Type::Int:
+      case Type::Bool: out.emplace_back(asInt(v, "index")); break;
+      case Type::None: out.emplace_back(None); break;
+      case Type::Ellipsis: out.emplace_back(Ellipsis); break;
+      case Type::Slice: {
+#if TORCH_VERSION_MAJOR >= 2
+        using Bound = c10::SymInt;
+#else
+        using Bound = int64_t;
+#endif
+        const auto part = [](const Value& p) -> c10::optional<Bound> {
+          if (p->type == Type::None) return c10::nullopt;
+          return Bound(asInt(p, "slice index"));
+        };
+        out.emplace_back(Slice(part(v->items[0]), part(v->items[1]), part(v->items[2])));
+        break;
+      }
+      case Type::Tensor: out.emplace_back(v->tensor); break;
+      case Type::List: out.emplace_back(toTensor(v)); break;
+      default: throw RuntimeFailure(std::string("a tensor cannot be indexed with ") + typeName(v->type));
+    }
+  };
+  if (index->type == Type::Tuple) {
+    for (const auto& v : index->items) one(v);
+  } else {
+    one(index);
+  }
+  return out;
+}
+
+Value snapshot(const Value& v) {
+  switch (v->type) {
+    case Type::Tensor: return tensor(v->tensor.clone());
+    case Type::Tuple:
+    case Type::List: {
+      std::vector<Value> items;
+      for (const auto& i : v->items) items.push_back(snapshot(i));
+      return v->type == Type::List ? list(items) : tuple(items);
+    }
+    default: {
+      auto copy = std::make_shared<Object>(*v);
+      return copy;
+    }
+  }
+}
+
+Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name) {
+  const at::Tensor& t = self->tensor;
+  if (name == "shape") return sizeOf(t);
+  if (name == "dtype") return dtypeValue(t.scalar_type());
+  if (name == "device") return string(t.device().str());
+  if (name == "ndim") return integer(t.dim());
+  if (name == "T") return tensor(t.t());
+  using Method = std::function<Value(const at::Tensor&, Args&)>;
+  static const std::map<std::string, Method> methods = {
+      {"size", [](const at::Tensor& x, Args& a) { return a.positional.empty() ? sizeOf(x) : integer(x.size(asInt(a.positional[0], "dim"))); }},
+      {"dim", [](const at::Tensor& x, Args&) { return integer(x.dim()); }},
+      {"numel", [](const at::Tensor& x, Args&) { return integer(x.numel()); }},
+      {"clone", [](const at::Tensor& x, Args&) { return tensor(x.clone()); }},
+      {"detach", [](const at::Tensor& x, Args&) { return tensor(x.detach()); }},
+      {"cpu", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kCPU)); }},
+      {"contiguous", [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }},
+      {"float", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kFloat)); }},
+      {"half", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kHalf)); }},
+      {"bfloat16", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBFloat16)); }},
+      {"double", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kDouble)); }},
+      {"long", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kLong)); }},
+      {"int", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kInt)); }},
+      {"bool", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBool)); }},
+      {"to", [](const at::Tensor& x, Args& a) {
+         const Value* d = a.get(0, "dtype");
+         if (!d) return tensor(x);
+         if (auto dt = asDtype(*d)) return tensor(x.to(*dt));
+         if ((*d)->type == Type::Str) {
+           if ((*d)->str == "cpu") return tensor(x.to(at::kCPU));
+           throw RuntimeFailure("tensors stay on the rank's device inside a trace; .to() accepts a dtype or 'cpu'");
+         }
+         throw RuntimeFailure(".to() expects a dtype such as torch.float32");
+       }},
+      {"view", [](const at::Tensor& x, Args& a) { return tensor(x.view(shapeArgs(a, 0))); }},
+      {"reshape", [](const at::Tensor& x, Args& a) { return tensor(x.reshape(shapeArgs(a, 0))); }},
+      {"permute", [](const at::Tensor& x, Args& a) { return tensor(x.permute(shapeArgs(a, 0))); }},
+      {"transpose", [](const at::Tensor& x, Args& a) { return tensor(x.transpose(asInt(a.positional.at(0), "dim0"), asInt(a.positional.at(1), "dim1"))); }},
+      {"unsqueeze", [](const at::Tensor& x, Args& a) { return tensor(x.unsqueeze(dimArg(a, 0, 0))); }},
+      {"squeeze", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.squeeze(dimArg(a, 0, 0)) : x.squeeze()); }},
+      {"flatten", [](const at::Tensor& x, Args& a) { return tensor(x.flatten(dimArg(a, 0, 0), a.get(1, "end_dim") ? asInt(*a.get(1, "end_dim"), "end_dim") : -1)); }},
+      {"narrow", [](const at::Tensor& x, Args& a) { return tensor(x.narrow(asInt(a.positional.at(0), "dim"), asInt(a.positional.at(1), "start"), asInt(a.positional.at(2), "length"))); }},
+      {"sum", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.sum(dimArg(a, 0, 0), keepdim(a, 1)) : x.sum()); }},
+      {"mean", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.mean(dimArg(a, 0, 0), keepdim(a, 1)) : x.mean()); }},
+      {"std", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.std(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.std()); }},
+      {"var", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.var(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.var()); }},
+      {"max", [](const at::Tensor& x, Args& a) { return a.get(0, "dim") ? valuesIndices(x.max(dimArg(a, 0, 0), keepdim(a, 1))) : tensor(x.max()); }},
+      {"min", [](const at::Tensor& x, Args& a) { return a.get(0, "dim") ? valuesIndices(x.min(dimArg(a, 0, 0), keepdim(a, 1))) : tensor(x.min()); }},
+      {"argmax", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.argmax(dimArg(a, 0, 0), keepdim(a, 1)) : x.argmax()); }},
+      {"argmin", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.argmin(dimArg(a, 0, 0), keepdim(a, 1)) : x.argmin()); }},
+      {"norm", [](const at::Tensor& x, Args& a) {
+         const double p = asNumber(optional(a, 0, "p", floating(2.0)), "p");
+         if (const Value* d = a.get(1, "dim")) return tensor(at::norm(x, p, {asInt(*d, "dim")}, keepdim(a, 2)));
+         return tensor(at::norm(x, p));
+       }},
+      {"softmax", [](const at::Tensor& x, Args& a) { return tensor(at::softmax(x, dimArg(a, 0, -1))); }},
+      {"log_softmax", [](const at::Tensor& x, Args& a) { return tensor(at::log_softmax(x, dimArg(a, 0, -1))); }},
+      {"topk", [](const at::Tensor& x, Args& a) { return valuesIndices(x.topk(asInt(arg(a, 0, "k", "topk"), "k"), dimArg(a, 1, -1))); }},
+      {"sort", [](const at::Tensor& x, Args& a) { const Value* d = a.keyword("descending"); return valuesIndices(x.sort(dimArg(a, 0, -1), d && truthy(*d))); }},
+      {"cumsum", [](const at::Tensor& x, Args& a) { return tensor(x.cumsum(dimArg(a, 0, 0))); }},
+      {"abs", [](const at::Tensor& x, Args&) { return tensor(x.abs()); }},
+      {"exp", [](const at::Tensor& x, Args&) { return tensor(x.exp()); }},
+      {"log", [](const at::Tensor& x, Args&) { return tensor(x.log()); }},
+      {"sqrt", [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }},
+      {"sigmoid", [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }},
+      {"tanh", [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }},
+      {"relu", [](const at::Tensor& x, Args&) { return tensor(x.relu()); }},
+      {"pow", [](const at::Tensor& x, Args& a) { return tensor(x.pow(asNumber(a.positional.at(0), "exponent"))); }},
+      {"matmul", [](const at::Tensor& x, Args& a) { return tensor(at::matmul(x, toTensor(a.positional.at(0)))); }},
+      {"any", [](const at::Tensor& x, Args&) { return tensor(x.any()); }},
+      {"all", [](const at::Tensor& x, Args&) { return tensor(x.all()); }},
+      {"item", [](const at::Tensor& x, Args&) {
+         if (x.numel() != 1) throw RuntimeFailure("item() needs a tensor with one element, this one has " + std::to_string(x.numel()));
+         return fromTensorList(x.reshape({}));
+       }},
+      {"tolist", [](const at::Tensor& x, Args&) { return fromTensorList(x.to(at::kCPU)); }},
+      {"index_select", [](const at::Tensor& x, Args& a) { return tensor(x.index_select(asInt(a.positional.at(0), "dim"), toTensor(a.positional.at(1)))); }},
+      {"chunk", [](const at::Tensor& x, Args& a) {
+         std::vector<Value> parts;
+         for (const auto& c : x.chunk(asInt(a.positional.at(0), "chunks"), dimArg(a, 1, 0))) parts.push_back(tensor(c));
+         return tuple(parts);
+       }},
+      {"zero_", [](const at::Tensor& x, Args&) { noteTensorWrite(); at::Tensor y = x; y.zero_(); return tensor(y); }},
+      {"fill_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.fill_(asNumber(a.positional.at(0), "value")); return tensor(y); }},
+      {"copy_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.copy_(toTensor(a.positional.at(0))); return tensor(y); }},
+      {"mul_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.mul_(toTensor(a.positional.at(0), &x)); return tensor(y); }},
+      {"add_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.add_(toTensor(a.positional.at(0), &x)); return tensor(y); }},
+      {"masked_fill", [](const at::Tensor& x, Args& a) { return tensor(x.masked_fill(toTensor(a.positional.at(0)), asNumber(a.positional.at(1), "value"))); }},
+  };
+  auto it = methods.find(name);
+  if (it == methods.end()) {
+    std::string known = "shape, dtype, device, ndim, T";
+    for (const auto& [k, m] : methods) known += ", " + k;
+    in.fail("tensors have no attribute '" + name + "' in trace scripts; supported: " + known);
+  }
+  const Method& m = it->second;
+  at::Tensor t2 = t;
+  return builtin(name, [m, t2](Args& a) { return m(t2, a); });
+}
+
+void installBuiltins(Environment& env, Host& host) {
+  env.set("__name__", string("__main__"));
+  env.set("len", builtin("len", [](Args& a) {
+            const Value v = arg(a, 0, "obj", "len");
+            switch (v->type) {
+              case Type::Str: return integer((long long)v->str.size());
+              case Type::Tuple:
+              case Type::List:
+              case Type::Size: return integer((long long)v->items.size());
+              case Type::Dict: return integer((long long)v->dict.size());
+              case Type::Tensor: return integer(v->tensor.dim() ? v->tensor.size(0) : throw RuntimeFailure("len() of a 0-d tensor"));
+              default: throw RuntimeFailure(std::string("object of type '") + typeName(v->type) + "' has no len()");
+            }
+          }));
+  env.set("range", builtin("range", [](Args& a) {
+            auto r = std::make_shared<Object>();
+            r->type = Type::Range;
+            if (a.positional.size() == 1) {
+              r->rangeStop = asInt(a.positional[0], "range stop");
+            } else {
+              r->rangeStart = asInt(arg(a, 0, "start", "range"), "range start");
+              r->rangeStop = asInt(arg(a, 1, "stop", "range"), "range stop");
+              if (a.positional.size() > 2) r->rangeStep = asInt(a.positional[2], "range step");
+              if (r->rangeStep == 0) throw RuntimeFailure("range() step must not be zero");
+            }
+            return Value(r);
+          }));
+  env.set("print", builtin("print", [&host](Args& a) {
+            std::string line;
+            const Value* sep = a.keyword("sep");
+            for (size_t i = 0; i < a.positional.size(); ++i) line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
+            host.print(line);
+            return none();
+          }));
+  env.set("repr", builtin("repr", [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
+  env.set("str", builtin("str", [](Args& a) { return string(a.positional.empty() ? "" : str(a.positional[0])); }));
+  env.set("bool", builtin("bool", [](Args& a) { return boolean(!a.positional.empty() && truthy(a.positional[0])); }));
+  env.set("int", builtin("int", [](Args& a) {
+            const Value v = arg(a, 0, "x", "int");
+            if (v->type == Type::Str) {
+              try {
+                return integer(std::stoll(v->str));
+              } catch (const std::exception&) {
+                throw RuntimeFailure("invalid literal for int(): " + repr(v));
+              }
+            }
+            if (v->type == Type::Float || (v->type == Type::Tensor && at::isFloatingType(v->tensor.scalar_type()))) {
+              return integer((long long)asNumber(v, "x"));
+            }
+            return integer(asInt(v, "x"));
+          }));
+  env.set("float", builtin("float", [](Args& a) {
+            const Value v = arg(a, 0, "x", "float");
+            if (v->type == Type::Str) return floating(std::stod(v->str));
+            return floating(asNumber(v, "x"));
+          }));
+  env.set("abs", builtin("abs", [](Args& a) {
+            const Value v = arg(a, 0, "x", "abs");
+            if (v->type == Type::Tensor) return tensor(v->tensor.abs());
+            if (v->type == Type::Float) return floating(std::abs(v->floatValue));
+            return integer(std::llabs(asInt(v, "x")));
+          }));
+  env.set("divmod", builtin("divmod", [](Args& a) {
+            const long long x = asInt(arg(a, 0, "a", "divmod"), "a"), y = asInt(arg(a, 1, "b", "divmod"), "b");
+            if (y == 0) throw RuntimeFailure("integer division or modulo by zero");
+            long long q = x / y;
+            if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+            return tuple({integer(q), integer(x - q * y)});
+          }));
+  const auto items = [](const Value& v) -> std::vector<Value> {
+    if (v->type == Type::Range) {
+      std::vector<Value> out;
+      for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop; i += v->rangeStep) out.push_back(integer(i));
+      return out;
+    }
+    if (v->type == Type::Tensor) {
+      std::vector<Value> out;
+      for (int64_t i = 0; i < v->tensor.size(0); ++i) out.push_back(tensor(v->tensor[i]));
+      return out;
+    }
+    if (v->type == Type::Dict) {
+      std::vector<Value> out;
+      for (const auto& kv : v->dict) out.push_back(kv.first);
+      return out;
+    }
+    if (v->type == Type::Str) {
+      std::vector<Value> out;
+      for (char c : v->str) out.push_back(string(std::string(1, c)));
+      return out;
+    }
+    if (v->type != Type::Tuple && v->type != Type::List && v->type != Type::Size) {
+      throw RuntimeFailure(std::string("'") + typeName(v->type) + "' object is not iterable");
+    }
+    return v->items;
+  };
+  env.set("tuple", builtin("tuple", [items](Args& a) { return tuple(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0])); }));
+  env.set("list", builtin("list", [items](Args& a) { return list(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0])); }));
+  env.set("enumerate", builtin("enumerate", [items](Args& a) {
+            std::vector<Value> out;
+            long long i = a.positional.size() > 1 ? asInt(a.positional[1], "start") : 0;
+            for (const auto& v : items(arg(a, 0, "iterable", "enumerate"))) out.push_back(tuple({integer(i++), v}));
+            return list(out);
+          }));
+  env.set("zip", builtin("zip", [items](Args& a) {
+            std::vector<std::vector<Value>> seqs;
+            size_t n = SIZE_MAX;
+            for (const auto& p : a.positional) {
+              seqs.push_back(items(p));
+              n = std::min(n, seqs.back().size());
+            }
+            std::vector<Value> out;
+            for (size_t i = 0; i < (seqs.empty() ? 0 : n); ++i) {
+              std::vector<Value> t;
+              for (const auto& s : seqs) t.push_back(s[i]);
+              out.push_back(tuple(t));
+            }
+            return list(out);
+          }));
+  env.set("sum", builtin("sum", [items](Args& a) {
+            Value acc = a.positional.size() > 1 ? a.positional[1] : integer(0);
+            for (const auto& v : items(arg(a, 0, "iterable", "sum"))) {
+              if (acc->type == Type::Tensor || v->type == Type::Tensor) {
+                acc = tensor(acc->type == Type::Tensor ? acc->tensor + toTensor(v, &acc->tensor) : v->tensor + asNumber(acc, "start"));
+              } else if (acc->type == Type::Float || v->type == Type::Float) {
+                acc = floating(asNumber(acc, "value") + asNumber(v, "value"));
+              } else {
+                acc = integer(asInt(acc, "value") + asInt(v, "value"));
+              }
+            }
+            return acc;
+          }));
+  const auto extreme = [items](bool wantMax) {
+    return [items, wantMax](Args& a) {
+      std::vector<Value> vs = a.positional.size() == 1 ? items(a.positional[0]) : a.positional;
+      if (vs.empty()) throw RuntimeFailure(std::string(wantMax ? "max" : "min") + "() of an empty sequence");
+      Value best = vs[0];
+      for (const auto& v : vs) {
+        const double x = asNumber(v, "value"), b = asNumber(best, "value");
+        if (wantMax ? x > b : x < b) best = v;
+      }
+      return best;
+    };
+  };
+  env.set("max", builtin("max", extreme(true)));
+  env.set("min", builtin("min", extreme(false)));
+  env.set("sorted", builtin("sorted", [items](Args& a) {
+            std::vector<Value> vs = items(arg(a, 0, "iterable", "sorted"));
+            std::stable_sort(vs.begin(), vs.end(), [](const Value& x, const Value& y) {
+              if (x->type == Type::Str && y->type == Type::Str) return x->str < y->str;
+              return asNumber(x, "value") < asNumber(y, "value");
+            });
+            const Value* rev = a.keyword("reverse");
+            if (rev && truthy(*rev)) std::reverse(vs.begin(), vs.end());
+            return list(vs);
+          }));
+  env.set("round", builtin("round", [](Args& a) {
+            const double x = asNumber(arg(a, 0, "number", "round"), "number");
+            if (a.positional.size() < 2) return integer((long long)std::nearbyint(x));
+            const double f = std::pow(10.0, double(asInt(a.positional[1], "ndigits")));
+            return floating(std::nearbyint(x * f) / f);
+          }));
+  env.set("isinstance", builtin("isinstance", [](Args&) -> Value {
+            throw RuntimeFailure("isinstance() is not supported in trace scripts");
+          }));
+
+  // torch
+  std::map<std::string, Value> torch;
+  for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
+  const auto like = [](const char* fn, auto op) {
+    return builtin(fn, [op](Args& a) { return tensor(op(toTensor(a.positional.at(0)))); });
+  };
+  torch["zeros_like"] = like("zeros_like", [](const at::Tensor& x) { return at::zeros_like(x); });
+  torch["ones_like"] = like("ones_like", [](const at::Tensor& x) { return at::ones_like(x); });
+  torch["exp"] = like("exp", [](const at::Tensor& x) { return x.exp(); });
+  torch["log"] = like("log", [](const at::Tensor& x) { return x.log(); });
+  torch["abs"] = like("abs", [](const at::Tensor& x) { return x.abs(); });
+  const auto filled = [](const char* fn, double value) {
+    return builtin(fn, [value](Args& a) {
+      at::TensorOptions o = at::TensorOptions().device(currentDevice());
+      if (const Value* d = a.keyword("dtype")) o = o.dtype(asDtype(*d).value_or(at::kFloat));
+      return tensor(at::full(shapeArgs(a, 0), value, o));
+    });
+  };
+  torch["zeros"] = filled("zeros", 0.0);
+  torch["ones"] = filled("ones", 1.0);
+  torch["tensor"] = builtin("tensor", [](Args& a) {
+    at::Tensor t = toTensor(arg(a, 0, "data", "tensor")).clone();
+    if (const Value* d = a.keyword("dtype")) t = t.to(asDtype(*d).value_or(t.scalar_type()));
+    return tensor(t.to(currentDevice()));
+  });
+  torch["arange"] = builtin("arange", [](Args& a) {
+    const auto o = at::TensorOptions().device(currentDevice()).dtype(at::kLong);
+    if (a.positional.size() == 1) return tensor(at::arange(asInt(a.positional[0], "end"), o));
+    return tensor(at::arange(asInt(a.positional.at(0), "start"), asInt(a.positional.at(1), "end"), o));
+  });
+  torch["cat"] = builtin("cat", [](Args& a) { return tensor(at::cat(tensorList(arg(a, 0, "tensors", "cat"), "cat"), dimArg(a, 1, 0))); });
+  torch["stack"] = builtin("stack", [](Args& a) { return tensor(at::stack(tensorList(arg(a, 0, "tensors", "stack"), "stack"), dimArg(a, 1, 0))); });
+  torch["matmul"] = builtin("matmul", [](Args& a) { return tensor(at::matmul(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)))); });
+  torch["softmax"] = builtin("softmax", [](Args& a) { return tensor(at::softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1))); });
+  torch["log_softmax"] = builtin("log_softmax", [](Args& a) { return tensor(at::log_softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1))); });
+  torch["argmax"] = builtin("argmax", [](Args& a) {
+    const at::Tensor x = toTensor(a.positional.at(0));
+    return tensor(a.get(1, "dim") ? x.argmax(dimArg(a, 1, 0), keepdim(a, 2)) : x.argmax());
+  });
+  torch["topk"] = builtin("topk", [](Args& a) {
+    return valuesIndices(toTensor(a.positional.at(0)).topk(asInt(arg(a, 1, "k", "topk"), "k"), dimArg(a, 2, -1)));
+  });
+  torch["allclose"] = builtin("allclose", [](Args& a) {
+    const double rtol = asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"), atol = asNumber(optional(a, 3, "atol", floating(1e-8)), "atol");
+    return boolean(at::allclose(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)), rtol, atol));
+  });
+  torch["equal"] = builtin("equal", [](Args& a) { return boolean(at::equal(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)))); });
+  torch["norm"] = builtin("norm", [](Args& a) { return tensor(at::norm(toTensor(a.positional.at(0)))); });
+  torch["where"] = builtin("where", [](Args& a) {
+    const at::Tensor c = toTensor(a.positional.at(0)), x = toTensor(a.positional.at(1));
+    return tensor(at::where(c, x, toTensor(a.positional.at(2), &x)));
+  });
+  torch["einsum"] = builtin("einsum", [](Args& a) {
+    std::vector<at::Tensor> ops;
+    for (size_t i = 1; i < a.positional.size(); ++i) ops.push_back(toTensor(a.positional[i]));
+    return tensor(at::einsum(a.positional.at(0)->str, ops));
+  });
+  torch["no_grad"] = builtin("no_grad", [](Args&) { return none(); });
+  Value functional = makeNamespace("torch.nn.functional", {{"cosine_similarity", builtin("cosine_similarity", cosineSimilarity)},
+                                                           {"softmax", torch["softmax"]},
+                                                           {"log_softmax", torch["log_softmax"]}});
+  torch["nn"] = makeNamespace("torch.nn", {{"functional", functional}});
+  torch["cosine_similarity"] = builtin("cosine_similarity", cosineSimilarity);
+  env.set("torch", makeNamespace("torch", std::move(torch)));
+}
+
+}  // namespace shardscope::trace

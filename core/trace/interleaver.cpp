@@ -1,0 +1,531 @@
+#include "interleaver.h"
+
+#include "../model/families/dense_decoder.h"
+#include "../model/tokenizer.h"
+#include "coroutine.h"
+#include "interpreter.h"
+#include "trace_device.h"
+
+namespace shardscope::trace {
+namespace {
+
+std::string portName(const Module* m, PortRole role) {
+  return m->path() + (role == PortRole::Input ? ".input" : ".output");
+}
+
+// Edit distance, for "did you mean" suggestions.
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+Value toCpu(const Value& v) {
+  if (v->type == Type::Tensor) {
+    auto c = tensor(v->tensor.to(at::kCPU));
+    c->saved = v->saved;
+    return c;
+  }
+  if (v->type == Type::Tuple || v->type == Type::List) {
+    std::vector<Value> items;
+    for (const auto& i : v->items) items.push_back(toCpu(i));
+    Value c = v->type == Type::List ? list(items) : tuple(items);
+    c->saved = v->saved;
+    return c;
+  }
+  return v;
+}
+
+}  // namespace
+
+class Mediator : public Host {
+ public:
+  Mediator(Interleaver& owner, int64_t request, std::shared_ptr<const Program> program, const InvokeSpec& spec,
+           long long budget)
+      : owner_(owner), request_(request), body_(spec.body) {
+    env_ = std::make_shared<Environment>();
+    installBuiltins(*env_, *this);
+    for (const auto& [k, v] : spec.captured) env_->set(k, v);
+    if (!spec.tracerName.empty()) {
+      auto t = std::make_shared<Object>();
+      t->type = Type::Tracer;
+      env_->set(spec.tracerName, t);
+    }
+    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget);
+    co_ = std::make_unique<Coroutine>([this] { run(); });
+  }
+
+  // ---- state the interleaver reads ----
+  enum class Wait { None, Port, Result };
+  Wait wait = Wait::None;
+  const Module* waitModule = nullptr;
+  PortRole waitRole = PortRole::Output;
+  int64_t step = 0;
+  int unbounded = 0;
+  bool ended = false;
+  bool stop = false;
+  std::exception_ptr error;
+  Value served;
+  bool serving = false;
+  const Module* servedModule = nullptr;
+  PortRole servedRole = PortRole::Output;
+  int64_t servedStep = -1;
+
+  int64_t request() const { return request_; }
+  bool done() const { return co_->finished(); }
+  void resume() { co_->resume(); }
+  Interpreter& interpreter() { return *interp_; }
+  Environment& env() { return *env_; }
+
+  // ---- Host ----
+  Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) override {
+    const Module* m = resolve(in, module->str);
+    if (m->path() == "model" && (name == "logits" || name == "samples")) {
+      return readPort(in, owner_.findModule("model." + name), PortRole::Output);
+    }
+    if (name == "output") return readPort(in, m, PortRole::Output);
+    if (name == "input") return readPort(in, m, PortRole::Input);
+    if (name == "inputs") return tuple({readPort(in, m, PortRole::Input)});
+    if (const Parameter* p = m->parameter(name)) return tensor(p->shard);
+    if (name == "whole") return builtin("whole", [this, m](CallArgs& a) { return wholeParameter(m, str(a.positional.at(0))); });
+    if (const auto* qkv = dynamic_cast<const QKVParallelLinear*>(m)) {
+      if (name == "q_head" || name == "k_head" || name == "v_head") {
+        return builtin(name, [this, qkv, name](CallArgs& a) {
+          return qkvHead(*qkv, name[0], a.positional.at(0), asInt(a.positional.at(1), "head"));
+        });
+      }
+    }
+    if (dynamic_cast<const RowParallelLinear*>(m) && m->name() == "o_proj" && name == "head") {
+      return builtin("head", [this](CallArgs& a) {
+        const auto& c = owner_.rank().model.config();
+        const long long h = asInt(a.positional.at(1), "head");
+        if (h < 0 || h >= c.numHeads) throw RuntimeFailure("head " + std::to_string(h) + " out of range [0, " + std::to_string(c.numHeads) + ")");
+        return tensor(a.positional.at(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
+      });
+    }
+    if (m->path() == "model" && name == "tokenizer") return tokenizerObject(in);
+    return moduleProxyOrFail(in, m, m->path() + "." + name, name);
+  }
+
+  void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name, const Value& v) override {
+    const Module* m = resolve(in, module->str);
+    if (name != "output" && name != "input") in.fail("only .output and .input of a module can be assigned, not ." + name);
+    Value current = readPort(in, m, name == "output" ? PortRole::Output : PortRole::Input);
+    const auto write = [&](const Value& dst, const Value& src) {
+      if (dst->type == Type::None) return;
+      at::Tensor s = src->type == Type::Tensor ? src->tensor : toTensor(src, &dst->tensor);
+      if (!dst->tensor.sizes().equals(s.sizes())) {
+        in.fail("cannot write a value of shape " + repr(sizeOf(s)) + " into " + portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
+                ", whose value has shape " + repr(sizeOf(dst->tensor)));
+      }
+      noteTensorWrite();
+      dst->tensor.copy_(s);
+    };
+    if (current->type == Type::Tuple) {
+      if ((v->type != Type::Tuple && v->type != Type::List) || v->items.size() != current->items.size()) {
+        in.fail("this port holds a tuple of " + std::to_string(current->items.size()) + "; assign a tuple of the same length");
+      }
+      for (size_t i = 0; i < v->items.size(); ++i) write(current->items[i], v->items[i]);
+    } else {
+      write(current, v);
+    }
+  }
+
+  Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
+    const Module* m = resolve(in, module->str);
+    return moduleProxyOrFail(in, m, m->path() + "[" + std::to_string(index) + "]", "[" + std::to_string(index) + "]");
+  }
+
+  Value callModule(Interpreter& in, const Value& module, CallArgs& args) override {
+    const Module* m = resolve(in, module->str);
+    RankContext& r = owner_.rank();
+    ForwardBatch plain{r.group, at::Tensor(), {}, nullptr, step};
+    const auto input = [&](size_t i) {
+      if (i >= args.positional.size() || args.positional[i]->type != Type::Tensor) in.fail(m->path() + "() expects a tensor argument");
+      return args.positional[i]->tensor;
+    };
+    if (const auto* lp = dynamic_cast<const LogitsProcessor*>(m)) {
+      const auto* head = dynamic_cast<const ParallelLMHead*>(owner_.findModule("model.lm_head"));
+      if (args.positional.empty() || args.positional[0]->type != Type::Module || args.positional[0]->str != "model.lm_head") {
+        in.fail("call it as model.logits_processor(model.lm_head, h)");
+      }
+      at::Tensor h = input(1);
+      const bool vec = h.dim() == 1;
+      at::Tensor out = lp->forward(*head, vec ? h.unsqueeze(0) : h, plain);
+      return tensor(vec ? out.squeeze(0) : out);
+    }
+    if (const auto* norm = dynamic_cast<const RMSNorm*>(m)) return tensor(norm->apply(input(0)));
+    if (const auto* mlp = dynamic_cast<const DecoderMLP*>(m)) return tensor(mlp->forward(input(0), plain));
+    in.fail("calling " + m->path() + " (" + m->kind() + ") from a trace is not supported; callable modules: "
+            "norms (RMSNorm), mlp blocks, and model.logits_processor(model.lm_head, h)");
+  }
+
+  Value tracerAttribute(Interpreter& in, const Value&, const std::string& name) override {
+    if (name == "iter") {
+      auto f = std::make_shared<Object>();
+      f->type = Type::IterRange;
+      f->str = "factory";
+      return f;
+    }
+    if (name == "result") {
+      wait = Wait::Result;
+      co_->yield();
+      wait = Wait::None;
+      return served;
+    }
+    if (name == "stop") return builtin("stop", [this](CallArgs&) { stop = true; return none(); });
+    if (name == "invoke") in.fail("tracer.invoke(...) must be a `with` statement directly in the trace body");
+    in.fail("the tracer has no attribute '" + name + "' (it has iter, result, stop, invoke)");
+  }
+
+  void runWith(Interpreter& in, const Stmt& with, const Value& context) override {
+    if (context->type == Type::None) {  // e.g. torch.no_grad(): nothing to do
+      in.run(with.body);
+      return;
+    }
+    in.fail("this `with` is not allowed inside a trace block (invokes belong directly in the trace body)");
+  }
+
+  void iterateSteps(Interpreter& in, const Value& range, const std::function<bool(long long)>& body) override {
+    if (range->str != "range") in.fail("iterate over tracer.iter[...] with a step or a range, e.g. tracer.iter[:8]");
+    const int64_t outer = step;
+    if (range->unbounded) ++unbounded;
+    try {
+      for (long long s = range->rangeStart; range->unbounded || s < range->rangeStop; ++s) {
+        step = s;
+        body(s);
+      }
+    } catch (const RequestEnded&) {
+      if (!range->unbounded) throw;
+    }
+    if (range->unbounded) --unbounded;
+    step = outer;
+  }
+
+  void print(const std::string& line) override {
+    if (owner_.reporter()) owner_.print(line);
+  }
+
+ private:
+  void run() {
+    setCurrentDevice(owner_.rank().device);
+    try {
+      interp_->run(body_);
+    } catch (const RequestEnded&) {
+      // the request ended during an unbounded iteration: nothing more to do
+    } catch (...) {
+      error = std::current_exception();
+    }
+    wait = Wait::None;
+  }
+
+  Value readPort(Interpreter& in, const Module* m, PortRole role) {
+    if (serving && servedModule == m && servedRole == role && servedStep == step) return served;
+    const int64_t cur = owner_.currentStep();
+    if (step < cur || (step == cur && owner_.visitedThisStep(m, role))) {
+      in.fail("already ran past " + portName(m, role) + " at step " + std::to_string(step) +
+              "; read ports in the order the model runs them, or move this read to a later step");
+    }
+    wait = Wait::Port;
+    waitModule = m;
+    waitRole = role;
+    co_->yield();
+    wait = Wait::None;
+    if (ended) {
+      ended = false;
+      throw RequestEnded{};
+    }
+    return served;
+  }
+
+  const Module* resolve(Interpreter& in, const std::string& path) {
+    const Module* m = owner_.findModule(path);
+    if (!m) in.fail("unknown module " + path);
+    return m;
+  }
+
+  Value moduleProxyOrFail(Interpreter& in, const Module* parent, const std::string& path, const std::string& name) {
+    if (owner_.findModule(path)) return moduleProxy(path);
+    std::vector<std::pair<size_t, std::string>> near;
+    for (const Module* c : parent->children()) {
+      const std::string tail = c->path().substr(parent->path().size() + (c->path()[parent->path().size()] == '.' ? 1 : 0));
+      near.emplace_back(distance(name, tail), tail);
+    }
+    std::sort(near.begin(), near.end());
+    std::string hint;
+    for (size_t i = 0; i < near.size() && i < 3; ++i) hint += (i ? ", " : "") + near[i].second;
+    const Parameter* anyParam = parent->parameters().empty() ? nullptr : &parent->parameters()[0];
+    in.fail(parent->path() + " has no module, port or parameter '" + name + "'" +
+            (hint.empty() ? "" : "; nearest: " + hint) + "; ports are .input, .output, .inputs" +
+            (anyParam ? std::string("; parameters: .") + anyParam->name : std::string()));
+  }
+
+  Value wholeParameter(const Module* m, const std::string& name) {
+    const Parameter* p = m->parameter(name);
+    if (!p) throw RuntimeFailure(m->path() + " has no parameter '" + name + "'");
+    if (p->splitDim < 0) return tensor(p->shard.clone());
+    at::Tensor whole = owner_.rank().group.allGather(p->shard, p->splitDim);
+    return tensor(whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
+  }
+
+  Value qkvHead(const QKVParallelLinear& qkv, char which, const Value& v, long long h) {
+    if (v->type != Type::Tensor) throw RuntimeFailure("q_head/k_head/v_head take the qkv_proj output tensor");
+    const auto& c = owner_.rank().model.config();
+    const int tp = owner_.rank().group.size();
+    const int64_t d = c.headDim, qh = qkv.headsPerRank(), kvh = qkv.kvHeadsPerRank();
+    const int64_t perRank = (qh + 2 * kvh) * d;
+    if (v->tensor.size(-1) != perRank * tp) {
+      throw RuntimeFailure("expected the gathered qkv_proj output with " + std::to_string(perRank * tp) + " columns, got " +
+                           std::to_string(v->tensor.size(-1)));
+    }
+    const int64_t heads = which == 'q' ? c.numHeads : c.numKvHeads;
+    if (h < 0 || h >= heads) throw RuntimeFailure(std::string(1, which) + " head " + std::to_string(h) + " out of range [0, " + std::to_string(heads) + ")");
+    int64_t rank, offset;
+    if (which == 'q') {
+      rank = h / qh;
+      offset = (h % qh) * d;
+    } else {
+      const int replicas = qkv.kvReplicas();
+      rank = replicas > 1 ? h * replicas : h / kvh;  // the first rank holding this KV head
+      offset = qh * d + (which == 'v' ? kvh * d : 0) + (replicas > 1 ? 0 : (h % kvh) * d);
+    }
+    return tensor(v->tensor.narrow(-1, rank * perRank + offset, d));
+  }
+
+  Value tokenizerObject(Interpreter& in) {
+    const Tokenizer* tok = owner_.tokenizer();
+    if (!tok) in.fail("this model has no tokenizer.json");
+    auto ns = std::make_shared<Object>();
+    ns->type = Type::Namespace;
+    ns->str = "tokenizer";
+    ns->attributes["decode"] = builtin("decode", [tok](CallArgs& a) {
+      const Value& v = a.positional.at(0);
+      std::vector<int64_t> ids;
+      if (v->type == Type::Tensor) {
+        at::Tensor t = v->tensor.to(at::kCPU, at::kLong).flatten();
+        ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+      } else if (v->type == Type::Int) {
+        ids.push_back(v->intValue);
+      } else {
+        for (const auto& i : v->items) ids.push_back(asInt(i, "token id"));
+      }
+      return string(tok->decode(ids));
+    });
+    ns->attributes["encode"] = builtin("encode", [tok](CallArgs& a) {
+      std::vector<Value> ids;
+      for (int64_t id : tok->encode(str(a.positional.at(0)))) ids.push_back(integer(id));
+      return list(ids);
+    });
+    return ns;
+  }
+
+  Interleaver& owner_;
+  int64_t request_;
+  Block body_;
+  std::shared_ptr<Environment> env_;
+  std::unique_ptr<Interpreter> interp_;
+  std::unique_ptr<Coroutine> co_;
+};
+
+Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program, const std::vector<InvokeSpec>& invokes,
+                         std::shared_ptr<const Tokenizer> tokenizer, long long budget)
+    : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
+  std::function<void(const Module&)> walk = [&](const Module& m) {
+    modules_[m.path()] = &m;
+    paths_.push_back(m.path());
+    for (const Module* c : m.children()) walk(*c);
+  };
+  walk(ctx.model);
+  for (size_t i = 0; i < invokes.size(); ++i) {
+    mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], budget));
+  }
+}
+
+Interleaver::~Interleaver() = default;
+
+const Module* Interleaver::findModule(const std::string& path) const {
+  auto it = modules_.find(path);
+  return it == modules_.end() ? nullptr : it->second;
+}
+
+bool Interleaver::visitedThisStep(const Module* m, PortRole role) const {
+  for (const auto& [vm, vr] : visited_) {
+    if (vm == m && vr == role) return true;
+  }
+  return false;
+}
+
+void Interleaver::resume(Mediator& m) {
+  m.resume();
+  if (m.error) std::rethrow_exception(m.error);
+}
+
+void Interleaver::start() {
+  for (auto& m : mediators_) resume(*m);
+}
+
+at::Tensor Interleaver::gather(const at::Tensor& local, const PortSpec& spec) {
+  if (!local.defined()) return local;
+  ProcessGroup& g = ctx_.group;
+  switch (spec.kind) {
+    case ShardKind::Whole: return local;
+    case ShardKind::PartialSum: {
+      at::Tensor t = local.clone();
+      g.allReduceSum(t);
+      return t;
+    }
+    default: {
+      if (g.size() == 1) return local;
+      const int64_t dim = spec.splitDim < 0 ? local.dim() + spec.splitDim : spec.splitDim;
+      at::Tensor whole = g.allGather(local.contiguous(), dim);
+      if (spec.replicas <= 1) return whole;
+      std::vector<at::Tensor> distinct;  // one copy of each replicated shard
+      auto parts = whole.chunk(g.size(), dim);
+      for (int r = 0; r < g.size(); r += spec.replicas) distinct.push_back(parts[r]);
+      return at::cat(distinct, dim);
+    }
+  }
+}
+
+void Interleaver::scatter(at::Tensor& local, const at::Tensor& whole, const PortSpec& spec) {
+  if (!local.defined() || spec.kind == ShardKind::Whole) return;  // whole ports were edited in place
+  ProcessGroup& g = ctx_.group;
+  if (spec.kind == ShardKind::PartialSum) {
+    local.copy_(whole / double(g.size()));  // the block's own reduce sums it exactly once
+    return;
+  }
+  if (g.size() == 1) return;  // the whole is the local tensor
+  const int64_t dim = spec.splitDim < 0 ? local.dim() + spec.splitDim : spec.splitDim;
+  const int64_t chunk = local.size(dim);
+  const int64_t index = spec.replicas > 1 ? g.rank() / spec.replicas : g.rank();
+  local.copy_(whole.narrow(dim, index * chunk, chunk));
+}
+
+void Interleaver::visit(const Module& module, PortRole role, PortValue& value, const ForwardBatch& batch) {
+  if (batch.step != currentStep_) {
+    currentStep_ = batch.step;
+    visited_.clear();
+  }
+  visited_.emplace_back(&module, role);
+  bool waited = false;
+  for (const auto& m : mediators_) {
+    waited |= m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role && m->step == batch.step;
+  }
+  if (!waited) return;
+
+  const PortSpec& spec = module.port(role);
+  std::vector<at::Tensor> wholes;
+  for (const at::Tensor& t : value.items) wholes.push_back(gather(t, spec));
+  batch_ = &batch;
+  takeTensorWrite();
+  for (auto& m : mediators_) {
+    if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role && m->step == batch.step)) continue;
+    int64_t span = -1;
+    for (size_t k = 0; k < batch.spans.size(); ++k) {
+      if (batch.spans[k].request == m->request()) span = int64_t(k);
+    }
+    if (span < 0) continue;  // this request is not in the step (it has ended)
+    std::vector<Value> items;
+    for (const at::Tensor& w : wholes) {
+      if (!w.defined()) {
+        items.push_back(none());
+      } else if (spec.perRequest) {
+        items.push_back(tensor(w.narrow(0, span, 1)));
+      } else {
+        items.push_back(tensor(w.narrow(0, batch.spans[span].tokenStart, batch.spans[span].tokenCount)));
+      }
+    }
+    m->served = value.tuple ? tuple(items) : items[0];
+    m->serving = true;
+    m->servedModule = &module;
+    m->servedRole = role;
+    m->servedStep = batch.step;
+    resume(*m);
+    m->serving = false;
+  }
+  batch_ = nullptr;
+  if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
+  for (size_t i = 0; i < value.items.size(); ++i) scatter(value.items[i], wholes[i], spec);
+}
+
+void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {
+  for (auto& m : mediators_) {
+    if (m->wait != Mediator::Wait::Port) continue;
+    const std::string port = portName(m->waitModule, m->waitRole);
+    if (m->step == batch.step) {
+      const bool lmHead = m->waitModule->path() == "model.lm_head";
+      m->interpreter().fail("waited on " + port + " at step " + std::to_string(m->step) +
+                            ", but the model never reached it in that step" +
+                            (lmHead ? "; lm_head is never called: read model.logits or use model.logits_processor(model.lm_head, h)"
+                                    : "; check the module path and that the step exists"));
+    }
+    if (m->request() < int64_t(finished.size()) && finished[m->request()]) {
+      if (m->unbounded > 0) {
+        m->ended = true;
+        resume(*m);
+        continue;
+      }
+      m->interpreter().fail("waits for " + port + " at step " + std::to_string(m->step) + ", but the request ended after step " +
+                            std::to_string(batch.step) + "; raise max_tokens or use tracer.iter[:] to follow the request to its end");
+    }
+  }
+}
+
+bool Interleaver::stopRequested(int64_t request) const {
+  return request < int64_t(mediators_.size()) && mediators_[request]->stop;
+}
+
+void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
+  for (auto& m : mediators_) {
+    if (m->wait == Mediator::Wait::Port) {
+      m->interpreter().fail("waits for " + portName(m->waitModule, m->waitRole) + " at step " + std::to_string(m->step) +
+                            ", but generation ended before it");
+    }
+    if (m->wait != Mediator::Wait::Result) continue;
+    const auto& ids = generated.at(m->request());
+    std::vector<Value> idValues;
+    for (int64_t id : ids) idValues.push_back(integer(id));
+    auto completion = std::make_shared<Object>();
+    completion->type = Type::ResultObject;
+    completion->str = "CompletionOutput";
+    completion->attributes["text"] = string(tokenizer_ ? tokenizer_->decode(ids, true) : "");
+    completion->attributes["token_ids"] = list(idValues);
+    auto result = std::make_shared<Object>();
+    result->type = Type::ResultObject;
+    result->str = "RequestOutput";
+    result->attributes["outputs"] = list({completion});
+    result->attributes["token_ids"] = list(idValues);
+    m->served = result;
+    resume(*m);
+  }
+  for (auto& m : mediators_) {
+    if (!m->done()) m->interpreter().fail("the block is still waiting after the trace ended (tracer.result read twice?)");
+  }
+}
+
+TraceOutput Interleaver::output() const {
+  TraceOutput out;
+  out.printed = printed_;
+  for (const auto& m : mediators_) {
+    for (const auto& name : m->interpreter().assignedGlobals()) {
+      const Value* v = m->env().find(name);
+      if (!v) continue;
+      if ((*v)->saved) {
+        out.saved[name] = toCpu(*v);
+        out.unsaved.erase(name);
+      } else if (!out.saved.count(name)) {
+        out.unsaved.insert(name);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace shardscope::trace

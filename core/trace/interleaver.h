@@ -1,0 +1,86 @@
+// Interleaver: runs each invoke's block as a coroutine ("mediator") on this rank and serves it the
+// ports it waits on as the model reaches them (SPEC §3, TRACE.md §5-6). At a port visit nobody
+// waits on it costs one comparison per mediator; otherwise the visit gathers the port once
+// (all-gather, or all-reduce for partial sums), serves every waiting mediator its own rows as views
+// of that whole, and if anything was written copies this rank's shard back into the model.
+//
+// Every rank runs the same blocks on the same whole values, so every rank makes the same
+// collectives in the same order; errors are raised identically on every rank.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../engine/rank_context.h"
+#include "../model/port_observer.h"
+#include "ast.h"
+#include "value.h"
+
+namespace shardscope {
+class Tokenizer;
+}
+
+namespace shardscope::trace {
+
+class Mediator;
+
+struct InvokeSpec {
+  Block body;
+  std::map<std::string, Value> captured;  // driver names, by value
+  std::string tracerName;                 // the `as` name of the trace, if any
+};
+
+// What rank 0 reports after the trace.
+struct TraceOutput {
+  std::map<std::string, Value> saved;  // name -> value on the CPU
+  std::set<std::string> unsaved;       // assigned in a block but never saved
+  std::vector<std::string> printed;
+};
+
+class Interleaver : public PortObserver {
+ public:
+  Interleaver(RankContext& ctx, std::shared_ptr<const Program> program, const std::vector<InvokeSpec>& invokes,
+              std::shared_ptr<const Tokenizer> tokenizer, long long budget);
+  ~Interleaver() override;
+
+  // Runs every block up to its first wait (before the model starts).
+  void start();
+  void visit(const Module& module, PortRole role, PortValue& value, const ForwardBatch& batch) override;
+  void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) override;
+  bool stopRequested(int64_t request) const override;
+  void finish(const std::vector<std::vector<int64_t>>& generated) override;
+  // Rank 0's saved values and prints (call after finish()).
+  TraceOutput output() const;
+
+  // For mediators: the state of the model's walk.
+  RankContext& rank() { return ctx_; }
+  int64_t currentStep() const { return currentStep_; }
+  bool visitedThisStep(const Module* m, PortRole role) const;
+  const Module* findModule(const std::string& path) const;
+  const std::vector<std::string>& modulePaths() const { return paths_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  bool reporter() const { return ctx_.rank == 0; }
+  const ForwardBatch* batch() const { return batch_; }
+  void print(const std::string& line) { printed_.push_back(line); }
+
+ private:
+  at::Tensor gather(const at::Tensor& local, const PortSpec& spec);
+  void scatter(at::Tensor& local, const at::Tensor& whole, const PortSpec& spec);
+  void resume(Mediator& m);
+
+  RankContext& ctx_;
+  std::shared_ptr<const Program> program_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::vector<std::unique_ptr<Mediator>> mediators_;
+  std::map<std::string, const Module*> modules_;
+  std::vector<std::string> paths_;
+  int64_t currentStep_ = -1;
+  std::vector<std::pair<const Module*, PortRole>> visited_;
+  const ForwardBatch* batch_ = nullptr;
+  std::vector<std::string> printed_;
+};
+
+}  // namespace shardscope::trace

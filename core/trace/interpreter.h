@@ -1,0 +1,110 @@
+// Interpreter: evaluates a trace script's syntax tree. The same interpreter runs the driver's top
+// level and, inside each mediator's coroutine, an invoke's block; what differs is the Host, which
+// resolves everything that touches the model or the trace (ports, parameters, steps, printing).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "ast.h"
+#include "value.h"
+
+namespace shardscope::trace {
+
+class Interpreter;
+
+class Environment {
+ public:
+  explicit Environment(std::shared_ptr<Environment> parent = nullptr) : parent_(std::move(parent)) {}
+  Value* find(const std::string& name);
+  void set(const std::string& name, Value v) { vars_[name] = std::move(v); }
+  std::map<std::string, Value>& vars() { return vars_; }
+  const std::shared_ptr<Environment>& parent() const { return parent_; }
+
+ private:
+  std::map<std::string, Value> vars_;
+  std::shared_ptr<Environment> parent_;
+};
+
+// Thrown by a host when a request ended while a pass of an unbounded tracer.iter[:] waited.
+struct RequestEnded {};
+
+class Host {
+ public:
+  virtual ~Host() = default;
+  virtual Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) = 0;
+  virtual void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name, const Value& v) = 0;
+  virtual Value moduleIndex(Interpreter& in, const Value& module, long long index) = 0;
+  virtual Value callModule(Interpreter& in, const Value& module, CallArgs& args) = 0;
+  virtual Value tracerAttribute(Interpreter& in, const Value& tracer, const std::string& name) = 0;
+  // Runs a `with` statement whose context is `context` (model.trace, tracer.invoke).
+  virtual void runWith(Interpreter& in, const Stmt& with, const Value& context) = 0;
+  // Runs `body(step)` for each step of a tracer.iter range, setting the current step.
+  virtual void iterateSteps(Interpreter& in, const Value& range, const std::function<bool(long long)>& body) = 0;
+  virtual void print(const std::string& line) = 0;
+  // torch.Tensor for `model.tokenizer` etc. are reached through moduleAttribute of the root.
+};
+
+class Interpreter {
+ public:
+  Interpreter(std::shared_ptr<const Program> program, Host& host, std::shared_ptr<Environment> globals,
+              long long budget);
+
+  // Runs statements; errors come out as ScriptError with file, line, column and statement.
+  void run(const Block& block);
+  void exec(const Stmt& s);
+  Value eval(const Expr& e);
+  void assign(const Expr& target, const Value& v);
+
+  Value call(const Value& fn, CallArgs& args);
+  Value getAttr(const Value& obj, const std::string& name);
+  Value getItem(const Value& obj, const Value& index);
+  void setItem(const Value& obj, const Value& index, const Value& v);
+  Value binary(const std::string& op, const Value& a, const Value& b);
+
+  const Program& program() const { return *program_; }
+  const std::shared_ptr<const Program>& programPtr() const { return program_; }
+  Host& host() { return host_; }
+  const std::shared_ptr<Environment>& globals() const { return globals_; }
+  // Names assigned at the top level of this interpreter (the block's scope).
+  const std::set<std::string>& assignedGlobals() const { return assigned_; }
+  // Raises ScriptError at the statement being run.
+  [[noreturn]] void fail(const std::string& message) const;
+  SourceLocation location() const { return at_; }
+
+ private:
+  void tick();
+  void runBody(const Block& body);
+  Value evalCall(const Expr& e);
+  Value callFunction(const FunctionDef& f, CallArgs& args);
+  Value compare(const std::string& op, const Value& a, const Value& b);
+  Value formatValue(const Value& v, const std::string& format);
+
+  std::shared_ptr<const Program> program_;
+  Host& host_;
+  std::shared_ptr<Environment> globals_;
+  std::shared_ptr<Environment> env_;
+  std::set<std::string> assigned_;
+  long long budget_;
+  long long steps_ = 0;
+  SourceLocation at_;
+  const Stmt* stmt_ = nullptr;
+  int depth_ = 0;
+};
+
+// Python builtins (len, range, print, ...) and the torch namespace, installed into `env`.
+void installBuiltins(Environment& env, Host& host);
+// Attribute `name` of a tensor value: a property (shape, dtype, T) or a bound method.
+Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name);
+// A copy of `v` that later in-place edits of model memory cannot change.
+Value snapshot(const Value& v);
+// Converts a value to a tensor (numbers, nested lists) on `like`'s device and dtype if given.
+at::Tensor toTensor(const Value& v, const at::Tensor* like = nullptr);
+// Converts a Python-style index (int, slice, None, Ellipsis, tensor, tuple of those) for torch.
+std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index);
+int64_t asInt(const Value& v, const char* what);
+double asNumber(const Value& v, const char* what);
+
+}  // namespace shardscope::trace

@@ -1,0 +1,267 @@
+#include "lexer.h"
+
+#include <cstring>
+
+namespace shardscope::trace {
+
+ScriptError::ScriptError(const std::string& file, SourceLocation at, const std::string& statement,
+                         const std::string& message)
+    : Error(file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " + message +
+            (statement.empty() ? "" : "\n    " + statement)),
+      at_(at),
+      message_(message) {}
+
+namespace {
+
+class Lexer {
+ public:
+  Lexer(const std::string& src, const std::string& file) : s_(src), file_(file) {}
+
+  std::vector<Token> run() {
+    indents_.push_back(0);
+    while (pos_ < s_.size()) {
+      if (atLineStart_ && depth_ == 0) {
+        if (handleIndent()) continue;
+      }
+      const char c = s_[pos_];
+      if (c == '#') {
+        while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+        continue;
+      }
+      if (c == '\\' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '\n') {
+        advance(2);
+        continue;
+      }
+      if (c == '\n') {
+        if (depth_ == 0 && !lastWasNewline()) push(TokenKind::Newline, "\n");
+        advance(1);
+        atLineStart_ = true;
+        continue;
+      }
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+        advance(1);
+        continue;
+      }
+      if (std::isdigit(uint8_t(c)) || (c == '.' && pos_ + 1 < s_.size() && std::isdigit(uint8_t(s_[pos_ + 1])))) {
+        number();
+        continue;
+      }
+      if (std::isalpha(uint8_t(c)) || c == '_' || uint8_t(c) >= 0x80) {
+        if (stringPrefix()) continue;
+        name();
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        string(false, false);
+        continue;
+      }
+      op();
+    }
+    if (!lastWasNewline() && !tokens_.empty()) push(TokenKind::Newline, "\n");
+    while (indents_.size() > 1) {
+      indents_.pop_back();
+      push(TokenKind::Dedent, "");
+    }
+    push(TokenKind::End, "");
+    return std::move(tokens_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) { throw ScriptError(file_, here(), "", what); }
+  SourceLocation here() const { return {line_, int(pos_ - lineStart_) + 1}; }
+  void advance(size_t n) {
+    for (size_t i = 0; i < n && pos_ < s_.size(); ++i, ++pos_) {
+      if (s_[pos_] == '\n') {
+        ++line_;
+        lineStart_ = pos_ + 1;
+      }
+    }
+  }
+  bool lastWasNewline() const {
+    return tokens_.empty() || tokens_.back().kind == TokenKind::Newline || tokens_.back().kind == TokenKind::Indent ||
+           tokens_.back().kind == TokenKind::Dedent;
+  }
+  void push(TokenKind k, std::string text, SourceLocation at = {}) {
+    if (at.line == 0) at = here();
+    tokens_.push_back({k, std::move(text), at});
+  }
+
+  // Measures indentation at a line start; returns true when the line is blank or a comment.
+  bool handleIndent() {
+    size_t p = pos_;
+    int width = 0;
+    while (p < s_.size() && (s_[p] == ' ' || s_[p] == '\t')) {
+      width = s_[p] == '\t' ? (width / 8 + 1) * 8 : width + 1;
+      ++p;
+    }
+    if (p >= s_.size() || s_[p] == '\n' || s_[p] == '#' || s_[p] == '\r') {
+      while (p < s_.size() && s_[p] != '\n') ++p;
+      advance(p - pos_);
+      if (pos_ < s_.size()) advance(1);
+      return true;
+    }
+    advance(p - pos_);
+    atLineStart_ = false;
+    if (width > indents_.back()) {
+      indents_.push_back(width);
+      push(TokenKind::Indent, "");
+    } else {
+      while (width < indents_.back()) {
+        indents_.pop_back();
+        push(TokenKind::Dedent, "");
+      }
+      if (width != indents_.back()) fail("unindent does not match any outer indentation level");
+    }
+    return false;
+  }
+
+  void number() {
+    const SourceLocation at = here();
+    size_t p = pos_;
+    std::string digits;
+    bool isFloat = false;
+    if (s_[p] == '0' && p + 1 < s_.size() && (s_[p + 1] == 'x' || s_[p + 1] == 'X' || s_[p + 1] == 'b' ||
+                                               s_[p + 1] == 'B' || s_[p + 1] == 'o' || s_[p + 1] == 'O')) {
+      const char base = char(std::tolower(s_[p + 1]));
+      p += 2;
+      while (p < s_.size() && (std::isxdigit(uint8_t(s_[p])) || s_[p] == '_')) {
+        if (s_[p] != '_') digits += s_[p];
+        ++p;
+      }
+      Token t{TokenKind::Int, s_.substr(pos_, p - pos_), at};
+      try {
+        t.intValue = std::stoll(digits, nullptr, base == 'x' ? 16 : base == 'b' ? 2 : 8);
+      } catch (const std::exception&) {
+        fail("integer literal '" + t.text + "' is out of range (64-bit)");
+      }
+      tokens_.push_back(t);
+      advance(p - pos_);
+      return;
+    }
+    while (p < s_.size()) {
+      const char c = s_[p];
+      if (std::isdigit(uint8_t(c)) || c == '_') {
+        if (c != '_') digits += c;
+        ++p;
+      } else if (c == '.' && !isFloat) {
+        isFloat = true;
+        digits += c;
+        ++p;
+      } else if ((c == 'e' || c == 'E') && p + 1 < s_.size() &&
+                 (std::isdigit(uint8_t(s_[p + 1])) || ((s_[p + 1] == '-' || s_[p + 1] == '+') && p + 2 < s_.size() &&
+                                                       std::isdigit(uint8_t(s_[p + 2]))))) {
+        isFloat = true;
+        digits += c;
+        digits += s_[p + 1];
+        p += 2;
+      } else {
+        break;
+      }
+    }
+    Token t{isFloat ? TokenKind::Float : TokenKind::Int, s_.substr(pos_, p - pos_), at};
+    try {
+      if (isFloat) {
+        t.floatValue = std::stod(digits);
+      } else {
+        t.intValue = std::stoll(digits);
+      }
+    } catch (const std::exception&) {
+      fail("number '" + t.text + "' is out of range");
+    }
+    tokens_.push_back(t);
+    advance(p - pos_);
+  }
+
+  bool stringPrefix() {
+    size_t p = pos_;
+    bool f = false, raw = false;
+    while (p < s_.size() && p - pos_ < 2 && std::strchr("fFrRbBuU", s_[p])) {
+      if (s_[p] == 'f' || s_[p] == 'F') f = true;
+      if (s_[p] == 'r' || s_[p] == 'R') raw = true;
+      ++p;
+    }
+    if (p == pos_ || p >= s_.size() || (s_[p] != '"' && s_[p] != '\'')) return false;
+    advance(p - pos_);
+    string(f, raw);
+    return true;
+  }
+
+  void string(bool fstring, bool raw) {
+    const SourceLocation at = here();
+    const char q = s_[pos_];
+    const bool triple = s_.compare(pos_, 3, std::string(3, q)) == 0;
+    advance(triple ? 3 : 1);
+    std::string out;
+    for (;;) {
+      if (pos_ >= s_.size()) throw ScriptError(file_, at, "", "unterminated string literal");
+      const char c = s_[pos_];
+      if (triple ? s_.compare(pos_, 3, std::string(3, q)) == 0 : c == q) {
+        advance(triple ? 3 : 1);
+        break;
+      }
+      if (c == '\n' && !triple) throw ScriptError(file_, at, "", "unterminated string literal (use triple quotes for several lines)");
+      if (c == '\\' && !raw && pos_ + 1 < s_.size()) {
+        const char e = s_[pos_ + 1];
+        switch (e) {
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case 'r': out += '\r'; break;
+          case '0': out += '\0'; break;
+          case '\\': out += '\\'; break;
+          case '\'': out += '\''; break;
+          case '"': out += '"'; break;
+          case '\n': break;
+          default:
+            out += '\\';
+            out += e;
+        }
+        advance(2);
+        continue;
+      }
+      out += c;
+      advance(1);
+    }
+    tokens_.push_back({fstring ? TokenKind::FString : TokenKind::String, out, at});
+  }
+
+  void name() {
+    const SourceLocation at = here();
+    size_t p = pos_;
+    while (p < s_.size() && (std::isalnum(uint8_t(s_[p])) || s_[p] == '_' || uint8_t(s_[p]) >= 0x80)) ++p;
+    tokens_.push_back({TokenKind::Name, s_.substr(pos_, p - pos_), at});
+    advance(p - pos_);
+  }
+
+  void op() {
+    static const char* ops[] = {"**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->", "+=",
+                                "-=",  "*=",  "/=",  "%=",  "@=",  "&=", "|=", "^=", "<<", ">>", ":=", "+",  "-",
+                                "*",   "/",   "%",   "@",   "<",   ">",  "=",  "(",  ")",  "[",  "]",  "{",  "}",
+                                ",",   ":",   ".",   ";",   "~",   "&",  "|",  "^"};
+    for (const char* o : ops) {
+      const size_t n = std::strlen(o);
+      if (s_.compare(pos_, n, o) == 0) {
+        if (std::strchr("([{", o[0]) && n == 1) ++depth_;
+        if (std::strchr(")]}", o[0]) && n == 1 && depth_ > 0) --depth_;
+        push(TokenKind::Op, o);
+        advance(n);
+        return;
+      }
+    }
+    fail(std::string("unexpected character '") + s_[pos_] + "'");
+  }
+
+  const std::string& s_;
+  const std::string& file_;
+  size_t pos_ = 0, lineStart_ = 0;
+  int line_ = 1;
+  int depth_ = 0;
+  bool atLineStart_ = true;
+  std::vector<int> indents_;
+  std::vector<Token> tokens_;
+};
+
+}  // namespace
+
+std::vector<Token> tokenize(const std::string& source, const std::string& file) { return Lexer(source, file).run(); }
+
+}  // namespace shardscope::trace

@@ -1,0 +1,335 @@
+#include "script_runner.h"
+
+#include <iostream>
+
+#include "../engine/engine.h"
+#include "../engine/generation.h"
+#include "../model/tokenizer.h"
+#include "interleaver.h"
+#include "interpreter.h"
+#include "trace_device.h"
+
+namespace shardscope::trace {
+namespace {
+
+// Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
+const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype", "device"};
+const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization", "enforce_eager", "trust_remote_code",
+                                                "max_model_len", "seed", "swap_space", "disable_log_stats",
+                                                "distributed_executor_backend", "enable_prefix_caching"};
+const std::set<std::string> kTraceKeywords = {"temperature", "top_p", "top_k", "seed", "max_tokens",
+                                              "stop_token_ids", "ignore_eos"};
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+// A per-rank copy of a captured driver value, with tensors on the rank's device.
+Value capture(const Value& v) {
+  switch (v->type) {
+    case Type::Tensor: return tensor(v->tensor.to(currentDevice()).clone());
+    case Type::Tuple:
+    case Type::List: {
+      std::vector<Value> items;
+      for (const auto& i : v->items) items.push_back(capture(i));
+      return v->type == Type::List ? list(items) : tuple(items);
+    }
+    case Type::Dict: {
+      auto d = std::make_shared<Object>(*v);
+      for (auto& kv : d->dict) kv.second = capture(kv.second);
+      return d;
+    }
+    default: return v;
+  }
+}
+
+}  // namespace
+
+struct ScriptRunner::Impl : public Host {
+  RunOptions options;
+  std::map<std::string, std::unique_ptr<Engine>> engines;  // by identity
+  std::vector<Engine*> engineById;
+  std::shared_ptr<Environment> globals;
+  std::set<std::string> noted;
+
+  void out(const std::string& line) {
+    if (options.out) options.out(line);
+    else std::cout << line << "\n";
+  }
+  void note(const std::string& line) {
+    if (!noted.insert(line).second) return;
+    if (options.note) options.note(line);
+    else std::cerr << "note: " << line << "\n";
+  }
+
+  Engine& engineOf(Interpreter& in, const Value& model) {
+    if (model->intValue < 1 || model->intValue > (long long)engineById.size()) in.fail("this module does not belong to a loaded model");
+    return *engineById[model->intValue - 1];
+  }
+
+  Value loadModel(Interpreter& in, CallArgs& a) {
+    if (a.positional.empty() || a.positional[0]->type != Type::Str) in.fail("VLLM(...) needs the model name first, e.g. VLLM(\"Qwen/Qwen3-8B\")");
+    const std::string name = a.positional[0]->str;
+    EngineOptions o;
+    auto it = options.modelDirs.find(name);
+    o.model = it != options.modelDirs.end() ? it->second : name;
+    o.tp = 1;
+    for (const auto& [k, v] : a.keywords) {
+      if (kIgnoredKeywords.count(k)) {
+        note(k + " has no meaning in ShardScope and is ignored");
+        continue;
+      }
+      if (!kModelKeywords.count(k)) in.fail("VLLM() got an unknown keyword '" + k + "'; accepted: " + join(kModelKeywords) + " (and vLLM knobs that are ignored: " + join(kIgnoredKeywords) + ")");
+      if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
+      if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
+      if (k == "device") o.device = str(v);
+    }
+    if (options.tp > 0) o.tp = options.tp;
+    if (!options.device.empty()) o.device = options.device;
+    if (!options.dtype.empty()) o.dtype = options.dtype;
+    if (o.device == "cuda" && o.tp > 1) o.backend = "auto";
+    const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype;
+    auto& slot = engines[key];
+    if (!slot) {
+      slot = std::make_unique<Engine>(o);
+      engineById.push_back(slot.get());
+    }
+    Value model = moduleProxy("model");
+    for (size_t i = 0; i < engineById.size(); ++i) {
+      if (engineById[i] == slot.get()) model->intValue = (long long)i + 1;
+    }
+    return model;
+  }
+
+  // ---- Host (driver side) ----
+  Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) override {
+    Engine& engine = engineOf(in, module);
+    if (module->str == "model" && (name == "trace" || name == "generate")) {
+      return builtin(name, [this, module, name, &in](CallArgs& a) {
+        auto ctx = std::make_shared<Object>();
+        ctx->type = Type::ResultObject;
+        ctx->str = "TraceContext";
+        ctx->attributes["prompt"] = a.positional.empty() ? (a.keyword("prompt") ? *a.keyword("prompt") : none()) : a.positional[0];
+        ctx->intValue = module->intValue;
+        for (const auto& [k, v] : a.keywords) {
+          if (k == "prompt") continue;
+          if (!kTraceKeywords.count(k)) in.fail("model." + name + "() got an unknown keyword '" + k + "'; accepted: " + join(kTraceKeywords));
+          ctx->attributes[k] = v;
+        }
+        if (name == "generate" && !ctx->attributes.count("max_tokens")) ctx->attributes["max_tokens"] = integer(16);
+        return Value(ctx);
+      });
+    }
+    if (module->str == "model" && name == "tokenizer") {
+      auto tok = engine.tokenizer();
+      if (!tok) in.fail("this model has no tokenizer.json");
+      auto ns = std::make_shared<Object>();
+      ns->type = Type::Namespace;
+      ns->str = "tokenizer";
+      ns->attributes["decode"] = builtin("decode", [tok](CallArgs& a) {
+        const Value& v = a.positional.at(0);
+        std::vector<int64_t> ids;
+        if (v->type == Type::Tensor) {
+          at::Tensor t = v->tensor.to(at::kCPU, at::kLong).flatten();
+          ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+        } else if (v->type == Type::Int) {
+          ids.push_back(v->intValue);
+        } else {
+          for (const auto& i : v->items) ids.push_back(asInt(i, "token id"));
+        }
+        return string(tok->decode(ids));
+      });
+      ns->attributes["encode"] = builtin("encode", [tok](CallArgs& a) {
+        std::vector<Value> ids;
+        for (int64_t id : tok->encode(str(a.positional.at(0)))) ids.push_back(integer(id));
+        return list(ids);
+      });
+      return ns;
+    }
+    if (name == "output" || name == "input" || name == "inputs" ||
+        (module->str == "model" && (name == "logits" || name == "samples"))) {
+      in.fail(module->str + "." + name + " can only be read inside `with model.trace(...)`");
+    }
+    const std::string path = module->str + "." + name;
+    for (const auto& m : engine.info().modules) {
+      if (m.path == path) {
+        Value v = moduleProxy(path);
+        v->intValue = module->intValue;
+        return v;
+      }
+      if (m.path == module->str) {
+        for (const auto& p : m.parameters) {
+          if (p.name == name) in.fail(path + " is a parameter; read it inside `with model.trace(...)`");
+        }
+      }
+    }
+    in.fail("unknown module " + path + "; run `shardscope-cli inspect` to list the module tree");
+  }
+
+  void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name, const Value&) override {
+    in.fail(module->str + "." + name + " can only be written inside `with model.trace(...)`");
+  }
+
+  Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
+    const std::string path = module->str + "[" + std::to_string(index) + "]";
+    for (const auto& m : engineOf(in, module).info().modules) {
+      if (m.path == path) {
+        Value v = moduleProxy(path);
+        v->intValue = module->intValue;
+        return v;
+      }
+    }
+    in.fail("unknown module " + path + " (index out of range?)");
+  }
+
+  Value callModule(Interpreter& in, const Value& module, CallArgs&) override {
+    in.fail("modules can only be called inside `with model.trace(...)`, not " + module->str);
+  }
+
+  Value tracerAttribute(Interpreter& in, const Value&, const std::string& name) override {
+    in.fail("tracer." + name + " can only be used inside the trace");
+  }
+
+  void iterateSteps(Interpreter& in, const Value&, const std::function<bool(long long)>&) override {
+    in.fail("tracer.iter can only be used inside the trace");
+  }
+
+  void print(const std::string& line) override { out(line); }
+
+  void runWith(Interpreter& in, const Stmt& with, const Value& context) override {
+    if (context->type == Type::None) {
+      in.run(with.body);
+      return;
+    }
+    if (context->type != Type::ResultObject || context->str != "TraceContext") {
+      in.fail("`with` works on model.trace(...) (and tracer.invoke(...) inside it)");
+    }
+    runTrace(in, with, context);
+  }
+
+  std::vector<int64_t> promptIds(Interpreter& in, Engine& engine, const Value& prompt) {
+    if (prompt->type == Type::Str) {
+      auto tok = engine.tokenizer();
+      if (!tok) in.fail("this model has no tokenizer.json; give prompts as lists of token ids");
+      return tok->encode(prompt->str);
+    }
+    if (prompt->type == Type::List || prompt->type == Type::Tuple) {
+      std::vector<int64_t> ids;
+      for (const auto& i : prompt->items) ids.push_back(asInt(i, "token id"));
+      return ids;
+    }
+    in.fail("a prompt is a string or a list of token ids, got " + std::string(typeName(prompt->type)));
+  }
+
+  void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
+    Engine& engine = *engineById.at(context->intValue - 1);
+    std::string tracerName;
+    if (!with.targets.empty()) {
+      if (with.targets[0]->kind != ExprKind::Name) in.fail("use `with model.trace(...) as tracer:`");
+      tracerName = with.targets[0]->text;
+    }
+    const auto isInvoke = [&](const StmtPtr& s) {
+      return s->kind == StmtKind::With && s->value->kind == ExprKind::Call && s->value->a->kind == ExprKind::Attribute &&
+             s->value->a->text == "invoke" && s->value->a->a->kind == ExprKind::Name && s->value->a->a->text == tracerName;
+    };
+    GenerateRequest request;
+    std::vector<InvokeSpec> invokes;
+    std::vector<const Stmt*> invokeStmts;
+    for (const auto& s : with.body) {
+      if (!tracerName.empty() && isInvoke(s)) {
+        invokeStmts.push_back(s.get());
+      } else if (!invokeStmts.empty()) {
+        in.fail("statements after the first tracer.invoke must be inside an invoke");
+      }
+    }
+    if (invokeStmts.empty()) {
+      const Value prompt = context->attributes["prompt"];
+      if (prompt->type == Type::None) in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
+      request.prompts.push_back(promptIds(in, engine, prompt));
+      invokes.push_back({with.body, {}, tracerName});
+    } else {
+      for (const auto& s : with.body) {
+        if (isInvoke(s)) break;
+        in.exec(*s);  // plain values computed once on the driver, visible to every invoke
+      }
+      for (const Stmt* s : invokeStmts) {
+        if (s->value->items.empty()) in.fail("tracer.invoke() needs a prompt");
+        request.prompts.push_back(promptIds(in, engine, in.eval(*s->value->items[0])));
+        invokes.push_back({s->body, {}, tracerName});
+      }
+    }
+    for (auto& inv : invokes) inv.captured = globals->vars();
+    const auto& p = context->attributes;
+    const auto num = [&](const char* k, double d) { return p.count(k) ? asNumber(p.at(k), k) : d; };
+    request.sampling.temperature = num("temperature", 0.0);
+    request.sampling.topP = num("top_p", 1.0);
+    request.sampling.topK = (long long)num("top_k", 0);
+    request.sampling.seed = (uint64_t)num("seed", 0);
+    request.sampling.maxTokens = (long long)num("max_tokens", 1);
+    if (p.count("ignore_eos")) request.sampling.ignoreEos = truthy(p.at("ignore_eos"));
+    if (p.count("stop_token_ids")) {
+      for (const auto& i : p.at("stop_token_ids")->items) request.sampling.stopTokenIds.push_back(asInt(i, "stop id"));
+    }
+
+    auto output = std::make_shared<TraceOutput>();
+    auto program = in.programPtr();
+    auto tokenizer = engine.tokenizer();
+    const long long budget = options.budget;
+    JobHandle job = engine.submit(
+        [=](RankContext& ctx) {
+          setCurrentDevice(ctx.device);
+          std::vector<InvokeSpec> local = invokes;
+          for (auto& inv : local) {
+            for (auto& [k, v] : inv.captured) v = capture(v);
+          }
+          Interleaver interleaver(ctx, program, local, tokenizer, budget);
+          interleaver.start();
+          runGeneration(ctx, request, nullptr, &interleaver);
+          if (ctx.rank == 0) *output = interleaver.output();
+        },
+        request.sampling.maxTokens);
+    job.wait();
+    for (const auto& line : output->printed) out(line);
+    for (const auto& name : output->unsaved) {
+      auto u = std::make_shared<Object>();
+      u->type = Type::Unsaved;
+      u->str = name;
+      globals->set(name, u);
+    }
+    for (const auto& [name, v] : output->saved) globals->set(name, v);
+  }
+};
+
+ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = std::move(options); }
+
+ScriptRunner::~ScriptRunner() = default;
+
+void ScriptRunner::run(const std::string& source, const std::string& file) {
+  Impl& s = *impl_;
+  setCurrentDevice(c10::Device(c10::kCPU));
+  s.globals = std::make_shared<Environment>();
+  installBuiltins(*s.globals, s);
+  auto program = parseProgram(source, file);
+  Interpreter in(program, s, s.globals, s.options.budget);
+  const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
+  s.globals->set("VLLM", builtin("VLLM", load));
+  s.globals->set("LanguageModel", builtin("LanguageModel", load));
+  auto ns = [](const std::string& name) {
+    auto v = std::make_shared<Object>();
+    v->type = Type::Namespace;
+    v->str = name;
+    v->attributes["__name__"] = string(name);
+    return v;
+  };
+  s.globals->set("nnsight", ns("nnsight"));
+  in.run(program->body);
+}
+
+std::string ScriptRunner::reprOf(const std::string& name) const {
+  Value* v = impl_->globals ? impl_->globals->find(name) : nullptr;
+  return v ? repr(*v) : "<undefined>";
+}
+
+}  // namespace shardscope::trace

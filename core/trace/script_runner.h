@@ -1,0 +1,45 @@
+// ScriptRunner: runs a trace script's top level on the driver (the caller's thread). `VLLM(...)`
+// loads a model through an Engine (the same arguments reuse it); each `with model.trace(...)`
+// becomes one engine job whose invokes run as mediators on every rank; saved values come back
+// from rank 0 into the driver's scope. Public API: no LibTorch in this header.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace shardscope {
+class Engine;
+}
+
+namespace shardscope::trace {
+
+struct RunOptions {
+  std::map<std::string, std::string> modelDirs;  // model name in the script -> model spec
+  int tp = 0;                                    // > 0 overrides tensor_parallel_size
+  std::string device;                            // overrides the device ("cpu", "cuda")
+  std::string dtype;                             // overrides dtype
+  long long budget = 10'000'000;                 // evaluation steps per block
+  std::function<void(const std::string&)> out;   // receives printed lines (default: stdout)
+  std::function<void(const std::string&)> note;  // receives notices (ignored knobs; default: stderr)
+};
+
+class ScriptRunner {
+ public:
+  explicit ScriptRunner(RunOptions options = {});
+  ~ScriptRunner();
+
+  // Runs `source` (named `file` in errors). Throws ScriptError for script errors and Error for
+  // engine failures; the engines stay usable for the next run.
+  void run(const std::string& source, const std::string& file);
+
+  // The value of a top-level name after run(), as repr() shows it (for tests and tools).
+  std::string reprOf(const std::string& name) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardscope::trace

@@ -1,0 +1,321 @@
+#include "value.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace shardscope::trace {
+
+const char* typeName(Type t) {
+  switch (t) {
+    case Type::None: return "NoneType";
+    case Type::Bool: return "bool";
+    case Type::Int: return "int";
+    case Type::Float: return "float";
+    case Type::Str: return "str";
+    case Type::Tuple: return "tuple";
+    case Type::List: return "list";
+    case Type::Dict: return "dict";
+    case Type::Slice: return "slice";
+    case Type::Range: return "range";
+    case Type::Function: return "function";
+    case Type::Builtin: return "builtin_function_or_method";
+    case Type::Tensor: return "Tensor";
+    case Type::Size: return "torch.Size";
+    case Type::Module: return "Module";
+    case Type::Tracer: return "Tracer";
+    case Type::IterRange: return "tracer.iter";
+    case Type::ResultObject: return "object";
+    case Type::Namespace: return "module";
+    case Type::Unsaved: return "unsaved";
+    case Type::Ellipsis: return "ellipsis";
+  }
+  return "?";
+}
+
+const Value* CallArgs::keyword(const std::string& name) const {
+  for (const auto& [k, v] : keywords) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+const Value* CallArgs::get(size_t i, const std::string& name) const {
+  if (i < positional.size()) return &positional[i];
+  return keyword(name);
+}
+
+namespace {
+Value make(Type t) {
+  auto o = std::make_shared<Object>();
+  o->type = t;
+  return o;
+}
+}  // namespace
+
+Value none() {
+  static const Value v = make(Type::None);
+  return v;
+}
+Value boolean(bool b) {
+  static const Value t = [] {
+    Value v = make(Type::Bool);
+    v->boolValue = true;
+    return v;
+  }();
+  static const Value f = make(Type::Bool);
+  return b ? t : f;
+}
+Value integer(long long i) {
+  Value v = make(Type::Int);
+  v->intValue = i;
+  return v;
+}
+Value floating(double d) {
+  Value v = make(Type::Float);
+  v->floatValue = d;
+  return v;
+}
+Value string(std::string s) {
+  Value v = make(Type::Str);
+  v->str = std::move(s);
+  return v;
+}
+Value tuple(std::vector<Value> items) {
+  Value v = make(Type::Tuple);
+  v->items = std::move(items);
+  return v;
+}
+Value list(std::vector<Value> items) {
+  Value v = make(Type::List);
+  v->items = std::move(items);
+  return v;
+}
+Value tensor(at::Tensor t) {
+  Value v = make(Type::Tensor);
+  v->tensor = std::move(t);
+  return v;
+}
+Value sizeOf(const at::Tensor& t) {
+  Value v = make(Type::Size);
+  for (int64_t s : t.sizes()) v->items.push_back(integer(s));
+  return v;
+}
+Value builtin(std::string name, BuiltinFn fn) {
+  Value v = make(Type::Builtin);
+  v->str = std::move(name);
+  v->builtin = std::move(fn);
+  return v;
+}
+Value moduleProxy(std::string path) {
+  Value v = make(Type::Module);
+  v->str = std::move(path);
+  return v;
+}
+
+bool truthy(const Value& v) {
+  switch (v->type) {
+    case Type::None: return false;
+    case Type::Bool: return v->boolValue;
+    case Type::Int: return v->intValue != 0;
+    case Type::Float: return v->floatValue != 0;
+    case Type::Str: return !v->str.empty();
+    case Type::Tuple:
+    case Type::List:
+    case Type::Size: return !v->items.empty();
+    case Type::Dict: return !v->dict.empty();
+    case Type::Range: return v->rangeStep > 0 ? v->rangeStart < v->rangeStop : v->rangeStart > v->rangeStop;
+    case Type::Tensor:
+      if (v->tensor.numel() != 1) {
+        throw RuntimeFailure("the truth value of a tensor with " + std::to_string(v->tensor.numel()) +
+                             " elements is ambiguous; use .any() or .all()");
+      }
+      return v->tensor.item<double>() != 0;
+    default: return true;
+  }
+}
+
+namespace {
+
+std::string floatRepr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, p);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string strRepr(const std::string& s) {
+  const bool useDouble = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
+  const char q = useDouble ? '"' : '\'';
+  std::string o(1, q);
+  for (unsigned char c : s) {
+    if (c == '\\') o += "\\\\";
+    else if (c == '\n') o += "\\n";
+    else if (c == '\t') o += "\\t";
+    else if (c == '\r') o += "\\r";
+    else if (c == q) o += std::string("\\") + char(q);
+    else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      o += b;
+    } else o += char(c);
+  }
+  return o + q;
+}
+
+std::string dtypeSuffix(const at::Tensor& t) {
+  std::string s;
+  const auto dt = t.scalar_type();
+  if (dt != at::kFloat && dt != at::kLong && dt != at::kBool) {
+    std::string name = c10::toString(dt);
+    static const std::map<std::string, std::string> torchNames = {{"BFloat16", "bfloat16"}, {"Half", "float16"},
+                                                                  {"Double", "float64"}, {"Int", "int32"},
+                                                                  {"Short", "int16"}, {"Char", "int8"},
+                                                                  {"Byte", "uint8"}};
+    auto it = torchNames.find(name);
+    s += ", dtype=torch." + (it != torchNames.end() ? it->second : name);
+  }
+  if (t.device().is_cuda()) s += ", device='" + t.device().str() + "'";
+  return s;
+}
+
+void formatInto(std::ostringstream& o, const at::Tensor& t, int indent, bool summarize) {
+  const auto element = [&](const at::Tensor& e) {
+    if (e.scalar_type() == at::kBool) {
+      o << (e.item<bool>() ? "True" : "False");
+    } else if (at::isFloatingType(e.scalar_type())) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4f", e.item<double>());
+      o << b;
+    } else {
+      o << e.item<int64_t>();
+    }
+  };
+  if (t.dim() == 0) {
+    element(t);
+    return;
+  }
+  o << "[";
+  const int64_t n = t.size(0);
+  const bool cut = summarize && n > 6;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cut && i == 3) {
+      o << (t.dim() > 1 ? "...,\n" + std::string(indent + 1, ' ') : "..., ");
+      i = n - 3;
+    }
+    if (t.dim() == 1) {
+      element(t[i]);
+    } else {
+      formatInto(o, t[i], indent + 1, summarize);
+    }
+    if (i + 1 < n) o << (t.dim() > 1 ? ",\n" + std::string(t.dim() > 2 ? 1 : 0, '\n') + std::string(indent + 1, ' ') : ", ");
+  }
+  o << "]";
+}
+
+}  // namespace
+
+std::string formatTensor(const at::Tensor& t) {
+  std::ostringstream o;
+  o << "tensor(";
+  formatInto(o, t.detach().to(at::kCPU), 7, t.numel() > 1000);
+  o << dtypeSuffix(t) << ")";
+  return o.str();
+}
+
+std::string repr(const Value& v) {
+  switch (v->type) {
+    case Type::None: return "None";
+    case Type::Bool: return v->boolValue ? "True" : "False";
+    case Type::Int: return std::to_string(v->intValue);
+    case Type::Float: return floatRepr(v->floatValue);
+    case Type::Str: return strRepr(v->str);
+    case Type::Tuple: {
+      std::string s = "(";
+      for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
+      return s + (v->items.size() == 1 ? ",)" : ")");
+    }
+    case Type::List: {
+      std::string s = "[";
+      for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
+      return s + "]";
+    }
+    case Type::Size: {
+      std::string s = "torch.Size([";
+      for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
+      return s + "])";
+    }
+    case Type::Dict: {
+      std::string s = "{";
+      for (size_t i = 0; i < v->dict.size(); ++i) s += (i ? ", " : "") + repr(v->dict[i].first) + ": " + repr(v->dict[i].second);
+      return s + "}";
+    }
+    case Type::Slice:
+      return "slice(" + repr(v->items[0]) + ", " + repr(v->items[1]) + ", " + repr(v->items[2]) + ")";
+    case Type::Range:
+      return "range(" + std::to_string(v->rangeStart) + ", " + std::to_string(v->rangeStop) +
+             (v->rangeStep != 1 ? ", " + std::to_string(v->rangeStep) : "") + ")";
+    case Type::Tensor: return formatTensor(v->tensor);
+    case Type::Function: return "<function " + v->function->name + ">";
+    case Type::Builtin: return "<built-in function " + v->str + ">";
+    case Type::Module: return "<module " + v->str + ">";
+    case Type::Tracer: return "<Tracer>";
+    case Type::IterRange: return "<tracer.iter>";
+    case Type::Namespace: return v->attributes.empty() ? v->str : "<module '" + v->str + "'>";  // dtypes print bare
+    case Type::Ellipsis: return "Ellipsis";
+    case Type::Unsaved: return "<unsaved " + v->str + ">";
+    case Type::ResultObject: {
+      std::string s = v->str + "(";
+      bool first = true;
+      for (const auto& [k, a] : v->attributes) {
+        s += (first ? "" : ", ") + k + "=" + repr(a);
+        first = false;
+      }
+      return s + ")";
+    }
+  }
+  return "?";
+}
+
+std::string str(const Value& v) { return v->type == Type::Str ? v->str : repr(v); }
+
+bool equal(const Value& a, const Value& b) {
+  const auto numeric = [](const Value& v) {
+    return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
+  };
+  const auto num = [](const Value& v) {
+    return v->type == Type::Float ? v->floatValue : v->type == Type::Int ? double(v->intValue) : double(v->boolValue);
+  };
+  if (numeric(a) && numeric(b)) {
+    if (a->type == Type::Float || b->type == Type::Float) return num(a) == num(b);
+    const long long x = a->type == Type::Int ? a->intValue : a->boolValue, y = b->type == Type::Int ? b->intValue : b->boolValue;
+    return x == y;
+  }
+  const auto seq = [](const Value& v) { return v->type == Type::Tuple || v->type == Type::Size; };
+  if ((seq(a) && seq(b)) || (a->type == Type::List && b->type == Type::List)) {
+    if (a->items.size() != b->items.size()) return false;
+    for (size_t i = 0; i < a->items.size(); ++i) {
+      if (!equal(a->items[i], b->items[i])) return false;
+    }
+    return true;
+  }
+  if (a->type != b->type) return false;
+  switch (a->type) {
+    case Type::None: return true;
+    case Type::Str: return a->str == b->str;
+    case Type::Module: return a->str == b->str;
+    case Type::Dict: {
+      if (a->dict.size() != b->dict.size()) return false;
+      for (size_t i = 0; i < a->dict.size(); ++i) {
+        if (!equal(a->dict[i].first, b->dict[i].first) || !equal(a->dict[i].second, b->dict[i].second)) return false;
+      }
+      return true;
+    }
+    default: return a == b;
+  }
+}
+
+}  // namespace shardscope::trace

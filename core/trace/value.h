@@ -1,0 +1,93 @@
+// Values of the trace language. Every value is a shared Object; None, True and False are
+// singletons. Tensors are LibTorch tensors on the rank's device. Proxies (module, port, tracer)
+// carry what the interpreter's host needs to resolve them.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ast.h"
+
+namespace shardscope::trace {
+
+struct Object;
+using Value = std::shared_ptr<Object>;
+class Environment;
+
+enum class Type {
+  None, Bool, Int, Float, Str, Tuple, List, Dict, Slice, Range, Function, Builtin, Tensor, Size,
+  Module, Tracer, IterRange, ResultObject, Namespace, Unsaved, Ellipsis
+};
+
+const char* typeName(Type t);
+
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keywords;
+  SourceLocation at;
+
+  const Value* keyword(const std::string& name) const;
+  // The i-th positional argument, else the keyword `name`, else nullptr.
+  const Value* get(size_t i, const std::string& name) const;
+};
+
+using BuiltinFn = std::function<Value(CallArgs&)>;
+
+struct FunctionDef {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<Value> defaults;  // evaluated at definition, parallel to params (null: none)
+  Block body;                   // def
+  ExprPtr lambdaBody;           // lambda
+  std::shared_ptr<Environment> closure;
+};
+
+struct Object {
+  Type type = Type::None;
+  bool saved = false;
+  bool boolValue = false;
+  long long intValue = 0;
+  double floatValue = 0;
+  std::string str;                  // Str; Module path; Namespace name; Unsaved name
+  std::vector<Value> items;         // Tuple, List, Size (as Ints), Slice (start, stop, step)
+  std::vector<std::pair<Value, Value>> dict;
+  at::Tensor tensor;
+  BuiltinFn builtin;                // Builtin (also bound methods)
+  std::shared_ptr<FunctionDef> function;
+  std::map<std::string, Value> attributes;  // ResultObject fields, Namespace members
+  long long rangeStart = 0, rangeStop = 0, rangeStep = 1;  // Range, IterRange (stop < 0: unbounded)
+  bool unbounded = false;
+};
+
+// Constructors.
+Value none();
+Value boolean(bool b);
+Value integer(long long v);
+Value floating(double v);
+Value string(std::string s);
+Value tuple(std::vector<Value> items);
+Value list(std::vector<Value> items);
+Value tensor(at::Tensor t);
+Value sizeOf(const at::Tensor& t);
+Value builtin(std::string name, BuiltinFn fn);
+Value moduleProxy(std::string path);
+
+// Python's truth value, repr() and str().
+bool truthy(const Value& v);
+std::string repr(const Value& v);
+std::string str(const Value& v);
+std::string formatTensor(const at::Tensor& t);
+bool equal(const Value& a, const Value& b);
+
+// An error raised while running a script: the interpreter adds file, line and statement.
+class RuntimeFailure : public std::runtime_error {
+ public:
+  explicit RuntimeFailure(const std::string& what) : std::runtime_error(what) {}
+};
+
+}  // namespace shardscope::trace
