@@ -283,7 +283,7 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
   return builtin(name, [m, t2](Args& a) { return m(t2, a); });
 }
 
-void installBuiltins(Environment& env, Host& host) {
+void installBuiltins(Environment& env, std::function<void(const std::string&)> print) {
   env.set("__name__", string("__main__"));
   env.set("len", builtin("len", [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
@@ -310,11 +310,11 @@ void installBuiltins(Environment& env, Host& host) {
             }
             return Value(r);
           }));
-  env.set("print", builtin("print", [&host](Args& a) {
+  env.set("print", builtin("print", [print](Args& a) {
             std::string line;
             const Value* sep = a.keyword("sep");
             for (size_t i = 0; i < a.positional.size(); ++i) line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
-            host.print(line);
+            print(line);
             return none();
           }));
   env.set("repr", builtin("repr", [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));

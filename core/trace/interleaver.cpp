@@ -48,22 +48,14 @@ Value toCpu(const Value& v) {
 class Mediator : public Host {
  public:
   Mediator(Interleaver& owner, int64_t request, std::shared_ptr<const Program> program, const InvokeSpec& spec,
-           long long budget)
-      : owner_(owner), request_(request), body_(spec.body) {
-    env_ = std::make_shared<Environment>();
-    installBuiltins(*env_, *this);
-    for (const auto& [k, v] : spec.captured) env_->set(k, v);
-    if (!spec.tracerName.empty()) {
-      auto t = std::make_shared<Object>();
-      t->type = Type::Tracer;
-      env_->set(spec.tracerName, t);
-    }
+           std::shared_ptr<Environment> scope, long long budget)
+      : owner_(owner), request_(request), body_(spec.body), env_(std::move(scope)) {
     interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget);
     co_ = std::make_unique<Coroutine>([this] { run(); });
   }
 
   // ---- state the interleaver reads ----
-  enum class Wait { None, Port, Result };
+  enum class Wait { None, Port, Result, StepStart };
   Wait wait = Wait::None;
   const Module* waitModule = nullptr;
   PortRole waitRole = PortRole::Output;
@@ -140,6 +132,7 @@ class Mediator : public Host {
 
   Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
     const Module* m = resolve(in, module->str);
+    if (index < 0) index += (long long)m->children().size();  // layers[-1]
     return moduleProxyOrFail(in, m, m->path() + "[" + std::to_string(index) + "]", "[" + std::to_string(index) + "]");
   }
 
@@ -200,6 +193,9 @@ class Mediator : public Host {
     try {
       for (long long s = range->rangeStart; range->unbounded || s < range->rangeStop; ++s) {
         step = s;
+        if (range->unbounded && s > 0 && owner_.currentStep() < s) {
+          awaitStepStart();  // does step s exist? the model decides at the end of step s - 1
+        }
         body(s);
       }
     } catch (const RequestEnded&) {
@@ -224,6 +220,16 @@ class Mediator : public Host {
       error = std::current_exception();
     }
     wait = Wait::None;
+  }
+
+  void awaitStepStart() {
+    wait = Wait::StepStart;
+    co_->yield();
+    wait = Wait::None;
+    if (ended) {
+      ended = false;
+      throw RequestEnded{};
+    }
   }
 
   Value readPort(Interpreter& in, const Module* m, PortRole role) {
@@ -343,9 +349,26 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     for (const Module* c : m.children()) walk(*c);
   };
   walk(ctx.model);
-  for (size_t i = 0; i < invokes.size(); ++i) {
-    mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], budget));
+  scope_ = std::make_shared<Environment>();
+  installBuiltins(*scope_, [this](const std::string& line) {
+    if (reporter()) print(line);
+  });
+  if (!invokes.empty()) {
+    for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
+    if (!invokes[0].tracerName.empty()) {
+      auto t = std::make_shared<Object>();
+      t->type = Type::Tracer;
+      scope_->set(invokes[0].tracerName, t);
+    }
   }
+  for (size_t i = 0; i < invokes.size(); ++i) {
+    mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], scope_, budget));
+  }
+}
+
+void Interleaver::registerModule(const Module& m) {
+  modules_[m.path()] = &m;
+  paths_.push_back(m.path());
 }
 
 Interleaver::~Interleaver() = default;
@@ -457,6 +480,10 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value, c
 
 void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {
   for (auto& m : mediators_) {
+    if (m->wait == Mediator::Wait::StepStart && m->step == batch.step + 1) {
+      m->ended = m->request() < int64_t(finished.size()) && finished[m->request()];
+      resume(*m);
+    }
     if (m->wait != Mediator::Wait::Port) continue;
     const std::string port = portName(m->waitModule, m->waitRole);
     if (m->step == batch.step) {
@@ -484,6 +511,10 @@ bool Interleaver::stopRequested(int64_t request) const {
 
 void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
   for (auto& m : mediators_) {
+    if (m->wait == Mediator::Wait::StepStart) {  // an unbounded loop after its request ended
+      m->ended = true;
+      resume(*m);
+    }
     if (m->wait == Mediator::Wait::Port) {
       m->interpreter().fail("waits for " + portName(m->waitModule, m->waitRole) + " at step " + std::to_string(m->step) +
                             ", but generation ended before it");

@@ -26,6 +26,7 @@ class Tokenizer;
 namespace shardscope::trace {
 
 class Mediator;
+class Environment;
 
 struct InvokeSpec {
   Block body;
@@ -46,6 +47,8 @@ class Interleaver : public PortObserver {
               std::shared_ptr<const Tokenizer> tokenizer, long long budget);
   ~Interleaver() override;
 
+  // Makes a module outside the model's tree addressable by its path (test seam for synthetic ports).
+  void registerModule(const Module& m);
   // Runs every block up to its first wait (before the model starts).
   void start();
   void visit(const Module& module, PortRole role, PortValue& value, const ForwardBatch& batch) override;
@@ -74,6 +77,7 @@ class Interleaver : public PortObserver {
   RankContext& ctx_;
   std::shared_ptr<const Program> program_;
   std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<Environment> scope_;  // one scope for all invokes: patching across invokes
   std::vector<std::unique_ptr<Mediator>> mediators_;
   std::map<std::string, const Module*> modules_;
   std::vector<std::string> paths_;

@@ -115,6 +115,14 @@ void Interpreter::exec(const Stmt& s) {
     switch (s.kind) {
       case StmtKind::Expr: eval(*s.value); break;
       case StmtKind::Assign: {
+        if (s.targets.size() == 1 && s.targets[0]->kind == ExprKind::Subscript) {
+          // The target first: `port[idx] = value` waits for the port before evaluating the value,
+          // so a value made by an earlier invoke at the same port (patching) is already there.
+          Value obj = eval(*s.targets[0]->a);
+          Value index = eval(*s.targets[0]->b);
+          setItem(obj, index, eval(*s.value));
+          break;
+        }
         Value v = eval(*s.value);
         for (const auto& t : s.targets) assign(*t, v);
         break;

@@ -95,7 +95,7 @@ class Interpreter {
 };
 
 // Python builtins (len, range, print, ...) and the torch namespace, installed into `env`.
-void installBuiltins(Environment& env, Host& host);
+void installBuiltins(Environment& env, std::function<void(const std::string&)> print);
 // Attribute `name` of a tensor value: a property (shape, dtype, T) or a bound method.
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name);
 // A copy of `v` that later in-place edits of model memory cannot change.

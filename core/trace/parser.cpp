@@ -288,11 +288,12 @@ class Parser {
   }
 
   std::vector<Param> parameters(const char* close) {
+    const bool annotations = std::string(close) == ")";  // lambda parameters end at ':'
     std::vector<Param> ps;
     while (!atOp(close)) {
       if (atOp("*") || atOp("**")) unsupported("*args and **kwargs parameters");
       Param p{expectName(), nullptr};
-      if (acceptOp(":")) test();  // annotations are ignored
+      if (annotations && acceptOp(":")) test();  // annotations are ignored
       if (acceptOp("=")) p.defaultValue = test();
       ps.push_back(std::move(p));
       if (!acceptOp(",")) break;

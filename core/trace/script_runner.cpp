@@ -1,5 +1,6 @@
 #include "script_runner.h"
 
+#include <cstring>
 #include <iostream>
 
 #include "../engine/engine.h"
@@ -173,6 +174,11 @@ struct ScriptRunner::Impl : public Host {
   }
 
   Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
+    if (index < 0) {  // layers[-1]
+      long long n = 0;
+      for (const auto& m : engineOf(in, module).info().modules) n += m.path.rfind(module->str + "[", 0) == 0 && m.path.find('.', module->str.size()) == std::string::npos;
+      index += n;
+    }
     const std::string path = module->str + "[" + std::to_string(index) + "]";
     for (const auto& m : engineOf(in, module).info().modules) {
       if (m.path == path) {
@@ -310,7 +316,7 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   Impl& s = *impl_;
   setCurrentDevice(c10::Device(c10::kCPU));
   s.globals = std::make_shared<Environment>();
-  installBuiltins(*s.globals, s);
+  installBuiltins(*s.globals, [&s](const std::string& line) { s.out(line); });
   auto program = parseProgram(source, file);
   Interpreter in(program, s, s.globals, s.options.budget);
   const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
@@ -325,6 +331,17 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   };
   s.globals->set("nnsight", ns("nnsight"));
   in.run(program->body);
+}
+
+std::optional<HostTensor> ScriptRunner::tensorValue(const std::string& name) const {
+  Value* v = impl_->globals ? impl_->globals->find(name) : nullptr;
+  if (!v || (*v)->type != Type::Tensor) return std::nullopt;
+  at::Tensor t = (*v)->tensor.to(at::kCPU, at::kFloat).contiguous();
+  HostTensor h;
+  h.shape = t.sizes().vec();
+  h.bytes.resize(size_t(t.numel()) * sizeof(float));
+  if (t.numel()) std::memcpy(h.bytes.data(), t.data_ptr<float>(), h.bytes.size());
+  return h;
 }
 
 std::string ScriptRunner::reprOf(const std::string& name) const {

@@ -7,7 +7,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "../host_tensor.h"
 
 namespace shardscope {
 class Engine;
@@ -36,6 +39,8 @@ class ScriptRunner {
 
   // The value of a top-level name after run(), as repr() shows it (for tests and tools).
   std::string reprOf(const std::string& name) const;
+  // A top-level tensor's value as float32 on the host, if `name` holds a tensor.
+  std::optional<HostTensor> tensorValue(const std::string& name) const;
 
  private:
   struct Impl;
