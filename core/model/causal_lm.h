@@ -2,7 +2,10 @@
 // the tree from layers/ and loads this rank's shards; the engine only sees this interface.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "forward_batch.h"
 #include "layers/tp_rank.h"
@@ -24,6 +27,13 @@ class CausalLM : public Module {
   // The step ports "model.logits" and "model.samples".
   virtual const Module& logitsPort() const = 0;
   virtual const Module& samplesPort() const = 0;
+
+  // Every module of the tree by its path ("model.model.layers[3].mlp"), built once.
+  const std::map<std::string, const Module*>& modulesByPath() const;
+
+ private:
+  mutable std::once_flag indexOnce_;
+  mutable std::map<std::string, const Module*> index_;
 };
 
 // Builds the family named by config.family for this rank and loads its shards from ctx.source.

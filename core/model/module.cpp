@@ -1,6 +1,9 @@
 #include "module.h"
 
+#include <functional>
+
 #include "../error.h"
+#include "causal_lm.h"
 
 namespace shardscope {
 
@@ -74,6 +77,17 @@ const Module* Module::find(const std::string& relativePath) const {
     }
   }
   return nullptr;
+}
+
+const std::map<std::string, const Module*>& CausalLM::modulesByPath() const {
+  std::call_once(indexOnce_, [this] {
+    std::function<void(const Module&)> walk = [&](const Module& m) {
+      index_[m.path()] = &m;
+      for (const Module* c : m.children()) walk(*c);
+    };
+    walk(*this);
+  });
+  return index_;
 }
 
 }  // namespace shardscope

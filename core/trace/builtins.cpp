@@ -283,7 +283,32 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
   return builtin(name, [m, t2](Args& a) { return m(t2, a); });
 }
 
-void installBuiltins(Environment& env, std::function<void(const std::string&)> print) {
+namespace {
+void installBuiltins(Environment& env);
+}  // namespace
+
+Value printBuiltin(std::function<void(const std::string&)> print) {
+  return builtin("print", [print](Args& a) {
+    std::string line;
+    const Value* sep = a.keyword("sep");
+    for (size_t i = 0; i < a.positional.size(); ++i) line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
+    print(line);
+    return none();
+  });
+}
+
+const std::shared_ptr<Environment>& builtinScope() {
+  static const std::shared_ptr<Environment> scope = [] {
+    auto env = std::make_shared<Environment>();
+    installBuiltins(*env);
+    return env;
+  }();
+  return scope;
+}
+
+namespace {
+
+void installBuiltins(Environment& env) {
   env.set("__name__", string("__main__"));
   env.set("len", builtin("len", [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
@@ -309,13 +334,6 @@ void installBuiltins(Environment& env, std::function<void(const std::string&)> p
               if (r->rangeStep == 0) throw RuntimeFailure("range() step must not be zero");
             }
             return Value(r);
-          }));
-  env.set("print", builtin("print", [print](Args& a) {
-            std::string line;
-            const Value* sep = a.keyword("sep");
-            for (size_t i = 0; i < a.positional.size(); ++i) line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
-            print(line);
-            return none();
           }));
   env.set("repr", builtin("repr", [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
   env.set("str", builtin("str", [](Args& a) { return string(a.positional.empty() ? "" : str(a.positional[0])); }));
@@ -513,5 +531,7 @@ void installBuiltins(Environment& env, std::function<void(const std::string&)> p
   torch["cosine_similarity"] = builtin("cosine_similarity", cosineSimilarity);
   env.set("torch", makeNamespace("torch", std::move(torch)));
 }
+
+}  // namespace
 
 }  // namespace shardscope::trace

@@ -12,7 +12,7 @@ namespace shardscope::trace {
 
 class Coroutine {
  public:
-  explicit Coroutine(std::function<void()> body, size_t stackBytes = size_t(8) << 20);
+  explicit Coroutine(std::function<void()> body, size_t stackBytes = size_t(1) << 20);
   ~Coroutine();
   Coroutine(const Coroutine&) = delete;
   Coroutine& operator=(const Coroutine&) = delete;

@@ -343,16 +343,11 @@ class Mediator : public Host {
 Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program, const std::vector<InvokeSpec>& invokes,
                          std::shared_ptr<const Tokenizer> tokenizer, long long budget)
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
-  std::function<void(const Module&)> walk = [&](const Module& m) {
-    modules_[m.path()] = &m;
-    paths_.push_back(m.path());
-    for (const Module* c : m.children()) walk(*c);
-  };
-  walk(ctx.model);
-  scope_ = std::make_shared<Environment>();
-  installBuiltins(*scope_, [this](const std::string& line) {
-    if (reporter()) print(line);
-  });
+  index_ = &ctx.model.modulesByPath();
+  scope_ = std::make_shared<Environment>(builtinScope());
+  scope_->set("print", printBuiltin([this](const std::string& line) {
+                if (reporter()) print(line);
+              }));
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
     if (!invokes[0].tracerName.empty()) {
@@ -366,16 +361,14 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
   }
 }
 
-void Interleaver::registerModule(const Module& m) {
-  modules_[m.path()] = &m;
-  paths_.push_back(m.path());
-}
+void Interleaver::registerModule(const Module& m) { extra_[m.path()] = &m; }
 
 Interleaver::~Interleaver() = default;
 
 const Module* Interleaver::findModule(const std::string& path) const {
-  auto it = modules_.find(path);
-  return it == modules_.end() ? nullptr : it->second;
+  if (auto it = index_->find(path); it != index_->end()) return it->second;
+  auto it = extra_.find(path);
+  return it == extra_.end() ? nullptr : it->second;
 }
 
 bool Interleaver::visitedThisStep(const Module* m, PortRole role) const {

@@ -63,7 +63,6 @@ class Interleaver : public PortObserver {
   int64_t currentStep() const { return currentStep_; }
   bool visitedThisStep(const Module* m, PortRole role) const;
   const Module* findModule(const std::string& path) const;
-  const std::vector<std::string>& modulePaths() const { return paths_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   bool reporter() const { return ctx_.rank == 0; }
   const ForwardBatch* batch() const { return batch_; }
@@ -79,8 +78,8 @@ class Interleaver : public PortObserver {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<Environment> scope_;  // one scope for all invokes: patching across invokes
   std::vector<std::unique_ptr<Mediator>> mediators_;
-  std::map<std::string, const Module*> modules_;
-  std::vector<std::string> paths_;
+  const std::map<std::string, const Module*>* index_;  // path -> module, owned by the model
+  std::map<std::string, const Module*> extra_;                           // registerModule()
   int64_t currentStep_ = -1;
   std::vector<std::pair<const Module*, PortRole>> visited_;
   const ForwardBatch* batch_ = nullptr;

@@ -94,8 +94,10 @@ class Interpreter {
   int depth_ = 0;
 };
 
-// Python builtins (len, range, print, ...) and the torch namespace, installed into `env`.
-void installBuiltins(Environment& env, std::function<void(const std::string&)> print);
+// Python builtins (len, range, ...) and the torch namespace: one immutable scope built once and
+// shared by every script as the outermost parent. print() is per script (printBuiltin).
+const std::shared_ptr<Environment>& builtinScope();
+Value printBuiltin(std::function<void(const std::string&)> print);
 // Attribute `name` of a tensor value: a property (shape, dtype, T) or a bound method.
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name);
 // A copy of `v` that later in-place edits of model memory cannot change.

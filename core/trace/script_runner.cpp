@@ -72,6 +72,12 @@ struct ScriptRunner::Impl : public Host {
 
   Value loadModel(Interpreter& in, CallArgs& a) {
     if (a.positional.empty() || a.positional[0]->type != Type::Str) in.fail("VLLM(...) needs the model name first, e.g. VLLM(\"Qwen/Qwen3-8B\")");
+    if (options.engine) {  // the host application's engine (GUI, benchmarks)
+      if (engineById.empty()) engineById.push_back(options.engine);
+      Value model = moduleProxy("model");
+      model->intValue = 1;
+      return model;
+    }
     const std::string name = a.positional[0]->str;
     EngineOptions o;
     auto it = options.modelDirs.find(name);
@@ -315,8 +321,8 @@ ScriptRunner::~ScriptRunner() = default;
 void ScriptRunner::run(const std::string& source, const std::string& file) {
   Impl& s = *impl_;
   setCurrentDevice(c10::Device(c10::kCPU));
-  s.globals = std::make_shared<Environment>();
-  installBuiltins(*s.globals, [&s](const std::string& line) { s.out(line); });
+  s.globals = std::make_shared<Environment>(builtinScope());
+  s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
   auto program = parseProgram(source, file);
   Interpreter in(program, s, s.globals, s.options.budget);
   const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };

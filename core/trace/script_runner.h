@@ -26,6 +26,7 @@ struct RunOptions {
   long long budget = 10'000'000;                 // evaluation steps per block
   std::function<void(const std::string&)> out;   // receives printed lines (default: stdout)
   std::function<void(const std::string&)> note;  // receives notices (ignored knobs; default: stderr)
+  Engine* engine = nullptr;  // when set, every VLLM(...) of the script uses this loaded engine
 };
 
 class ScriptRunner {

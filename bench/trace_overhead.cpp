@@ -1,0 +1,119 @@
+// trace_overhead: what a trace costs on top of the forward it rides on, on the demo model (CPU,
+// tp=1 unless --tp): a plain one-step generation, an empty trace, a trace with 1 save and with
+// 12 saves, and a trace that reads one port (to show untouched ports cost nothing measurable).
+// Each case is the median of N runs after warm-up; overheads are medians minus the plain median.
+// nnsight's published figures for the same shapes of work (308 / 474 / 716 us) are printed as
+// the peer; they were not run here (no Python torch on this machine).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/model/model_source.h"
+#include "core/model/tokenizer.h"
+#include "core/trace/script_runner.h"
+
+using namespace shardscope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <class F>
+double medianMicros(int n, F fn) {
+  for (int i = 0; i < (n > 1 ? 5 : 0); ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < n; ++i) {
+    const auto a = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::string traceScript(const std::string& body) {
+  return "model = VLLM(\"demo\")\nwith model.trace(\"The capital of France is\"):\n" + body;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int tp = 1, n = 200;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--tp") tp = std::stoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--n") n = std::stoi(argv[i + 1]);
+  }
+  EngineOptions o;
+  o.tp = tp;
+  o.dtype = "f32";
+  Engine engine(o);
+  GenerateRequest r;
+  r.prompts = {engine.tokenizer()->encode("The capital of France is")};
+  r.sampling.maxTokens = 1;
+  const auto plainRun = [&] { Engine::generateResult(engine.generate(r)); };
+  const double plain = medianMicros(n, plainRun);
+
+  trace::RunOptions ro;
+  ro.modelDirs["demo"] = ensureDemoModel().string();
+  ro.tp = tp;
+  ro.dtype = "f32";
+  ro.out = [](const std::string&) {};
+  ro.engine = &engine;  // the same engine, so the difference is the trace alone
+  trace::ScriptRunner runner(ro);
+  std::string twelve;
+  const char* ports[] = {"model.model.embed_tokens.output",
+                         "model.model.layers[0].self_attn.qkv_proj.output[0]",
+                         "model.model.layers[0].self_attn.attn.output",
+                         "model.model.layers[0].self_attn.o_proj.input",
+                         "model.model.layers[0].mlp.act_fn.output",
+                         "model.model.layers[1].self_attn.o_proj.input",
+                         "model.model.layers[1].mlp.down_proj.output[0]",
+                         "model.model.layers[2].self_attn.qkv_proj.output[0]",
+                         "model.model.layers[2].mlp.act_fn.output",
+                         "model.model.layers[3].self_attn.o_proj.input",
+                         "model.model.layers[3].output[0]",
+                         "model.logits"};
+  for (int i = 0; i < 12; ++i) twelve += "    s" + std::to_string(i) + " = " + ports[i] + ".save()\n";
+  struct Case {
+    const char* name;
+    std::string script;
+    double nnsight;
+  };
+  const std::vector<Case> cases = {
+      {"empty trace", traceScript("    pass\n"), 308},
+      {"1 save", traceScript("    h = model.model.layers[1].output[0].save()\n"), 474},
+      {"12 saves", traceScript(twelve), 716},
+      {"read one layer (no save)", traceScript("    h = model.model.layers[3].output\n"), 0},
+  };
+  std::printf("trace_overhead: demo model (Qwen3 arch, hidden 32, 4 layers, vocab 151936), tp=%d, CPU, "
+              "5-token prompt, 1 step, median of %d\n",
+              tp, n);
+  std::printf("  plain forward (engine job, no trace): %.1f us\n", plain);
+  const double setup = medianMicros(n, [&] { runner.run("x = 1\n", "bench.py"); });
+  const double load = medianMicros(n, [&] { runner.run("model = VLLM(\"demo\")\n", "bench.py"); });
+  std::printf("  driver only: a script without a trace %.1f us, with VLLM(...) (engine reused) %.1f us\n", setup, load);
+  for (const auto& c : cases) {
+    // Plain and traced runs alternate, so drift (caches, clocks) hits both alike.
+    std::vector<double> diffs, totals;
+    for (int i = 0; i < n + 5; ++i) {
+      const double p = medianMicros(1, plainRun);
+      const double t = medianMicros(1, [&] { runner.run(c.script, "bench.py"); });
+      if (i < 5) continue;
+      diffs.push_back(t - p);
+      totals.push_back(t);
+    }
+    std::sort(diffs.begin(), diffs.end());
+    std::sort(totals.begin(), totals.end());
+    const double t = totals[totals.size() / 2], over = diffs[diffs.size() / 2];
+    if (c.nnsight > 0) {
+      std::printf("  %-26s %.1f us total, overhead %.1f us; nnsight published %.0f us -> %.1fx less\n", c.name, t, over,
+                  c.nnsight, c.nnsight / std::max(over, 1.0));
+    } else {
+      std::printf("  %-26s %.1f us total, overhead %.1f us (%.1f%% of the plain forward)\n", c.name, t, over,
+                  100.0 * over / plain);
+    }
+  }
+  return 0;
+}
