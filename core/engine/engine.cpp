@@ -81,7 +81,8 @@ namespace {
 bool wantsNccl(const EngineOptions& o) {
   if (o.backend == "local") return false;
   if (o.backend == "nccl") return true;
-  return o.device == "cuda" && o.tp > 1;
+  // auto: NCCL when every rank can have its own GPU, else ranks share one GPU (local group).
+  return o.device == "cuda" && o.tp > 1 && int(at::getNumGPUs()) >= o.tp;
 }
 
 int cores() {

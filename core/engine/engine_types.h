@@ -49,7 +49,7 @@ struct EngineOptions {
   int tp = 1;
   std::string device = "cpu";    // cpu | cuda
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
-  std::string backend = "auto";  // auto | local | nccl
+  std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
   int threadsPerRank = 0;        // 0: the machine's cores divided by tp
 };
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../error.h"
+#include "../file_tree.h"
 #include "../host_tensor.h"
 #include "../sha256.h"
 #include "safetensors_file.h"
@@ -154,7 +155,7 @@ void writeRandomCheckpoint(const std::string& configJson, const std::filesystem:
   if (!config.tieWordEmbeddings) add("lm_head.weight", {config.vocabSize, H});
 
   const auto tmp = dir.string() + ".partial" + std::to_string(::getpid());
-  std::filesystem::remove_all(tmp);
+  removeTree(tmp);
   std::filesystem::create_directories(tmp);
   std::ofstream(std::filesystem::path(tmp) / "config.json") << configJson;
   RandomSource random(seed);
@@ -170,7 +171,7 @@ void writeRandomCheckpoint(const std::string& configJson, const std::filesystem:
   std::error_code ec;
   std::filesystem::rename(tmp, dir, ec);
   if (ec) {
-    std::filesystem::remove_all(tmp);
+    removeTree(tmp);
     if (!std::filesystem::exists(dir / "model.safetensors")) {
       throw Error("could not create " + dir.string() + ": " + ec.message());
     }
@@ -196,7 +197,7 @@ std::filesystem::path ensureDemoModel() {
   std::filesystem::copy_file(tokenizer, staging / "tokenizer.json");
   std::error_code ec;
   std::filesystem::rename(staging, dir, ec);
-  if (ec) std::filesystem::remove_all(staging);  // another process made it first: keep theirs
+  if (ec) removeTree(staging.string());  // another process made it first: keep theirs
   if (!std::filesystem::exists(dir / "model.safetensors")) {
     throw Error("could not create the demo model in " + dir.string() + ": " + ec.message());
   }

@@ -2,6 +2,8 @@
 
 #include "trace_device.h"
 
+#include <cctype>
+#include <cstdint>
 #include <c10/util/Exception.h>
 
 #include <cmath>

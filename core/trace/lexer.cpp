@@ -1,5 +1,7 @@
 #include "lexer.h"
 
+#include <cctype>
+#include <cstdint>
 #include <cstring>
 
 namespace shardscope::trace {

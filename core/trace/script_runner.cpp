@@ -96,7 +96,7 @@ struct ScriptRunner::Impl : public Host {
     if (options.tp > 0) o.tp = options.tp;
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
-    if (o.device == "cuda" && o.tp > 1) o.backend = "auto";
+    if (!options.backend.empty()) o.backend = options.backend;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype;
     auto& slot = engines[key];
     if (!slot) {

@@ -23,6 +23,7 @@ struct RunOptions {
   int tp = 0;                                    // > 0 overrides tensor_parallel_size
   std::string device;                            // overrides the device ("cpu", "cuda")
   std::string dtype;                             // overrides dtype
+  std::string backend;                           // overrides the process group (auto, local, nccl)
   long long budget = 10'000'000;                 // evaluation steps per block
   std::function<void(const std::string&)> out;   // receives printed lines (default: stdout)
   std::function<void(const std::string&)> note;  // receives notices (ignored knobs; default: stderr)

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/file_tree.h"
+
 namespace shardscope::test {
 
 inline std::filesystem::path sourceDir() {
@@ -41,10 +43,7 @@ class TempDir {
     throw std::runtime_error(std::string("cannot create a temporary directory: ") +
                              std::strerror(errno));
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { removeTree(path_.string()); }
   const std::filesystem::path& path() const { return path_; }
 
  private:
