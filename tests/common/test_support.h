@@ -26,6 +26,12 @@ inline std::string device() {
   return d && *d ? d : "cpu";
 }
 
+// The process group the engine suites use (SHARDSCOPE_TEST_BACKEND=nccl on a multi-GPU machine).
+inline std::string backend() {
+  const char* b = std::getenv("SHARDSCOPE_TEST_BACKEND");
+  return b && *b ? b : "local";
+}
+
 // A scratch directory removed when the object goes away.
 class TempDir {
  public:
