@@ -302,6 +302,10 @@ class TestTrace : public QObject {
     QTest::newRow("budget") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    while True:\n        pass\n"
                             << "instruction budget";
     QTest::newRow("import") << "import os\n" << "cannot import 'os'";
+    QTest::newRow("unknown VLLM keyword") << "model = VLLM(\"demo\", frobnicate=1)\n"
+                                          << "VLLM() got an unknown keyword 'frobnicate'; accepted: device, dispatch, dtype, tensor_parallel_size";
+    QTest::newRow("unknown trace keyword") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", beam_width=2):\n    pass\n"
+                                           << "model.trace() got an unknown keyword 'beam_width'";
   }
   void errorsNameTheLineAndTheNextJobWorks() {
     QFETCH(QString, script);
@@ -312,6 +316,22 @@ class TestTrace : public QObject {
     QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
     runner->run("model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    l = model.logits.save()\nprint(l.shape)\n", "good.py");
     QCOMPARE(lines.back(), std::string("torch.Size([1, 151936])"));
+  }
+
+  void ignoredVllmKnobsAreReportedOnce() {
+    std::vector<std::string> notes, lines;
+    trace::RunOptions o;
+    o.modelDirs["demo"] = ensureDemoModel().string();
+    o.dtype = "f32";
+    o.device = test::device();
+    o.out = [&lines](const std::string& l) { lines.push_back(l); };
+    o.note = [&notes](const std::string& n) { notes.push_back(n); };
+    trace::ScriptRunner runner(o);
+    runner.run("model = VLLM(\"demo\", gpu_memory_utilization=0.9, enforce_eager=True)\n"
+               "model = VLLM(\"demo\", gpu_memory_utilization=0.9)\nprint(1)\n", "knobs.py");
+    QCOMPARE(notes.size(), size_t(2));
+    QCOMPARE(notes[0], std::string("gpu_memory_utilization has no meaning in ShardScope and is ignored"));
+    QCOMPARE(lines, (std::vector<std::string>{"1"}));
   }
 
   void languageBasics() {
