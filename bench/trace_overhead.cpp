@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
                          "model.model.layers[3].self_attn.o_proj.input",
                          "model.model.layers[3].output[0]",
                          "model.logits"};
-  for (int i = 0; i < 12; ++i) twelve += "    s" + std::to_string(i) + " = " + ports[i] + ".save()\n";
+  for (int i = 0; i < 12; ++i)
+    twelve += "    s" + std::to_string(i) + " = " + ports[i] + ".save()\n";
   struct Case {
     const char* name;
     std::string script;
@@ -87,13 +88,16 @@ int main(int argc, char** argv) {
       {"12 saves", traceScript(twelve), 716},
       {"read one layer (no save)", traceScript("    h = model.model.layers[3].output\n"), 0},
   };
-  std::printf("trace_overhead: demo model (Qwen3 arch, hidden 32, 4 layers, vocab 151936), tp=%d, CPU, "
-              "5-token prompt, 1 step, median of %d\n",
-              tp, n);
+  std::printf(
+      "trace_overhead: demo model (Qwen3 arch, hidden 32, 4 layers, vocab 151936), tp=%d, CPU, "
+      "5-token prompt, 1 step, median of %d\n",
+      tp, n);
   std::printf("  plain forward (engine job, no trace): %.1f us\n", plain);
   const double setup = medianMicros(n, [&] { runner.run("x = 1\n", "bench.py"); });
   const double load = medianMicros(n, [&] { runner.run("model = VLLM(\"demo\")\n", "bench.py"); });
-  std::printf("  driver only: a script without a trace %.1f us, with VLLM(...) (engine reused) %.1f us\n", setup, load);
+  std::printf(
+      "  driver only: a script without a trace %.1f us, with VLLM(...) (engine reused) %.1f us\n",
+      setup, load);
   for (const auto& c : cases) {
     // Plain and traced runs alternate, so drift (caches, clocks) hits both alike.
     std::vector<double> diffs, totals;
@@ -108,11 +112,12 @@ int main(int argc, char** argv) {
     std::sort(totals.begin(), totals.end());
     const double t = totals[totals.size() / 2], over = diffs[diffs.size() / 2];
     if (c.nnsight > 0) {
-      std::printf("  %-26s %.1f us total, overhead %.1f us; nnsight published %.0f us -> %.1fx less\n", c.name, t, over,
-                  c.nnsight, c.nnsight / std::max(over, 1.0));
+      std::printf(
+          "  %-26s %.1f us total, overhead %.1f us; nnsight published %.0f us -> %.1fx less\n",
+          c.name, t, over, c.nnsight, c.nnsight / std::max(over, 1.0));
     } else {
-      std::printf("  %-26s %.1f us total, overhead %.1f us (%.1f%% of the plain forward)\n", c.name, t, over,
-                  100.0 * over / plain);
+      std::printf("  %-26s %.1f us total, overhead %.1f us (%.1f%% of the plain forward)\n", c.name,
+                  t, over, 100.0 * over / plain);
     }
   }
   return 0;

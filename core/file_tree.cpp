@@ -9,7 +9,9 @@ namespace shardscope {
 
 bool removeTree(const std::string& path) {
   if (::access(path.c_str(), F_OK) != 0) return true;
-  const auto remove = [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); };
+  const auto remove = [](const char* p, const struct stat*, int, struct FTW*) {
+    return std::remove(p);
+  };
   return ::nftw(path.c_str(), remove, 16, FTW_DEPTH | FTW_PHYS) == 0;
 }
 

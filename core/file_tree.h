@@ -1,6 +1,6 @@
-// removeTree: deletes a directory tree (like rm -rf) through POSIX nftw. std::filesystem::remove_all
-// is avoided on purpose: PyTorch's libtorch exports its own copy of that symbol, and calling it
-// through the pip LibTorch on the GPU machine crashes.
+// removeTree: deletes a directory tree (like rm -rf) through POSIX nftw.
+// std::filesystem::remove_all is avoided on purpose: PyTorch's libtorch exports its own copy of
+// that symbol, and calling it through the pip LibTorch on the GPU machine crashes.
 #pragma once
 
 #include <string>

@@ -208,11 +208,13 @@ int tokenize(const std::vector<std::string>& args) {
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args, {"tp", "device", "dtype", "model-dir", "budget"}, {"help"});
   if (a.has("help")) {
-    std::cout << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
-                 "                          [--model-dir NAME=PATH ...] [--budget STEPS]\n"
-                 "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when given,\n"
-                 "else from a path or the Hugging Face cache. --tp overrides tensor_parallel_size;\n"
-                 "--budget bounds the evaluation steps of each block (default 10000000).\n";
+    std::cout
+        << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
+           "                          [--model-dir NAME=PATH ...] [--budget STEPS]\n"
+           "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
+           "given,\n"
+           "else from a path or the Hugging Face cache. --tp overrides tensor_parallel_size;\n"
+           "--budget bounds the evaluation steps of each block (default 10000000).\n";
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
@@ -228,7 +230,8 @@ int runScript(const std::vector<std::string>& args) {
   o.budget = a.getInt("budget", 10'000'000);
   for (const auto& m : a.getAll("model-dir")) {
     const auto eq = m.find('=');
-    if (eq == std::string::npos || eq == 0) throw UsageError("--model-dir expects NAME=PATH, got '" + m + "'");
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--model-dir expects NAME=PATH, got '" + m + "'");
     o.modelDirs[m.substr(0, eq)] = m.substr(eq + 1);
   }
   trace::ScriptRunner runner(o);

@@ -170,7 +170,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   }
   if (observer) {
     std::vector<std::vector<int64_t>> generated;
-    for (const Sequence& s : seqs) generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
+    for (const Sequence& s : seqs)
+      generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
     observer->finish(generated);
   }
   if (ctx.rank != 0 || !result) return;

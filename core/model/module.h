@@ -91,7 +91,8 @@ class Module {
 // ([requests] sampled ids), visited by the generation loop once per step.
 class StepPort : public Module {
  public:
-  StepPort(std::string name, Module* parent, const char* kind) : Module(std::move(name), parent), kind_(kind) {
+  StepPort(std::string name, Module* parent, const char* kind)
+      : Module(std::move(name), parent), kind_(kind) {
     PortSpec p{"", ShardKind::Whole, -1, 1, true};
     setPorts(p, p);
   }

@@ -17,8 +17,28 @@ using StmtPtr = std::shared_ptr<Stmt>;
 using Block = std::vector<StmtPtr>;
 
 enum class ExprKind {
-  Name, Int, Float, Str, Bool, None, FString, Tuple, List, Dict, Attribute, Subscript, Slice,
-  Call, Unary, Binary, Compare, And, Or, IfElse, Lambda, Ellipsis
+  Name,
+  Int,
+  Float,
+  Str,
+  Bool,
+  None,
+  FString,
+  Tuple,
+  List,
+  Dict,
+  Attribute,
+  Subscript,
+  Slice,
+  Call,
+  Unary,
+  Binary,
+  Compare,
+  And,
+  Or,
+  IfElse,
+  Lambda,
+  Ellipsis
 };
 
 struct Param {
@@ -29,32 +49,45 @@ struct Param {
 struct Expr {
   ExprKind kind;
   SourceLocation at;
-  std::string text;               // Name, Str, Attribute name, operator of Unary/Binary
-  long long intValue = 0;         // Int, Bool
-  double floatValue = 0;          // Float
-  ExprPtr a, b, c;                // operands; Attribute/Subscript/Call object in a
-  std::vector<ExprPtr> items;     // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
-  std::vector<ExprPtr> values;    // Dict values
-  std::vector<std::string> names; // Call keyword names (parallel to values), Compare operators,
-                                  // FString literal parts (items.size() + 1)
+  std::string text;            // Name, Str, Attribute name, operator of Unary/Binary
+  long long intValue = 0;      // Int, Bool
+  double floatValue = 0;       // Float
+  ExprPtr a, b, c;             // operands; Attribute/Subscript/Call object in a
+  std::vector<ExprPtr> items;  // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
+  std::vector<ExprPtr> values;       // Dict values
+  std::vector<std::string> names;    // Call keyword names (parallel to values), Compare operators,
+                                     // FString literal parts (items.size() + 1)
   std::vector<std::string> formats;  // FString: "!r", ":.3f" per expression
-  std::vector<Param> params;      // Lambda
+  std::vector<Param> params;         // Lambda
 };
 
 enum class StmtKind {
-  Expr, Assign, AugAssign, If, For, While, Def, Return, With, Pass, Break, Continue, Import, Assert
+  Expr,
+  Assign,
+  AugAssign,
+  If,
+  For,
+  While,
+  Def,
+  Return,
+  With,
+  Pass,
+  Break,
+  Continue,
+  Import,
+  Assert
 };
 
 struct Stmt {
   StmtKind kind;
   SourceLocation at;
-  std::string source;             // the statement's first line, for error messages
-  std::vector<ExprPtr> targets;   // Assign (a = b = v), For target, With "as" target
-  ExprPtr value;                  // expression, condition, iterable, with-expression, return value
-  ExprPtr message;                // Assert
-  std::string op;                 // AugAssign operator ("+"), Def name, Import module
-  std::vector<std::string> names; // Import: imported names
-  std::vector<Param> params;      // Def
+  std::string source;              // the statement's first line, for error messages
+  std::vector<ExprPtr> targets;    // Assign (a = b = v), For target, With "as" target
+  ExprPtr value;                   // expression, condition, iterable, with-expression, return value
+  ExprPtr message;                 // Assert
+  std::string op;                  // AugAssign operator ("+"), Def name, Import module
+  std::vector<std::string> names;  // Import: imported names
+  std::vector<Param> params;       // Def
   Block body, orElse;
 };
 

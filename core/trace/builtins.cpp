@@ -26,17 +26,20 @@ Value optional(const Args& a, size_t i, const char* name, Value dflt) {
 
 std::vector<int64_t> shapeArgs(const Args& a, size_t from) {
   std::vector<int64_t> shape;
-  if (a.positional.size() == from + 1 && (a.positional[from]->type == Type::Tuple || a.positional[from]->type == Type::List ||
-                                          a.positional[from]->type == Type::Size)) {
+  if (a.positional.size() == from + 1 &&
+      (a.positional[from]->type == Type::Tuple || a.positional[from]->type == Type::List ||
+       a.positional[from]->type == Type::Size)) {
     for (const auto& v : a.positional[from]->items) shape.push_back(asInt(v, "dimension"));
     return shape;
   }
-  for (size_t i = from; i < a.positional.size(); ++i) shape.push_back(asInt(a.positional[i], "dimension"));
+  for (size_t i = from; i < a.positional.size(); ++i)
+    shape.push_back(asInt(a.positional[i], "dimension"));
   return shape;
 }
 
 std::vector<at::Tensor> tensorList(const Value& v, const char* fn) {
-  if (v->type != Type::Tuple && v->type != Type::List) throw RuntimeFailure(std::string(fn) + "() expects a list of tensors");
+  if (v->type != Type::Tuple && v->type != Type::List)
+    throw RuntimeFailure(std::string(fn) + "() expects a list of tensors");
   std::vector<at::Tensor> out;
   for (const auto& i : v->items) out.push_back(toTensor(i));
   return out;
@@ -44,15 +47,18 @@ std::vector<at::Tensor> tensorList(const Value& v, const char* fn) {
 
 const std::map<std::string, at::ScalarType>& dtypes() {
   static const std::map<std::string, at::ScalarType> m = {
-      {"float32", at::kFloat}, {"float", at::kFloat},     {"float16", at::kHalf}, {"half", at::kHalf},
-      {"bfloat16", at::kBFloat16}, {"float64", at::kDouble}, {"double", at::kDouble}, {"int64", at::kLong},
-      {"long", at::kLong}, {"int32", at::kInt},   {"int", at::kInt},     {"bool", at::kBool}, {"uint8", at::kByte}};
+      {"float32", at::kFloat}, {"float", at::kFloat},       {"float16", at::kHalf},
+      {"half", at::kHalf},     {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
+      {"double", at::kDouble}, {"int64", at::kLong},        {"long", at::kLong},
+      {"int32", at::kInt},     {"int", at::kInt},           {"bool", at::kBool},
+      {"uint8", at::kByte}};
   return m;
 }
 
 Value dtypeValue(at::ScalarType t) {
   for (const auto& [name, s] : dtypes()) {
-    if (s == t && name != "float" && name != "half" && name != "double" && name != "long" && name != "int") {
+    if (s == t && name != "float" && name != "half" && name != "double" && name != "long" &&
+        name != "int") {
       auto v = std::make_shared<Object>();
       v->type = Type::Namespace;
       v->str = "torch." + name;
@@ -94,8 +100,10 @@ Value fromTensorList(const at::Tensor& t) {
 }
 
 Value cosineSimilarity(Args& a) {
-  const at::Tensor x = toTensor(arg(a, 0, "x1", "cosine_similarity")), y = toTensor(arg(a, 1, "x2", "cosine_similarity"));
-  return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1), asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
+  const at::Tensor x = toTensor(arg(a, 0, "x1", "cosine_similarity")),
+                   y = toTensor(arg(a, 1, "x2", "cosine_similarity"));
+  return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
+                                      asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
 }
 
 Value makeNamespace(const std::string& name, std::map<std::string, Value> members) {
@@ -111,10 +119,14 @@ Value makeNamespace(const std::string& name, std::map<std::string, Value> member
 at::Tensor toTensor(const Value& v, const at::Tensor* like) {
   const auto opts = like ? like->options() : at::TensorOptions().device(currentDevice());
   switch (v->type) {
-    case Type::Tensor: return v->tensor;
-    case Type::Bool: return at::scalar_tensor(v->boolValue, like ? opts : opts.dtype(at::kBool));
-    case Type::Int: return at::scalar_tensor(double(v->intValue), like ? opts : opts.dtype(at::kLong));
-    case Type::Float: return at::scalar_tensor(v->floatValue, like ? opts : opts.dtype(at::kFloat));
+    case Type::Tensor:
+      return v->tensor;
+    case Type::Bool:
+      return at::scalar_tensor(v->boolValue, like ? opts : opts.dtype(at::kBool));
+    case Type::Int:
+      return at::scalar_tensor(double(v->intValue), like ? opts : opts.dtype(at::kLong));
+    case Type::Float:
+      return at::scalar_tensor(v->floatValue, like ? opts : opts.dtype(at::kFloat));
     case Type::Tuple:
     case Type::List:
     case Type::Size: {
@@ -129,7 +141,8 @@ at::Tensor toTensor(const Value& v, const at::Tensor* like) {
       if (anyFloat) t = t.to(at::kFloat);
       return like ? t.to(like->options()) : t;
     }
-    default: throw RuntimeFailure(std::string("cannot convert ") + typeName(v->type) + " to a tensor");
+    default:
+      throw RuntimeFailure(std::string("cannot convert ") + typeName(v->type) + " to a tensor");
   }
 }
 
@@ -139,9 +152,15 @@ std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
   const auto one = [&](const Value& v) {
     switch (v->type) {
       case Type::Int:
-      case Type::Bool: out.emplace_back(asInt(v, "index")); break;
-      case Type::None: out.emplace_back(None); break;
-      case Type::Ellipsis: out.emplace_back(Ellipsis); break;
+      case Type::Bool:
+        out.emplace_back(asInt(v, "index"));
+        break;
+      case Type::None:
+        out.emplace_back(None);
+        break;
+      case Type::Ellipsis:
+        out.emplace_back(Ellipsis);
+        break;
       case Type::Slice: {
 #if TORCH_VERSION_MAJOR >= 2
         using Bound = c10::SymInt;
@@ -155,9 +174,14 @@ std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
         out.emplace_back(Slice(part(v->items[0]), part(v->items[1]), part(v->items[2])));
         break;
       }
-      case Type::Tensor: out.emplace_back(v->tensor); break;
-      case Type::List: out.emplace_back(toTensor(v)); break;
-      default: throw RuntimeFailure(std::string("a tensor cannot be indexed with ") + typeName(v->type));
+      case Type::Tensor:
+        out.emplace_back(v->tensor);
+        break;
+      case Type::List:
+        out.emplace_back(toTensor(v));
+        break;
+      default:
+        throw RuntimeFailure(std::string("a tensor cannot be indexed with ") + typeName(v->type));
     }
   };
   if (index->type == Type::Tuple) {
@@ -170,7 +194,8 @@ std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
 
 Value snapshot(const Value& v) {
   switch (v->type) {
-    case Type::Tensor: return tensor(v->tensor.clone());
+    case Type::Tensor:
+      return tensor(v->tensor.clone());
     case Type::Tuple:
     case Type::List: {
       std::vector<Value> items;
@@ -291,7 +316,8 @@ Value printBuiltin(std::function<void(const std::string&)> print) {
   return builtin("print", [print](Args& a) {
     std::string line;
     const Value* sep = a.keyword("sep");
-    for (size_t i = 0; i < a.positional.size(); ++i) line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
+    for (size_t i = 0; i < a.positional.size(); ++i)
+      line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
     print(line);
     return none();
   });
@@ -313,13 +339,20 @@ void installBuiltins(Environment& env) {
   env.set("len", builtin("len", [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
             switch (v->type) {
-              case Type::Str: return integer((long long)v->str.size());
+              case Type::Str:
+                return integer((long long)v->str.size());
               case Type::Tuple:
               case Type::List:
-              case Type::Size: return integer((long long)v->items.size());
-              case Type::Dict: return integer((long long)v->dict.size());
-              case Type::Tensor: return integer(v->tensor.dim() ? v->tensor.size(0) : throw RuntimeFailure("len() of a 0-d tensor"));
-              default: throw RuntimeFailure(std::string("object of type '") + typeName(v->type) + "' has no len()");
+              case Type::Size:
+                return integer((long long)v->items.size());
+              case Type::Dict:
+                return integer((long long)v->dict.size());
+              case Type::Tensor:
+                return integer(v->tensor.dim() ? v->tensor.size(0)
+                                               : throw RuntimeFailure("len() of a 0-d tensor"));
+              default:
+                throw RuntimeFailure(std::string("object of type '") + typeName(v->type) +
+                                     "' has no len()");
             }
           }));
   env.set("range", builtin("range", [](Args& a) {
@@ -336,8 +369,12 @@ void installBuiltins(Environment& env) {
             return Value(r);
           }));
   env.set("repr", builtin("repr", [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
-  env.set("str", builtin("str", [](Args& a) { return string(a.positional.empty() ? "" : str(a.positional[0])); }));
-  env.set("bool", builtin("bool", [](Args& a) { return boolean(!a.positional.empty() && truthy(a.positional[0])); }));
+  env.set("str", builtin("str", [](Args& a) {
+            return string(a.positional.empty() ? "" : str(a.positional[0]));
+          }));
+  env.set("bool", builtin("bool", [](Args& a) {
+            return boolean(!a.positional.empty() && truthy(a.positional[0]));
+          }));
   env.set("int", builtin("int", [](Args& a) {
             const Value v = arg(a, 0, "x", "int");
             if (v->type == Type::Str) {
@@ -347,7 +384,8 @@ void installBuiltins(Environment& env) {
                 throw RuntimeFailure("invalid literal for int(): " + repr(v));
               }
             }
-            if (v->type == Type::Float || (v->type == Type::Tensor && at::isFloatingType(v->tensor.scalar_type()))) {
+            if (v->type == Type::Float ||
+                (v->type == Type::Tensor && at::isFloatingType(v->tensor.scalar_type()))) {
               return integer((long long)asNumber(v, "x"));
             }
             return integer(asInt(v, "x"));
@@ -364,7 +402,8 @@ void installBuiltins(Environment& env) {
             return integer(std::llabs(asInt(v, "x")));
           }));
   env.set("divmod", builtin("divmod", [](Args& a) {
-            const long long x = asInt(arg(a, 0, "a", "divmod"), "a"), y = asInt(arg(a, 1, "b", "divmod"), "b");
+            const long long x = asInt(arg(a, 0, "a", "divmod"), "a"),
+                            y = asInt(arg(a, 1, "b", "divmod"), "b");
             if (y == 0) throw RuntimeFailure("integer division or modulo by zero");
             long long q = x / y;
             if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
@@ -373,7 +412,9 @@ void installBuiltins(Environment& env) {
   const auto items = [](const Value& v) -> std::vector<Value> {
     if (v->type == Type::Range) {
       std::vector<Value> out;
-      for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop; i += v->rangeStep) out.push_back(integer(i));
+      for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop;
+           i += v->rangeStep)
+        out.push_back(integer(i));
       return out;
     }
     if (v->type == Type::Tensor) {
@@ -396,12 +437,17 @@ void installBuiltins(Environment& env) {
     }
     return v->items;
   };
-  env.set("tuple", builtin("tuple", [items](Args& a) { return tuple(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0])); }));
-  env.set("list", builtin("list", [items](Args& a) { return list(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0])); }));
+  env.set("tuple", builtin("tuple", [items](Args& a) {
+            return tuple(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0]));
+          }));
+  env.set("list", builtin("list", [items](Args& a) {
+            return list(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0]));
+          }));
   env.set("enumerate", builtin("enumerate", [items](Args& a) {
             std::vector<Value> out;
             long long i = a.positional.size() > 1 ? asInt(a.positional[1], "start") : 0;
-            for (const auto& v : items(arg(a, 0, "iterable", "enumerate"))) out.push_back(tuple({integer(i++), v}));
+            for (const auto& v : items(arg(a, 0, "iterable", "enumerate")))
+              out.push_back(tuple({integer(i++), v}));
             return list(out);
           }));
   env.set("zip", builtin("zip", [items](Args& a) {
@@ -423,7 +469,8 @@ void installBuiltins(Environment& env) {
             Value acc = a.positional.size() > 1 ? a.positional[1] : integer(0);
             for (const auto& v : items(arg(a, 0, "iterable", "sum"))) {
               if (acc->type == Type::Tensor || v->type == Type::Tensor) {
-                acc = tensor(acc->type == Type::Tensor ? acc->tensor + toTensor(v, &acc->tensor) : v->tensor + asNumber(acc, "start"));
+                acc = tensor(acc->type == Type::Tensor ? acc->tensor + toTensor(v, &acc->tensor)
+                                                       : v->tensor + asNumber(acc, "start"));
               } else if (acc->type == Type::Float || v->type == Type::Float) {
                 acc = floating(asNumber(acc, "value") + asNumber(v, "value"));
               } else {
@@ -435,7 +482,8 @@ void installBuiltins(Environment& env) {
   const auto extreme = [items](bool wantMax) {
     return [items, wantMax](Args& a) {
       std::vector<Value> vs = a.positional.size() == 1 ? items(a.positional[0]) : a.positional;
-      if (vs.empty()) throw RuntimeFailure(std::string(wantMax ? "max" : "min") + "() of an empty sequence");
+      if (vs.empty())
+        throw RuntimeFailure(std::string(wantMax ? "max" : "min") + "() of an empty sequence");
       Value best = vs[0];
       for (const auto& v : vs) {
         const double x = asNumber(v, "value"), b = asNumber(best, "value");
@@ -494,26 +542,43 @@ void installBuiltins(Environment& env) {
   torch["arange"] = builtin("arange", [](Args& a) {
     const auto o = at::TensorOptions().device(currentDevice()).dtype(at::kLong);
     if (a.positional.size() == 1) return tensor(at::arange(asInt(a.positional[0], "end"), o));
-    return tensor(at::arange(asInt(a.positional.at(0), "start"), asInt(a.positional.at(1), "end"), o));
+    return tensor(
+        at::arange(asInt(a.positional.at(0), "start"), asInt(a.positional.at(1), "end"), o));
   });
-  torch["cat"] = builtin("cat", [](Args& a) { return tensor(at::cat(tensorList(arg(a, 0, "tensors", "cat"), "cat"), dimArg(a, 1, 0))); });
-  torch["stack"] = builtin("stack", [](Args& a) { return tensor(at::stack(tensorList(arg(a, 0, "tensors", "stack"), "stack"), dimArg(a, 1, 0))); });
-  torch["matmul"] = builtin("matmul", [](Args& a) { return tensor(at::matmul(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)))); });
-  torch["softmax"] = builtin("softmax", [](Args& a) { return tensor(at::softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1))); });
-  torch["log_softmax"] = builtin("log_softmax", [](Args& a) { return tensor(at::log_softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1))); });
+  torch["cat"] = builtin("cat", [](Args& a) {
+    return tensor(at::cat(tensorList(arg(a, 0, "tensors", "cat"), "cat"), dimArg(a, 1, 0)));
+  });
+  torch["stack"] = builtin("stack", [](Args& a) {
+    return tensor(at::stack(tensorList(arg(a, 0, "tensors", "stack"), "stack"), dimArg(a, 1, 0)));
+  });
+  torch["matmul"] = builtin("matmul", [](Args& a) {
+    return tensor(at::matmul(toTensor(a.positional.at(0)), toTensor(a.positional.at(1))));
+  });
+  torch["softmax"] = builtin("softmax", [](Args& a) {
+    return tensor(at::softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1)));
+  });
+  torch["log_softmax"] = builtin("log_softmax", [](Args& a) {
+    return tensor(at::log_softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1)));
+  });
   torch["argmax"] = builtin("argmax", [](Args& a) {
     const at::Tensor x = toTensor(a.positional.at(0));
     return tensor(a.get(1, "dim") ? x.argmax(dimArg(a, 1, 0), keepdim(a, 2)) : x.argmax());
   });
   torch["topk"] = builtin("topk", [](Args& a) {
-    return valuesIndices(toTensor(a.positional.at(0)).topk(asInt(arg(a, 1, "k", "topk"), "k"), dimArg(a, 2, -1)));
+    return valuesIndices(
+        toTensor(a.positional.at(0)).topk(asInt(arg(a, 1, "k", "topk"), "k"), dimArg(a, 2, -1)));
   });
   torch["allclose"] = builtin("allclose", [](Args& a) {
-    const double rtol = asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"), atol = asNumber(optional(a, 3, "atol", floating(1e-8)), "atol");
-    return boolean(at::allclose(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)), rtol, atol));
+    const double rtol = asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
+                 atol = asNumber(optional(a, 3, "atol", floating(1e-8)), "atol");
+    return boolean(
+        at::allclose(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)), rtol, atol));
   });
-  torch["equal"] = builtin("equal", [](Args& a) { return boolean(at::equal(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)))); });
-  torch["norm"] = builtin("norm", [](Args& a) { return tensor(at::norm(toTensor(a.positional.at(0)))); });
+  torch["equal"] = builtin("equal", [](Args& a) {
+    return boolean(at::equal(toTensor(a.positional.at(0)), toTensor(a.positional.at(1))));
+  });
+  torch["norm"] =
+      builtin("norm", [](Args& a) { return tensor(at::norm(toTensor(a.positional.at(0)))); });
   torch["where"] = builtin("where", [](Args& a) {
     const at::Tensor c = toTensor(a.positional.at(0)), x = toTensor(a.positional.at(1));
     return tensor(at::where(c, x, toTensor(a.positional.at(2), &x)));
@@ -524,9 +589,10 @@ void installBuiltins(Environment& env) {
     return tensor(at::einsum(a.positional.at(0)->str, ops));
   });
   torch["no_grad"] = builtin("no_grad", [](Args&) { return none(); });
-  Value functional = makeNamespace("torch.nn.functional", {{"cosine_similarity", builtin("cosine_similarity", cosineSimilarity)},
-                                                           {"softmax", torch["softmax"]},
-                                                           {"log_softmax", torch["log_softmax"]}});
+  Value functional = makeNamespace(
+      "torch.nn.functional", {{"cosine_similarity", builtin("cosine_similarity", cosineSimilarity)},
+                              {"softmax", torch["softmax"]},
+                              {"log_softmax", torch["log_softmax"]}});
   torch["nn"] = makeNamespace("torch.nn", {{"functional", functional}});
   torch["cosine_similarity"] = builtin("cosine_similarity", cosineSimilarity);
   env.set("torch", makeNamespace("torch", std::move(torch)));

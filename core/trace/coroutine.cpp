@@ -16,27 +16,37 @@ thread_local c10::Device tlsDevice(c10::kCPU);
 thread_local bool tlsWrite = false;
 }  // namespace
 
-c10::Device currentDevice() { return tlsDevice; }
-void setCurrentDevice(c10::Device d) { tlsDevice = d; }
-void noteTensorWrite() { tlsWrite = true; }
+c10::Device currentDevice() {
+  return tlsDevice;
+}
+void setCurrentDevice(c10::Device d) {
+  tlsDevice = d;
+}
+void noteTensorWrite() {
+  tlsWrite = true;
+}
 bool takeTensorWrite() {
   const bool w = tlsWrite;
   tlsWrite = false;
   return w;
 }
 
-Coroutine::Coroutine(std::function<void()> body, size_t stackBytes) : body_(std::move(body)), stackBytes_(stackBytes) {
+Coroutine::Coroutine(std::function<void()> body, size_t stackBytes)
+    : body_(std::move(body)), stackBytes_(stackBytes) {
   const size_t page = size_t(::sysconf(_SC_PAGESIZE));
   // One guard page below the stack turns an overflow into a fault instead of silent corruption.
-  stack_ = ::mmap(nullptr, stackBytes_ + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (stack_ == MAP_FAILED) throw Error("cannot allocate a coroutine stack: " + std::string(std::strerror(errno)));
+  stack_ = ::mmap(nullptr, stackBytes_ + page, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stack_ == MAP_FAILED)
+    throw Error("cannot allocate a coroutine stack: " + std::string(std::strerror(errno)));
   ::mprotect(stack_, page, PROT_NONE);
   if (::getcontext(&self_) != 0) throw Error("getcontext failed");
   self_.uc_stack.ss_sp = static_cast<char*>(stack_) + page;
   self_.uc_stack.ss_size = stackBytes_;
   self_.uc_link = &caller_;
   const auto p = reinterpret_cast<uintptr_t>(this);
-  ::makecontext(&self_, reinterpret_cast<void (*)()>(&Coroutine::entry), 2, unsigned(p & 0xffffffffu), unsigned(p >> 32));
+  ::makecontext(&self_, reinterpret_cast<void (*)()>(&Coroutine::entry), 2,
+                unsigned(p & 0xffffffffu), unsigned(p >> 32));
 }
 
 Coroutine::~Coroutine() {

@@ -20,7 +20,8 @@ size_t distance(const std::string& a, const std::string& b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     }
     std::swap(prev, cur);
   }
@@ -47,8 +48,8 @@ Value toCpu(const Value& v) {
 
 class Mediator : public Host {
  public:
-  Mediator(Interleaver& owner, int64_t request, std::shared_ptr<const Program> program, const InvokeSpec& spec,
-           std::shared_ptr<Environment> scope, long long budget)
+  Mediator(Interleaver& owner, int64_t request, std::shared_ptr<const Program> program,
+           const InvokeSpec& spec, std::shared_ptr<Environment> scope, long long budget)
       : owner_(owner), request_(request), body_(spec.body), env_(std::move(scope)) {
     interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget);
     co_ = std::make_unique<Coroutine>([this] { run(); });
@@ -86,7 +87,9 @@ class Mediator : public Host {
     if (name == "input") return readPort(in, m, PortRole::Input);
     if (name == "inputs") return tuple({readPort(in, m, PortRole::Input)});
     if (const Parameter* p = m->parameter(name)) return tensor(p->shard);
-    if (name == "whole") return builtin("whole", [this, m](CallArgs& a) { return wholeParameter(m, str(a.positional.at(0))); });
+    if (name == "whole")
+      return builtin("whole",
+                     [this, m](CallArgs& a) { return wholeParameter(m, str(a.positional.at(0))); });
     if (const auto* qkv = dynamic_cast<const QKVParallelLinear*>(m)) {
       if (name == "q_head" || name == "k_head" || name == "v_head") {
         return builtin(name, [this, qkv, name](CallArgs& a) {
@@ -98,7 +101,9 @@ class Mediator : public Host {
       return builtin("head", [this](CallArgs& a) {
         const auto& c = owner_.rank().model.config();
         const long long h = asInt(a.positional.at(1), "head");
-        if (h < 0 || h >= c.numHeads) throw RuntimeFailure("head " + std::to_string(h) + " out of range [0, " + std::to_string(c.numHeads) + ")");
+        if (h < 0 || h >= c.numHeads)
+          throw RuntimeFailure("head " + std::to_string(h) + " out of range [0, " +
+                               std::to_string(c.numHeads) + ")");
         return tensor(a.positional.at(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
       });
     }
@@ -106,23 +111,28 @@ class Mediator : public Host {
     return moduleProxyOrFail(in, m, m->path() + "." + name, name);
   }
 
-  void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name, const Value& v) override {
+  void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name,
+                          const Value& v) override {
     const Module* m = resolve(in, module->str);
-    if (name != "output" && name != "input") in.fail("only .output and .input of a module can be assigned, not ." + name);
+    if (name != "output" && name != "input")
+      in.fail("only .output and .input of a module can be assigned, not ." + name);
     Value current = readPort(in, m, name == "output" ? PortRole::Output : PortRole::Input);
     const auto write = [&](const Value& dst, const Value& src) {
       if (dst->type == Type::None) return;
       at::Tensor s = src->type == Type::Tensor ? src->tensor : toTensor(src, &dst->tensor);
       if (!dst->tensor.sizes().equals(s.sizes())) {
-        in.fail("cannot write a value of shape " + repr(sizeOf(s)) + " into " + portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
+        in.fail("cannot write a value of shape " + repr(sizeOf(s)) + " into " +
+                portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
                 ", whose value has shape " + repr(sizeOf(dst->tensor)));
       }
       noteTensorWrite();
       dst->tensor.copy_(s);
     };
     if (current->type == Type::Tuple) {
-      if ((v->type != Type::Tuple && v->type != Type::List) || v->items.size() != current->items.size()) {
-        in.fail("this port holds a tuple of " + std::to_string(current->items.size()) + "; assign a tuple of the same length");
+      if ((v->type != Type::Tuple && v->type != Type::List) ||
+          v->items.size() != current->items.size()) {
+        in.fail("this port holds a tuple of " + std::to_string(current->items.size()) +
+                "; assign a tuple of the same length");
       }
       for (size_t i = 0; i < v->items.size(); ++i) write(current->items[i], v->items[i]);
     } else {
@@ -133,7 +143,8 @@ class Mediator : public Host {
   Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
     const Module* m = resolve(in, module->str);
     if (index < 0) index += (long long)m->children().size();  // layers[-1]
-    return moduleProxyOrFail(in, m, m->path() + "[" + std::to_string(index) + "]", "[" + std::to_string(index) + "]");
+    return moduleProxyOrFail(in, m, m->path() + "[" + std::to_string(index) + "]",
+                             "[" + std::to_string(index) + "]");
   }
 
   Value callModule(Interpreter& in, const Value& module, CallArgs& args) override {
@@ -141,12 +152,14 @@ class Mediator : public Host {
     RankContext& r = owner_.rank();
     ForwardBatch plain{r.group, at::Tensor(), {}, nullptr, step};
     const auto input = [&](size_t i) {
-      if (i >= args.positional.size() || args.positional[i]->type != Type::Tensor) in.fail(m->path() + "() expects a tensor argument");
+      if (i >= args.positional.size() || args.positional[i]->type != Type::Tensor)
+        in.fail(m->path() + "() expects a tensor argument");
       return args.positional[i]->tensor;
     };
     if (const auto* lp = dynamic_cast<const LogitsProcessor*>(m)) {
       const auto* head = dynamic_cast<const ParallelLMHead*>(owner_.findModule("model.lm_head"));
-      if (args.positional.empty() || args.positional[0]->type != Type::Module || args.positional[0]->str != "model.lm_head") {
+      if (args.positional.empty() || args.positional[0]->type != Type::Module ||
+          args.positional[0]->str != "model.lm_head") {
         in.fail("call it as model.logits_processor(model.lm_head, h)");
       }
       at::Tensor h = input(1);
@@ -155,8 +168,10 @@ class Mediator : public Host {
       return tensor(vec ? out.squeeze(0) : out);
     }
     if (const auto* norm = dynamic_cast<const RMSNorm*>(m)) return tensor(norm->apply(input(0)));
-    if (const auto* mlp = dynamic_cast<const DecoderMLP*>(m)) return tensor(mlp->forward(input(0), plain));
-    in.fail("calling " + m->path() + " (" + m->kind() + ") from a trace is not supported; callable modules: "
+    if (const auto* mlp = dynamic_cast<const DecoderMLP*>(m))
+      return tensor(mlp->forward(input(0), plain));
+    in.fail("calling " + m->path() + " (" + m->kind() +
+            ") from a trace is not supported; callable modules: "
             "norms (RMSNorm), mlp blocks, and model.logits_processor(model.lm_head, h)");
   }
 
@@ -173,8 +188,13 @@ class Mediator : public Host {
       wait = Wait::None;
       return served;
     }
-    if (name == "stop") return builtin("stop", [this](CallArgs&) { stop = true; return none(); });
-    if (name == "invoke") in.fail("tracer.invoke(...) must be a `with` statement directly in the trace body");
+    if (name == "stop")
+      return builtin("stop", [this](CallArgs&) {
+        stop = true;
+        return none();
+      });
+    if (name == "invoke")
+      in.fail("tracer.invoke(...) must be a `with` statement directly in the trace body");
     in.fail("the tracer has no attribute '" + name + "' (it has iter, result, stop, invoke)");
   }
 
@@ -183,11 +203,15 @@ class Mediator : public Host {
       in.run(with.body);
       return;
     }
-    in.fail("this `with` is not allowed inside a trace block (invokes belong directly in the trace body)");
+    in.fail(
+        "this `with` is not allowed inside a trace block (invokes belong directly in the trace "
+        "body)");
   }
 
-  void iterateSteps(Interpreter& in, const Value& range, const std::function<bool(long long)>& body) override {
-    if (range->str != "range") in.fail("iterate over tracer.iter[...] with a step or a range, e.g. tracer.iter[:8]");
+  void iterateSteps(Interpreter& in, const Value& range,
+                    const std::function<bool(long long)>& body) override {
+    if (range->str != "range")
+      in.fail("iterate over tracer.iter[...] with a step or a range, e.g. tracer.iter[:8]");
     const int64_t outer = step;
     if (range->unbounded) ++unbounded;
     try {
@@ -257,11 +281,13 @@ class Mediator : public Host {
     return m;
   }
 
-  Value moduleProxyOrFail(Interpreter& in, const Module* parent, const std::string& path, const std::string& name) {
+  Value moduleProxyOrFail(Interpreter& in, const Module* parent, const std::string& path,
+                          const std::string& name) {
     if (owner_.findModule(path)) return moduleProxy(path);
     std::vector<std::pair<size_t, std::string>> near;
     for (const Module* c : parent->children()) {
-      const std::string tail = c->path().substr(parent->path().size() + (c->path()[parent->path().size()] == '.' ? 1 : 0));
+      const std::string tail = c->path().substr(parent->path().size() +
+                                                (c->path()[parent->path().size()] == '.' ? 1 : 0));
       near.emplace_back(distance(name, tail), tail);
     }
     std::sort(near.begin(), near.end());
@@ -278,21 +304,26 @@ class Mediator : public Host {
     if (!p) throw RuntimeFailure(m->path() + " has no parameter '" + name + "'");
     if (p->splitDim < 0) return tensor(p->shard.clone());
     at::Tensor whole = owner_.rank().group.allGather(p->shard, p->splitDim);
-    return tensor(whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
+    return tensor(
+        whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
   }
 
   Value qkvHead(const QKVParallelLinear& qkv, char which, const Value& v, long long h) {
-    if (v->type != Type::Tensor) throw RuntimeFailure("q_head/k_head/v_head take the qkv_proj output tensor");
+    if (v->type != Type::Tensor)
+      throw RuntimeFailure("q_head/k_head/v_head take the qkv_proj output tensor");
     const auto& c = owner_.rank().model.config();
     const int tp = owner_.rank().group.size();
     const int64_t d = c.headDim, qh = qkv.headsPerRank(), kvh = qkv.kvHeadsPerRank();
     const int64_t perRank = (qh + 2 * kvh) * d;
     if (v->tensor.size(-1) != perRank * tp) {
-      throw RuntimeFailure("expected the gathered qkv_proj output with " + std::to_string(perRank * tp) + " columns, got " +
+      throw RuntimeFailure("expected the gathered qkv_proj output with " +
+                           std::to_string(perRank * tp) + " columns, got " +
                            std::to_string(v->tensor.size(-1)));
     }
     const int64_t heads = which == 'q' ? c.numHeads : c.numKvHeads;
-    if (h < 0 || h >= heads) throw RuntimeFailure(std::string(1, which) + " head " + std::to_string(h) + " out of range [0, " + std::to_string(heads) + ")");
+    if (h < 0 || h >= heads)
+      throw RuntimeFailure(std::string(1, which) + " head " + std::to_string(h) +
+                           " out of range [0, " + std::to_string(heads) + ")");
     int64_t rank, offset;
     if (which == 'q') {
       rank = h / qh;
@@ -340,7 +371,8 @@ class Mediator : public Host {
   std::unique_ptr<Coroutine> co_;
 };
 
-Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program, const std::vector<InvokeSpec>& invokes,
+Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
+                         const std::vector<InvokeSpec>& invokes,
                          std::shared_ptr<const Tokenizer> tokenizer, long long budget)
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
@@ -357,11 +389,14 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     }
   }
   for (size_t i = 0; i < invokes.size(); ++i) {
-    mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], scope_, budget));
+    mediators_.push_back(
+        std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], scope_, budget));
   }
 }
 
-void Interleaver::registerModule(const Module& m) { extra_[m.path()] = &m; }
+void Interleaver::registerModule(const Module& m) {
+  extra_[m.path()] = &m;
+}
 
 Interleaver::~Interleaver() = default;
 
@@ -391,7 +426,8 @@ at::Tensor Interleaver::gather(const at::Tensor& local, const PortSpec& spec) {
   if (!local.defined()) return local;
   ProcessGroup& g = ctx_.group;
   switch (spec.kind) {
-    case ShardKind::Whole: return local;
+    case ShardKind::Whole:
+      return local;
     case ShardKind::PartialSum: {
       at::Tensor t = local.clone();
       g.allReduceSum(t);
@@ -411,7 +447,8 @@ at::Tensor Interleaver::gather(const at::Tensor& local, const PortSpec& spec) {
 }
 
 void Interleaver::scatter(at::Tensor& local, const at::Tensor& whole, const PortSpec& spec) {
-  if (!local.defined() || spec.kind == ShardKind::Whole) return;  // whole ports were edited in place
+  if (!local.defined() || spec.kind == ShardKind::Whole)
+    return;  // whole ports were edited in place
   ProcessGroup& g = ctx_.group;
   if (spec.kind == ShardKind::PartialSum) {
     local.copy_(whole / double(g.size()));  // the block's own reduce sums it exactly once
@@ -424,7 +461,8 @@ void Interleaver::scatter(at::Tensor& local, const at::Tensor& whole, const Port
   local.copy_(whole.narrow(dim, index * chunk, chunk));
 }
 
-void Interleaver::visit(const Module& module, PortRole role, PortValue& value, const ForwardBatch& batch) {
+void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
+                        const ForwardBatch& batch) {
   if (batch.step != currentStep_) {
     currentStep_ = batch.step;
     visited_.clear();
@@ -432,7 +470,8 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value, c
   visited_.emplace_back(&module, role);
   bool waited = false;
   for (const auto& m : mediators_) {
-    waited |= m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role && m->step == batch.step;
+    waited |= m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
+              m->step == batch.step;
   }
   if (!waited) return;
 
@@ -442,7 +481,9 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value, c
   batch_ = &batch;
   takeTensorWrite();
   for (auto& m : mediators_) {
-    if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role && m->step == batch.step)) continue;
+    if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
+          m->step == batch.step))
+      continue;
     int64_t span = -1;
     for (size_t k = 0; k < batch.spans.size(); ++k) {
       if (batch.spans[k].request == m->request()) span = int64_t(k);
@@ -455,7 +496,8 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value, c
       } else if (spec.perRequest) {
         items.push_back(tensor(w.narrow(0, span, 1)));
       } else {
-        items.push_back(tensor(w.narrow(0, batch.spans[span].tokenStart, batch.spans[span].tokenCount)));
+        items.push_back(
+            tensor(w.narrow(0, batch.spans[span].tokenStart, batch.spans[span].tokenCount)));
       }
     }
     m->served = value.tuple ? tuple(items) : items[0];
@@ -483,7 +525,8 @@ void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& fi
       const bool lmHead = m->waitModule->path() == "model.lm_head";
       m->interpreter().fail("waited on " + port + " at step " + std::to_string(m->step) +
                             ", but the model never reached it in that step" +
-                            (lmHead ? "; lm_head is never called: read model.logits or use model.logits_processor(model.lm_head, h)"
+                            (lmHead ? "; lm_head is never called: read model.logits or use "
+                                      "model.logits_processor(model.lm_head, h)"
                                     : "; check the module path and that the step exists"));
     }
     if (m->request() < int64_t(finished.size()) && finished[m->request()]) {
@@ -492,8 +535,10 @@ void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& fi
         resume(*m);
         continue;
       }
-      m->interpreter().fail("waits for " + port + " at step " + std::to_string(m->step) + ", but the request ended after step " +
-                            std::to_string(batch.step) + "; raise max_tokens or use tracer.iter[:] to follow the request to its end");
+      m->interpreter().fail(
+          "waits for " + port + " at step " + std::to_string(m->step) +
+          ", but the request ended after step " + std::to_string(batch.step) +
+          "; raise max_tokens or use tracer.iter[:] to follow the request to its end");
     }
   }
 }
@@ -509,8 +554,8 @@ void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
       resume(*m);
     }
     if (m->wait == Mediator::Wait::Port) {
-      m->interpreter().fail("waits for " + portName(m->waitModule, m->waitRole) + " at step " + std::to_string(m->step) +
-                            ", but generation ended before it");
+      m->interpreter().fail("waits for " + portName(m->waitModule, m->waitRole) + " at step " +
+                            std::to_string(m->step) + ", but generation ended before it");
     }
     if (m->wait != Mediator::Wait::Result) continue;
     const auto& ids = generated.at(m->request());
@@ -530,7 +575,9 @@ void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
     resume(*m);
   }
   for (auto& m : mediators_) {
-    if (!m->done()) m->interpreter().fail("the block is still waiting after the trace ended (tracer.result read twice?)");
+    if (!m->done())
+      m->interpreter().fail(
+          "the block is still waiting after the trace ended (tracer.result read twice?)");
   }
 }
 

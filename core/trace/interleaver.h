@@ -43,15 +43,18 @@ struct TraceOutput {
 
 class Interleaver : public PortObserver {
  public:
-  Interleaver(RankContext& ctx, std::shared_ptr<const Program> program, const std::vector<InvokeSpec>& invokes,
-              std::shared_ptr<const Tokenizer> tokenizer, long long budget);
+  Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
+              const std::vector<InvokeSpec>& invokes, std::shared_ptr<const Tokenizer> tokenizer,
+              long long budget);
   ~Interleaver() override;
 
-  // Makes a module outside the model's tree addressable by its path (test seam for synthetic ports).
+  // Makes a module outside the model's tree addressable by its path (test seam for synthetic
+  // ports).
   void registerModule(const Module& m);
   // Runs every block up to its first wait (before the model starts).
   void start();
-  void visit(const Module& module, PortRole role, PortValue& value, const ForwardBatch& batch) override;
+  void visit(const Module& module, PortRole role, PortValue& value,
+             const ForwardBatch& batch) override;
   void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) override;
   bool stopRequested(int64_t request) const override;
   void finish(const std::vector<std::vector<int64_t>>& generated) override;
@@ -79,7 +82,7 @@ class Interleaver : public PortObserver {
   std::shared_ptr<Environment> scope_;  // one scope for all invokes: patching across invokes
   std::vector<std::unique_ptr<Mediator>> mediators_;
   const std::map<std::string, const Module*>* index_;  // path -> module, owned by the model
-  std::map<std::string, const Module*> extra_;                           // registerModule()
+  std::map<std::string, const Module*> extra_;         // registerModule()
   int64_t currentStep_ = -1;
   std::vector<std::pair<const Module*, PortRole>> visited_;
   const ForwardBatch* batch_ = nullptr;

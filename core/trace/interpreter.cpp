@@ -2,9 +2,9 @@
 
 #include "trace_device.h"
 
+#include <c10/util/Exception.h>
 #include <cctype>
 #include <cstdint>
-#include <c10/util/Exception.h>
 
 #include <cmath>
 
@@ -20,10 +20,15 @@ struct ReturnSignal {
 long long checkedInt(long long a, long long b, const std::string& op) {
   long long r = 0;
   bool overflow = false;
-  if (op == "+") overflow = __builtin_add_overflow(a, b, &r);
-  else if (op == "-") overflow = __builtin_sub_overflow(a, b, &r);
-  else if (op == "*") overflow = __builtin_mul_overflow(a, b, &r);
-  if (overflow) throw RuntimeFailure("integer overflow in " + std::to_string(a) + " " + op + " " + std::to_string(b) + " (ints are 64-bit)");
+  if (op == "+")
+    overflow = __builtin_add_overflow(a, b, &r);
+  else if (op == "-")
+    overflow = __builtin_sub_overflow(a, b, &r);
+  else if (op == "*")
+    overflow = __builtin_mul_overflow(a, b, &r);
+  if (overflow)
+    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " " + op + " " +
+                         std::to_string(b) + " (ints are 64-bit)");
   return r;
 }
 
@@ -36,7 +41,9 @@ long long floorDiv(long long a, long long b) {
 
 long long normalizeIndex(long long i, size_t n) {
   const long long k = i < 0 ? i + (long long)n : i;
-  if (k < 0 || k >= (long long)n) throw RuntimeFailure("index " + std::to_string(i) + " out of range for length " + std::to_string(n));
+  if (k < 0 || k >= (long long)n)
+    throw RuntimeFailure("index " + std::to_string(i) + " out of range for length " +
+                         std::to_string(n));
   return k;
 }
 
@@ -58,7 +65,9 @@ std::vector<long long> sliceIndices(const Value& s, size_t n) {
   return out;
 }
 
-bool isNumber(const Value& v) { return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool; }
+bool isNumber(const Value& v) {
+  return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
+}
 
 }  // namespace
 
@@ -73,7 +82,8 @@ Value* Environment::find(const std::string& name) {
 int64_t asInt(const Value& v, const char* what) {
   if (v->type == Type::Int) return v->intValue;
   if (v->type == Type::Bool) return v->boolValue;
-  if (v->type == Type::Tensor && v->tensor.numel() == 1 && !at::isFloatingType(v->tensor.scalar_type())) {
+  if (v->type == Type::Tensor && v->tensor.numel() == 1 &&
+      !at::isFloatingType(v->tensor.scalar_type())) {
     return v->tensor.item<int64_t>();
   }
   throw RuntimeFailure(std::string(what) + " must be an int, got " + typeName(v->type));
@@ -87,9 +97,13 @@ double asNumber(const Value& v, const char* what) {
   throw RuntimeFailure(std::string(what) + " must be a number, got " + typeName(v->type));
 }
 
-Interpreter::Interpreter(std::shared_ptr<const Program> program, Host& host, std::shared_ptr<Environment> globals,
-                         long long budget)
-    : program_(std::move(program)), host_(host), globals_(std::move(globals)), env_(globals_), budget_(budget) {}
+Interpreter::Interpreter(std::shared_ptr<const Program> program, Host& host,
+                         std::shared_ptr<Environment> globals, long long budget)
+    : program_(std::move(program)),
+      host_(host),
+      globals_(std::move(globals)),
+      env_(globals_),
+      budget_(budget) {}
 
 void Interpreter::fail(const std::string& message) const {
   throw ScriptError(program_->file, at_, stmt_ ? stmt_->source : "", message);
@@ -98,11 +112,14 @@ void Interpreter::fail(const std::string& message) const {
 void Interpreter::tick() {
   if (++steps_ > budget_) {
     fail("instruction budget of " + std::to_string(budget_) +
-         " evaluation steps exhausted (a runaway loop?); raise it with --budget if the work is real");
+         " evaluation steps exhausted (a runaway loop?); raise it with --budget if the work is "
+         "real");
   }
 }
 
-void Interpreter::run(const Block& block) { runBody(block); }
+void Interpreter::run(const Block& block) {
+  runBody(block);
+}
 
 void Interpreter::runBody(const Block& body) {
   for (const auto& s : body) exec(*s);
@@ -115,7 +132,9 @@ void Interpreter::exec(const Stmt& s) {
   tick();
   try {
     switch (s.kind) {
-      case StmtKind::Expr: eval(*s.value); break;
+      case StmtKind::Expr:
+        eval(*s.value);
+        break;
       case StmtKind::Assign: {
         if (s.targets.size() == 1 && s.targets[0]->kind == ExprKind::Subscript) {
           // The target first: `port[idx] = value` waits for the port before evaluating the value,
@@ -137,11 +156,16 @@ void Interpreter::exec(const Stmt& s) {
           noteTensorWrite();
           // In place, as torch does: edits through a port view are writes.
           at::Tensor r = rhs->type == Type::Tensor ? rhs->tensor : toTensor(rhs, &current->tensor);
-          if (s.op == "+") current->tensor.add_(r);
-          else if (s.op == "-") current->tensor.sub_(r);
-          else if (s.op == "*") current->tensor.mul_(r);
-          else if (s.op == "/") current->tensor.div_(r);
-          else assign(t, binary(s.op, current, rhs));
+          if (s.op == "+")
+            current->tensor.add_(r);
+          else if (s.op == "-")
+            current->tensor.sub_(r);
+          else if (s.op == "*")
+            current->tensor.mul_(r);
+          else if (s.op == "/")
+            current->tensor.div_(r);
+          else
+            assign(t, binary(s.op, current, rhs));
         } else if (current->type == Type::List && s.op == "+") {
           Value r = rhs;
           for (const auto& item : r->items) current->items.push_back(item);
@@ -151,8 +175,10 @@ void Interpreter::exec(const Stmt& s) {
         break;
       }
       case StmtKind::If:
-        if (truthy(eval(*s.value))) runBody(s.body);
-        else runBody(s.orElse);
+        if (truthy(eval(*s.value)))
+          runBody(s.body);
+        else
+          runBody(s.orElse);
         break;
       case StmtKind::While:
         while (truthy(eval(*s.value))) {
@@ -177,13 +203,16 @@ void Interpreter::exec(const Stmt& s) {
         };
         try {
           if (iterable->type == Type::IterRange) {
-            host_.iterateSteps(*this, iterable, [&](long long step) { return bodyOnce(integer(step)); });
+            host_.iterateSteps(*this, iterable,
+                               [&](long long step) { return bodyOnce(integer(step)); });
           } else if (iterable->type == Type::Range) {
             for (long long i = iterable->rangeStart;
-                 iterable->rangeStep > 0 ? i < iterable->rangeStop : i > iterable->rangeStop; i += iterable->rangeStep) {
+                 iterable->rangeStep > 0 ? i < iterable->rangeStop : i > iterable->rangeStop;
+                 i += iterable->rangeStep) {
               bodyOnce(integer(i));
             }
-          } else if (iterable->type == Type::Tuple || iterable->type == Type::List || iterable->type == Type::Size) {
+          } else if (iterable->type == Type::Tuple || iterable->type == Type::List ||
+                     iterable->type == Type::Size) {
             const std::vector<Value> items = iterable->items;  // the body may mutate a list
             for (const auto& item : items) bodyOnce(item);
           } else if (iterable->type == Type::Dict) {
@@ -192,7 +221,8 @@ void Interpreter::exec(const Stmt& s) {
           } else if (iterable->type == Type::Str) {
             for (char c : iterable->str) bodyOnce(string(std::string(1, c)));
           } else if (iterable->type == Type::Tensor) {
-            for (int64_t i = 0; i < iterable->tensor.size(0); ++i) bodyOnce(tensor(iterable->tensor[i]));
+            for (int64_t i = 0; i < iterable->tensor.size(0); ++i)
+              bodyOnce(tensor(iterable->tensor[i]));
           } else {
             fail(std::string("cannot iterate over ") + typeName(iterable->type));
           }
@@ -204,7 +234,8 @@ void Interpreter::exec(const Stmt& s) {
         auto f = std::make_shared<FunctionDef>();
         f->name = s.op;
         f->params = s.params;
-        for (const auto& p : s.params) f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
+        for (const auto& p : s.params)
+          f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
         f->body = s.body;
         f->closure = env_;
         auto v = std::make_shared<Object>();
@@ -214,18 +245,27 @@ void Interpreter::exec(const Stmt& s) {
         if (env_ == globals_) assigned_.insert(s.op);
         break;
       }
-      case StmtKind::Return: throw ReturnSignal{s.value ? eval(*s.value) : none()};
-      case StmtKind::Pass: break;
-      case StmtKind::Break: throw BreakSignal{};
-      case StmtKind::Continue: throw ContinueSignal{};
-      case StmtKind::With: host_.runWith(*this, s, eval(*s.value)); break;
+      case StmtKind::Return:
+        throw ReturnSignal{s.value ? eval(*s.value) : none()};
+      case StmtKind::Pass:
+        break;
+      case StmtKind::Break:
+        throw BreakSignal{};
+      case StmtKind::Continue:
+        throw ContinueSignal{};
+      case StmtKind::With:
+        host_.runWith(*this, s, eval(*s.value));
+        break;
       case StmtKind::Assert:
-        if (!truthy(eval(*s.value))) fail("assertion failed" + (s.message ? ": " + str(eval(*s.message)) : std::string()));
+        if (!truthy(eval(*s.value)))
+          fail("assertion failed" + (s.message ? ": " + str(eval(*s.message)) : std::string()));
         break;
       case StmtKind::Import: {
-        static const std::set<std::string> modules = {"torch", "nnsight", "nnsight.modeling.vllm", "shardscope"};
+        static const std::set<std::string> modules = {"torch", "nnsight", "nnsight.modeling.vllm",
+                                                      "shardscope"};
         if (!modules.count(s.op)) {
-          fail("cannot import '" + s.op + "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
+          fail("cannot import '" + s.op +
+               "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
                "(VLLM) and from nnsight LanguageModel");
         }
         const bool from = !s.targets.empty();
@@ -238,7 +278,9 @@ void Interpreter::exec(const Stmt& s) {
         }
         for (const auto& n : s.names) {
           static const std::set<std::string> names = {"VLLM", "LanguageModel"};
-          if (!names.count(n)) fail("cannot import '" + n + "' from " + s.op + ": available names are VLLM and LanguageModel");
+          if (!names.count(n))
+            fail("cannot import '" + n + "' from " + s.op +
+                 ": available names are VLLM and LanguageModel");
           env_->set(n, *globals_->find(n));
         }
         break;
@@ -275,19 +317,23 @@ void Interpreter::assign(const Expr& target, const Value& v) {
         fail(std::string("cannot unpack ") + typeName(v->type));
       }
       if (items.size() != target.items.size()) {
-        fail("cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(target.items.size()) + " names");
+        fail("cannot unpack " + std::to_string(items.size()) + " values into " +
+             std::to_string(target.items.size()) + " names");
       }
       for (size_t i = 0; i < items.size(); ++i) assign(*target.items[i], items[i]);
       return;
     }
-    case ExprKind::Subscript: setItem(eval(*target.a), eval(*target.b), v); return;
+    case ExprKind::Subscript:
+      setItem(eval(*target.a), eval(*target.b), v);
+      return;
     case ExprKind::Attribute: {
       Value obj = eval(*target.a);
       if (obj->type == Type::Module) return host_.setModuleAttribute(*this, obj, target.text, v);
       fail(std::string("cannot set attribute '") + target.text + "' of " + typeName(obj->type) +
            " (only module ports such as .output can be assigned)");
     }
-    default: fail("cannot assign to this expression");
+    default:
+      fail("cannot assign to this expression");
   }
 }
 
@@ -302,16 +348,22 @@ Value Interpreter::eval(const Expr& e) {
       }
       if ((*v)->type == Type::Unsaved) {
         at_ = e.at;
-        fail("'" + e.text + "' was assigned inside the trace but not saved, so it is not visible after it; "
+        fail("'" + e.text +
+             "' was assigned inside the trace but not saved, so it is not visible after it; "
              "add .save() where it is assigned");
       }
       return *v;
     }
-    case ExprKind::Int: return integer(e.intValue);
-    case ExprKind::Float: return floating(e.floatValue);
-    case ExprKind::Str: return string(e.text);
-    case ExprKind::Bool: return boolean(e.intValue != 0);
-    case ExprKind::None: return none();
+    case ExprKind::Int:
+      return integer(e.intValue);
+    case ExprKind::Float:
+      return floating(e.floatValue);
+    case ExprKind::Str:
+      return string(e.text);
+    case ExprKind::Bool:
+      return boolean(e.intValue != 0);
+    case ExprKind::None:
+      return none();
     case ExprKind::Ellipsis: {
       static const Value v = [] {
         auto o = std::make_shared<Object>();
@@ -340,15 +392,18 @@ Value Interpreter::eval(const Expr& e) {
       for (size_t i = 0; i < e.items.size(); ++i) setItem(d, eval(*e.items[i]), eval(*e.values[i]));
       return d;
     }
-    case ExprKind::Attribute: return getAttr(eval(*e.a), e.text);
-    case ExprKind::Subscript: return getItem(eval(*e.a), eval(*e.b));
+    case ExprKind::Attribute:
+      return getAttr(eval(*e.a), e.text);
+    case ExprKind::Subscript:
+      return getItem(eval(*e.a), eval(*e.b));
     case ExprKind::Slice: {
       auto s = std::make_shared<Object>();
       s->type = Type::Slice;
       s->items = {e.a ? eval(*e.a) : none(), e.b ? eval(*e.b) : none(), e.c ? eval(*e.c) : none()};
       return s;
     }
-    case ExprKind::Call: return evalCall(e);
+    case ExprKind::Call:
+      return evalCall(e);
     case ExprKind::Unary: {
       Value v = eval(*e.a);
       if (e.text == "not") return boolean(!truthy(v));
@@ -357,12 +412,15 @@ Value Interpreter::eval(const Expr& e) {
         if (e.text == "~") return tensor(~v->tensor);
         return v;
       }
-      if (e.text == "-") return v->type == Type::Float ? floating(-v->floatValue) : integer(checkedInt(0, asInt(v, "operand of -"), "-"));
+      if (e.text == "-")
+        return v->type == Type::Float ? floating(-v->floatValue)
+                                      : integer(checkedInt(0, asInt(v, "operand of -"), "-"));
       if (e.text == "~") return integer(~asInt(v, "operand of ~"));
       if (!isNumber(v)) fail(std::string("bad operand type for unary +: ") + typeName(v->type));
       return v;
     }
-    case ExprKind::Binary: return binary(e.text, eval(*e.a), eval(*e.b));
+    case ExprKind::Binary:
+      return binary(e.text, eval(*e.a), eval(*e.b));
     case ExprKind::Compare: {
       Value left = eval(*e.items[0]);
       Value result = boolean(true);
@@ -382,12 +440,14 @@ Value Interpreter::eval(const Expr& e) {
       Value a = eval(*e.a);
       return truthy(a) ? a : eval(*e.b);
     }
-    case ExprKind::IfElse: return truthy(eval(*e.b)) ? eval(*e.a) : eval(*e.c);
+    case ExprKind::IfElse:
+      return truthy(eval(*e.b)) ? eval(*e.a) : eval(*e.c);
     case ExprKind::Lambda: {
       auto f = std::make_shared<FunctionDef>();
       f->name = "<lambda>";
       f->params = e.params;
-      for (const auto& p : e.params) f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
+      for (const auto& p : e.params)
+        f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
       f->lambdaBody = e.a;
       f->closure = env_;
       auto v = std::make_shared<Object>();
@@ -403,7 +463,8 @@ Value Interpreter::evalCall(const Expr& e) {
   // `x.save()` is handled here so that saving works on every kind of value.
   if (e.a->kind == ExprKind::Attribute && e.a->text == "save" && e.items.empty()) {
     Value receiver = eval(*e.a->a);
-    if (receiver->type == Type::Module) fail("a module cannot be saved; save one of its ports (.output, .input)");
+    if (receiver->type == Type::Module)
+      fail("a module cannot be saved; save one of its ports (.output, .input)");
     Value copy = snapshot(receiver);
     copy->saved = true;
     return copy;
@@ -412,16 +473,21 @@ Value Interpreter::evalCall(const Expr& e) {
   CallArgs args;
   args.at = e.at;
   for (const auto& a : e.items) args.positional.push_back(eval(*a));
-  for (size_t i = 0; i < e.names.size(); ++i) args.keywords.emplace_back(e.names[i], eval(*e.values[i]));
+  for (size_t i = 0; i < e.names.size(); ++i)
+    args.keywords.emplace_back(e.names[i], eval(*e.values[i]));
   return call(fn, args);
 }
 
 Value Interpreter::call(const Value& fn, CallArgs& args) {
   switch (fn->type) {
-    case Type::Builtin: return fn->builtin(args);
-    case Type::Function: return callFunction(*fn->function, args);
-    case Type::Module: return host_.callModule(*this, fn, args);
-    default: fail(std::string("'") + typeName(fn->type) + "' object is not callable");
+    case Type::Builtin:
+      return fn->builtin(args);
+    case Type::Function:
+      return callFunction(*fn->function, args);
+    case Type::Module:
+      return host_.callModule(*this, fn, args);
+    default:
+      fail(std::string("'") + typeName(fn->type) + "' object is not callable");
   }
 }
 
@@ -437,9 +503,12 @@ Value Interpreter::callFunction(const FunctionDef& f, CallArgs& args) {
   }
   for (size_t i = 0; i < f.params.size(); ++i) {
     const Value* v = args.get(i, f.params[i].name);
-    if (v) local->set(f.params[i].name, *v);
-    else if (f.defaults[i]) local->set(f.params[i].name, f.defaults[i]);
-    else fail(f.name + "() missing required argument '" + f.params[i].name + "'");
+    if (v)
+      local->set(f.params[i].name, *v);
+    else if (f.defaults[i])
+      local->set(f.params[i].name, f.defaults[i]);
+    else
+      fail(f.name + "() missing required argument '" + f.params[i].name + "'");
   }
   for (const auto& [k, v] : args.keywords) {
     bool known = false;
@@ -484,8 +553,10 @@ Value Interpreter::compare(const std::string& op, const Value& a, const Value& b
       for (const auto& i : b->items) found |= equal(i, a);
     } else if (b->type == Type::Range) {
       const long long x = asInt(a, "value");
-      found = b->rangeStep > 0 ? (x >= b->rangeStart && x < b->rangeStop && (x - b->rangeStart) % b->rangeStep == 0)
-                               : (x <= b->rangeStart && x > b->rangeStop && (b->rangeStart - x) % -b->rangeStep == 0);
+      found = b->rangeStep > 0 ? (x >= b->rangeStart && x < b->rangeStop &&
+                                  (x - b->rangeStart) % b->rangeStep == 0)
+                               : (x <= b->rangeStart && x > b->rangeStop &&
+                                  (b->rangeStart - x) % -b->rangeStep == 0);
     } else {
       fail(std::string("argument of type '") + typeName(b->type) + "' is not iterable");
     }
@@ -586,27 +657,38 @@ Value Interpreter::binary(const std::string& op, const Value& a, const Value& b)
     items.insert(items.end(), b->items.begin(), b->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
-  if (op == "*" && (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) && b->type == Type::Int) {
+  if (op == "*" && (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
+      b->type == Type::Int) {
     if (a->type == Type::Str) {
       std::string s;
       for (long long i = 0; i < b->intValue; ++i) s += a->str;
       return string(s);
     }
     std::vector<Value> items;
-    for (long long i = 0; i < b->intValue; ++i) items.insert(items.end(), a->items.begin(), a->items.end());
+    for (long long i = 0; i < b->intValue; ++i)
+      items.insert(items.end(), a->items.begin(), a->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
-  if (op == "%" && a->type == Type::Str) fail("'%' string formatting is not supported; use an f-string");
-  fail("unsupported operand types for " + op + ": " + typeName(a->type) + " and " + typeName(b->type));
+  if (op == "%" && a->type == Type::Str)
+    fail("'%' string formatting is not supported; use an f-string");
+  fail("unsupported operand types for " + op + ": " + typeName(a->type) + " and " +
+       typeName(b->type));
 }
 
 Value Interpreter::getAttr(const Value& obj, const std::string& name) {
   switch (obj->type) {
-    case Type::Module: return host_.moduleAttribute(*this, obj, name);
-    case Type::Tracer: return host_.tracerAttribute(*this, obj, name);
-    case Type::Tensor: return tensorAttribute(*this, obj, name);
+    case Type::Module:
+      return host_.moduleAttribute(*this, obj, name);
+    case Type::Tracer:
+      return host_.tracerAttribute(*this, obj, name);
+    case Type::Tensor:
+      return tensorAttribute(*this, obj, name);
     case Type::List:
-      if (name == "append") return builtin("append", [obj](CallArgs& a) { obj->items.push_back(a.positional.at(0)); return none(); });
+      if (name == "append")
+        return builtin("append", [obj](CallArgs& a) {
+          obj->items.push_back(a.positional.at(0));
+          return none();
+        });
       if (name == "extend") {
         return builtin("extend", [obj](CallArgs& a) {
           for (const auto& i : a.positional.at(0)->items) obj->items.push_back(i);
@@ -628,7 +710,8 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       if (name == "keys" || name == "values" || name == "items") {
         return builtin(name, [obj, name](CallArgs&) {
           std::vector<Value> out;
-          for (const auto& [k, v] : obj->dict) out.push_back(name == "keys" ? k : name == "values" ? v : tuple({k, v}));
+          for (const auto& [k, v] : obj->dict)
+            out.push_back(name == "keys" ? k : name == "values" ? v : tuple({k, v}));
           return list(out);
         });
       }
@@ -665,8 +748,9 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
         return builtin(name, [obj, name](CallArgs& a) {
           const std::string& p = a.positional.at(0)->str;
           const std::string& s = obj->str;
-          return boolean(s.size() >= p.size() && (name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                                                        : s.compare(s.size() - p.size(), p.size(), p) == 0));
+          return boolean(s.size() >= p.size() &&
+                         (name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                               : s.compare(s.size() - p.size(), p.size(), p) == 0));
         });
       }
       if (name == "replace") {
@@ -674,12 +758,14 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
           std::string s = obj->str;
           const std::string from = a.positional.at(0)->str, to = a.positional.at(1)->str;
           if (from.empty()) return string(s);
-          for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+          for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+            s.replace(p, from.size(), to);
           return string(s);
         });
       }
       break;
-    default: break;
+    default:
+      break;
   }
   if (obj->type == Type::ResultObject || obj->type == Type::Namespace) {
     auto it = obj->attributes.find(name);
@@ -722,34 +808,45 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
         if (equal(k, index)) return v;
       }
       fail("key " + repr(index) + " not found");
-    case Type::Tensor: return tensor(obj->tensor.index(tensorIndices(index)));
-    case Type::Module: return host_.moduleIndex(*this, obj, asInt(index, "module index"));
+    case Type::Tensor:
+      return tensor(obj->tensor.index(tensorIndices(index)));
+    case Type::Module:
+      return host_.moduleIndex(*this, obj, asInt(index, "module index"));
     case Type::IterRange: {
       auto r = std::make_shared<Object>(*obj);
       if (index->type == Type::Slice) {
-        if (index->items[2]->type != Type::None && asInt(index->items[2], "step") != 1) fail("tracer.iter does not take a step");
-        r->rangeStart = index->items[0]->type == Type::None ? 0 : asInt(index->items[0], "first step");
+        if (index->items[2]->type != Type::None && asInt(index->items[2], "step") != 1)
+          fail("tracer.iter does not take a step");
+        r->rangeStart =
+            index->items[0]->type == Type::None ? 0 : asInt(index->items[0], "first step");
         r->unbounded = index->items[1]->type == Type::None;
         r->rangeStop = r->unbounded ? -1 : asInt(index->items[1], "last step");
       } else {
         r->rangeStart = asInt(index, "step");
         r->rangeStop = r->rangeStart + 1;
       }
-      if (r->rangeStart < 0 || (!r->unbounded && r->rangeStop < r->rangeStart)) fail("tracer.iter takes steps >= 0");
+      if (r->rangeStart < 0 || (!r->unbounded && r->rangeStop < r->rangeStart))
+        fail("tracer.iter takes steps >= 0");
       r->str = "range";
       return r;
     }
     case Type::Range: {
-      const long long len = std::max(0LL, (obj->rangeStop - obj->rangeStart + obj->rangeStep - (obj->rangeStep > 0 ? 1 : -1)) / obj->rangeStep);
-      return integer(obj->rangeStart + normalizeIndex(asInt(index, "index"), size_t(len)) * obj->rangeStep);
+      const long long len = std::max(
+          0LL, (obj->rangeStop - obj->rangeStart + obj->rangeStep - (obj->rangeStep > 0 ? 1 : -1)) /
+                   obj->rangeStep);
+      return integer(obj->rangeStart +
+                     normalizeIndex(asInt(index, "index"), size_t(len)) * obj->rangeStep);
     }
-    default: fail(std::string("'") + typeName(obj->type) + "' object is not subscriptable");
+    default:
+      fail(std::string("'") + typeName(obj->type) + "' object is not subscriptable");
   }
 }
 
 void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) {
   switch (obj->type) {
-    case Type::List: obj->items[normalizeIndex(asInt(index, "index"), obj->items.size())] = v; return;
+    case Type::List:
+      obj->items[normalizeIndex(asInt(index, "index"), obj->items.size())] = v;
+      return;
     case Type::Dict:
       for (auto& kv : obj->dict) {
         if (equal(kv.first, index)) {
@@ -769,8 +866,8 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
           try {
             obj->tensor.index_put_(idx, v->tensor.to(obj->tensor.options()));
           } catch (const c10::Error&) {
-            fail("cannot write a tensor of shape " + repr(sizeOf(v->tensor)) + " into a slice of shape " +
-                 repr(sizeOf(target)));
+            fail("cannot write a tensor of shape " + repr(sizeOf(v->tensor)) +
+                 " into a slice of shape " + repr(sizeOf(target)));
           }
           return;
         }
@@ -780,7 +877,8 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
       }
       return;
     }
-    default: fail(std::string("'") + typeName(obj->type) + "' object does not support item assignment");
+    default:
+      fail(std::string("'") + typeName(obj->type) + "' object does not support item assignment");
   }
 }
 
@@ -790,11 +888,13 @@ Value Interpreter::formatValue(const Value& v, const std::string& format) {
   if (format == "!s") return string(str(v));
   std::string spec = format[0] == ':' ? format.substr(1) : format;
   if (spec.rfind("!r:", 0) == 0) spec = spec.substr(3);
-  if (!spec.empty() && (spec.back() == 'f' || spec.back() == 'e' || spec.back() == 'g' || spec.back() == '%')) {
+  if (!spec.empty() &&
+      (spec.back() == 'f' || spec.back() == 'e' || spec.back() == 'g' || spec.back() == '%')) {
     char buf[128];
     const std::string f = "%" + spec;
     if (spec.back() == '%') {
-      std::snprintf(buf, sizeof buf, ("%" + spec.substr(0, spec.size() - 1) + "f%%").c_str(), asNumber(v, "value") * 100);
+      std::snprintf(buf, sizeof buf, ("%" + spec.substr(0, spec.size() - 1) + "f%%").c_str(),
+                    asNumber(v, "value") * 100);
     } else {
       std::snprintf(buf, sizeof buf, f.c_str(), asNumber(v, "value"));
     }
@@ -802,13 +902,15 @@ Value Interpreter::formatValue(const Value& v, const std::string& format) {
   }
   if (!spec.empty() && spec.back() == 'd') {
     char buf[64];
-    std::snprintf(buf, sizeof buf, ("%" + spec.substr(0, spec.size() - 1) + "lld").c_str(), asInt(v, "value"));
+    std::snprintf(buf, sizeof buf, ("%" + spec.substr(0, spec.size() - 1) + "lld").c_str(),
+                  asInt(v, "value"));
     return string(buf);
   }
   if (!spec.empty() && std::isdigit(uint8_t(spec[0]))) {  // width
     std::string s = str(v);
     const size_t w = size_t(std::stoul(spec));
-    if (s.size() < w) s = (isNumber(v) ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' '));
+    if (s.size() < w)
+      s = (isNumber(v) ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' '));
     return string(s);
   }
   fail("format spec '" + format + "' is not supported (use :.Nf, :.Ne, :d, :N, !r)");

@@ -17,7 +17,8 @@ class Interpreter;
 
 class Environment {
  public:
-  explicit Environment(std::shared_ptr<Environment> parent = nullptr) : parent_(std::move(parent)) {}
+  explicit Environment(std::shared_ptr<Environment> parent = nullptr)
+      : parent_(std::move(parent)) {}
   Value* find(const std::string& name);
   void set(const std::string& name, Value v) { vars_[name] = std::move(v); }
   std::map<std::string, Value>& vars() { return vars_; }
@@ -35,22 +36,24 @@ class Host {
  public:
   virtual ~Host() = default;
   virtual Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) = 0;
-  virtual void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name, const Value& v) = 0;
+  virtual void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name,
+                                  const Value& v) = 0;
   virtual Value moduleIndex(Interpreter& in, const Value& module, long long index) = 0;
   virtual Value callModule(Interpreter& in, const Value& module, CallArgs& args) = 0;
   virtual Value tracerAttribute(Interpreter& in, const Value& tracer, const std::string& name) = 0;
   // Runs a `with` statement whose context is `context` (model.trace, tracer.invoke).
   virtual void runWith(Interpreter& in, const Stmt& with, const Value& context) = 0;
   // Runs `body(step)` for each step of a tracer.iter range, setting the current step.
-  virtual void iterateSteps(Interpreter& in, const Value& range, const std::function<bool(long long)>& body) = 0;
+  virtual void iterateSteps(Interpreter& in, const Value& range,
+                            const std::function<bool(long long)>& body) = 0;
   virtual void print(const std::string& line) = 0;
   // torch.Tensor for `model.tokenizer` etc. are reached through moduleAttribute of the root.
 };
 
 class Interpreter {
  public:
-  Interpreter(std::shared_ptr<const Program> program, Host& host, std::shared_ptr<Environment> globals,
-              long long budget);
+  Interpreter(std::shared_ptr<const Program> program, Host& host,
+              std::shared_ptr<Environment> globals, long long budget);
 
   // Runs statements; errors come out as ScriptError with file, line, column and statement.
   void run(const Block& block);

@@ -8,8 +8,8 @@ namespace shardscope::trace {
 
 ScriptError::ScriptError(const std::string& file, SourceLocation at, const std::string& statement,
                          const std::string& message)
-    : Error(file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " + message +
-            (statement.empty() ? "" : "\n    " + statement)),
+    : Error(file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": " +
+            message + (statement.empty() ? "" : "\n    " + statement)),
       at_(at),
       message_(message) {}
 
@@ -44,7 +44,8 @@ class Lexer {
         advance(1);
         continue;
       }
-      if (std::isdigit(uint8_t(c)) || (c == '.' && pos_ + 1 < s_.size() && std::isdigit(uint8_t(s_[pos_ + 1])))) {
+      if (std::isdigit(uint8_t(c)) ||
+          (c == '.' && pos_ + 1 < s_.size() && std::isdigit(uint8_t(s_[pos_ + 1])))) {
         number();
         continue;
       }
@@ -80,8 +81,8 @@ class Lexer {
     }
   }
   bool lastWasNewline() const {
-    return tokens_.empty() || tokens_.back().kind == TokenKind::Newline || tokens_.back().kind == TokenKind::Indent ||
-           tokens_.back().kind == TokenKind::Dedent;
+    return tokens_.empty() || tokens_.back().kind == TokenKind::Newline ||
+           tokens_.back().kind == TokenKind::Indent || tokens_.back().kind == TokenKind::Dedent;
   }
   void push(TokenKind k, std::string text, SourceLocation at = {}) {
     if (at.line == 0) at = here();
@@ -122,8 +123,9 @@ class Lexer {
     size_t p = pos_;
     std::string digits;
     bool isFloat = false;
-    if (s_[p] == '0' && p + 1 < s_.size() && (s_[p + 1] == 'x' || s_[p + 1] == 'X' || s_[p + 1] == 'b' ||
-                                               s_[p + 1] == 'B' || s_[p + 1] == 'o' || s_[p + 1] == 'O')) {
+    if (s_[p] == '0' && p + 1 < s_.size() &&
+        (s_[p + 1] == 'x' || s_[p + 1] == 'X' || s_[p + 1] == 'b' || s_[p + 1] == 'B' ||
+         s_[p + 1] == 'o' || s_[p + 1] == 'O')) {
       const char base = char(std::tolower(s_[p + 1]));
       p += 2;
       while (p < s_.size() && (std::isxdigit(uint8_t(s_[p])) || s_[p] == '_')) {
@@ -150,8 +152,9 @@ class Lexer {
         digits += c;
         ++p;
       } else if ((c == 'e' || c == 'E') && p + 1 < s_.size() &&
-                 (std::isdigit(uint8_t(s_[p + 1])) || ((s_[p + 1] == '-' || s_[p + 1] == '+') && p + 2 < s_.size() &&
-                                                       std::isdigit(uint8_t(s_[p + 2]))))) {
+                 (std::isdigit(uint8_t(s_[p + 1])) ||
+                  ((s_[p + 1] == '-' || s_[p + 1] == '+') && p + 2 < s_.size() &&
+                   std::isdigit(uint8_t(s_[p + 2]))))) {
         isFloat = true;
         digits += c;
         digits += s_[p + 1];
@@ -201,18 +204,35 @@ class Lexer {
         advance(triple ? 3 : 1);
         break;
       }
-      if (c == '\n' && !triple) throw ScriptError(file_, at, "", "unterminated string literal (use triple quotes for several lines)");
+      if (c == '\n' && !triple)
+        throw ScriptError(file_, at, "",
+                          "unterminated string literal (use triple quotes for several lines)");
       if (c == '\\' && !raw && pos_ + 1 < s_.size()) {
         const char e = s_[pos_ + 1];
         switch (e) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case 'r': out += '\r'; break;
-          case '0': out += '\0'; break;
-          case '\\': out += '\\'; break;
-          case '\'': out += '\''; break;
-          case '"': out += '"'; break;
-          case '\n': break;
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          case '0':
+            out += '\0';
+            break;
+          case '\\':
+            out += '\\';
+            break;
+          case '\'':
+            out += '\'';
+            break;
+          case '"':
+            out += '"';
+            break;
+          case '\n':
+            break;
           default:
             out += '\\';
             out += e;
@@ -229,16 +249,19 @@ class Lexer {
   void name() {
     const SourceLocation at = here();
     size_t p = pos_;
-    while (p < s_.size() && (std::isalnum(uint8_t(s_[p])) || s_[p] == '_' || uint8_t(s_[p]) >= 0x80)) ++p;
+    while (p < s_.size() &&
+           (std::isalnum(uint8_t(s_[p])) || s_[p] == '_' || uint8_t(s_[p]) >= 0x80))
+      ++p;
     tokens_.push_back({TokenKind::Name, s_.substr(pos_, p - pos_), at});
     advance(p - pos_);
   }
 
   void op() {
-    static const char* ops[] = {"**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->", "+=",
-                                "-=",  "*=",  "/=",  "%=",  "@=",  "&=", "|=", "^=", "<<", ">>", ":=", "+",  "-",
-                                "*",   "/",   "%",   "@",   "<",   ">",  "=",  "(",  ")",  "[",  "]",  "{",  "}",
-                                ",",   ":",   ".",   ";",   "~",   "&",  "|",  "^"};
+    static const char* ops[] = {
+        "**=", "//=", ">>=", "<<=", "...", "**", "//", "==", "!=", "<=", ">=", "->",
+        "+=",  "-=",  "*=",  "/=",  "%=",  "@=", "&=", "|=", "^=", "<<", ">>", ":=",
+        "+",   "-",   "*",   "/",   "%",   "@",  "<",  ">",  "=",  "(",  ")",  "[",
+        "]",   "{",   "}",   ",",   ":",   ".",  ";",  "~",  "&",  "|",  "^"};
     for (const char* o : ops) {
       const size_t n = std::strlen(o);
       if (s_.compare(pos_, n, o) == 0) {
@@ -264,6 +287,8 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> tokenize(const std::string& source, const std::string& file) { return Lexer(source, file).run(); }
+std::vector<Token> tokenize(const std::string& source, const std::string& file) {
+  return Lexer(source, file).run();
+}
 
 }  // namespace shardscope::trace

@@ -52,11 +52,16 @@ class Parser {
   }
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case TokenKind::Newline: return "end of line";
-      case TokenKind::Indent: return "indent";
-      case TokenKind::Dedent: return "dedent";
-      case TokenKind::End: return "end of file";
-      default: return "'" + t.text + "'";
+      case TokenKind::Newline:
+        return "end of line";
+      case TokenKind::Indent:
+        return "indent";
+      case TokenKind::Dedent:
+        return "dedent";
+      case TokenKind::End:
+        return "end of file";
+      default:
+        return "'" + t.text + "'";
     }
   }
   [[noreturn]] void fail(const std::string& what) const {
@@ -76,15 +81,16 @@ class Parser {
     return true;
   }
   std::string expectName() {
-    if (!at(TokenKind::Name) || keyword(peek().text)) fail("expected a name, found " + describe(peek()));
+    if (!at(TokenKind::Name) || keyword(peek().text))
+      fail("expected a name, found " + describe(peek()));
     return t_[i_++].text;
   }
   static bool keyword(const std::string& s) {
-    static const std::set<std::string> k = {"and", "or", "not", "in", "is", "if", "else", "elif", "for", "while",
-                                            "def", "return", "with", "as", "pass", "break", "continue", "import",
-                                            "from", "assert", "lambda", "True", "False", "None", "class", "try",
-                                            "except", "finally", "raise", "global", "nonlocal", "yield", "del",
-                                            "async", "await"};
+    static const std::set<std::string> k = {
+        "and",     "or",     "not",    "in",       "is",    "if",   "else",  "elif",     "for",
+        "while",   "def",    "return", "with",     "as",    "pass", "break", "continue", "import",
+        "from",    "assert", "lambda", "True",     "False", "None", "class", "try",      "except",
+        "finally", "raise",  "global", "nonlocal", "yield", "del",  "async", "await"};
     return k.count(s) != 0;
   }
   void endOfStatement() {
@@ -177,7 +183,8 @@ class Parser {
       s->body = suite();
       return out.push_back(s);
     }
-    for (const char* k : {"class", "try", "except", "finally", "raise", "global", "nonlocal", "yield", "del", "async", "await"}) {
+    for (const char* k : {"class", "try", "except", "finally", "raise", "global", "nonlocal",
+                          "yield", "del", "async", "await"}) {
       if (atName(k)) unsupported(std::string("'") + k + "'");
     }
     if (atOp("@")) unsupported("decorators");
@@ -321,7 +328,8 @@ class Parser {
     auto t = makeExpr(ExprKind::Tuple, loc);
     t->items.push_back(first);
     while (acceptOp(",")) {
-      if (at(TokenKind::Newline) || atOp("=") || atOp(")") || at(TokenKind::End) || atOp(";")) break;
+      if (at(TokenKind::Newline) || atOp("=") || atOp(")") || at(TokenKind::End) || atOp(";"))
+        break;
       t->items.push_back(test());
     }
     return t;
@@ -389,8 +397,8 @@ class Parser {
     for (;;) {
       std::string op;
       const Token& t = peek();
-      if (t.kind == TokenKind::Op && (t.text == "<" || t.text == ">" || t.text == "==" || t.text == "!=" ||
-                                      t.text == "<=" || t.text == ">=")) {
+      if (t.kind == TokenKind::Op && (t.text == "<" || t.text == ">" || t.text == "==" ||
+                                      t.text == "!=" || t.text == "<=" || t.text == ">=")) {
         op = t.text;
         ++i_;
       } else if (atName("in")) {
@@ -476,7 +484,8 @@ class Parser {
         c->a = e;
         while (!atOp(")")) {
           if (atOp("*") || atOp("**")) unsupported("argument unpacking with * or **");
-          if (peek().kind == TokenKind::Name && peek(1).kind == TokenKind::Op && peek(1).text == "=") {
+          if (peek().kind == TokenKind::Name && peek(1).kind == TokenKind::Op &&
+              peek(1).text == "=") {
             c->names.push_back(t_[i_].text);
             i_ += 2;
             c->values.push_back(test());
@@ -621,7 +630,8 @@ class Parser {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     fail("unexpected " + describe(t));
   }
@@ -663,7 +673,8 @@ class Parser {
         if (text[j] == '{' || text[j] == '[' || text[j] == '(') ++depth;
         if (text[j] == '}' || text[j] == ']' || text[j] == ')') --depth;
       }
-      if (depth != 0) throw ScriptError(file_, loc, lineText(loc.line), "syntax error: unclosed '{' in f-string");
+      if (depth != 0)
+        throw ScriptError(file_, loc, lineText(loc.line), "syntax error: unclosed '{' in f-string");
       std::string inner = text.substr(i + 1, j - i - 2), format;
       // Split "expr!r:spec" at the top-level '!' or ':'.
       int d = 0;

@@ -14,12 +14,19 @@ namespace shardscope::trace {
 namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
-const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype", "device"};
-const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization", "enforce_eager", "trust_remote_code",
-                                                "max_model_len", "seed", "swap_space", "disable_log_stats",
-                                                "distributed_executor_backend", "enable_prefix_caching"};
-const std::set<std::string> kTraceKeywords = {"temperature", "top_p", "top_k", "seed", "max_tokens",
-                                              "stop_token_ids", "ignore_eos"};
+const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype",
+                                              "device"};
+const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
+                                                "enforce_eager",
+                                                "trust_remote_code",
+                                                "max_model_len",
+                                                "seed",
+                                                "swap_space",
+                                                "disable_log_stats",
+                                                "distributed_executor_backend",
+                                                "enable_prefix_caching"};
+const std::set<std::string> kTraceKeywords = {"temperature", "top_p",          "top_k",     "seed",
+                                              "max_tokens",  "stop_token_ids", "ignore_eos"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -30,7 +37,8 @@ std::string join(const std::set<std::string>& s) {
 // A per-rank copy of a captured driver value, with tensors on the rank's device.
 Value capture(const Value& v) {
   switch (v->type) {
-    case Type::Tensor: return tensor(v->tensor.to(currentDevice()).clone());
+    case Type::Tensor:
+      return tensor(v->tensor.to(currentDevice()).clone());
     case Type::Tuple:
     case Type::List: {
       std::vector<Value> items;
@@ -42,7 +50,8 @@ Value capture(const Value& v) {
       for (auto& kv : d->dict) kv.second = capture(kv.second);
       return d;
     }
-    default: return v;
+    default:
+      return v;
   }
 }
 
@@ -56,22 +65,28 @@ struct ScriptRunner::Impl : public Host {
   std::set<std::string> noted;
 
   void out(const std::string& line) {
-    if (options.out) options.out(line);
-    else std::cout << line << "\n";
+    if (options.out)
+      options.out(line);
+    else
+      std::cout << line << "\n";
   }
   void note(const std::string& line) {
     if (!noted.insert(line).second) return;
-    if (options.note) options.note(line);
-    else std::cerr << "note: " << line << "\n";
+    if (options.note)
+      options.note(line);
+    else
+      std::cerr << "note: " << line << "\n";
   }
 
   Engine& engineOf(Interpreter& in, const Value& model) {
-    if (model->intValue < 1 || model->intValue > (long long)engineById.size()) in.fail("this module does not belong to a loaded model");
+    if (model->intValue < 1 || model->intValue > (long long)engineById.size())
+      in.fail("this module does not belong to a loaded model");
     return *engineById[model->intValue - 1];
   }
 
   Value loadModel(Interpreter& in, CallArgs& a) {
-    if (a.positional.empty() || a.positional[0]->type != Type::Str) in.fail("VLLM(...) needs the model name first, e.g. VLLM(\"Qwen/Qwen3-8B\")");
+    if (a.positional.empty() || a.positional[0]->type != Type::Str)
+      in.fail("VLLM(...) needs the model name first, e.g. VLLM(\"Qwen/Qwen3-8B\")");
     if (options.engine) {  // the host application's engine (GUI, benchmarks)
       if (engineById.empty()) engineById.push_back(options.engine);
       Value model = moduleProxy("model");
@@ -88,7 +103,9 @@ struct ScriptRunner::Impl : public Host {
         note(k + " has no meaning in ShardScope and is ignored");
         continue;
       }
-      if (!kModelKeywords.count(k)) in.fail("VLLM() got an unknown keyword '" + k + "'; accepted: " + join(kModelKeywords) + " (and vLLM knobs that are ignored: " + join(kIgnoredKeywords) + ")");
+      if (!kModelKeywords.count(k))
+        in.fail("VLLM() got an unknown keyword '" + k + "'; accepted: " + join(kModelKeywords) +
+                " (and vLLM knobs that are ignored: " + join(kIgnoredKeywords) + ")");
       if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
       if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
       if (k == "device") o.device = str(v);
@@ -118,14 +135,19 @@ struct ScriptRunner::Impl : public Host {
         auto ctx = std::make_shared<Object>();
         ctx->type = Type::ResultObject;
         ctx->str = "TraceContext";
-        ctx->attributes["prompt"] = a.positional.empty() ? (a.keyword("prompt") ? *a.keyword("prompt") : none()) : a.positional[0];
+        ctx->attributes["prompt"] = a.positional.empty()
+                                        ? (a.keyword("prompt") ? *a.keyword("prompt") : none())
+                                        : a.positional[0];
         ctx->intValue = module->intValue;
         for (const auto& [k, v] : a.keywords) {
           if (k == "prompt") continue;
-          if (!kTraceKeywords.count(k)) in.fail("model." + name + "() got an unknown keyword '" + k + "'; accepted: " + join(kTraceKeywords));
+          if (!kTraceKeywords.count(k))
+            in.fail("model." + name + "() got an unknown keyword '" + k +
+                    "'; accepted: " + join(kTraceKeywords));
           ctx->attributes[k] = v;
         }
-        if (name == "generate" && !ctx->attributes.count("max_tokens")) ctx->attributes["max_tokens"] = integer(16);
+        if (name == "generate" && !ctx->attributes.count("max_tokens"))
+          ctx->attributes["max_tokens"] = integer(16);
         return Value(ctx);
       });
     }
@@ -168,21 +190,25 @@ struct ScriptRunner::Impl : public Host {
       }
       if (m.path == module->str) {
         for (const auto& p : m.parameters) {
-          if (p.name == name) in.fail(path + " is a parameter; read it inside `with model.trace(...)`");
+          if (p.name == name)
+            in.fail(path + " is a parameter; read it inside `with model.trace(...)`");
         }
       }
     }
     in.fail("unknown module " + path + "; run `shardscope-cli inspect` to list the module tree");
   }
 
-  void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name, const Value&) override {
+  void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name,
+                          const Value&) override {
     in.fail(module->str + "." + name + " can only be written inside `with model.trace(...)`");
   }
 
   Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
     if (index < 0) {  // layers[-1]
       long long n = 0;
-      for (const auto& m : engineOf(in, module).info().modules) n += m.path.rfind(module->str + "[", 0) == 0 && m.path.find('.', module->str.size()) == std::string::npos;
+      for (const auto& m : engineOf(in, module).info().modules)
+        n += m.path.rfind(module->str + "[", 0) == 0 &&
+             m.path.find('.', module->str.size()) == std::string::npos;
       index += n;
     }
     const std::string path = module->str + "[" + std::to_string(index) + "]";
@@ -232,19 +258,22 @@ struct ScriptRunner::Impl : public Host {
       for (const auto& i : prompt->items) ids.push_back(asInt(i, "token id"));
       return ids;
     }
-    in.fail("a prompt is a string or a list of token ids, got " + std::string(typeName(prompt->type)));
+    in.fail("a prompt is a string or a list of token ids, got " +
+            std::string(typeName(prompt->type)));
   }
 
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
     Engine& engine = *engineById.at(context->intValue - 1);
     std::string tracerName;
     if (!with.targets.empty()) {
-      if (with.targets[0]->kind != ExprKind::Name) in.fail("use `with model.trace(...) as tracer:`");
+      if (with.targets[0]->kind != ExprKind::Name)
+        in.fail("use `with model.trace(...) as tracer:`");
       tracerName = with.targets[0]->text;
     }
     const auto isInvoke = [&](const StmtPtr& s) {
-      return s->kind == StmtKind::With && s->value->kind == ExprKind::Call && s->value->a->kind == ExprKind::Attribute &&
-             s->value->a->text == "invoke" && s->value->a->a->kind == ExprKind::Name && s->value->a->a->text == tracerName;
+      return s->kind == StmtKind::With && s->value->kind == ExprKind::Call &&
+             s->value->a->kind == ExprKind::Attribute && s->value->a->text == "invoke" &&
+             s->value->a->a->kind == ExprKind::Name && s->value->a->a->text == tracerName;
     };
     GenerateRequest request;
     std::vector<InvokeSpec> invokes;
@@ -258,7 +287,8 @@ struct ScriptRunner::Impl : public Host {
     }
     if (invokeStmts.empty()) {
       const Value prompt = context->attributes["prompt"];
-      if (prompt->type == Type::None) in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
+      if (prompt->type == Type::None)
+        in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
       request.prompts.push_back(promptIds(in, engine, prompt));
       invokes.push_back({with.body, {}, tracerName});
     } else {
@@ -282,7 +312,8 @@ struct ScriptRunner::Impl : public Host {
     request.sampling.maxTokens = (long long)num("max_tokens", 1);
     if (p.count("ignore_eos")) request.sampling.ignoreEos = truthy(p.at("ignore_eos"));
     if (p.count("stop_token_ids")) {
-      for (const auto& i : p.at("stop_token_ids")->items) request.sampling.stopTokenIds.push_back(asInt(i, "stop id"));
+      for (const auto& i : p.at("stop_token_ids")->items)
+        request.sampling.stopTokenIds.push_back(asInt(i, "stop id"));
     }
 
     auto output = std::make_shared<TraceOutput>();
@@ -314,7 +345,9 @@ struct ScriptRunner::Impl : public Host {
   }
 };
 
-ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = std::move(options); }
+ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+}
 
 ScriptRunner::~ScriptRunner() = default;
 

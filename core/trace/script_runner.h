@@ -26,7 +26,8 @@ struct RunOptions {
   std::string backend;                           // overrides the process group (auto, local, nccl)
   long long budget = 10'000'000;                 // evaluation steps per block
   std::function<void(const std::string&)> out;   // receives printed lines (default: stdout)
-  std::function<void(const std::string&)> note;  // receives notices (ignored knobs; default: stderr)
+  std::function<void(const std::string&)>
+      note;                  // receives notices (ignored knobs; default: stderr)
   Engine* engine = nullptr;  // when set, every VLLM(...) of the script uses this loaded engine
 };
 

@@ -15,7 +15,8 @@ struct SourceLocation {
 // A script error: file, line, column, the statement's text and what would work.
 class ScriptError : public Error {
  public:
-  ScriptError(const std::string& file, SourceLocation at, const std::string& statement, const std::string& message);
+  ScriptError(const std::string& file, SourceLocation at, const std::string& statement,
+              const std::string& message);
   const std::string& message() const { return message_; }
   SourceLocation location() const { return at_; }
 

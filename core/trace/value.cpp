@@ -8,27 +8,48 @@ namespace shardscope::trace {
 
 const char* typeName(Type t) {
   switch (t) {
-    case Type::None: return "NoneType";
-    case Type::Bool: return "bool";
-    case Type::Int: return "int";
-    case Type::Float: return "float";
-    case Type::Str: return "str";
-    case Type::Tuple: return "tuple";
-    case Type::List: return "list";
-    case Type::Dict: return "dict";
-    case Type::Slice: return "slice";
-    case Type::Range: return "range";
-    case Type::Function: return "function";
-    case Type::Builtin: return "builtin_function_or_method";
-    case Type::Tensor: return "Tensor";
-    case Type::Size: return "torch.Size";
-    case Type::Module: return "Module";
-    case Type::Tracer: return "Tracer";
-    case Type::IterRange: return "tracer.iter";
-    case Type::ResultObject: return "object";
-    case Type::Namespace: return "module";
-    case Type::Unsaved: return "unsaved";
-    case Type::Ellipsis: return "ellipsis";
+    case Type::None:
+      return "NoneType";
+    case Type::Bool:
+      return "bool";
+    case Type::Int:
+      return "int";
+    case Type::Float:
+      return "float";
+    case Type::Str:
+      return "str";
+    case Type::Tuple:
+      return "tuple";
+    case Type::List:
+      return "list";
+    case Type::Dict:
+      return "dict";
+    case Type::Slice:
+      return "slice";
+    case Type::Range:
+      return "range";
+    case Type::Function:
+      return "function";
+    case Type::Builtin:
+      return "builtin_function_or_method";
+    case Type::Tensor:
+      return "Tensor";
+    case Type::Size:
+      return "torch.Size";
+    case Type::Module:
+      return "Module";
+    case Type::Tracer:
+      return "Tracer";
+    case Type::IterRange:
+      return "tracer.iter";
+    case Type::ResultObject:
+      return "object";
+    case Type::Namespace:
+      return "module";
+    case Type::Unsaved:
+      return "unsaved";
+    case Type::Ellipsis:
+      return "ellipsis";
   }
   return "?";
 }
@@ -115,23 +136,33 @@ Value moduleProxy(std::string path) {
 
 bool truthy(const Value& v) {
   switch (v->type) {
-    case Type::None: return false;
-    case Type::Bool: return v->boolValue;
-    case Type::Int: return v->intValue != 0;
-    case Type::Float: return v->floatValue != 0;
-    case Type::Str: return !v->str.empty();
+    case Type::None:
+      return false;
+    case Type::Bool:
+      return v->boolValue;
+    case Type::Int:
+      return v->intValue != 0;
+    case Type::Float:
+      return v->floatValue != 0;
+    case Type::Str:
+      return !v->str.empty();
     case Type::Tuple:
     case Type::List:
-    case Type::Size: return !v->items.empty();
-    case Type::Dict: return !v->dict.empty();
-    case Type::Range: return v->rangeStep > 0 ? v->rangeStart < v->rangeStop : v->rangeStart > v->rangeStop;
+    case Type::Size:
+      return !v->items.empty();
+    case Type::Dict:
+      return !v->dict.empty();
+    case Type::Range:
+      return v->rangeStep > 0 ? v->rangeStart < v->rangeStop : v->rangeStart > v->rangeStop;
     case Type::Tensor:
       if (v->tensor.numel() != 1) {
-        throw RuntimeFailure("the truth value of a tensor with " + std::to_string(v->tensor.numel()) +
+        throw RuntimeFailure("the truth value of a tensor with " +
+                             std::to_string(v->tensor.numel()) +
                              " elements is ambiguous; use .any() or .all()");
       }
       return v->tensor.item<double>() != 0;
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -152,16 +183,22 @@ std::string strRepr(const std::string& s) {
   const char q = useDouble ? '"' : '\'';
   std::string o(1, q);
   for (unsigned char c : s) {
-    if (c == '\\') o += "\\\\";
-    else if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c == '\r') o += "\\r";
-    else if (c == q) o += std::string("\\") + char(q);
+    if (c == '\\')
+      o += "\\\\";
+    else if (c == '\n')
+      o += "\\n";
+    else if (c == '\t')
+      o += "\\t";
+    else if (c == '\r')
+      o += "\\r";
+    else if (c == q)
+      o += std::string("\\") + char(q);
     else if (c < 0x20 || c == 0x7f) {
       char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
       o += b;
-    } else o += char(c);
+    } else
+      o += char(c);
   }
   return o + q;
 }
@@ -171,10 +208,9 @@ std::string dtypeSuffix(const at::Tensor& t) {
   const auto dt = t.scalar_type();
   if (dt != at::kFloat && dt != at::kLong && dt != at::kBool) {
     std::string name = c10::toString(dt);
-    static const std::map<std::string, std::string> torchNames = {{"BFloat16", "bfloat16"}, {"Half", "float16"},
-                                                                  {"Double", "float64"}, {"Int", "int32"},
-                                                                  {"Short", "int16"}, {"Char", "int8"},
-                                                                  {"Byte", "uint8"}};
+    static const std::map<std::string, std::string> torchNames = {
+        {"BFloat16", "bfloat16"}, {"Half", "float16"}, {"Double", "float64"}, {"Int", "int32"},
+        {"Short", "int16"},       {"Char", "int8"},    {"Byte", "uint8"}};
     auto it = torchNames.find(name);
     s += ", dtype=torch." + (it != torchNames.end() ? it->second : name);
   }
@@ -211,7 +247,10 @@ void formatInto(std::ostringstream& o, const at::Tensor& t, int indent, bool sum
     } else {
       formatInto(o, t[i], indent + 1, summarize);
     }
-    if (i + 1 < n) o << (t.dim() > 1 ? ",\n" + std::string(t.dim() > 2 ? 1 : 0, '\n') + std::string(indent + 1, ' ') : ", ");
+    if (i + 1 < n)
+      o << (t.dim() > 1
+                ? ",\n" + std::string(t.dim() > 2 ? 1 : 0, '\n') + std::string(indent + 1, ' ')
+                : ", ");
   }
   o << "]";
 }
@@ -228,11 +267,16 @@ std::string formatTensor(const at::Tensor& t) {
 
 std::string repr(const Value& v) {
   switch (v->type) {
-    case Type::None: return "None";
-    case Type::Bool: return v->boolValue ? "True" : "False";
-    case Type::Int: return std::to_string(v->intValue);
-    case Type::Float: return floatRepr(v->floatValue);
-    case Type::Str: return strRepr(v->str);
+    case Type::None:
+      return "None";
+    case Type::Bool:
+      return v->boolValue ? "True" : "False";
+    case Type::Int:
+      return std::to_string(v->intValue);
+    case Type::Float:
+      return floatRepr(v->floatValue);
+    case Type::Str:
+      return strRepr(v->str);
     case Type::Tuple: {
       std::string s = "(";
       for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
@@ -250,23 +294,34 @@ std::string repr(const Value& v) {
     }
     case Type::Dict: {
       std::string s = "{";
-      for (size_t i = 0; i < v->dict.size(); ++i) s += (i ? ", " : "") + repr(v->dict[i].first) + ": " + repr(v->dict[i].second);
+      for (size_t i = 0; i < v->dict.size(); ++i)
+        s += (i ? ", " : "") + repr(v->dict[i].first) + ": " + repr(v->dict[i].second);
       return s + "}";
     }
     case Type::Slice:
-      return "slice(" + repr(v->items[0]) + ", " + repr(v->items[1]) + ", " + repr(v->items[2]) + ")";
+      return "slice(" + repr(v->items[0]) + ", " + repr(v->items[1]) + ", " + repr(v->items[2]) +
+             ")";
     case Type::Range:
       return "range(" + std::to_string(v->rangeStart) + ", " + std::to_string(v->rangeStop) +
              (v->rangeStep != 1 ? ", " + std::to_string(v->rangeStep) : "") + ")";
-    case Type::Tensor: return formatTensor(v->tensor);
-    case Type::Function: return "<function " + v->function->name + ">";
-    case Type::Builtin: return "<built-in function " + v->str + ">";
-    case Type::Module: return "<module " + v->str + ">";
-    case Type::Tracer: return "<Tracer>";
-    case Type::IterRange: return "<tracer.iter>";
-    case Type::Namespace: return v->attributes.empty() ? v->str : "<module '" + v->str + "'>";  // dtypes print bare
-    case Type::Ellipsis: return "Ellipsis";
-    case Type::Unsaved: return "<unsaved " + v->str + ">";
+    case Type::Tensor:
+      return formatTensor(v->tensor);
+    case Type::Function:
+      return "<function " + v->function->name + ">";
+    case Type::Builtin:
+      return "<built-in function " + v->str + ">";
+    case Type::Module:
+      return "<module " + v->str + ">";
+    case Type::Tracer:
+      return "<Tracer>";
+    case Type::IterRange:
+      return "<tracer.iter>";
+    case Type::Namespace:
+      return v->attributes.empty() ? v->str : "<module '" + v->str + "'>";  // dtypes print bare
+    case Type::Ellipsis:
+      return "Ellipsis";
+    case Type::Unsaved:
+      return "<unsaved " + v->str + ">";
     case Type::ResultObject: {
       std::string s = v->str + "(";
       bool first = true;
@@ -280,18 +335,23 @@ std::string repr(const Value& v) {
   return "?";
 }
 
-std::string str(const Value& v) { return v->type == Type::Str ? v->str : repr(v); }
+std::string str(const Value& v) {
+  return v->type == Type::Str ? v->str : repr(v);
+}
 
 bool equal(const Value& a, const Value& b) {
   const auto numeric = [](const Value& v) {
     return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
   };
   const auto num = [](const Value& v) {
-    return v->type == Type::Float ? v->floatValue : v->type == Type::Int ? double(v->intValue) : double(v->boolValue);
+    return v->type == Type::Float ? v->floatValue
+           : v->type == Type::Int ? double(v->intValue)
+                                  : double(v->boolValue);
   };
   if (numeric(a) && numeric(b)) {
     if (a->type == Type::Float || b->type == Type::Float) return num(a) == num(b);
-    const long long x = a->type == Type::Int ? a->intValue : a->boolValue, y = b->type == Type::Int ? b->intValue : b->boolValue;
+    const long long x = a->type == Type::Int ? a->intValue : a->boolValue,
+                    y = b->type == Type::Int ? b->intValue : b->boolValue;
     return x == y;
   }
   const auto seq = [](const Value& v) { return v->type == Type::Tuple || v->type == Type::Size; };
@@ -304,17 +364,23 @@ bool equal(const Value& a, const Value& b) {
   }
   if (a->type != b->type) return false;
   switch (a->type) {
-    case Type::None: return true;
-    case Type::Str: return a->str == b->str;
-    case Type::Module: return a->str == b->str;
+    case Type::None:
+      return true;
+    case Type::Str:
+      return a->str == b->str;
+    case Type::Module:
+      return a->str == b->str;
     case Type::Dict: {
       if (a->dict.size() != b->dict.size()) return false;
       for (size_t i = 0; i < a->dict.size(); ++i) {
-        if (!equal(a->dict[i].first, b->dict[i].first) || !equal(a->dict[i].second, b->dict[i].second)) return false;
+        if (!equal(a->dict[i].first, b->dict[i].first) ||
+            !equal(a->dict[i].second, b->dict[i].second))
+          return false;
       }
       return true;
     }
-    default: return a == b;
+    default:
+      return a == b;
   }
 }
 

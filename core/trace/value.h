@@ -20,8 +20,27 @@ using Value = std::shared_ptr<Object>;
 class Environment;
 
 enum class Type {
-  None, Bool, Int, Float, Str, Tuple, List, Dict, Slice, Range, Function, Builtin, Tensor, Size,
-  Module, Tracer, IterRange, ResultObject, Namespace, Unsaved, Ellipsis
+  None,
+  Bool,
+  Int,
+  Float,
+  Str,
+  Tuple,
+  List,
+  Dict,
+  Slice,
+  Range,
+  Function,
+  Builtin,
+  Tensor,
+  Size,
+  Module,
+  Tracer,
+  IterRange,
+  ResultObject,
+  Namespace,
+  Unsaved,
+  Ellipsis
 };
 
 const char* typeName(Type t);
@@ -53,13 +72,13 @@ struct Object {
   bool boolValue = false;
   long long intValue = 0;
   double floatValue = 0;
-  std::string str;                  // Str; Module path; Namespace name; Unsaved name
-  std::vector<Value> items;         // Tuple, List, Size (as Ints), Slice (start, stop, step)
+  std::string str;           // Str; Module path; Namespace name; Unsaved name
+  std::vector<Value> items;  // Tuple, List, Size (as Ints), Slice (start, stop, step)
   std::vector<std::pair<Value, Value>> dict;
   at::Tensor tensor;
-  BuiltinFn builtin;                // Builtin (also bound methods)
+  BuiltinFn builtin;  // Builtin (also bound methods)
   std::shared_ptr<FunctionDef> function;
-  std::map<std::string, Value> attributes;  // ResultObject fields, Namespace members
+  std::map<std::string, Value> attributes;                 // ResultObject fields, Namespace members
   long long rangeStart = 0, rangeStop = 0, rangeStep = 1;  // Range, IterRange (stop < 0: unbounded)
   bool unbounded = false;
 };

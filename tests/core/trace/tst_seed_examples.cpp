@@ -25,11 +25,14 @@ std::string readFile(const std::filesystem::path& p) {
   return ss.str();
 }
 
-std::filesystem::path script(const char* name) { return test::sourceDir() / "tests" / "trace" / "scripts" / name; }
+std::filesystem::path script(const char* name) {
+  return test::sourceDir() / "tests" / "trace" / "scripts" / name;
+}
 
 // The test model: its config beside the real Qwen3 tokenizer (for model.tokenizer.decode).
 std::string modelSpec(const test::TempDir& dir) {
-  std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / "qwen3-8b-widths.json", dir.path() / "config.json");
+  std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / "qwen3-8b-widths.json",
+                             dir.path() / "config.json");
   std::filesystem::create_symlink(qwen3TokenizerAsset(), dir.path() / "tokenizer.json");
   return "random:" + (dir.path() / "config.json").string() + "@1";
 }
@@ -72,16 +75,20 @@ class TestSeedExamples : public QObject {
   void cliPrintsTheSeedShapesAtTp2_data() {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("reads") << "seed_1_reads.py" << "torch.Size([5, 6144]) torch.Size([5, 4096]) torch.Size([5, 4096]) ";
-    QTest::newRow("rank order") << "seed_3_rank_order.py" << "torch.Size([5, 128]) torch.Size([5, 128])";
-    QTest::newRow("parameters") << "seed_4_parameters.py" << "((4096, 2048), (75968, 4096))";
+    QTest::newRow("reads") << "seed_1_reads.py"
+                           << "torch.Size([5, 6144]) torch.Size([5, 4096]) torch.Size([5, 4096]) ";
+    QTest::newRow("rank order") << "seed_3_rank_order.py"
+                                << "torch.Size([5, 128]) torch.Size([5, 128])";
+    QTest::newRow("parameters") << "seed_4_parameters.py"
+                                << "((4096, 2048), (75968, 4096))";
   }
   void cliPrintsTheSeedShapesAtTp2() {
     QFETCH(QString, file);
     QFETCH(QString, expected);
     QProcess p;
-    p.start(SHARDSCOPE_CLI, {"run", QString::fromStdString(script(file.toUtf8().constData()).string()), "--tp", "2",
-                             "--dtype", "f32", "--model-dir", QString::fromStdString("Qwen/Qwen3-8B=" + spec_)});
+    p.start(SHARDSCOPE_CLI,
+            {"run", QString::fromStdString(script(file.toUtf8().constData()).string()), "--tp", "2",
+             "--dtype", "f32", "--model-dir", QString::fromStdString("Qwen/Qwen3-8B=" + spec_)});
     QVERIFY(p.waitForFinished(600000));
     const QString out = QString::fromUtf8(p.readAllStandardOutput());
     QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));

@@ -10,13 +10,13 @@
 #include <cstring>
 
 #include "common/test_support.h"
-#include "core/model/model_source.h"
-#include "core/model/port_observer.h"
-#include "core/trace/script_runner.h"
-#include "core/trace/source_location.h"
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
+#include "core/model/model_source.h"
+#include "core/model/port_observer.h"
 #include "core/trace/interleaver.h"
+#include "core/trace/script_runner.h"
+#include "core/trace/source_location.h"
 
 using namespace shardscope;
 
@@ -79,7 +79,8 @@ bool close(const at::Tensor& a, const at::Tensor& b) {
 }
 
 // Reads of every port kind of layer 1, in the order the model runs them.
-const char* kReads = "l = model.model.layers[1]\n"
+const char* kReads =
+    "l = model.model.layers[1]\n"
     "with model.trace(\"The capital of France is\"):\n"
     "    qkv = l.self_attn.qkv_proj.output[0]\n"
     "    q3 = l.self_attn.qkv_proj.q_head(qkv, 3).clone().save()\n"
@@ -94,7 +95,8 @@ const char* kReads = "l = model.model.layers[1]\n"
     "    h = sum(l.output).save()\n"
     "    logits = model.logits.save()\n";
 
-const char* kSteps = "with model.trace(\"The capital of France is\", max_tokens=5) as tracer:\n"
+const char* kSteps =
+    "with model.trace(\"The capital of France is\", max_tokens=5) as tracer:\n"
     "    zeros = list().save()\n"
     "    for i in tracer.iter[:5]:\n"
     "        if i == 2:\n"
@@ -103,32 +105,38 @@ const char* kSteps = "with model.trace(\"The capital of France is\", max_tokens=
     "print(zeros)\n";
 
 // Scripts live outside the test class: moc cannot parse raw strings inside class bodies.
-const char* kScript0 = "with model.trace(\"The capital of France is\"):\n"
+const char* kScript0 =
+    "with model.trace(\"The capital of France is\"):\n"
     "    qkv = model.model.layers[0].self_attn.qkv_proj.output[0].clone().save()\n";
-const char* kScript1 = "with model.trace(\"Hi\", max_tokens=6, ignore_eos=True) as tracer:\n"
+const char* kScript1 =
+    "with model.trace(\"Hi\", max_tokens=6, ignore_eos=True) as tracer:\n"
     "    steps = list().save()\n"
     "    for i in tracer.iter[:]:\n"
     "        steps.append(i)\n"
     "        x = model.logits\n"
     "print(steps)\n";
-const char* kScript2 = "with model.trace(\"Hi\", max_tokens=10, ignore_eos=True) as tracer:\n"
+const char* kScript2 =
+    "with model.trace(\"Hi\", max_tokens=10, ignore_eos=True) as tracer:\n"
     "    for i in tracer.iter[:]:\n"
     "        if i == 1:\n"
     "            tracer.stop()\n"
     "        x = model.logits\n"
     "    out = tracer.result.save()\n"
     "print(len(out.outputs[0].token_ids))\n";
-const char* kScript3 = "with model.trace(\"Hi\", max_tokens=10, ignore_eos=True) as tracer:\n"
+const char* kScript3 =
+    "with model.trace(\"Hi\", max_tokens=10, ignore_eos=True) as tracer:\n"
     "    ls = list().save()\n"
     "    for _ in tracer.iter[:]:\n"
     "        ls.append(model.logits)\n"
     "print(torch.cat(ls).shape)\n";
-const char* kScript4 = "with model.trace(\"Hi\", max_tokens=3, ignore_eos=True) as tracer:\n"
+const char* kScript4 =
+    "with model.trace(\"Hi\", max_tokens=3, ignore_eos=True) as tracer:\n"
     "    for _ in tracer.iter[:3]:\n"
     "        model.samples[:] = 9625\n"
     "    out = tracer.result.save()\n"
     "print(out.outputs[0].token_ids, repr(out.outputs[0].text))\n";
-const char* kScript5 = "with model.trace(max_tokens=1) as tracer:\n"
+const char* kScript5 =
+    "with model.trace(max_tokens=1) as tracer:\n"
     "    with tracer.invoke(\"The capital of France is\"):\n"
     "        a = model.model.layers[1].output[0].clone().save()\n"
     "        model.model.layers[2].mlp.output[:] = 0\n"
@@ -136,21 +144,25 @@ const char* kScript5 = "with model.trace(max_tokens=1) as tracer:\n"
     "    with tracer.invoke(\"Hello\"):\n"
     "        b = model.model.layers[1].output[0].clone().save()\n"
     "        lb = model.logits.save()\n";
-const char* kScript6 = "with model.trace(\"Hello\"):\n"
+const char* kScript6 =
+    "with model.trace(\"Hello\"):\n"
     "    b = model.model.layers[1].output[0].clone().save()\n"
     "    lb = model.logits.save()\n";
-const char* kScript7 = "with model.trace(max_tokens=1) as tracer:\n"
+const char* kScript7 =
+    "with model.trace(max_tokens=1) as tracer:\n"
     "    with tracer.invoke(\"The capital of France is\"):\n"
     "        h = model.model.layers[1].output[0][-1:].clone()\n"
     "        la = model.logits.save()\n"
     "    with tracer.invoke(\"Hello\"):\n"
     "        model.model.layers[1].output[0][-1:] = h\n"
     "        lb = model.logits.save()\n";
-const char* kScript8 = "with model.trace(\"The capital of France is\"):\n"
+const char* kScript8 =
+    "with model.trace(\"The capital of France is\"):\n"
     "    h = sum(model.model.layers[-1].output)\n"
     "    lens = model.logits_processor(model.lm_head, model.model.norm(h))[-1:].save()\n"
     "    logits = model.logits.save()\n";
-const char* kScript9 = "def f(a, b=2):\n"
+const char* kScript9 =
+    "def f(a, b=2):\n"
     "    return a * b\n"
     "g = lambda x: x + 1\n"
     "xs = [1, 2, 3]\n"
@@ -166,7 +178,8 @@ const char* kScript9 = "def f(a, b=2):\n"
     "    s += i\n"
     "print(f(3), f(3, b=4), g(1), xs[-1], xs[1:3], len(d), s, 7 // 2, -7 // 2, 2 ** 10, 1e-5)\n"
     "print(f\"{s:.2f} {xs!r}\", 1 < 2 < 3, \"a\" in d, divmod(-7, 2), max(3, 9, 1), abs(-2.5))\n"
-    "print(repr(\"it's\"), (1,), None, True and 0, not [], tuple([1, 2]), str(3.0), int(\"12\") + 1)\n";
+    "print(repr(\"it's\"), (1,), None, True and 0, not [], tuple([1, 2]), str(3.0), int(\"12\") + "
+    "1)\n";
 
 }  // namespace
 
@@ -180,12 +193,14 @@ class TestTrace : public QObject {
   }
   void readsAtEveryPortKindEqualTp1() {
     QFETCH(int, tp);
-    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp)
+      QSKIP("NCCL needs one GPU per rank");
     const Run one = run(kReads, 1), many = run(kReads, tp);
     for (const char* name : {"q3", "k1", "v2", "qn", "a", "z", "z5", "o", "col", "h", "logits"}) {
       QVERIFY2(close(one.tensor(name), many.tensor(name)), name);
     }
-    QCOMPARE(many.tensor("qn").sizes().vec(), (std::vector<int64_t>{5, 8, 8}));  // gathered along heads
+    QCOMPARE(many.tensor("qn").sizes().vec(),
+             (std::vector<int64_t>{5, 8, 8}));  // gathered along heads
     QCOMPARE(many.tensor("z").sizes().vec(), (std::vector<int64_t>{5, 64}));
     QVERIFY(at::equal(many.tensor("z5"), many.tensor("z").narrow(1, 40, 8)));
   }
@@ -203,36 +218,42 @@ class TestTrace : public QObject {
     QTest::addColumn<QString>("write");
     QTest::newRow("zero a head of o_proj.input over 4 steps")
         << "        model.model.layers[1].self_attn.o_proj.input[:, 3 * 8:4 * 8] = 0\n";
-    QTest::newRow("zero a column output") << "        model.model.layers[2].mlp.act_fn.output[:] = 0\n";
-    QTest::newRow("scale a fused output in place") << "        model.model.layers[0].mlp.gate_up_proj.output[0] *= 0.5\n";
+    QTest::newRow("zero a column output")
+        << "        model.model.layers[2].mlp.act_fn.output[:] = 0\n";
+    QTest::newRow("scale a fused output in place")
+        << "        model.model.layers[0].mlp.gate_up_proj.output[0] *= 0.5\n";
   }
   void writesMatchTp1() {
     QFETCH(QString, write);
-    const std::string script = "with model.trace(\"The capital of France is\", max_tokens=4) as tracer:\n"
-                               "    rows = list().save()\n"
-                               "    for _ in tracer.iter[:4]:\n" +
-                               write.toStdString() +
-                               "        rows.append(model.logits.clone())\n"
-                               "    out = tracer.result.save()\n"
-                               "logits = torch.cat(rows)\n";
-    const std::string plain = "with model.trace(\"The capital of France is\", max_tokens=4) as tracer:\n"
-                              "    rows = list().save()\n"
-                              "    for _ in tracer.iter[:4]:\n"
-                              "        rows.append(model.logits.clone())\n"
-                              "logits = torch.cat(rows)\n";
+    const std::string script =
+        "with model.trace(\"The capital of France is\", max_tokens=4) as tracer:\n"
+        "    rows = list().save()\n"
+        "    for _ in tracer.iter[:4]:\n" +
+        write.toStdString() +
+        "        rows.append(model.logits.clone())\n"
+        "    out = tracer.result.save()\n"
+        "logits = torch.cat(rows)\n";
+    const std::string plain =
+        "with model.trace(\"The capital of France is\", max_tokens=4) as tracer:\n"
+        "    rows = list().save()\n"
+        "    for _ in tracer.iter[:4]:\n"
+        "        rows.append(model.logits.clone())\n"
+        "logits = torch.cat(rows)\n";
     const Run base = run(plain, 1);
     const Run one = run(script, 1);
     QVERIFY(!close(base.tensor("logits"), one.tensor("logits")));  // the write had an effect
     for (int tp : {2, 4}) {
       const Run many = run(script, tp);
-      QVERIFY2(close(one.tensor("logits"), many.tensor("logits")), ("tp=" + std::to_string(tp)).c_str());
+      QVERIFY2(close(one.tensor("logits"), many.tensor("logits")),
+               ("tp=" + std::to_string(tp)).c_str());
       QCOMPARE(many.runner->reprOf("out"), one.runner->reprOf("out"));
     }
   }
 
   void readOnlyTraceIsBitIdentical() {
     const Run reads = run(kReads, 2);
-    const Run plain = run("with model.trace(\"The capital of France is\"):\n    logits = model.logits.save()\n", 2);
+    const Run plain = run(
+        "with model.trace(\"The capital of France is\"):\n    logits = model.logits.save()\n", 2);
     QVERIFY(at::equal(reads.tensor("logits"), plain.tensor("logits")));
   }
 
@@ -245,7 +266,8 @@ class TestTrace : public QObject {
     const Run rows = run(kScript3);
     QCOMPARE(rows.lines, (std::vector<std::string>{"torch.Size([10, 151936])"}));
     const Run forced = run(kScript4, 2);
-    QCOMPARE(forced.lines, (std::vector<std::string>{"[9625, 9625, 9625] ' France France France'"}));
+    QCOMPARE(forced.lines,
+             (std::vector<std::string>{"[9625, 9625, 9625] ' France France France'"}));
   }
 
   void invokesHaveTheirOwnRows() {
@@ -274,38 +296,50 @@ class TestTrace : public QObject {
   void errorsNameTheLineAndTheNextJobWorks_data() {
     QTest::addColumn<QString>("script");
     QTest::addColumn<QString>("message");
-    QTest::newRow("syntax") << "model = VLLM(\"demo\")\nx = (1 +\n" << "bad.py:3:1: syntax error";
-    QTest::newRow("unknown module")
-        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = model.model.layers[0].self_atn.output.save()\n"
-        << "bad.py:3:";
-    QTest::newRow("nearest names")
-        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = model.model.layers[0].mlp.down_prj.output.save()\n"
-        << "nearest: down_proj";
+    QTest::newRow("syntax") << "model = VLLM(\"demo\")\nx = (1 +\n"
+                            << "bad.py:3:1: syntax error";
+    QTest::newRow("unknown module") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
+                                       "model.model.layers[0].self_atn.output.save()\n"
+                                    << "bad.py:3:";
+    QTest::newRow("nearest names") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
+                                      "model.model.layers[0].mlp.down_prj.output.save()\n"
+                                   << "nearest: down_proj";
     QTest::newRow("already ran past")
-        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    a = model.model.layers[2].output\n    b = model.model.layers[1].output\n"
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    a = "
+           "model.model.layers[2].output\n    b = model.model.layers[1].output\n"
         << "bad.py:4:5: already ran past model.model.layers[1].output at step 0";
     QTest::newRow("never comes")
-        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = model.lm_head.output.save()\n"
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
+           "model.lm_head.output.save()\n"
         << "bad.py:3:5: waited on model.lm_head.output at step 0, but the model never reached it";
     QTest::newRow("step never comes")
-        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", max_tokens=2) as tracer:\n    for _ in tracer.iter[:5]:\n        x = model.logits\n"
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", max_tokens=2) as tracer:\n    for _ "
+           "in tracer.iter[:5]:\n        x = model.logits\n"
         << "but the request ended after step 1";
-    QTest::newRow("unsaved") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = model.logits\nprint(x)\n"
-                             << "bad.py:4:7: 'x' was assigned inside the trace but not saved";
+    QTest::newRow("unsaved")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = model.logits\nprint(x)\n"
+        << "bad.py:4:7: 'x' was assigned inside the trace but not saved";
     QTest::newRow("shape mismatch")
-        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    model.model.layers[0].mlp.output = torch.zeros(3, 3)\n"
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    "
+           "model.model.layers[0].mlp.output = torch.zeros(3, 3)\n"
         << "cannot write a value of shape torch.Size([3, 3]) into model.model.layers[0].mlp.output";
     QTest::newRow("unsupported method")
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = model.logits.frobnicate()\n"
         << "tensors have no attribute 'frobnicate' in trace scripts; supported:";
-    QTest::newRow("unsupported statement") << "class A:\n    pass\n" << "bad.py:1:1: 'class': not supported in trace scripts";
-    QTest::newRow("budget") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    while True:\n        pass\n"
-                            << "instruction budget";
-    QTest::newRow("import") << "import os\n" << "cannot import 'os'";
-    QTest::newRow("unknown VLLM keyword") << "model = VLLM(\"demo\", frobnicate=1)\n"
-                                          << "VLLM() got an unknown keyword 'frobnicate'; accepted: device, dispatch, dtype, tensor_parallel_size";
-    QTest::newRow("unknown trace keyword") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", beam_width=2):\n    pass\n"
-                                           << "model.trace() got an unknown keyword 'beam_width'";
+    QTest::newRow("unsupported statement") << "class A:\n    pass\n"
+                                           << "bad.py:1:1: 'class': not supported in trace scripts";
+    QTest::newRow("budget")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    while True:\n        pass\n"
+        << "instruction budget";
+    QTest::newRow("import") << "import os\n"
+                            << "cannot import 'os'";
+    QTest::newRow("unknown VLLM keyword")
+        << "model = VLLM(\"demo\", frobnicate=1)\n"
+        << "VLLM() got an unknown keyword 'frobnicate'; accepted: device, dispatch, dtype, "
+           "tensor_parallel_size";
+    QTest::newRow("unknown trace keyword")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", beam_width=2):\n    pass\n"
+        << "model.trace() got an unknown keyword 'beam_width'";
   }
   void errorsNameTheLineAndTheNextJobWorks() {
     QFETCH(QString, script);
@@ -314,7 +348,10 @@ class TestTrace : public QObject {
     auto runner = makeRunner(2, &lines);
     const std::string e = errorOf(*runner, script.toStdString());
     QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
-    runner->run("model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    l = model.logits.save()\nprint(l.shape)\n", "good.py");
+    runner->run(
+        "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    l = "
+        "model.logits.save()\nprint(l.shape)\n",
+        "good.py");
     QCOMPARE(lines.back(), std::string("torch.Size([1, 151936])"));
   }
 
@@ -327,22 +364,23 @@ class TestTrace : public QObject {
     o.out = [&lines](const std::string& l) { lines.push_back(l); };
     o.note = [&notes](const std::string& n) { notes.push_back(n); };
     trace::ScriptRunner runner(o);
-    runner.run("model = VLLM(\"demo\", gpu_memory_utilization=0.9, enforce_eager=True)\n"
-               "model = VLLM(\"demo\", gpu_memory_utilization=0.9)\nprint(1)\n", "knobs.py");
+    runner.run(
+        "model = VLLM(\"demo\", gpu_memory_utilization=0.9, enforce_eager=True)\n"
+        "model = VLLM(\"demo\", gpu_memory_utilization=0.9)\nprint(1)\n",
+        "knobs.py");
     QCOMPARE(notes.size(), size_t(2));
-    QCOMPARE(notes[0], std::string("gpu_memory_utilization has no meaning in ShardScope and is ignored"));
+    QCOMPARE(notes[0],
+             std::string("gpu_memory_utilization has no meaning in ShardScope and is ignored"));
     QCOMPARE(lines, (std::vector<std::string>{"1"}));
   }
 
   void languageBasics() {
     const Run r = run(kScript9);
-    QCOMPARE(r.lines, (std::vector<std::string>{
-                          "6 12 2 4 [2, 3] 2 16 3 -4 1024 1e-05",
-                          "16.00 [1, 2, 3, 4] True True (-4, 1) 9 2.5",
-                          "\"it's\" (1,) None 0 True (1, 2) 3.0 13"}));
+    QCOMPARE(r.lines, (std::vector<std::string>{"6 12 2 4 [2, 3] 2 16 3 -4 1024 1e-05",
+                                                "16.00 [1, 2, 3, 4] True True (-4, 1) 9 2.5",
+                                                "\"it's\" (1,) None 0 True (1, 2) 3.0 13"}));
   }
 };
-
 
 namespace {
 
@@ -365,30 +403,35 @@ void TestTrace::syntheticPartialSumPortDividesWrites() {
   o.device = test::device();
   Engine engine(o);
   for (bool write : {false, true}) {
-    const std::string source = write ? "seen = probe.output.clone().save()\nprobe.output[:] = seen * 3\n"
-                                     : "seen = probe.output.clone().save()\n";
+    const std::string source =
+        write ? "seen = probe.output.clone().save()\nprobe.output[:] = seen * 3\n"
+              : "seen = probe.output.clone().save()\n";
     auto program = trace::parseProgram(source, "partial.py");
-    std::vector<trace::InvokeSpec> invokes{{program->body, {{"probe", trace::moduleProxy("probe")}}, ""}};
+    std::vector<trace::InvokeSpec> invokes{
+        {program->body, {{"probe", trace::moduleProxy("probe")}}, ""}};
     auto seen = std::make_shared<at::Tensor>();
     auto locals = std::make_shared<std::vector<at::Tensor>>(4);
     auto reduced = std::make_shared<at::Tensor>();
-    engine.submit([=](RankContext& ctx) {
-      PartialSumProbe probe;
-      trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
-      il.registerModule(probe);
-      il.start();
-      ForwardBatch batch{ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0};
-      const at::Tensor partial = (at::arange(6, at::kFloat).view({2, 3}) * (ctx.rank + 1)).to(ctx.device);
-      PortValue v = PortValue::single(partial.clone());
-      batch.visit(probe, PortRole::Output, v);
-      (*locals)[ctx.rank] = v.items[0].to(at::kCPU);
-      at::Tensor sum = v.items[0].clone();
-      ctx.group.allReduceSum(sum);  // the block's own reduce
-      if (ctx.rank == 0) {
-        *reduced = sum.to(at::kCPU);
-        *seen = il.output().saved.at("seen")->tensor;
-      }
-    }).wait();
+    engine
+        .submit([=](RankContext& ctx) {
+          PartialSumProbe probe;
+          trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
+          il.registerModule(probe);
+          il.start();
+          ForwardBatch batch{ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0};
+          const at::Tensor partial =
+              (at::arange(6, at::kFloat).view({2, 3}) * (ctx.rank + 1)).to(ctx.device);
+          PortValue v = PortValue::single(partial.clone());
+          batch.visit(probe, PortRole::Output, v);
+          (*locals)[ctx.rank] = v.items[0].to(at::kCPU);
+          at::Tensor sum = v.items[0].clone();
+          ctx.group.allReduceSum(sum);  // the block's own reduce
+          if (ctx.rank == 0) {
+            *reduced = sum.to(at::kCPU);
+            *seen = il.output().saved.at("seen")->tensor;
+          }
+        })
+        .wait();
     const at::Tensor whole = at::arange(6, at::kFloat).view({2, 3}) * 10;  // 1 + 2 + 3 + 4
     QVERIFY(at::equal(*seen, whole));
     if (write) {
