@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "../model/tokenizer.h"
 #include "interpreter.h"
 #include "trace_device.h"
 
@@ -321,6 +322,31 @@ Value printBuiltin(std::function<void(const std::string&)> print) {
     print(line);
     return none();
   });
+}
+
+Value tokenizerValue(std::shared_ptr<const Tokenizer> tok) {
+  auto ns = std::make_shared<Object>();
+  ns->type = Type::Namespace;
+  ns->str = "tokenizer";
+  ns->attributes["decode"] = builtin("decode", [tok](Args& a) {
+    const Value& v = a.positional.at(0);
+    std::vector<int64_t> ids;
+    if (v->type == Type::Tensor) {
+      at::Tensor t = v->tensor.to(at::kCPU, at::kLong).flatten();
+      ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    } else if (v->type == Type::Int) {
+      ids.push_back(v->intValue);
+    } else {
+      for (const auto& i : v->items) ids.push_back(asInt(i, "token id"));
+    }
+    return string(tok->decode(ids));
+  });
+  ns->attributes["encode"] = builtin("encode", [tok](Args& a) {
+    std::vector<Value> ids;
+    for (int64_t id : tok->encode(str(a.positional.at(0)))) ids.push_back(integer(id));
+    return list(ids);
+  });
+  return ns;
 }
 
 const std::shared_ptr<Environment>& builtinScope() {

@@ -337,30 +337,8 @@ class Mediator : public Host {
   }
 
   Value tokenizerObject(Interpreter& in) {
-    const Tokenizer* tok = owner_.tokenizer();
-    if (!tok) in.fail("this model has no tokenizer.json");
-    auto ns = std::make_shared<Object>();
-    ns->type = Type::Namespace;
-    ns->str = "tokenizer";
-    ns->attributes["decode"] = builtin("decode", [tok](CallArgs& a) {
-      const Value& v = a.positional.at(0);
-      std::vector<int64_t> ids;
-      if (v->type == Type::Tensor) {
-        at::Tensor t = v->tensor.to(at::kCPU, at::kLong).flatten();
-        ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
-      } else if (v->type == Type::Int) {
-        ids.push_back(v->intValue);
-      } else {
-        for (const auto& i : v->items) ids.push_back(asInt(i, "token id"));
-      }
-      return string(tok->decode(ids));
-    });
-    ns->attributes["encode"] = builtin("encode", [tok](CallArgs& a) {
-      std::vector<Value> ids;
-      for (int64_t id : tok->encode(str(a.positional.at(0)))) ids.push_back(integer(id));
-      return list(ids);
-    });
-    return ns;
+    if (!owner_.tokenizer()) in.fail("this model has no tokenizer.json");
+    return tokenizerValue(owner_.sharedTokenizer());
   }
 
   Interleaver& owner_;

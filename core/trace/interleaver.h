@@ -67,6 +67,7 @@ class Interleaver : public PortObserver {
   bool visitedThisStep(const Module* m, PortRole role) const;
   const Module* findModule(const std::string& path) const;
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const std::shared_ptr<const Tokenizer>& sharedTokenizer() const { return tokenizer_; }
   bool reporter() const { return ctx_.rank == 0; }
   const ForwardBatch* batch() const { return batch_; }
   void print(const std::string& line) { printed_.push_back(line); }

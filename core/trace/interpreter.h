@@ -11,6 +11,10 @@
 #include "ast.h"
 #include "value.h"
 
+namespace shardscope {
+class Tokenizer;
+}
+
 namespace shardscope::trace {
 
 class Interpreter;
@@ -101,6 +105,8 @@ class Interpreter {
 // shared by every script as the outermost parent. print() is per script (printBuiltin).
 const std::shared_ptr<Environment>& builtinScope();
 Value printBuiltin(std::function<void(const std::string&)> print);
+// `model.tokenizer`: encode(text) -> list of ids, decode(ids or tensor) -> text.
+Value tokenizerValue(std::shared_ptr<const Tokenizer> tokenizer);
 // Attribute `name` of a tensor value: a property (shape, dtype, T) or a bound method.
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name);
 // A copy of `v` that later in-place edits of model memory cannot change.

@@ -154,28 +154,7 @@ struct ScriptRunner::Impl : public Host {
     if (module->str == "model" && name == "tokenizer") {
       auto tok = engine.tokenizer();
       if (!tok) in.fail("this model has no tokenizer.json");
-      auto ns = std::make_shared<Object>();
-      ns->type = Type::Namespace;
-      ns->str = "tokenizer";
-      ns->attributes["decode"] = builtin("decode", [tok](CallArgs& a) {
-        const Value& v = a.positional.at(0);
-        std::vector<int64_t> ids;
-        if (v->type == Type::Tensor) {
-          at::Tensor t = v->tensor.to(at::kCPU, at::kLong).flatten();
-          ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
-        } else if (v->type == Type::Int) {
-          ids.push_back(v->intValue);
-        } else {
-          for (const auto& i : v->items) ids.push_back(asInt(i, "token id"));
-        }
-        return string(tok->decode(ids));
-      });
-      ns->attributes["encode"] = builtin("encode", [tok](CallArgs& a) {
-        std::vector<Value> ids;
-        for (int64_t id : tok->encode(str(a.positional.at(0)))) ids.push_back(integer(id));
-        return list(ids);
-      });
-      return ns;
+      return tokenizerValue(tok);
     }
     if (name == "output" || name == "input" || name == "inputs" ||
         (module->str == "model" && (name == "logits" || name == "samples"))) {
