@@ -231,17 +231,7 @@ void Interpreter::exec(const Stmt& s) {
         break;
       }
       case StmtKind::Def: {
-        auto f = std::make_shared<FunctionDef>();
-        f->name = s.op;
-        f->params = s.params;
-        for (const auto& p : s.params)
-          f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
-        f->body = s.body;
-        f->closure = env_;
-        auto v = std::make_shared<Object>();
-        v->type = Type::Function;
-        v->function = f;
-        env_->set(s.op, v);
+        env_->set(s.op, makeFunction(s.op, s.params, s.body, nullptr));
         if (env_ == globals_) assigned_.insert(s.op);
         break;
       }
@@ -442,21 +432,26 @@ Value Interpreter::eval(const Expr& e) {
     }
     case ExprKind::IfElse:
       return truthy(eval(*e.b)) ? eval(*e.a) : eval(*e.c);
-    case ExprKind::Lambda: {
-      auto f = std::make_shared<FunctionDef>();
-      f->name = "<lambda>";
-      f->params = e.params;
-      for (const auto& p : e.params)
-        f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
-      f->lambdaBody = e.a;
-      f->closure = env_;
-      auto v = std::make_shared<Object>();
-      v->type = Type::Function;
-      v->function = f;
-      return v;
-    }
+    case ExprKind::Lambda:
+      return makeFunction("<lambda>", e.params, {}, e.a);
   }
   fail("unsupported expression");
+}
+
+Value Interpreter::makeFunction(const std::string& name, const std::vector<Param>& params,
+                                const Block& body, ExprPtr lambdaBody) {
+  auto f = std::make_shared<FunctionDef>();
+  f->name = name;
+  f->params = params;
+  for (const auto& p : params)
+    f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
+  f->body = body;
+  f->lambdaBody = std::move(lambdaBody);
+  f->closure = env_;  // closures see the scope they were made in
+  auto v = std::make_shared<Object>();
+  v->type = Type::Function;
+  v->function = f;
+  return v;
 }
 
 Value Interpreter::evalCall(const Expr& e) {

@@ -85,6 +85,8 @@ class Interpreter {
   void tick();
   void runBody(const Block& body);
   Value evalCall(const Expr& e);
+  Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
+                     ExprPtr lambdaBody);
   Value callFunction(const FunctionDef& f, CallArgs& args);
   Value compare(const std::string& op, const Value& a, const Value& b);
   Value formatValue(const Value& v, const std::string& format);
