@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "../error.h"
 #include "trace_device.h"
@@ -31,15 +32,53 @@ bool takeTensorWrite() {
   return w;
 }
 
+namespace {
+
+// Stacks are kept per thread for reuse: mapping and unmapping them was a measurable part of a
+// trace's fixed cost. Each stack has one guard page below it.
+struct StackPool {
+  std::vector<std::pair<void*, size_t>> free;
+  ~StackPool() {
+    for (auto& [p, n] : free) ::munmap(p, n);
+  }
+};
+thread_local StackPool stackPool;
+
+size_t pageSize() {
+  return size_t(::sysconf(_SC_PAGESIZE));
+}
+
+void* takeStack(size_t bytes) {
+  auto& pool = stackPool.free;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (pool[i].second != bytes + pageSize()) continue;
+    void* p = pool[i].first;
+    pool.erase(pool.begin() + long(i));
+    return p;
+  }
+  void* p = ::mmap(nullptr, bytes + pageSize(), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    throw Error("cannot allocate a coroutine stack: " + std::string(std::strerror(errno)));
+  }
+  ::mprotect(p, pageSize(), PROT_NONE);  // an overflow faults instead of corrupting memory
+  return p;
+}
+
+void giveStack(void* p, size_t bytes) {
+  if (stackPool.free.size() < 16) {
+    stackPool.free.emplace_back(p, bytes + pageSize());
+  } else {
+    ::munmap(p, bytes + pageSize());
+  }
+}
+
+}  // namespace
+
 Coroutine::Coroutine(std::function<void()> body, size_t stackBytes)
     : body_(std::move(body)), stackBytes_(stackBytes) {
-  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  // One guard page below the stack turns an overflow into a fault instead of silent corruption.
-  stack_ = ::mmap(nullptr, stackBytes_ + page, PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (stack_ == MAP_FAILED)
-    throw Error("cannot allocate a coroutine stack: " + std::string(std::strerror(errno)));
-  ::mprotect(stack_, page, PROT_NONE);
+  const size_t page = pageSize();
+  stack_ = takeStack(stackBytes_);
   if (::getcontext(&self_) != 0) throw Error("getcontext failed");
   self_.uc_stack.ss_sp = static_cast<char*>(stack_) + page;
   self_.uc_stack.ss_size = stackBytes_;
@@ -52,7 +91,7 @@ Coroutine::Coroutine(std::function<void()> body, size_t stackBytes)
 Coroutine::~Coroutine() {
   // A coroutine destroyed while suspended abandons its stack frames (their destructors do not
   // run); the interleaver only does that when a job is failing.
-  ::munmap(stack_, stackBytes_ + size_t(::sysconf(_SC_PAGESIZE)));
+  giveStack(stack_, stackBytes_);
 }
 
 void Coroutine::entry(unsigned lo, unsigned hi) {
