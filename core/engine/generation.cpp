@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../error.h"
+#include "../host_tensor_conversion.h"
 #include "sampler.h"
 
 namespace shardscope {
@@ -19,16 +20,6 @@ struct Sequence {
   std::unique_ptr<KvCache> cache;
   std::vector<at::Tensor> logits;  // rank 0, when asked for: one [V] float row per step
 };
-
-HostTensor toHost(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).contiguous();
-  HostTensor h;
-  h.dtype = DType::F32;
-  h.shape = c.sizes().vec();
-  h.bytes.resize(size_t(c.numel()) * sizeof(float));
-  if (c.numel() > 0) std::memcpy(h.bytes.data(), c.data_ptr<float>(), h.bytes.size());
-  return h;
-}
 
 }  // namespace
 
@@ -182,7 +173,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     out.promptIds.assign(s.tokens.begin(), s.tokens.begin() + s.promptLength);
     out.tokenIds.assign(s.tokens.begin() + s.promptLength, s.tokens.end());
     out.finishReason = s.finished ? s.finishReason : (cancelled ? "cancelled" : "length");
-    if (request.returnLogits && !s.logits.empty()) out.logits = toHost(at::stack(s.logits));
+    if (request.returnLogits && !s.logits.empty()) out.logits = toHostFloat(at::stack(s.logits));
     result->outputs.push_back(std::move(out));
   }
   result->seconds =

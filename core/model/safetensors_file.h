@@ -55,7 +55,6 @@ class SafetensorsFile {
 
   // Zero-copy CPU view of the mapped bytes (read only: never write through it).
   at::Tensor view(const SafetensorsEntry& e) const;
-  void release(const SafetensorsEntry& e) const { map_.release(e.begin, e.end); }
   // Drops the mapped pages of the absolute byte range [begin, end).
   void release(size_t begin, size_t end) const { map_.release(begin, end); }
 

@@ -456,7 +456,6 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   const PortSpec& spec = module.port(role);
   std::vector<at::Tensor> wholes;
   for (const at::Tensor& t : value.items) wholes.push_back(gather(t, spec));
-  batch_ = &batch;
   takeTensorWrite();
   for (auto& m : mediators_) {
     if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
@@ -486,7 +485,6 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
     resume(*m);
     m->serving = false;
   }
-  batch_ = nullptr;
   if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
   for (size_t i = 0; i < value.items.size(); ++i) scatter(value.items[i], wholes[i], spec);
 }

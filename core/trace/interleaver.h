@@ -69,7 +69,6 @@ class Interleaver : public PortObserver {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::shared_ptr<const Tokenizer>& sharedTokenizer() const { return tokenizer_; }
   bool reporter() const { return ctx_.rank == 0; }
-  const ForwardBatch* batch() const { return batch_; }
   void print(const std::string& line) { printed_.push_back(line); }
 
  private:
@@ -86,7 +85,6 @@ class Interleaver : public PortObserver {
   std::map<std::string, const Module*> extra_;         // registerModule()
   int64_t currentStep_ = -1;
   std::vector<std::pair<const Module*, PortRole>> visited_;
-  const ForwardBatch* batch_ = nullptr;
   std::vector<std::string> printed_;
 };
 

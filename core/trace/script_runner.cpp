@@ -5,6 +5,7 @@
 
 #include "../engine/engine.h"
 #include "../engine/generation.h"
+#include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
 #include "interleaver.h"
 #include "interpreter.h"
@@ -354,12 +355,7 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
 std::optional<HostTensor> ScriptRunner::tensorValue(const std::string& name) const {
   Value* v = impl_->globals ? impl_->globals->find(name) : nullptr;
   if (!v || (*v)->type != Type::Tensor) return std::nullopt;
-  at::Tensor t = (*v)->tensor.to(at::kCPU, at::kFloat).contiguous();
-  HostTensor h;
-  h.shape = t.sizes().vec();
-  h.bytes.resize(size_t(t.numel()) * sizeof(float));
-  if (t.numel()) std::memcpy(h.bytes.data(), t.data_ptr<float>(), h.bytes.size());
-  return h;
+  return toHostFloat((*v)->tensor);
 }
 
 std::string ScriptRunner::reprOf(const std::string& name) const {

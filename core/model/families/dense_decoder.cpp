@@ -20,7 +20,6 @@ DecoderAttention::DecoderAttention(Module* parent, const ModelConfig& c, int64_t
     qNorm = child<RMSNorm>("q_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
     kNorm = child<RMSNorm>("k_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
   }
-  (void)0;
   rotaryEmb = child<RotaryEmbedding>("rotary_emb", this, c);
   attn = child<Attention>("attn", this, layer, qkvProj->headsPerRank(), qkvProj->kvHeadsPerRank(),
                           c.headDim);

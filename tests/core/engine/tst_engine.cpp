@@ -10,6 +10,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
 #include "core/error.h"
+#include "core/host_tensor_conversion.h"
 #include "core/model/tokenizer.h"
 
 using namespace shardscope;
@@ -36,12 +37,6 @@ GenerateRequest request(const Engine& e, std::vector<std::string> prompts, int64
   r.sampling.topP = temperature > 0 ? 0.95 : 1.0;
   r.sampling.ignoreEos = true;
   return r;
-}
-
-at::Tensor fromHost(const HostTensor& h) {
-  at::Tensor t = at::empty(h.shape, at::kFloat);
-  std::memcpy(t.data_ptr(), h.bytes.data(), h.bytes.size());
-  return t;
 }
 
 }  // namespace
@@ -97,8 +92,8 @@ class TestEngine : public QObject {
       alone.prompts = {both.prompts[i]};
       const auto single = Engine::generateResult(engine->generate(alone));
       QCOMPARE(batched.outputs[i].tokenIds, single.outputs[0].tokenIds);
-      const at::Tensor x = fromHost(batched.outputs[i].logits),
-                       y = fromHost(single.outputs[0].logits);
+      const at::Tensor x = fromHostFloat(batched.outputs[i].logits),
+                       y = fromHostFloat(single.outputs[0].logits);
       QVERIFY(at::allclose(x, y, 1e-4, 1e-4));
     }
   }

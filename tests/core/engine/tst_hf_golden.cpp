@@ -9,6 +9,7 @@
 #include "common/test_support.h"
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
+#include "core/host_tensor_conversion.h"
 #include "core/model/safetensors_file.h"
 
 using namespace shardscope;
@@ -30,12 +31,6 @@ Golden loadGolden(const std::string& model) {
   };
   return {ids(get("input_ids")), get("prefill_logits"), get("decode_logits"),
           ids(get("greedy_ids"))};
-}
-
-at::Tensor fromHost(const HostTensor& h) {
-  at::Tensor t = at::empty(h.shape, at::kFloat);
-  std::memcpy(t.data_ptr(), h.bytes.data(), h.bytes.size());
-  return t;
 }
 
 double relativeError(const at::Tensor& ours, const at::Tensor& ref) {
@@ -97,7 +92,7 @@ class TestHfGolden : public QObject {
     r.returnLogits = true;
     const GenerateResult result = Engine::generateResult(engine.generate(r));
     QCOMPARE(result.outputs[0].tokenIds, g.greedy);
-    const at::Tensor steps = fromHost(result.outputs[0].logits);  // [9, V]
+    const at::Tensor steps = fromHostFloat(result.outputs[0].logits);  // [9, V]
     const double lastErr = relativeError(steps[0], g.prefill[-1]);
     const double decodeErr = relativeError(steps.narrow(0, 1, g.decode.size(0)), g.decode);
     QVERIFY2(lastErr <= 1e-4,

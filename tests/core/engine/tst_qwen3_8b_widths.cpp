@@ -10,6 +10,7 @@
 
 #include "common/test_support.h"
 #include "core/engine/engine.h"
+#include "core/host_tensor_conversion.h"
 
 using namespace shardscope;
 
@@ -43,10 +44,7 @@ Run generate(Engine& engine) {
   r.sampling.ignoreEos = true;
   r.returnLogits = true;
   const auto result = Engine::generateResult(engine.generate(r));
-  const HostTensor& h = result.outputs[0].logits;
-  at::Tensor t = at::empty(h.shape, at::kFloat);
-  std::memcpy(t.data_ptr(), h.bytes.data(), h.bytes.size());
-  return {result.outputs[0].tokenIds, t};
+  return {result.outputs[0].tokenIds, fromHostFloat(result.outputs[0].logits)};
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/test_support.h"
+#include "core/host_tensor_conversion.h"
 #include "core/model/model_source.h"
 #include "core/trace/script_runner.h"
 
@@ -59,9 +60,7 @@ struct Runner {
   at::Tensor tensor(const std::string& name) const {
     auto h = runner->tensorValue(name);
     if (!h) return at::Tensor();
-    at::Tensor t = at::empty(h->shape, at::kFloat);
-    std::memcpy(t.data_ptr(), h->bytes.data(), h->bytes.size());
-    return t;
+    return fromHostFloat(*h);
   }
 };
 

@@ -12,6 +12,7 @@
 #include "common/test_support.h"
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
+#include "core/host_tensor_conversion.h"
 #include "core/model/model_source.h"
 #include "core/model/port_observer.h"
 #include "core/trace/interleaver.h"
@@ -32,9 +33,7 @@ struct Run {
       qWarning("no tensor named %s", name.c_str());
       return at::Tensor();
     }
-    at::Tensor t = at::empty(h->shape, at::kFloat);
-    if (t.numel()) std::memcpy(t.data_ptr(), h->bytes.data(), h->bytes.size());
-    return t;
+    return fromHostFloat(*h);
   }
 };
 
