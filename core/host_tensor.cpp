@@ -125,6 +125,18 @@ DType parseDType(const std::string& s) {
   throw Error("unknown dtype '" + s + "': use bf16, f16 or f32");
 }
 
+DType dtypeFromName(const std::string& name) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32,
+                  DType::I16, DType::I8, DType::U8, DType::Bool}) {
+    if (name == dtypeName(d)) return d;
+  }
+  throw Error("unknown dtype name '" + name + "'");
+}
+
+double HostTensor::element(int64_t i) const {
+  return elementAsDouble(dtype, bytes.data() + size_t(i) * dtypeSize(dtype));
+}
+
 int64_t HostTensor::numel() const {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;

@@ -1,4 +1,5 @@
-// shardscope-cli: the headless front end. Subcommands: generate, inspect, tokenize.
+// shardscope-cli: the headless front end. Subcommands: run, generate, inspect, tokenize,
+// make-checkpoint, and the session-log commands log, show, replay, export.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,7 +11,9 @@
 #include "core/error.h"
 #include "core/model/model_source.h"
 #include "core/model/tokenizer.h"
+#include "core/store/run_recorder.h"
 #include "core/trace/script_runner.h"
+#include "session_commands.h"
 
 namespace shardscope::cli {
 namespace {
@@ -23,6 +26,10 @@ commands:
   inspect    print the module tree: ports with shapes and shard kinds, parameter shards
   tokenize   print the token ids and pieces of a text
   make-checkpoint   write a checkpoint with deterministic random weights for a config.json
+  log        list the runs recorded in a session file (run --log S.db records them)
+  show       show a recorded run, or one of its saved values
+  replay     re-run a recorded run and compare its values and texts with the record
+  export     write a recorded run's saved tensors as a safetensors file
 
 Run 'shardscope-cli <command> --help' for a command's options.
 )";
@@ -206,15 +213,23 @@ int tokenize(const std::vector<std::string>& args) {
 }
 
 int runScript(const std::vector<std::string>& args) {
-  const Arguments a(args, {"tp", "device", "dtype", "model-dir", "budget"}, {"help"});
+  const Arguments a(args,
+                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "log", "session",
+                     "title", "value-cap-mb"},
+                    {"help"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
-           "                          [--model-dir NAME=PATH ...] [--budget STEPS]\n"
+           "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
+           "                          [--budget STEPS] [--log S.db [--session NAME] [--title T]\n"
+           "                          [--value-cap-mb MB]]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
-           "else from a path or the Hugging Face cache. --tp overrides tensor_parallel_size;\n"
-           "--budget bounds the evaluation steps of each block (default 10000000).\n";
+           "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
+           "--tp overrides tensor_parallel_size; --budget bounds the evaluation steps of each\n"
+           "block (default 10000000). --log records the run in a session file (created if\n"
+           "needed; session 'default' unless --session); saved values over --value-cap-mb\n"
+           "(default 256) are recorded as a summary.\n";
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
@@ -227,6 +242,7 @@ int runScript(const std::vector<std::string>& args) {
   o.tp = int(a.getInt("tp", 0));
   o.device = a.get("device");
   o.dtype = a.get("dtype");
+  o.backend = a.get("backend");
   o.budget = a.getInt("budget", 10'000'000);
   for (const auto& m : a.getAll("model-dir")) {
     const auto eq = m.find('=');
@@ -235,7 +251,23 @@ int runScript(const std::vector<std::string>& args) {
     o.modelDirs[m.substr(0, eq)] = m.substr(eq + 1);
   }
   trace::ScriptRunner runner(o);
-  runner.run(source.str(), file);
+  if (!a.has("log")) {
+    runner.run(source.str(), file);
+    return 0;
+  }
+  store::StoreOptions so;
+  so.session = a.get("session", "default");
+  so.valueCapBytes = int64_t(a.getDouble("value-cap-mb", 256) * 1e6);
+  store::SessionStore log(a.get("log"), so);
+  int64_t id = 0;
+  try {
+    store::runRecorded(log, runner, source.str(), file,
+                       a.get("title", std::filesystem::path(file).filename().string()), {}, &id);
+  } catch (...) {
+    if (id) std::cerr << "recorded as run " << id << " in " << a.get("log") << "\n";
+    throw;
+  }
+  std::cerr << "recorded as run " << id << " in " << a.get("log") << "\n";
   return 0;
 }
 
@@ -286,6 +318,10 @@ int main(int argc, char** argv) {
     if (command == "inspect") return inspect(args);
     if (command == "tokenize") return tokenize(args);
     if (command == "make-checkpoint") return makeCheckpoint(args);
+    if (command == "log") return logCommand(args);
+    if (command == "show") return showCommand(args);
+    if (command == "replay") return replayCommand(args);
+    if (command == "export") return exportCommand(args);
     std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const UsageError& e) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "../error.h"
+#include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
 #include "../model/weight_source.h"
 #include "../parallel/local_group.h"
@@ -234,7 +235,9 @@ void Engine::Impl::buildInfo() {
   info.family = familyName(c.family);
   info.configSha256 = source.configSha256;
   info.dtype = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
+  info.path = source.dir.string();
   info.device = options.device;
+  info.backend = wantsNccl(options) ? "nccl" : "local";
   info.tp = options.tp;
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
@@ -279,16 +282,7 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   s.source.config.checkTensorParallel(s.options.tp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
-    switch (parseDType(s.options.dtype)) {
-      case DType::BF16:
-        s.dtype = at::kBFloat16;
-        break;
-      case DType::F16:
-        s.dtype = at::kHalf;
-        break;
-      default:
-        s.dtype = at::kFloat;
-    }
+    s.dtype = scalarTypeOf(parseDType(s.options.dtype));
   } else if (s.options.device == "cuda") {
     s.dtype = s.source.config.torchDtype == "float32"   ? at::kFloat
               : s.source.config.torchDtype == "float16" ? at::kHalf

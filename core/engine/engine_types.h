@@ -76,10 +76,12 @@ struct ModuleInfo {
 
 struct ModelInfo {
   std::string spec;
+  std::string path;  // the checkpoint directory (empty for random:)
   std::string family;
   std::string configSha256;
   std::string dtype;
   std::string device;
+  std::string backend;  // process group: local or nccl
   int tp = 1;
   int64_t vocabSize = 0;
   int64_t numLayers = 0;

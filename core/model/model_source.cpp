@@ -9,7 +9,7 @@
 
 #include "../error.h"
 #include "../file_tree.h"
-#include "../host_tensor.h"
+#include "../host_tensor_conversion.h"
 #include "../sha256.h"
 #include "safetensors_file.h"
 #include "weight_source.h"
@@ -17,12 +17,13 @@
 namespace shardscope {
 namespace {
 
-std::string readFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw CheckpointError("cannot read " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A checkpoint file's bytes; a missing one is a checkpoint error.
+std::string readCheckpointFile(const std::filesystem::path& p) {
+  try {
+    return shardscope::readFile(p);
+  } catch (const Error& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 std::string env(const char* name) {
@@ -123,10 +124,7 @@ std::filesystem::path resolveModelDir(const std::string& nameOrPath) {
 void writeRandomCheckpoint(const std::string& configJson, const std::filesystem::path& dir,
                            uint64_t seed, const std::string& dtypeName) {
   const ModelConfig config = ModelConfig::parse(configJson, "config");
-  const DType d = parseDType(dtypeName);
-  const at::ScalarType dtype = d == DType::BF16  ? at::kBFloat16
-                               : d == DType::F16 ? at::kHalf
-                                                 : at::kFloat;
+  const at::ScalarType dtype = scalarTypeOf(parseDType(dtypeName));
   const int64_t H = config.hiddenSize, I = config.intermediateSize, hd = config.headDim;
   std::vector<SafetensorsWriter::Declared> entries;
   const auto add = [&](const std::string& name, std::vector<int64_t> shape) {
@@ -204,6 +202,10 @@ std::filesystem::path ensureDemoModel() {
   return dir;
 }
 
+bool isDemoSpec(const std::string& spec) {
+  return spec.empty() || spec == "demo";
+}
+
 std::filesystem::path tokenizerPathFor(const std::string& spec) {
   std::filesystem::path candidate;
   if (spec.rfind("random:", 0) == 0) {
@@ -211,7 +213,7 @@ std::filesystem::path tokenizerPathFor(const std::string& spec) {
     candidate =
         std::filesystem::path(path.substr(0, path.rfind('@'))).parent_path() / "tokenizer.json";
   } else {
-    candidate = (spec.empty() ? ensureDemoModel() : resolveModelDir(spec)) / "tokenizer.json";
+    candidate = (isDemoSpec(spec) ? ensureDemoModel() : resolveModelDir(spec)) / "tokenizer.json";
   }
   return std::filesystem::exists(candidate) ? candidate : std::filesystem::path();
 }
@@ -230,14 +232,14 @@ ModelSource openModelSource(const std::string& spec) {
       }
       path = path.substr(0, at);
     }
-    const std::string text = readFile(path);
+    const std::string text = readCheckpointFile(path);
     s.config = ModelConfig::parse(text, path);
     s.configSha256 = sha256Hex(text);
     s.weights = std::make_shared<RandomSource>(seed);
     s.tokenizerJson = tokenizerPathFor(spec);
   } else {
-    s.dir = spec.empty() ? ensureDemoModel() : resolveModelDir(spec);
-    const std::string text = readFile(s.dir / "config.json");
+    s.dir = std::filesystem::absolute(isDemoSpec(spec) ? ensureDemoModel() : resolveModelDir(spec));
+    const std::string text = readCheckpointFile(s.dir / "config.json");
     s.config = ModelConfig::parse(text, (s.dir / "config.json").string());
     s.configSha256 = sha256Hex(text);
     s.weights = std::make_shared<SafetensorsSource>(s.dir);
@@ -245,7 +247,7 @@ ModelSource openModelSource(const std::string& spec) {
       s.tokenizerJson = s.dir / "tokenizer.json";
     if (std::filesystem::exists(s.dir / "generation_config.json")) {
       try {
-        const auto g = nlohmann::json::parse(readFile(s.dir / "generation_config.json"));
+        const auto g = nlohmann::json::parse(readCheckpointFile(s.dir / "generation_config.json"));
         if (g.contains("eos_token_id")) addEos(s.eosTokenIds, g["eos_token_id"]);
       } catch (const nlohmann::json::exception& e) {
         throw CheckpointError((s.dir / "generation_config.json").string() + ": not valid JSON (" +

@@ -29,6 +29,9 @@ struct ModelSource {
 
 ModelSource openModelSource(const std::string& spec);
 
+// "" and "demo" name the built-in demo model (a folder called demo is ./demo).
+bool isDemoSpec(const std::string& spec);
+
 // The tokenizer.json that goes with a model spec (empty if it has none), without loading weights.
 std::filesystem::path tokenizerPathFor(const std::string& spec);
 

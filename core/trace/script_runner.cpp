@@ -1,5 +1,6 @@
 #include "script_runner.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
@@ -56,6 +57,32 @@ Value capture(const Value& v) {
   }
 }
 
+// A saved value as plain data: tensors keep their dtype; tuples and lists of tensors become one
+// entry per item; anything else is kept as its repr.
+void appendSaved(const std::string& name, const Value& v, std::vector<SavedValue>& out) {
+  if (v->type == Type::Tensor) {
+    SavedValue s;
+    s.name = name;
+    s.tensor = toHost(v->tensor);
+    out.push_back(std::move(s));
+    return;
+  }
+  const bool sequence = v->type == Type::Tuple || v->type == Type::List;
+  const bool allTensors = sequence && !v->items.empty() &&
+                          std::all_of(v->items.begin(), v->items.end(), [](const Value& i) {
+                            return i->type == Type::Tensor || i->type == Type::Tuple;
+                          });
+  if (allTensors) {
+    for (size_t i = 0; i < v->items.size(); ++i)
+      appendSaved(name + "[" + std::to_string(i) + "]", v->items[i], out);
+    return;
+  }
+  SavedValue s;
+  s.name = name;
+  s.repr = repr(v);
+  out.push_back(std::move(s));
+}
+
 }  // namespace
 
 struct ScriptRunner::Impl : public Host {
@@ -64,8 +91,11 @@ struct ScriptRunner::Impl : public Host {
   std::vector<Engine*> engineById;
   std::shared_ptr<Environment> globals;
   std::set<std::string> noted;
+  RunResult result;
+  std::map<const Engine*, int> modelIndex;  // into result.models
 
   void out(const std::string& line) {
+    result.printed += line + "\n";
     if (options.out)
       options.out(line);
     else
@@ -79,6 +109,28 @@ struct ScriptRunner::Impl : public Host {
       std::cerr << "note: " << line << "\n";
   }
 
+  // Adds the engine's identity to this run's models once; traces refer to it by index.
+  void noteModel(const std::string& name, const Engine& engine) {
+    if (modelIndex.count(&engine)) return;
+    modelIndex[&engine] = int(result.models.size());
+    result.models.push_back(identityOf(name, engine));
+  }
+
+  static ModelIdentity identityOf(const std::string& name, const Engine& engine) {
+    const ModelInfo& info = engine.info();
+    ModelIdentity m;
+    m.name = name;
+    m.spec = info.spec;
+    m.path = info.path;
+    m.configSha256 = info.configSha256;
+    m.dtype = info.dtype;
+    m.device = info.device;
+    m.backend = info.backend;
+    m.tp = info.tp;
+    m.engineVersion = SHARDSCOPE_VERSION;
+    return m;
+  }
+
   Engine& engineOf(Interpreter& in, const Value& model) {
     if (model->intValue < 1 || model->intValue > (long long)engineById.size())
       in.fail("this module does not belong to a loaded model");
@@ -88,13 +140,14 @@ struct ScriptRunner::Impl : public Host {
   Value loadModel(Interpreter& in, CallArgs& a) {
     if (a.positional.empty() || a.positional[0]->type != Type::Str)
       in.fail("VLLM(...) needs the model name first, e.g. VLLM(\"Qwen/Qwen3-8B\")");
+    const std::string name = a.positional[0]->str;
     if (options.engine) {  // the host application's engine (GUI, benchmarks)
       if (engineById.empty()) engineById.push_back(options.engine);
+      noteModel(name, *options.engine);
       Value model = moduleProxy("model");
       model->intValue = 1;
       return model;
     }
-    const std::string name = a.positional[0]->str;
     EngineOptions o;
     auto it = options.modelDirs.find(name);
     o.model = it != options.modelDirs.end() ? it->second : name;
@@ -121,6 +174,7 @@ struct ScriptRunner::Impl : public Host {
       slot = std::make_unique<Engine>(o);
       engineById.push_back(slot.get());
     }
+    noteModel(name, *slot);
     Value model = moduleProxy("model");
     for (size_t i = 0; i < engineById.size(); ++i) {
       if (engineById[i] == slot.get()) model->intValue = (long long)i + 1;
@@ -297,6 +351,7 @@ struct ScriptRunner::Impl : public Host {
     }
 
     auto output = std::make_shared<TraceOutput>();
+    auto generated = std::make_shared<GenerateResult>();
     auto program = in.programPtr();
     auto tokenizer = engine.tokenizer();
     const long long budget = options.budget;
@@ -309,11 +364,13 @@ struct ScriptRunner::Impl : public Host {
           }
           Interleaver interleaver(ctx, program, local, tokenizer, budget);
           interleaver.start();
-          runGeneration(ctx, request, nullptr, &interleaver);
+          runGeneration(ctx, request, ctx.rank == 0 ? generated.get() : nullptr, &interleaver);
           if (ctx.rank == 0) *output = interleaver.output();
         },
         request.sampling.maxTokens);
+    if (options.onJob) options.onJob(job);
     job.wait();
+    record(modelIndex.at(&engine), request.sampling, *generated, *output, tokenizer.get());
     for (const auto& line : output->printed) out(line);
     for (const auto& name : output->unsaved) {
       auto u = std::make_shared<Object>();
@@ -322,6 +379,23 @@ struct ScriptRunner::Impl : public Host {
       globals->set(name, u);
     }
     for (const auto& [name, v] : output->saved) globals->set(name, v);
+  }
+
+  void record(int modelIndex, const SamplingParams& sampling, const GenerateResult& generated,
+              const TraceOutput& output, const Tokenizer* tokenizer) {
+    TraceRecord t;
+    t.modelIndex = modelIndex;
+    t.sampling = sampling;
+    for (const RequestOutput& o : generated.outputs) {
+      InvokeRecord r;
+      r.promptIds = o.promptIds;
+      r.tokenIds = o.tokenIds;
+      r.finishReason = o.finishReason;
+      if (tokenizer) r.text = tokenizer->decode(o.tokenIds, /*skipSpecialTokens=*/true);
+      t.invokes.push_back(std::move(r));
+    }
+    for (const auto& [name, v] : output.saved) appendSaved(name, v, t.values);
+    result.traces.push_back(std::move(t));
   }
 };
 
@@ -333,6 +407,8 @@ ScriptRunner::~ScriptRunner() = default;
 
 void ScriptRunner::run(const std::string& source, const std::string& file) {
   Impl& s = *impl_;
+  s.result = {};
+  s.modelIndex.clear();
   setCurrentDevice(c10::Device(c10::kCPU));
   s.globals = std::make_shared<Environment>(builtinScope());
   s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
@@ -350,6 +426,10 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   };
   s.globals->set("nnsight", ns("nnsight"));
   in.run(program->body);
+}
+
+const RunResult& ScriptRunner::result() const {
+  return impl_->result;
 }
 
 std::optional<HostTensor> ScriptRunner::tensorValue(const std::string& name) const {

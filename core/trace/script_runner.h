@@ -11,10 +11,12 @@
 #include <string>
 
 #include "../host_tensor.h"
+#include "trace_record.h"
 
 namespace shardscope {
 class Engine;
-}
+class JobHandle;
+}  // namespace shardscope
 
 namespace shardscope::trace {
 
@@ -29,6 +31,8 @@ struct RunOptions {
   std::function<void(const std::string&)>
       note;                  // receives notices (ignored knobs; default: stderr)
   Engine* engine = nullptr;  // when set, every VLLM(...) of the script uses this loaded engine
+  // Called with each trace's engine job as it is queued (progress, cancel), on the driver thread.
+  std::function<void(const JobHandle&)> onJob;
 };
 
 class ScriptRunner {
@@ -39,6 +43,10 @@ class ScriptRunner {
   // Runs `source` (named `file` in errors). Throws ScriptError for script errors and Error for
   // engine failures; the engines stay usable for the next run.
   void run(const std::string& source, const std::string& file);
+
+  // What the run produced so far: filled as models load and traces end, so after a failed run it
+  // holds what finished before the failure.
+  const RunResult& result() const;
 
   // The value of a top-level name after run(), as repr() shows it (for tests and tools).
   std::string reprOf(const std::string& name) const;

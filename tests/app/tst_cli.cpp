@@ -30,7 +30,8 @@ class TestCli : public QObject {
  private Q_SLOTS:
   void helpForEveryCommand_data() {
     QTest::addColumn<QString>("command");
-    for (const char* c : {"generate", "inspect", "tokenize", "make-checkpoint"})
+    for (const char* c : {"run", "generate", "inspect", "tokenize", "make-checkpoint", "log",
+                          "show", "replay", "export"})
       QTest::newRow(c) << c;
   }
   void helpForEveryCommand() {
@@ -135,6 +136,58 @@ class TestCli : public QObject {
     QCOMPARE(fromFile.code, 0);
     QCOMPARE(fromFile.out, fromSeed.out);
     QCOMPARE(cli({"make-checkpoint", "--config", config, out}).code, 1);  // refuses to overwrite
+  }
+
+  // run --log, log, show, show --value, replay, export: the session log from the command line.
+  void sessionLogCommands() {
+    shardscope::test::TempDir dir;
+    const QString db = QString::fromStdString((dir.path() / "s.db").string());
+    const QString script = QString::fromStdString((dir.path() / "read.py").string());
+    {
+      QFile f(script);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(
+          "model = VLLM(\"demo\", tensor_parallel_size=2)\n"
+          "with model.trace(\"The capital of France is\", max_tokens=3):\n"
+          "    h = model.model.layers[1].self_attn.o_proj.input.save()\n"
+          "print(h.shape)\n");
+    }
+    for (int i = 0; i < 2; ++i) {
+      const Result r = cli({"run", script, "--log", db, "--title", "read o_proj"});
+      QCOMPARE(r.code, 0);
+      QVERIFY2(r.err.contains("recorded as run " + QString::number(i + 1)), qPrintable(r.err));
+    }
+    const Result log = cli({"log", db});
+    QCOMPARE(log.code, 0);
+    QCOMPARE(log.out.count("read o_proj"), 2);
+    QCOMPARE(log.out.count(" done "), 2);
+    const Result show = cli({"show", db, "1"});
+    QCOMPARE(show.code, 0);
+    QVERIFY2(show.out.contains("saved h: float32 [5, 64]"), qPrintable(show.out));
+    QVERIFY(show.out.contains("tp=2"));
+    const Result value = cli({"show", db, "1", "--value", "h", "--limit", "3"});
+    QCOMPARE(value.code, 0);
+    QVERIFY2(value.out.startsWith("float32 [5, 64]  min"), qPrintable(value.out));
+    QVERIFY(value.out.contains("... 317 more"));
+    const Result replay = cli({"replay", db, "2"});
+    QCOMPARE(replay.code, 0);
+    QVERIFY2(replay.out.contains("h                                bit-identical"),
+             qPrintable(replay.out));
+    QVERIFY(replay.out.contains("text matches"));
+    QVERIFY(replay.out.contains("replay of run 2 (recorded as run 3): identical"));
+    const QString out = QString::fromStdString((dir.path() / "values.safetensors").string());
+    const Result exported = cli({"export", db, "1", out});
+    QCOMPARE(exported.code, 0);
+    QVERIFY(exported.out.contains("wrote 1 tensors"));
+    QVERIFY(QFileInfo(out).size() > 5 * 64 * 4);
+    const Result missing = cli({"show", db, "9"});
+    QCOMPARE(missing.code, 1);
+    QVERIFY2(missing.err.contains("run 9 is not in") && missing.err.contains("runs there: 1, 2, 3"),
+             qPrintable(missing.err));
+    const Result notDb = cli({"log", script});
+    QCOMPARE(notDb.code, 1);
+    QVERIFY2(notDb.err.contains("not a SQLite database"), qPrintable(notDb.err));
+    QCOMPARE(cli({"show", db, "one"}).code, 2);
   }
 };
 

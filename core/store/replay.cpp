@@ -1,0 +1,113 @@
+#include "replay.h"
+
+#include <filesystem>
+
+#include "../file_tree.h"
+#include "../sha256.h"
+#include "run_recorder.h"
+
+namespace shardscope::store {
+
+bool ReplayReport::identical() const {
+  for (const auto& v : values) {
+    if (v.missing || !v.diff.identical) return false;
+  }
+  for (const auto& t : texts) {
+    if (!t.same) return false;
+  }
+  return true;
+}
+
+void compareResults(const trace::RunResult& before, const trace::RunResult& after,
+                    ReplayReport& report) {
+  if (before.traces.size() != after.traces.size()) {
+    report.notes.push_back("the run had " + std::to_string(before.traces.size()) +
+                           " traces, the replay " + std::to_string(after.traces.size()));
+  }
+  for (size_t ti = 0; ti < before.traces.size(); ++ti) {
+    const trace::TraceRecord& a = before.traces[ti];
+    const trace::TraceRecord* b = ti < after.traces.size() ? &after.traces[ti] : nullptr;
+    for (const trace::SavedValue& v : a.values) {
+      ValueComparison c;
+      c.trace = int(ti);
+      c.name = v.name;
+      const trace::SavedValue* now = nullptr;
+      if (b) {
+        for (const auto& w : b->values) now = w.name == v.name ? &w : now;
+      }
+      if (!now) {
+        c.missing = true;
+        c.diff.detail = "not saved by the replay";
+      } else {
+        c.diff = compareValues(v, *now);
+      }
+      report.values.push_back(std::move(c));
+    }
+    if (b) {
+      for (const auto& w : b->values) {
+        bool known = false;
+        for (const auto& v : a.values) known |= v.name == w.name;
+        if (!known) {
+          ValueComparison c;
+          c.trace = int(ti);
+          c.name = w.name;
+          c.missing = true;
+          c.diff.detail = "saved by the replay only";
+          report.values.push_back(std::move(c));
+        }
+      }
+    }
+    for (size_t ii = 0; ii < a.invokes.size(); ++ii) {
+      TextComparison t;
+      t.trace = int(ti);
+      t.invoke = int(ii);
+      t.before = a.invokes[ii].text;
+      if (b && ii < b->invokes.size()) {
+        t.after = b->invokes[ii].text;
+        t.same = a.invokes[ii].tokenIds == b->invokes[ii].tokenIds;
+      }
+      report.texts.push_back(std::move(t));
+    }
+  }
+}
+
+ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options) {
+  const RunRecord original = store.run(runId);
+  ReplayReport report;
+  report.runId = runId;
+  trace::RunOptions& o = options.run;
+  for (const trace::ModelIdentity& m : original.result.models) {
+    // The recorded directory when it is still there (the spec may have been relative).
+    const bool dirThere = !m.path.empty() && std::filesystem::exists(m.path);
+    o.modelDirs[m.name] = dirThere ? m.path : m.spec;
+    if (dirThere) {
+      const std::string now = sha256Hex(readFile(std::filesystem::path(m.path) / "config.json"));
+      if (now != m.configSha256)
+        report.notes.push_back(m.path + "/config.json changed since the run was recorded");
+    }
+  }
+  if (!original.result.models.empty()) {
+    const trace::ModelIdentity& m = original.result.models[0];
+    o.tp = m.tp;
+    o.device = m.device;
+    o.dtype = m.dtype;
+    o.backend = m.backend;
+    if (m.engineVersion != SHARDSCOPE_VERSION) {
+      report.notes.push_back("recorded with ShardScope " + m.engineVersion + ", replayed with " +
+                             SHARDSCOPE_VERSION);
+    }
+  }
+  trace::ScriptRunner runner(o);
+  const std::string title =
+      "replay of run " + std::to_string(runId) + ": " + original.summary.title;
+  if (options.record) {
+    report.replayId =
+        runRecorded(store, runner, original.script, original.summary.scriptFile, title, runId).id;
+  } else {
+    runner.run(original.script, original.summary.scriptFile);
+  }
+  compareResults(original.result, runner.result(), report);
+  return report;
+}
+
+}  // namespace shardscope::store

@@ -1,0 +1,49 @@
+// Replay: re-runs a stored run's script on the same model (path, dtype, tp, device as recorded)
+// and compares every saved value and every generated text with what was stored.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../trace/script_runner.h"
+#include "session_store.h"
+#include "value_diff.h"
+
+namespace shardscope::store {
+
+struct ValueComparison {
+  int trace = 0;
+  std::string name;
+  bool missing = false;  // stored but not saved by the replay (or the other way round)
+  ValueDiff diff;
+};
+
+struct TextComparison {
+  int trace = 0, invoke = 0;
+  bool same = false;  // token ids equal
+  std::string before, after;
+};
+
+struct ReplayReport {
+  int64_t runId = 0;
+  int64_t replayId = 0;  // the replay's own run in the store (0 when not recorded)
+  std::vector<ValueComparison> values;
+  std::vector<TextComparison> texts;
+  std::vector<std::string> notes;  // model identity changes and the like
+
+  bool identical() const;
+};
+
+struct ReplayOptions {
+  trace::RunOptions run;  // out/note/onJob/engine; model, tp, device, dtype come from the store
+  bool record = true;     // add the replay to the store as a run of its own
+};
+
+// Throws StoreError when the run does not exist, and the replay's error when it fails.
+ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options = {});
+
+// Compares two results (of the same script): the values and texts of `before` against `after`.
+void compareResults(const trace::RunResult& before, const trace::RunResult& after,
+                    ReplayReport& report);
+
+}  // namespace shardscope::store

@@ -1,0 +1,611 @@
+// The session log: round trips of every dtype, shape and run field; the value cap; migrations;
+// refusal of corrupt, foreign and newer files (byte-identical afterwards); crash safety with
+// SIGKILL (a CLI run and a writer in the middle of commits); a reader beside a writer; replay
+// (identical, and after one weight changed); export to safetensors.
+#include <QtTest>
+#include <csignal>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "common/test_support.h"
+#include "core/file_tree.h"
+#include "core/host_tensor_conversion.h"
+#include "core/model/model_source.h"
+#include "core/model/safetensors_file.h"
+#include "core/sha256.h"
+#include "core/store/replay.h"
+#include "core/store/run_recorder.h"
+#include "core/store/schema.h"
+#include "core/store/session_store.h"
+#include "core/store/sqlite_database.h"
+#include "core/store/value_export.h"
+#include "core/store/value_summary.h"
+
+using namespace shardscope;
+using namespace shardscope::store;
+
+namespace {
+
+const std::vector<DType> kAllDTypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
+                                       DType::I64, DType::I32, DType::I16,  DType::I8,
+                                       DType::U8,  DType::Bool};
+
+HostTensor randomTensor(DType d, std::vector<int64_t> shape, uint32_t seed) {
+  HostTensor t;
+  t.dtype = d;
+  t.shape = std::move(shape);
+  t.bytes.resize(size_t(t.numel()) * dtypeSize(d));
+  std::mt19937 rng(seed);
+  for (auto& b : t.bytes) b = std::byte(rng() & (d == DType::Bool ? 1 : 0xff));
+  return t;
+}
+
+trace::SavedValue tensorValue(const std::string& name, HostTensor t) {
+  trace::SavedValue v;
+  v.name = name;
+  v.tensor = std::move(t);
+  return v;
+}
+
+// A deterministic value whose bytes follow from the run and value index (for the writer child).
+HostTensor patternTensor(int64_t run, int index, int64_t floats) {
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = {floats};
+  t.bytes.resize(size_t(floats) * 4);
+  for (int64_t i = 0; i < floats; ++i) {
+    const float x = float(run * 1000 + index) + float(i) * 1e-3f;
+    std::memcpy(t.bytes.data() + i * 4, &x, 4);
+  }
+  return t;
+}
+
+trace::RunResult patternResult(int64_t run, int values, int64_t floats) {
+  trace::RunResult r;
+  r.traces.resize(1);
+  for (int i = 0; i < values; ++i)
+    r.traces[0].values.push_back(
+        tensorValue("v" + std::to_string(i), patternTensor(run, i, floats)));
+  return r;
+}
+
+bool matchesPattern(const RunRecord& r, int values, int64_t floats) {
+  if (r.result.traces.size() != 1 || int(r.result.traces[0].values.size()) != values) return false;
+  for (int i = 0; i < values; ++i) {
+    if (r.result.traces[0].values[size_t(i)].tensor.bytes !=
+        patternTensor(r.summary.id, i, floats).bytes)
+      return false;
+  }
+  return true;
+}
+
+std::string fileSha(const std::filesystem::path& p) {
+  return sha256Hex(readFile(p));
+}
+
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+std::string demoScript(const std::string& extra = "") {
+  return "model = VLLM(\"m\")\n"
+         "with model.trace(\"The capital of France is\", max_tokens=4) as tracer:\n"
+         "    h = model.model.layers[1].self_attn.o_proj.input.save()\n"
+         "    logits = model.logits.save()\n" +
+         extra;
+}
+
+trace::RunOptions demoOptions(const std::filesystem::path& modelDir, int tp = 1) {
+  trace::RunOptions o;
+  o.modelDirs["m"] = modelDir.string();
+  o.tp = tp;
+  o.device = test::device();
+  o.dtype = "f32";
+  o.backend = test::backend();
+  o.out = [](const std::string&) {};
+  o.note = [](const std::string&) {};
+  return o;
+}
+
+// Flips one element of a tensor of a safetensors file in place.
+void changeOneWeight(const std::filesystem::path& file, const std::string& tensor) {
+  size_t begin = 0;
+  {
+    SafetensorsFile f(file);
+    begin = f.entry(tensor).begin;
+  }
+  std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+  io.seekp(std::streamoff(begin));
+  const float x = 0.75f;  // an element's new value (the demo weights are bf16: 0x3f40)
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  const uint16_t bf16 = uint16_t(bits >> 16);
+  io.write(reinterpret_cast<const char*>(&bf16), 2);
+}
+
+// Child mode for the crash test: records runs with pattern values until killed.
+int writerChild(const char* path) {
+  SessionStore s(path);
+  for (;;) {
+    const int64_t id = s.beginRun("writer", "", "writer");
+    s.finishRun(id, patternResult(id, 8, 250'000), RunStatus::Done);
+  }
+}
+
+}  // namespace
+
+class TestSessionStore : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void roundTripsEveryDTypeAndShape() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    trace::RunResult in;
+    in.traces.resize(1);
+    uint32_t seed = 1;
+    for (DType d : kAllDTypes) {
+      for (const std::vector<int64_t>& shape :
+           std::vector<std::vector<int64_t>>{{}, {0}, {3, 0}, {7}, {2, 3, 4}, {1, 1, 1, 5}}) {
+        in.traces[0].values.push_back(
+            tensorValue(std::string(dtypeName(d)) + HostTensor{d, shape, {}}.shapeString(),
+                        randomTensor(d, shape, seed++)));
+      }
+    }
+    int64_t id = 0;
+    {
+      SessionStore s(path);
+      id = s.beginRun("types", "", "t.py");
+      s.finishRun(id, in, RunStatus::Done);
+    }
+    SessionStore s(path);
+    const RunRecord r = s.run(id);
+    QCOMPARE(r.result.traces.size(), size_t(1));
+    const auto& out = r.result.traces[0].values;
+    QCOMPARE(out.size(), in.traces[0].values.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const auto& a = in.traces[0].values[i];
+      const auto& b = out[i];
+      QCOMPARE(q(b.name), q(a.name));
+      QCOMPARE(int(b.tensor.dtype), int(a.tensor.dtype));
+      QCOMPARE(b.tensor.shape, a.tensor.shape);
+      QVERIFY2(b.tensor.bytes == a.tensor.bytes, a.name.c_str());
+      QVERIFY(b.hasData());
+      const auto one = s.value(id, a.name);
+      QVERIFY(one.tensor.bytes == a.tensor.bytes);
+    }
+  }
+
+  void roundTripsEveryRunField() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    trace::RunResult in;
+    trace::ModelIdentity m{"Qwen/Qwen3-8B",
+                           "random:/x/config.json@3",
+                           "/x",
+                           std::string(64, 'a'),
+                           "bfloat16",
+                           "cuda",
+                           "nccl",
+                           2,
+                           "0.1.0"};
+    in.models = {m, m};
+    in.models[1].name = "other";
+    in.models[1].tp = 4;
+    in.traces.resize(2);
+    in.traces[0].sampling = {0.7, 40, 0.9, 18'446'744'073'709'551'557ull, 12, {1, 2, 151645}, true};
+    in.traces[1].modelIndex = 1;
+    in.traces[0].invokes = {{{785, 6722}, {11, 12, 13}, "abc \xe2\x9c\x93", "stop"},
+                            {{1}, {}, "", "length"}};
+    in.traces[1].invokes = {{{5, 6, 7}, {8}, "x", "cancelled"}};
+    trace::SavedValue r;
+    r.name = "count";
+    r.repr = "[1, 2.5, 'three']";
+    in.traces[1].values.push_back(r);
+    in.printed = "line one\nline two\n";
+    const std::string script = "model = VLLM(\"Qwen/Qwen3-8B\")\n# \xc3\xa9\n";
+    int64_t id = 0, failed = 0;
+    {
+      SessionStore s(path, {.session = "study"});
+      id = s.beginRun("my title", script, "dir/script.py");
+      s.finishRun(id, in, RunStatus::Done);
+      failed = s.beginRun("bad", "x = (", "bad.py", id);
+      s.finishRun(failed, {}, RunStatus::Failed, "bad.py:1: unexpected end of input");
+    }
+    SessionStore s(path, {.session = "study", .readOnly = true});
+    const RunRecord out = s.run(id);
+    QCOMPARE(q(out.summary.title), QString("my title"));
+    QCOMPARE(q(out.summary.session), QString("study"));
+    QCOMPARE(q(out.summary.scriptFile), QString("dir/script.py"));
+    QCOMPARE(q(out.script), q(script));
+    QCOMPARE(q(out.summary.status), QString("done"));
+    QVERIFY(out.summary.startedMs > 1'700'000'000'000);
+    QVERIFY(out.summary.endedMs >= out.summary.startedMs);
+    QCOMPARE(out.pid, int64_t(getpid()));
+    QCOMPARE(q(out.result.printed), q(in.printed));
+    QCOMPARE(out.result.models.size(), size_t(2));
+    const auto& mo = out.result.models[0];
+    QCOMPARE(q(mo.name + mo.spec + mo.path + mo.configSha256 + mo.dtype + mo.device + mo.backend +
+               mo.engineVersion),
+             q(m.name + m.spec + m.path + m.configSha256 + m.dtype + m.device + m.backend +
+               m.engineVersion));
+    QCOMPARE(mo.tp, 2);
+    QCOMPARE(out.result.models[1].tp, 4);
+    QCOMPARE(out.result.traces.size(), size_t(2));
+    const auto& sp = out.result.traces[0].sampling;
+    QCOMPARE(sp.temperature, 0.7);
+    QCOMPARE(sp.topK, int64_t(40));
+    QCOMPARE(sp.topP, 0.9);
+    QCOMPARE(sp.seed, 18'446'744'073'709'551'557ull);
+    QCOMPARE(sp.maxTokens, int64_t(12));
+    QCOMPARE(sp.stopTokenIds, (std::vector<int64_t>{1, 2, 151645}));
+    QVERIFY(sp.ignoreEos);
+    QCOMPARE(out.result.traces[1].modelIndex, 1);
+    QCOMPARE(out.result.traces[0].invokes.size(), size_t(2));
+    const auto& i0 = out.result.traces[0].invokes[0];
+    QCOMPARE(i0.promptIds, (std::vector<int64_t>{785, 6722}));
+    QCOMPARE(i0.tokenIds, (std::vector<int64_t>{11, 12, 13}));
+    QCOMPARE(q(i0.text), q("abc \xe2\x9c\x93"));
+    QCOMPARE(q(i0.finishReason), QString("stop"));
+    QVERIFY(out.result.traces[0].invokes[1].tokenIds.empty());
+    QCOMPARE(q(out.result.traces[1].invokes[0].finishReason), QString("cancelled"));
+    QCOMPARE(q(*out.result.traces[1].values[0].repr), q(*r.repr));
+    const RunRecord bad = s.run(failed);
+    QCOMPARE(q(bad.summary.status), QString("failed"));
+    QCOMPARE(q(bad.summary.error), QString("bad.py:1: unexpected end of input"));
+    QCOMPARE(bad.summary.replayOf.value_or(0), id);
+    QCOMPARE(s.runs().size(), size_t(2));
+    QVERIFY_THROWS_EXCEPTION(StoreError, s.run(99));
+    QVERIFY_THROWS_EXCEPTION(StoreError, s.value(id, "nope"));
+  }
+
+  void keepsLargeValuesAsSummaries() {
+    test::TempDir dir;
+    HostTensor big = randomTensor(DType::F32, {1000, 300}, 7);  // 1.2 MB
+    for (int64_t i = 0; i < big.numel(); ++i) {
+      const float x = std::sin(float(i)) * 3.0f;
+      std::memcpy(big.bytes.data() + i * 4, &x, 4);
+    }
+    trace::RunResult in;
+    in.traces.resize(1);
+    in.traces[0].values = {tensorValue("big", big),
+                           tensorValue("small", randomTensor(DType::BF16, {4, 8}, 3))};
+    SessionStore s(dir.path() / "s.db", {.valueCapBytes = 1'000'000});
+    const int64_t id = s.beginRun("cap", "", "cap.py");
+    s.finishRun(id, in, RunStatus::Done);
+    const auto stored = s.value(id, "big");
+    QVERIFY(!stored.hasData());
+    QVERIFY(stored.summary.has_value());
+    QCOMPARE(stored.tensor.shape, big.shape);
+    QCOMPARE(int(stored.tensor.dtype), int(DType::F32));
+    QVERIFY2(stored.note.find("over the session's value cap") != std::string::npos,
+             stored.note.c_str());
+    const auto expect = summarize(big);
+    QCOMPARE(stored.summary->min, expect.min);
+    QCOMPARE(stored.summary->max, expect.max);
+    QCOMPARE(stored.summary->mean, expect.mean);
+    QCOMPARE(stored.summary->norm, expect.norm);
+    QVERIFY(expect.max > 2.9 && expect.min < -2.9);
+    QVERIFY(s.value(id, "small").hasData());
+    QCOMPARE(s.runs()[0].valueCount, int64_t(2));
+  }
+
+  void migratesAnOlderFile() {
+    test::TempDir dir;
+    const auto path = dir.path() / "old.db";
+    {
+      SqliteDatabase db(path, SqliteDatabase::Mode::ReadWriteCreate, 1000);
+      migrate(db, 1);
+      db.exec("INSERT INTO sessions VALUES (1, 'default', 0)");
+      db.exec(
+          "INSERT INTO runs(id, session_id, title, script, script_file, status, started_ms, host, "
+          "pid, pid_start) VALUES (1, 1, 'old run', 'x = 1', 'old.py', 'done', 5, 'h', 1, 1)");
+      QCOMPARE(fileSchemaVersion(db), 1);
+    }
+    {
+      SessionStore s(path);
+      const RunRecord r = s.run(1);
+      QCOMPARE(q(r.summary.title), QString("old run"));
+      QVERIFY(!r.summary.replayOf);
+      const int64_t id = s.beginRun("new", "", "new.py", 1);
+      s.finishRun(id, {}, RunStatus::Done);
+    }
+    SqliteDatabase db(path, SqliteDatabase::Mode::ReadOnly, 1000);
+    QCOMPARE(fileSchemaVersion(db), schemaVersion());
+    QVERIFY(schemaVersion() >= 2);
+  }
+
+  void refusesFilesItCannotUse_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("not sqlite") << "text"
+                                << "not a SQLite database";
+    QTest::newRow("foreign") << "foreign"
+                             << "another program";
+    QTest::newRow("newer") << "newer"
+                           << "newer ShardScope";
+    QTest::newRow("corrupt page") << "corrupt"
+                                  << "damaged";
+    QTest::newRow("truncated") << "truncated"
+                               << "damaged";
+  }
+  void refusesFilesItCannotUse() {
+    QFETCH(QString, kind);
+    QFETCH(QString, message);
+    test::TempDir dir;
+    const auto path = dir.path() / "f.db";
+    if (kind == "text") {
+      std::ofstream(path) << "these are my notes, not a database\n";
+    } else if (kind == "foreign") {
+      SqliteDatabase db(path, SqliteDatabase::Mode::ReadWriteCreate, 1000);
+      db.exec("CREATE TABLE contacts(name TEXT); INSERT INTO contacts VALUES ('Ada')");
+    } else {
+      {
+        SessionStore s(path);
+        for (int i = 0; i < 6; ++i) {
+          const int64_t id = s.beginRun("r", std::string(3000, 'x'), "r.py");
+          s.finishRun(id, patternResult(id, 4, 3000), RunStatus::Done);
+        }
+      }
+      if (kind == "newer") {
+        SqliteDatabase db(path, SqliteDatabase::Mode::ReadWrite, 1000);
+        db.exec("PRAGMA user_version = " + std::to_string(schemaVersion() + 1));
+      } else {
+        QVERIFY(!std::filesystem::exists(path.string() + "-wal") ||
+                std::filesystem::file_size(path.string() + "-wal") == 0);
+        const auto size = std::filesystem::file_size(path);
+        QVERIFY(size > 40'000);
+        if (kind == "truncated") {
+          std::filesystem::resize_file(path, size / 2);
+        } else {
+          // Overwrite the start (page header or overflow pointer) of every other page after
+          // the first; the page size is in the file header (bytes 16-17, 1 meaning 65536).
+          std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+          unsigned char ps[2];
+          io.seekg(16);
+          io.read(reinterpret_cast<char*>(ps), 2);
+          const size_t pageSize = ps[0] == 0 && ps[1] == 1 ? 65536 : size_t(ps[0]) * 256 + ps[1];
+          QVERIFY(size / pageSize >= 3);
+          for (size_t page = 1; page < size / pageSize; page += 2) {
+            io.seekp(std::streamoff(page * pageSize));
+            const std::string junk(64, '\x5a');
+            io.write(junk.data(), std::streamsize(junk.size()));
+          }
+        }
+      }
+    }
+    const std::string before = fileSha(path);
+    const auto sizeBefore = std::filesystem::file_size(path);
+    try {
+      SessionStore s(path);
+      QFAIL("opening should have failed");
+    } catch (const StoreError& e) {
+      QVERIFY2(QString(e.what()).contains(message), e.what());
+      QVERIFY2(QString(e.what()).contains(q(path.string())), e.what());
+      QVERIFY2(QString(e.what()).contains("left as it is"), e.what());
+    }
+    QCOMPARE(fileSha(path), before);
+    QCOMPARE(std::filesystem::file_size(path), sizeBefore);
+  }
+
+  // A writer killed in the middle of its commits: every run it finished is whole, the one it was
+  // writing is marked interrupted, and the file passes SQLite's integrity check.
+  void survivesAKilledWriter() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    QProcess child;
+    child.start(QCoreApplication::applicationFilePath(), {"--writer", q(path.string())});
+    QVERIFY(child.waitForStarted());
+    int64_t finished = 0;
+    for (int i = 0; i < 200 && finished < 5; ++i) {
+      QThread::msleep(50);
+      if (!std::filesystem::exists(path)) continue;
+      try {
+        SessionStore reader(path, {.readOnly = true});
+        finished = 0;
+        for (const auto& r : reader.runs()) finished += r.status == "done";
+      } catch (const StoreError&) {  // the file may be mid-creation
+      }
+    }
+    QVERIFY2(finished >= 5, "the writer child did not record runs");
+    QThread::msleep(37);
+    ::kill(pid_t(child.processId()), SIGKILL);
+    child.waitForFinished();
+    SessionStore s(path);
+    const auto runs = s.runs();
+    int done = 0, interrupted = 0;
+    for (const auto& r : runs) {
+      if (r.status == "done") {
+        ++done;
+        QVERIFY2(matchesPattern(s.run(r.id), 8, 250'000), ("run " + std::to_string(r.id)).c_str());
+      } else {
+        QCOMPARE(q(r.status), QString("interrupted"));
+        QVERIFY(q(s.run(r.id).summary.error).contains("ended before the run finished"));
+        ++interrupted;
+      }
+    }
+    qInfo("writer killed after %d finished runs; %d unfinished run marked interrupted", done,
+          interrupted);
+    QVERIFY(done >= 5);
+    QVERIFY(interrupted <= 1);
+    SqliteDatabase db(path, SqliteDatabase::Mode::ReadOnly, 1000);
+    auto check = db.prepare("PRAGMA integrity_check");
+    QVERIFY(check.step());
+    QCOMPARE(q(check.text(0)), QString("ok"));
+  }
+
+  // shardscope-cli logging a long generation is killed: the earlier runs are intact, the
+  // unfinished one is marked interrupted when the file is next opened for writing.
+  void cliRunKilledMidRunIsInterrupted() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    const auto shortScript = dir.path() / "short.py", longScript = dir.path() / "long.py";
+    std::ofstream(shortScript) << "model = VLLM(\"demo\")\n"
+                                  "with model.trace(\"Hello\", max_tokens=2):\n"
+                                  "    h = model.model.layers[0].mlp.output.save()\n";
+    std::ofstream(longScript) << "model = VLLM(\"demo\")\n"
+                                 "with model.trace(\"Hello\", max_tokens=4000, ignore_eos=True):\n"
+                                 "    h = model.model.layers[0].mlp.output.save()\n";
+    for (int i = 0; i < 2; ++i) {
+      QProcess p;
+      p.start(SHARDSCOPE_CLI, {"run", q(shortScript.string()), "--log", q(path.string())});
+      QVERIFY(p.waitForFinished(120000));
+      QCOMPARE(p.exitCode(), 0);
+    }
+    std::vector<std::string> before;
+    {
+      SessionStore s(path, {.readOnly = true});
+      for (int64_t id : {1, 2})
+        before.push_back(s.value(id, "h").tensor.shapeString() + fileShaOf(s.value(id, "h")));
+    }
+    QProcess p;
+    p.start(SHARDSCOPE_CLI, {"run", q(longScript.string()), "--log", q(path.string())});
+    QVERIFY(p.waitForStarted());
+    bool running = false;
+    for (int i = 0; i < 600 && !running; ++i) {
+      QThread::msleep(20);
+      SessionStore reader(path, {.readOnly = true});
+      const auto runs = reader.runs();
+      running = runs.size() == 3 && runs[2].status == "running";
+    }
+    QVERIFY2(running, "the third run never showed as running");
+    QThread::msleep(300);
+    QCOMPARE(p.state(), QProcess::Running);
+    ::kill(pid_t(p.processId()), SIGKILL);
+    p.waitForFinished();
+    {
+      SessionStore reader(path, {.readOnly = true});  // readers do not mark
+      QCOMPARE(q(reader.runs()[2].status), QString("running"));
+    }
+    SessionStore s(path);
+    const auto runs = s.runs();
+    QCOMPARE(runs.size(), size_t(3));
+    QCOMPARE(q(runs[0].status), QString("done"));
+    QCOMPARE(q(runs[1].status), QString("done"));
+    QCOMPARE(q(runs[2].status), QString("interrupted"));
+    for (int64_t id : {1, 2}) {
+      QCOMPARE(q(s.value(id, "h").tensor.shapeString() + fileShaOf(s.value(id, "h"))),
+               q(before[size_t(id - 1)]));
+    }
+  }
+
+  // A reader on its own connection while another thread records runs: no lock errors, and a run
+  // is either absent, running without values, or done with every value whole.
+  void readerBesideWriter() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    { SessionStore create(path); }
+    std::atomic<bool> stop{false};
+    std::string writerError;
+    std::thread writer([&] {
+      try {
+        SessionStore s(path);
+        for (int i = 0; i < 40; ++i) {
+          const int64_t id = s.beginRun("w", "", "w.py");
+          s.finishRun(id, patternResult(id, 3, 20'000), RunStatus::Done);
+        }
+      } catch (const std::exception& e) {
+        writerError = e.what();
+      }
+      stop = true;
+    });
+    SessionStore reader(path, {.readOnly = true});
+    int checked = 0;
+    std::string readerError;
+    try {
+      while (!stop) {
+        for (const auto& r : reader.runs()) {
+          const RunRecord rec = reader.run(r.id);
+          if (rec.summary.status == "done") {
+            if (!matchesPattern(rec, 3, 20'000)) readerError = "torn run " + std::to_string(r.id);
+            ++checked;
+          } else if (!rec.result.traces.empty()) {
+            readerError = "a running run showed values";
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      readerError = e.what();
+    }
+    writer.join();
+    QVERIFY2(writerError.empty(), writerError.c_str());
+    QVERIFY2(readerError.empty(), readerError.c_str());
+    QVERIFY(checked > 40);
+    QCOMPARE(reader.runs().size(), size_t(40));
+  }
+
+  void replayIsIdenticalThenSeesAChangedWeight() {
+    test::TempDir dir;
+    const auto model = dir.path() / "model";
+    std::filesystem::create_directories(model);
+    for (const auto& e : std::filesystem::directory_iterator(ensureDemoModel()))
+      std::filesystem::copy_file(e.path(), model / e.path().filename());
+    SessionStore s(dir.path() / "s.db");
+    trace::ScriptRunner runner(demoOptions(model, 2));
+    const RecordedRun recorded = runRecorded(s, runner, demoScript(), "demo.py", "demo");
+    QCOMPARE(int(recorded.status), int(RunStatus::Done));
+    QCOMPARE(s.run(recorded.id).result.models.at(0).tp, 2);
+
+    ReplayOptions o;
+    o.run = demoOptions(model);
+    const ReplayReport same = replayRun(s, recorded.id, o);
+    QVERIFY(same.identical());
+    QCOMPARE(same.values.size(), size_t(2));
+    for (const auto& v : same.values) QCOMPARE(q(v.diff.detail), QString("bit-identical"));
+    QCOMPARE(same.texts.size(), size_t(1));
+    QVERIFY(same.texts[0].same);
+    QVERIFY(same.replayId > recorded.id);
+    QCOMPARE(s.run(same.replayId).summary.replayOf.value_or(0), recorded.id);
+
+    changeOneWeight(model / "model.safetensors", "model.layers.0.mlp.down_proj.weight");
+    const ReplayReport changed = replayRun(s, recorded.id, o);
+    QVERIFY(!changed.identical());
+    for (const auto& v : changed.values) {
+      QVERIFY2(!v.diff.identical, v.name.c_str());
+      QVERIFY(v.diff.maxAbs > 0 && v.diff.relative > 0);
+      QVERIFY2(q(v.diff.detail).startsWith("differs: max abs"), v.diff.detail.c_str());
+    }
+  }
+
+  void exportsSafetensors() {
+    test::TempDir dir;
+    trace::RunResult in;
+    in.traces.resize(2);
+    in.traces[0].values = {tensorValue("a", randomTensor(DType::BF16, {3, 4}, 1))};
+    in.traces[1].values = {tensorValue("a", randomTensor(DType::F32, {2}, 2)),
+                           tensorValue("ids", randomTensor(DType::I64, {5}, 3))};
+    trace::SavedValue text;
+    text.name = "n";
+    text.repr = "3";
+    in.traces[1].values.push_back(text);
+    SessionStore s(dir.path() / "s.db");
+    const int64_t id = s.beginRun("e", "", "e.py");
+    s.finishRun(id, in, RunStatus::Done);
+    const auto out = dir.path() / "out.safetensors";
+    const ExportReport report = exportRun(s, id, out);
+    QCOMPARE(report.written.size(), size_t(3));
+    QCOMPARE(report.skipped.size(), size_t(1));
+    SafetensorsFile f(out);
+    QVERIFY(f.contains("a@trace0") && f.contains("a") && f.contains("ids"));
+    QVERIFY(toHost(f.view(f.entry("a@trace0"))).bytes == in.traces[0].values[0].tensor.bytes);
+    QVERIFY(toHost(f.view(f.entry("a"))).bytes == in.traces[1].values[0].tensor.bytes);
+    const HostTensor ids = toHost(f.view(f.entry("ids")));
+    QCOMPARE(int(ids.dtype), int(DType::I64));
+    QVERIFY(ids.bytes == in.traces[1].values[1].tensor.bytes);
+  }
+
+ private:
+  static std::string fileShaOf(const trace::SavedValue& v) {
+    return sha256Hex(
+        std::string(reinterpret_cast<const char*>(v.tensor.bytes.data()), v.tensor.bytes.size()));
+  }
+};
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--writer") return writerChild(argv[2]);
+  QCoreApplication app(argc, argv);
+  TestSessionStore t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "tst_session_store.moc"
