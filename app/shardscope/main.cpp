@@ -1,0 +1,44 @@
+// shardscope: the desktop application. Options: --model SPEC --tp N --device cpu|cuda
+// --dtype bf16|f16|f32 --session-file FILE, and --screenshots DIR (drive the views, save PNGs, quit).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+
+#include "ui/main_window.h"
+#include "ui/screenshot_tour.h"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("ShardScope");
+  QApplication::setApplicationName("ShardScope");
+  QApplication::setApplicationVersion(SHARDSCOPE_VERSION);
+  QCommandLineParser parser;
+  parser.setApplicationDescription("Look inside tensor-parallel language models.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addOptions({
+      {"model", "Checkpoint folder, Hugging Face cache name or 'demo' (default).", "spec", "demo"},
+      {"tp", "Tensor-parallel size (default 2).", "n", "2"},
+      {"device", "cpu or cuda (default cpu).", "device", "cpu"},
+      {"dtype", "bf16, f16 or f32 (default: f32 on cpu, the checkpoint's on cuda).", "dtype"},
+      {"session-file", "Session file to record runs in (default: the last one).", "file"},
+      {"screenshots", "Drive the views, save a PNG of each into DIR, and quit.", "dir"},
+  });
+  parser.process(app);
+  shardscope::ui::StartOptions options;
+  options.model.model = parser.value("model").toStdString();
+  options.model.tp = parser.value("tp").toInt();
+  options.model.device = parser.value("device").toStdString();
+  options.model.dtype = parser.value("dtype").toStdString();
+  options.sessionFile = parser.value("session-file");
+  options.restoreState = !parser.isSet("screenshots");
+  if (options.model.tp < 1) parser.showHelp(2);
+  shardscope::ui::MainWindow window(options);
+  window.show();
+  if (!parser.isSet("screenshots")) return app.exec();
+  shardscope::ui::ScreenshotTour tour(window, parser.value("screenshots"));
+  QObject::connect(&tour, &shardscope::ui::ScreenshotTour::finished, &app,
+                   [](int failures) { QApplication::exit(failures == 0 ? 0 : 1); });
+  QTimer::singleShot(0, &tour, &shardscope::ui::ScreenshotTour::start);
+  return app.exec();
+}

@@ -1,0 +1,107 @@
+// EngineController: the GUI's one door into core. It owns the loaded Engine and the open session
+// file, and does all engine work on a worker thread: loading a model, running scripts (each
+// recorded in the session log), replays. Results come back to the GUI thread as queued signals
+// carrying immutable snapshots, so the window never blocks on the engine.
+//
+// Threading: call every method from the GUI thread. One piece of work at a time: a request while
+// busy() is refused with requestRefused(). progress() may be polled while busy.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/engine/port_probe.h"
+#include "core/store/replay.h"
+#include "core/store/session_store.h"
+
+namespace shardscope {
+class Tokenizer;
+}
+
+namespace shardscope::ui {
+
+struct ScriptRequest {
+  std::string script;
+  std::string title;
+};
+
+// What one script run produced, as the views need it.
+struct RunOutcome {
+  int64_t runId = 0;
+  std::string title;
+  std::string script;
+  trace::RunResult result;
+  std::string status = "done";  // done, failed, interrupted
+  std::string error;
+  int errorLine = 0, errorColumn = 0;  // of a script error (1-based), else 0
+  double seconds = 0;
+  int batchIndex = 0, batchSize = 1;
+};
+
+struct ReplayOutcome {
+  store::ReplayReport report;
+  std::string error;
+};
+
+class EngineController : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineController(QObject* parent = nullptr);
+  ~EngineController() override;
+
+  bool busy() const { return busy_; }
+  bool hasModel() const { return engine_ != nullptr; }
+  const ModelInfo& model() const { return engine_->info(); }
+  std::shared_ptr<const Tokenizer> tokenizer() const;
+  const std::vector<PortShape>& portShapes() const { return portShapes_; }
+  store::SessionStore* session() const { return session_.get(); }
+  // Progress of the running job (step k of n) and, for batches, which script is running.
+  JobProgress progress() const;
+  std::pair<int, int> batchProgress() const { return {batchIndex_.load(), batchSize_.load()}; }
+
+  // Opens (or creates) a session file; returns an error message, or empty on success.
+  QString openSession(const QString& path);
+
+  void loadModel(const EngineOptions& options);
+  void runScripts(std::vector<ScriptRequest> scripts);
+  void replay(int64_t runId);
+  // Stops the running job (and the rest of a batch), or abandons a load.
+  void stop();
+
+ Q_SIGNALS:
+  void loadProgress(const QString& what, int done, int total);
+  void modelLoaded();
+  void loadFailed(const QString& message);
+  void runFinished(std::shared_ptr<const RunOutcome> outcome);
+  void batchFinished(bool cancelled);
+  void replayFinished(std::shared_ptr<const ReplayOutcome> outcome);
+  void sessionChanged();
+  void busyChanged(bool busy);
+  void requestRefused(const QString& why);
+
+ private:
+  bool start(std::function<void()> work);
+  void finish();
+  void runOne(const ScriptRequest& request, int index, int size);
+
+  std::unique_ptr<Engine> engine_;
+  std::vector<PortShape> portShapes_;
+  std::unique_ptr<store::SessionStore> session_;
+  std::thread worker_;
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> stopRequested_{false};
+  std::atomic<int> batchIndex_{0}, batchSize_{0};
+  mutable std::mutex jobMutex_;
+  JobHandle job_;  // the running engine job (guarded by jobMutex_)
+};
+
+}  // namespace shardscope::ui
+
+Q_DECLARE_METATYPE(std::shared_ptr<const shardscope::ui::RunOutcome>)
+Q_DECLARE_METATYPE(std::shared_ptr<const shardscope::ui::ReplayOutcome>)

@@ -1,0 +1,82 @@
+#include "engine_panel.h"
+
+#include <QLabel>
+#include <QLocale>
+#include <QProgressBar>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace shardscope::ui {
+
+int64_t weightBytesPerRank(const ModelInfo& model) {
+  const int64_t element = model.dtype == "float32" ? 4 : 2;
+  int64_t bytes = 0;
+  for (const ModuleInfo& m : model.modules) {
+    for (const ParameterInfo& p : m.parameters) {
+      int64_t n = 1;
+      for (int64_t s : p.shardShape) n *= s;
+      bytes += n * element;
+    }
+  }
+  return bytes;
+}
+
+EnginePanel::EnginePanel(QWidget* parent)
+    : QWidget(parent),
+      model_(new QLabel(this)),
+      ranks_(new QTreeWidget(this)),
+      job_(new QLabel(this)),
+      progress_(new QProgressBar(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(model_);
+  layout->addWidget(ranks_, 1);
+  layout->addWidget(job_);
+  layout->addWidget(progress_);
+  model_->setWordWrap(true);
+  ranks_->setHeaderLabels({tr("Rank"), tr("Device"), tr("Weights")});
+  ranks_->setRootIsDecorated(false);
+  setModel(nullptr);
+  setJob({}, 0, 0);
+}
+
+void EnginePanel::setModel(const ModelInfo* m) {
+  ranks_->clear();
+  if (!m) {
+    model_->setText(tr("No model loaded."));
+    return;
+  }
+  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7, %8 (%9)")
+                      .arg(QString::fromStdString(m->spec).toHtmlEscaped())
+                      .arg(QString::fromStdString(m->family))
+                      .arg(m->numLayers)
+                      .arg(m->numHeads)
+                      .arg(m->numKvHeads)
+                      .arg(QString::fromStdString(m->dtype))
+                      .arg(m->tp)
+                      .arg(QString::fromStdString(m->device))
+                      .arg(QString::fromStdString(m->backend)));
+  const QString bytes = QLocale().formattedDataSize(weightBytesPerRank(*m));
+  for (int r = 0; r < m->tp; ++r) {
+    const QString device = m->device == "cpu"     ? QString("cpu")
+                           : m->backend == "nccl" ? QString("cuda:%1").arg(r)
+                                                  : QString("cuda:0");
+    new QTreeWidgetItem(ranks_, {QString::number(r), device, bytes});
+  }
+}
+
+void EnginePanel::setJob(const QString& what, int64_t step, int64_t total) {
+  job_->setText(what.isEmpty() ? tr("Idle.") : what);
+  progress_->setVisible(!what.isEmpty());
+  progress_->setRange(0, int(std::max<int64_t>(total, 1)));
+  progress_->setValue(int(std::min(step, std::max<int64_t>(total, 1))));
+}
+
+QString EnginePanel::jobText() const {
+  return job_->text();
+}
+
+int EnginePanel::rankRows() const {
+  return ranks_->topLevelItemCount();
+}
+
+}  // namespace shardscope::ui

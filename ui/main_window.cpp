@@ -1,0 +1,948 @@
+#include "main_window.h"
+
+#include <qcustomplot.h>
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "core/build_info.h"
+#include "core/model/tokenizer.h"
+#include "core/store/value_export.h"
+#include "engine_panel.h"
+#include "head_grid_view.h"
+#include "heatmap_view.h"
+#include "logit_lens_view.h"
+#include "module_tree_model.h"
+#include "open_model_dialog.h"
+#include "output_diff_view.h"
+#include "result_math.h"
+#include "script_editor.h"
+#include "session_log_model.h"
+#include "top_k_view.h"
+
+namespace shardscope::ui {
+namespace {
+
+// The saved value `name` of the last trace that saved it.
+const trace::SavedValue* findValue(const trace::RunResult& r, const std::string& name) {
+  for (auto t = r.traces.rbegin(); t != r.traces.rend(); ++t) {
+    for (const auto& v : t->values) {
+      if (v.name == name && v.hasData()) return &v;
+    }
+  }
+  return nullptr;
+}
+
+const trace::InvokeRecord* invoke(const trace::RunResult& r, size_t i) {
+  if (r.traces.empty() || r.traces.back().invokes.size() <= i) return nullptr;
+  return &r.traces.back().invokes[i];
+}
+
+// The last row of a logits value, as probabilities.
+std::vector<double> lastRowProbabilities(const trace::SavedValue& v) {
+  const Matrix m = asMatrix(v.tensor);
+  if (m.rows == 0) return {};
+  return softmax(std::vector<double>(m.data.end() - m.cols, m.data.end()));
+}
+
+QString defaultSessionFile() {
+  const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+  QDir().mkpath(dir);
+  return dir + "/session.db";
+}
+
+}  // namespace
+
+MainWindow::MainWindow(StartOptions options, QWidget* parent)
+    : QMainWindow(parent), controller_(new EngineController(this)), modelOptions_(options.model) {
+  setWindowTitle("ShardScope");
+  tabs_ = new QTabWidget(this);
+  heatmap_ = new HeatmapView(this);
+  headGrid_ = new HeadGridView(tr("Click heads to zero their slice of o_proj.input at every "
+                                  "step, then press Zero heads."),
+                               this);
+  diff_ = new OutputDiffView(this);
+  auto* heads = new QSplitter(Qt::Vertical, this);
+  heads->addWidget(headGrid_);
+  heads->addWidget(diff_);
+  sweepGrid_ = new HeadGridView(tr("Sweep: each head ablated alone; colour = change in the "
+                                   "target token's probability. Click a cell to open its run."),
+                                this);
+  lens_ = new LogitLensView(this);
+  topK_ = new TopKView(this);
+  attention_ = new HeatmapView(this);
+  messages_ = new QPlainTextEdit(this);
+  messages_->setReadOnly(true);
+  tabs_->addTab(heatmap_, tr("Activations"));
+  tabs_->addTab(heads, tr("Heads"));
+  tabs_->addTab(sweepGrid_, tr("Sweep"));
+  tabs_->addTab(lens_, tr("Logit lens"));
+  tabs_->addTab(topK_, tr("Top-k"));
+  tabs_->addTab(attention_, tr("Attention"));
+  tabs_->addTab(messages_, tr("Output"));
+  auto* centre = new QWidget(this);
+  auto* layout = new QVBoxLayout(centre);
+  layout->addWidget(buildPromptBar());
+  layout->addWidget(tabs_, 1);
+  setCentralWidget(centre);
+  buildDocks();
+  buildMenus();
+  progress_ = new QProgressBar(this);
+  progress_->setMaximumWidth(240);
+  progress_->setVisible(false);
+  status_ = new QLabel(this);
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+  progressTimer_ = new QTimer(this);
+  progressTimer_->setInterval(100);
+  connect(progressTimer_, &QTimer::timeout, this, &MainWindow::pollProgress);
+
+  connect(controller_, &EngineController::loadProgress, this,
+          [this](const QString& what, int done, int total) {
+            status_->setText(tr("Loading: %1").arg(what));
+            progress_->setRange(0, total);
+            progress_->setValue(done);
+            enginePanel_->setJob(tr("Loading %1").arg(what), done, total);
+          });
+  connect(controller_, &EngineController::modelLoaded, this, &MainWindow::onModelLoaded);
+  connect(controller_, &EngineController::loadFailed, this, [this](const QString& e) {
+    message(tr("Loading failed: %1").arg(e));
+    status_->setText(tr("Loading failed (see Output)."));
+    enginePanel_->setModel(nullptr);
+  });
+  connect(controller_, &EngineController::runFinished, this, &MainWindow::onRunFinished);
+  connect(controller_, &EngineController::batchFinished, this, &MainWindow::onBatchFinished);
+  connect(controller_, &EngineController::replayFinished, this, &MainWindow::onReplayFinished);
+  connect(controller_, &EngineController::sessionChanged, this, &MainWindow::refreshLog);
+  connect(controller_, &EngineController::busyChanged, this, &MainWindow::onBusyChanged);
+  connect(controller_, &EngineController::requestRefused, this,
+          [this](const QString& why) { status_->setText(why); });
+  connect(headGrid_, &HeadGridView::cellClicked, this,
+          [this](qint64 layer, qint64 head) { toggleHead(layer, head); });
+  connect(sweepGrid_, &HeadGridView::cellClicked, this, [this](qint64 layer, qint64 head) {
+    if (auto id = sweepRun(layer)) {
+      openRun(*id);
+      message(tr("Sweep cell layer %1 head %2: change %3 (run %4)")
+                  .arg(layer)
+                  .arg(head)
+                  .arg(sweepGrid_->effects().at(layer, head), 0, 'g', 4)
+                  .arg(*id));
+    }
+  });
+
+  QSettings settings;
+  if (options.restoreState) {
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+  }
+  if (!options.restoreState) resize(1400, 900);
+  QString session = options.sessionFile;
+  if (session.isEmpty()) session = settings.value("session/file", defaultSessionFile()).toString();
+  const QString error = openSession(session);
+  if (!error.isEmpty()) message(error);
+  openModel(modelOptions_);
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::buildPromptBar() {
+  auto* bar = new QWidget(this);
+  auto* grid = new QGridLayout(bar);
+  grid->setContentsMargins(0, 0, 0, 0);
+  prompts_ = new QPlainTextEdit(bar);
+  prompts_->setPlaceholderText(tr("One prompt a line (each is an invoke)"));
+  prompts_->setPlainText("The capital of France is");
+  prompts_->setMaximumHeight(60);
+  maxTokens_ = new QSpinBox(bar);
+  maxTokens_->setRange(1, 4096);
+  maxTokens_->setValue(8);
+  temperature_ = new QDoubleSpinBox(bar);
+  temperature_->setRange(0, 5);
+  temperature_->setSingleStep(0.1);
+  seed_ = new QSpinBox(bar);
+  seed_->setRange(0, 1'000'000);
+  step_ = new QSpinBox(bar);
+  step_->setRange(0, 4095);
+  target_ = new QLineEdit(bar);
+  target_->setPlaceholderText(tr("greedy token"));
+  target_->setToolTip(
+      tr("Target token: text (its first token) or #id; empty: the model's own "
+         "top token"));
+  sweepLayers_ = new QLineEdit(bar);
+  sweepLayers_->setPlaceholderText(tr("all layers"));
+  sweepLayers_->setToolTip(tr("Layers to sweep, e.g. 0-3 or 1,5"));
+  attentionHead_ = new QSpinBox(bar);
+  attentionHead_->setRange(0, 1023);
+  perHeadNorms_ = new QCheckBox(tr("Per-head norms"), bar);
+  perHeadNorms_->setToolTip(tr("Show head-sharded ports as tokens x heads of L2 norms"));
+  runButton_ = new QPushButton(tr("Run"), bar);
+  runButton_->setToolTip(tr("Generate from every prompt (Ctrl+G)"));
+  stopButton_ = new QPushButton(tr("Stop"), bar);
+  stopButton_->setEnabled(false);
+  auto* read = new QPushButton(tr("Read"), bar);
+  auto* ablate = new QPushButton(tr("Zero heads"), bar);
+  auto* sweep = new QPushButton(tr("Sweep"), bar);
+  auto* lens = new QPushButton(tr("Logit lens"), bar);
+  auto* topk = new QPushButton(tr("Top-k"), bar);
+  auto* attn = new QPushButton(tr("Attention"), bar);
+  grid->addWidget(prompts_, 0, 0, 2, 1);
+  auto* knobs = new QHBoxLayout;
+  const auto labelled = [&](const QString& label, QWidget* w) {
+    knobs->addWidget(new QLabel(label, bar));
+    knobs->addWidget(w);
+  };
+  labelled(tr("Max tokens"), maxTokens_);
+  labelled(tr("Temperature"), temperature_);
+  labelled(tr("Seed"), seed_);
+  labelled(tr("Step"), step_);
+  labelled(tr("Target"), target_);
+  labelled(tr("Sweep layers"), sweepLayers_);
+  labelled(tr("Head"), attentionHead_);
+  knobs->addWidget(perHeadNorms_);
+  knobs->addStretch(1);
+  grid->addLayout(knobs, 0, 1);
+  grid->setColumnStretch(0, 1);
+  grid->setColumnStretch(1, 2);
+  prompts_->setMinimumWidth(260);
+  auto* buttons = new QHBoxLayout;
+  for (QPushButton* b : {runButton_, stopButton_, read, ablate, sweep, lens, topk, attn})
+    buttons->addWidget(b);
+  buttons->addStretch(1);
+  grid->addLayout(buttons, 1, 1);
+  connect(runButton_, &QPushButton::clicked, this, &MainWindow::runGeneration);
+  connect(stopButton_, &QPushButton::clicked, this, &MainWindow::stop);
+  connect(read, &QPushButton::clicked, this, &MainWindow::readSelectedPort);
+  connect(ablate, &QPushButton::clicked, this, &MainWindow::runAblation);
+  connect(sweep, &QPushButton::clicked, this, [this] {
+    std::vector<int64_t> layers;
+    const int64_t n = controller_->hasModel() ? controller_->model().numLayers : 0;
+    for (const QString& part : sweepLayers_->text().split(',', Qt::SkipEmptyParts)) {
+      const QStringList range = part.trimmed().split('-');
+      const int64_t a = range[0].toLongLong(), b = range.size() > 1 ? range[1].toLongLong() : a;
+      for (int64_t l = a; l <= b && l < n; ++l) layers.push_back(l);
+    }
+    for (int64_t l = 0; layers.empty() && sweepLayers_->text().trimmed().isEmpty() && l < n; ++l)
+      layers.push_back(l);
+    runSweep(layers);
+  });
+  connect(lens, &QPushButton::clicked, this, &MainWindow::runLogitLens);
+  connect(topk, &QPushButton::clicked, this, &MainWindow::runTopK);
+  connect(attn, &QPushButton::clicked, this, [this] {
+    const QModelIndex index = treeFilter_->mapToSource(treeView_->currentIndex());
+    const std::string module =
+        tree_->data(index, ModuleTreeModel::ModulePathRole).toString().toStdString();
+    static const QRegularExpression layerRe(R"(layers\[(\d+)\])");
+    const auto m = layerRe.match(QString::fromStdString(module));
+    runAttentionPattern(m.hasMatch() ? m.captured(1).toLongLong() : 0, attentionHead_->value());
+  });
+  connect(perHeadNorms_, &QCheckBox::toggled, this, [this] {
+    if (shownRun_ && controller_->session()) openRun(shownRun_);
+  });
+  return bar;
+}
+
+void MainWindow::buildDocks() {
+  tree_ = new ModuleTreeModel(this);
+  treeFilter_ = new QSortFilterProxyModel(this);
+  treeFilter_->setSourceModel(tree_);
+  treeFilter_->setFilterRole(ModuleTreeModel::ModulePathRole);
+  treeFilter_->setRecursiveFilteringEnabled(true);
+  treeFilter_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  auto* left = new QWidget(this);
+  auto* leftLayout = new QVBoxLayout(left);
+  filterEdit_ = new QLineEdit(left);
+  filterEdit_->setPlaceholderText(tr("Filter modules (e.g. layers[1].self_attn)"));
+  filterEdit_->setClearButtonEnabled(true);
+  treeView_ = new QTreeView(left);
+  treeView_->setModel(treeFilter_);
+  treeView_->setUniformRowHeights(true);
+  treeView_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  leftLayout->addWidget(filterEdit_);
+  leftLayout->addWidget(treeView_, 1);
+  connect(filterEdit_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    treeFilter_->setFilterFixedString(text);
+    if (!text.isEmpty()) treeView_->expandAll();
+  });
+  connect(treeView_, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
+    if (tree_->portAt(treeFilter_->mapToSource(index), nullptr)) readSelectedPort();
+  });
+  left->setMinimumWidth(300);
+  auto* treeDock = new QDockWidget(tr("Modules"), this);
+  treeDock->setObjectName("modules");
+  treeDock->setWidget(left);
+  addDockWidget(Qt::LeftDockWidgetArea, treeDock);
+
+  enginePanel_ = new EnginePanel(this);
+  auto* engineDock = new QDockWidget(tr("Engine"), this);
+  engineDock->setObjectName("engine");
+  engineDock->setWidget(enginePanel_);
+  addDockWidget(Qt::LeftDockWidgetArea, engineDock);
+
+  auto* scriptBox = new QWidget(this);
+  auto* scriptLayout = new QVBoxLayout(scriptBox);
+  editor_ = new ScriptEditor(scriptBox);
+  errorLabel_ = new QLabel(scriptBox);
+  errorLabel_->setWordWrap(true);
+  errorLabel_->setStyleSheet("color: #c62828");
+  auto* runScript = new QPushButton(tr("Run script (Ctrl+Return)"), scriptBox);
+  scriptLayout->addWidget(editor_, 1);
+  scriptLayout->addWidget(errorLabel_);
+  scriptLayout->addWidget(runScript);
+  connect(runScript, &QPushButton::clicked, this, &MainWindow::runEditorScript);
+  scriptBox->setMinimumWidth(360);
+  auto* scriptDock = new QDockWidget(tr("Script"), this);
+  scriptDock->setObjectName("script");
+  scriptDock->setWidget(scriptBox);
+  addDockWidget(Qt::RightDockWidgetArea, scriptDock);
+
+  logModel_ = new SessionLogModel(this);
+  auto* logBox = new QWidget(this);
+  auto* logLayout = new QVBoxLayout(logBox);
+  logView_ = new QTableView(logBox);
+  logView_->setModel(logModel_);
+  logView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  logView_->setSelectionMode(QAbstractItemView::SingleSelection);
+  logView_->horizontalHeader()->setSectionResizeMode(SessionLogModel::TitleColumn,
+                                                     QHeaderView::Stretch);
+  logView_->verticalHeader()->hide();
+  auto* logButtons = new QHBoxLayout;
+  auto* open = new QPushButton(tr("Open"), logBox);
+  auto* replay = new QPushButton(tr("Replay"), logBox);
+  auto* exportValues = new QPushButton(tr("Export values..."), logBox);
+  auto* exportPlot = new QPushButton(tr("Export plot (PNG)..."), logBox);
+  auto* exportCsv = new QPushButton(tr("Export CSV..."), logBox);
+  for (QPushButton* b : {open, replay, exportValues, exportPlot, exportCsv})
+    logButtons->addWidget(b);
+  logButtons->addStretch(1);
+  logLayout->addWidget(logView_, 1);
+  logLayout->addLayout(logButtons);
+  const auto selectedRun = [this]() -> int64_t {
+    const auto* r = logModel_->runAt(logView_->currentIndex().row());
+    return r ? r->id : 0;
+  };
+  connect(open, &QPushButton::clicked, this, [this, selectedRun] {
+    if (const int64_t id = selectedRun()) openRun(id);
+  });
+  connect(logView_, &QTableView::doubleClicked, this, [this, selectedRun] {
+    if (const int64_t id = selectedRun()) openRun(id);
+  });
+  connect(replay, &QPushButton::clicked, this, [this, selectedRun] {
+    if (const int64_t id = selectedRun()) replayRun(id);
+  });
+  connect(exportValues, &QPushButton::clicked, this, &MainWindow::exportValues);
+  connect(exportPlot, &QPushButton::clicked, this, &MainWindow::exportPlot);
+  connect(exportCsv, &QPushButton::clicked, this, &MainWindow::exportCsv);
+  auto* logDock = new QDockWidget(tr("Session log"), this);
+  logDock->setObjectName("session");
+  logDock->setWidget(logBox);
+  addDockWidget(Qt::BottomDockWidgetArea, logDock);
+  resizeDocks({treeDock, scriptDock}, {360, 440}, Qt::Horizontal);
+  resizeDocks({logDock}, {200}, Qt::Vertical);
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("Open &model..."), QKeySequence::Open, this, [this] {
+    OpenModelDialog dialog(modelOptions_, buildInfo().gpus, this);
+    if (dialog.exec() == QDialog::Accepted) openModel(dialog.options());
+  });
+  file->addAction(tr("Open or new &session file..."), QKeySequence("Ctrl+Shift+O"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Session file"), {}, tr("ShardScope sessions (*.db);;All files (*)"), nullptr,
+        QFileDialog::DontConfirmOverwrite);
+    if (path.isEmpty()) return;
+    const QString error = openSession(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Session file"), error);
+  });
+  file->addAction(tr("&Export values..."), QKeySequence("Ctrl+E"), this, &MainWindow::exportValues);
+  file->addAction(tr("Export &plot..."), QKeySequence("Ctrl+Shift+E"), this,
+                  &MainWindow::exportPlot);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("&Generate"), QKeySequence("Ctrl+G"), this, &MainWindow::runGeneration);
+  run->addAction(tr("&Read port"), QKeySequence("Ctrl+R"), this, &MainWindow::readSelectedPort);
+  run->addAction(tr("&Zero heads"), QKeySequence("Ctrl+H"), this, &MainWindow::runAblation);
+  run->addAction(tr("Run &script"), QKeySequence("Ctrl+Return"), this,
+                 &MainWindow::runEditorScript);
+  run->addAction(tr("&Logit lens"), QKeySequence("Ctrl+L"), this, &MainWindow::runLogitLens);
+  run->addAction(tr("&Top-k"), QKeySequence("Ctrl+K"), this, &MainWindow::runTopK);
+  run->addAction(tr("S&top"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stop);
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About ShardScope"), this, &MainWindow::about);
+}
+
+void MainWindow::about() {
+  const BuildInfo b = buildInfo();
+  QMessageBox::about(
+      this, tr("About ShardScope"),
+      tr("<b>ShardScope %1</b><br>Looking inside tensor-parallel language models.<br><br>"
+         "Qt %2<br>LibTorch %3<br>CUDA: %4<br>NCCL: %5")
+          .arg(QString::fromStdString(b.shardscope))
+          .arg(qVersion())
+          .arg(QString::fromStdString(b.libtorch))
+          .arg(b.cuda ? tr("yes, %1 GPU(s)").arg(b.gpus) : tr("no"))
+          .arg(b.nccl ? QString::fromStdString(b.ncclVersion) : tr("not built")));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  controller_->stop();
+  event->accept();
+}
+
+void MainWindow::message(const QString& text) {
+  messages_->appendPlainText(text);
+}
+
+QString MainWindow::statusText() const {
+  return status_->text();
+}
+
+void MainWindow::setPrompts(const QStringList& prompts) {
+  prompts_->setPlainText(prompts.join('\n'));
+}
+void MainWindow::setMaxTokens(int n) {
+  maxTokens_->setValue(n);
+}
+void MainWindow::setTarget(const QString& target) {
+  target_->setText(target);
+}
+
+std::optional<int64_t> MainWindow::sweepRun(int64_t layer) const {
+  auto it = sweepRuns_.find(layer);
+  if (it == sweepRuns_.end()) return std::nullopt;
+  return it->second;
+}
+
+GenerationSettings MainWindow::settings() const {
+  GenerationSettings g;
+  for (const QString& line : prompts_->toPlainText().split('\n', Qt::SkipEmptyParts))
+    g.prompts.push_back(line.toStdString());
+  if (g.prompts.empty()) g.prompts.push_back("The capital of France is");
+  g.maxTokens = maxTokens_->value();
+  g.temperature = temperature_->value();
+  g.seed = uint64_t(seed_->value());
+  return g;
+}
+
+void MainWindow::openModel(const EngineOptions& options) {
+  modelOptions_ = options;
+  tree_->setModel(ModelInfo{}, {});
+  enginePanel_->setModel(nullptr);
+  status_->setText(
+      tr("Loading %1...")
+          .arg(QString::fromStdString(options.model.empty() ? "demo" : options.model)));
+  controller_->loadModel(options);
+}
+
+QString MainWindow::openSession(const QString& path) {
+  const QString error = controller_->openSession(path);
+  if (error.isEmpty()) {
+    QSettings().setValue("session/file", path);
+    setWindowTitle(tr("ShardScope - %1").arg(QFileInfo(path).fileName()));
+  }
+  return error;
+}
+
+void MainWindow::onModelLoaded() {
+  const ModelInfo& m = controller_->model();
+  tree_->setModel(m, controller_->portShapes());
+  treeView_->expandToDepth(1);
+  enginePanel_->setModel(&m);
+  headGrid_->setShape(m.numLayers, m.numHeads);
+  sweepGrid_->setShape(m.numLayers, m.numHeads);
+  attentionHead_->setMaximum(int(m.numHeads - 1));
+  ablated_.clear();
+  sweepRuns_.clear();
+  status_->setText(tr("Loaded %1 (tp=%2, %3, %4).")
+                       .arg(QString::fromStdString(m.spec))
+                       .arg(m.tp)
+                       .arg(QString::fromStdString(m.device))
+                       .arg(QString::fromStdString(m.dtype)));
+  QSettings().setValue("model/spec", QString::fromStdString(modelOptions_.model));
+}
+
+bool MainWindow::selectPort(const std::string& module, const std::string& port) {
+  const QModelIndex index = treeFilter_->mapFromSource(tree_->indexOfPort(module, port));
+  if (!index.isValid()) return false;
+  treeView_->scrollTo(index);
+  treeView_->setCurrentIndex(index);
+  return true;
+}
+
+void MainWindow::submit(std::vector<ScriptRequest> scripts) {
+  if (scripts.empty()) return;
+  if (controller_->busy()) {
+    status_->setText(tr("The engine is busy; wait for the running job or press Stop."));
+    return;
+  }
+  editor_->setPlainText(QString::fromStdString(scripts.front().script));
+  editor_->markError(0, 0);
+  errorLabel_->clear();
+  currentJob_ = QString::fromStdString(scripts.front().title);
+  controller_->runScripts(std::move(scripts));
+}
+
+void MainWindow::readSelectedPort() {
+  if (!controller_->hasModel()) return;
+  PortRef port;
+  std::string kind;
+  if (!tree_->portAt(treeFilter_->mapToSource(treeView_->currentIndex()), &port, &kind)) {
+    status_->setText(tr("Select a port (an .input or .output row) in the module tree first."));
+    return;
+  }
+  const ScriptBuilder b(controller_->model());
+  const std::string title = "Read " + port.module + "." + port.port + " [" + kind + "] step " +
+                            std::to_string(step_->value());
+  submit({{b.readPort(port, step_->value(), settings()), title}});
+}
+
+void MainWindow::runGeneration() {
+  if (!controller_->hasModel()) return;
+  submit({{ScriptBuilder(controller_->model()).generate(settings()), "Generate"}});
+}
+
+void MainWindow::toggleHead(int64_t layer, int64_t head) {
+  auto& set = ablated_[layer];
+  if (!set.erase(head)) set.insert(head);
+  if (set.empty()) ablated_.erase(layer);
+  headGrid_->setAblated(ablated_);
+  if (!controller_->hasModel()) return;
+  // The editor shows the script that Zero heads would run.
+  editor_->setPlainText(
+      QString::fromStdString(ScriptBuilder(controller_->model()).zeroHeads(ablated_, settings())));
+}
+
+void MainWindow::runAblation() {
+  if (!controller_->hasModel()) return;
+  if (ablated_.empty()) {
+    status_->setText(tr("Click heads in the Heads grid to choose which to zero."));
+    return;
+  }
+  QStringList parts;
+  for (const auto& [layer, heads] : ablated_) {
+    QStringList hs;
+    for (int64_t h : heads) hs << QString("H%1").arg(h);
+    parts << QString("L%1:%2").arg(layer).arg(hs.join(','));
+  }
+  submit({{ScriptBuilder(controller_->model()).zeroHeads(ablated_, settings()),
+           "Zero heads " + parts.join("; ").toStdString()}});
+}
+
+std::optional<int64_t> MainWindow::resolveTarget(const trace::RunResult* baseline) const {
+  const QString text = target_->text();
+  if (text.startsWith('#')) return text.mid(1).toLongLong();
+  if (!text.isEmpty()) {
+    if (auto tok = controller_->tokenizer()) {
+      const auto ids = tok->encode(text.toStdString(), /*addSpecialTokens=*/false);
+      if (!ids.empty()) return ids.front();
+    }
+    return std::nullopt;
+  }
+  if (baseline) {
+    if (const trace::SavedValue* v = findValue(*baseline, "baseline_logits")) {
+      const auto p = lastRowProbabilities(*v);
+      return ui::topK(p, 1).front().first;
+    }
+  }
+  return std::nullopt;
+}
+
+void MainWindow::runSweep(const std::vector<int64_t>& layers) {
+  if (!controller_->hasModel() || layers.empty()) return;
+  const auto target = resolveTarget(nullptr);
+  if (!target) {  // find the greedy token first, then sweep
+    pendingSweep_ = layers;
+    runTopK();
+    return;
+  }
+  sweepTarget_ = *target;
+  const ScriptBuilder b(controller_->model());
+  std::vector<ScriptRequest> scripts;
+  for (int64_t l : layers) {
+    scripts.push_back({b.sweepLayer(l, *target, settings()),
+                       "Sweep layer " + std::to_string(l) + " target " + std::to_string(*target)});
+  }
+  sweepGrid_->setShape(controller_->model().numLayers, controller_->model().numHeads);
+  sweepRuns_.clear();
+  tabs_->setCurrentWidget(sweepGrid_);
+  submit(std::move(scripts));
+}
+
+void MainWindow::runLogitLens() {
+  if (!controller_->hasModel()) return;
+  submit({{ScriptBuilder(controller_->model()).logitLens(settings()), "Logit lens"}});
+}
+
+void MainWindow::runTopK() {
+  if (!controller_->hasModel()) return;
+  GenerationSettings g = settings();
+  g.maxTokens = 1;
+  g.prompts.resize(1);
+  submit({{ScriptBuilder(controller_->model()).generate(g), "Top-k"}});
+}
+
+void MainWindow::runAttentionPattern(int64_t layer, int64_t head) {
+  if (!controller_->hasModel()) return;
+  submit({{ScriptBuilder(controller_->model()).attentionPattern(layer, head, settings()),
+           "Attention pattern layer " + std::to_string(layer) + " head " + std::to_string(head)}});
+}
+
+void MainWindow::runEditorScript() {
+  if (!controller_->hasModel()) return;
+  const std::string script = editor_->toPlainText().toStdString();
+  if (controller_->busy()) return;
+  editor_->markError(0, 0);
+  errorLabel_->clear();
+  currentJob_ = tr("Script");
+  controller_->runScripts({{script, "Script"}});
+}
+
+void MainWindow::stop() {
+  pendingSweep_.clear();
+  controller_->stop();
+  status_->setText(tr("Stopping..."));
+}
+
+void MainWindow::onBusyChanged(bool busy) {
+  stopButton_->setEnabled(busy);
+  runButton_->setEnabled(!busy);
+  progress_->setVisible(busy);
+  if (busy) {
+    progressTimer_->start();
+  } else {
+    progressTimer_->stop();
+    enginePanel_->setJob({}, 0, 0);
+  }
+}
+
+void MainWindow::pollProgress() {
+  const JobProgress p = controller_->progress();
+  const auto [index, size] = controller_->batchProgress();
+  QString what = currentJob_;
+  if (size > 1) what = tr("%1 (script %2 of %3)").arg(what).arg(index + 1).arg(size);
+  if (size > 1) {
+    progress_->setRange(0, size);
+    progress_->setValue(index);
+  } else {
+    progress_->setRange(0, int(std::max<int64_t>(p.total, 1)));
+    progress_->setValue(int(p.step));
+  }
+  status_->setText(tr("Running %1: step %2 of %3").arg(what).arg(p.step).arg(p.total));
+  enginePanel_->setJob(what, p.step, p.total);
+}
+
+void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
+  if (o->status != "done") {
+    const QString e = QString::fromStdString(o->error);
+    message(tr("Run %1 (%2) %3: %4")
+                .arg(o->runId)
+                .arg(QString::fromStdString(o->title))
+                .arg(QString::fromStdString(o->status))
+                .arg(e));
+    errorLabel_->setText(o->errorLine ? tr("Line %1: %2").arg(o->errorLine).arg(e) : e);
+    if (o->errorLine) editor_->markError(o->errorLine, o->errorColumn);
+    status_->setText(
+        tr("%1 %2.").arg(QString::fromStdString(o->title)).arg(QString::fromStdString(o->status)));
+    if (o->status == "interrupted") pendingSweep_.clear();
+    return;
+  }
+  if (!pendingSweep_.empty() && o->title == "Top-k") {
+    if (const trace::SavedValue* v = findValue(o->result, "logits_0"))
+      sweepTarget_ = ui::topK(lastRowProbabilities(*v), 1).front().first;
+  }
+  status_->setText(tr("%1: done in %2 s (run %3).")
+                       .arg(QString::fromStdString(o->title))
+                       .arg(o->seconds, 0, 'f', 2)
+                       .arg(o->runId));
+  showResult(o->runId, o->title, o->result);
+}
+
+void MainWindow::onBatchFinished(bool cancelled) {
+  if (cancelled) {
+    status_->setText(tr("Stopped."));
+    pendingSweep_.clear();
+    return;
+  }
+  if (!pendingSweep_.empty() && sweepTarget_ >= 0) {
+    const auto layers = std::move(pendingSweep_);
+    pendingSweep_.clear();
+    target_->setText("#" + QString::number(sweepTarget_));
+    runSweep(layers);
+  }
+}
+
+void MainWindow::openRun(int64_t runId) {
+  store::SessionStore* s = controller_->session();
+  if (!s) return;
+  try {
+    const store::RunRecord r = s->run(runId);
+    const int row = logModel_->rowOfRun(runId);
+    if (row >= 0) logView_->selectRow(row);
+    if (r.summary.status != "done") {
+      message(tr("Run %1 is %2: %3")
+                  .arg(runId)
+                  .arg(QString::fromStdString(r.summary.status))
+                  .arg(QString::fromStdString(r.summary.error)));
+    }
+    editor_->setPlainText(QString::fromStdString(r.script));
+    showResult(runId, r.summary.title, r.result);
+  } catch (const std::exception& e) {
+    message(QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::replayRun(int64_t runId) {
+  currentJob_ = tr("Replay of run %1").arg(runId);
+  controller_->replay(runId);
+}
+
+void MainWindow::onReplayFinished(const std::shared_ptr<const ReplayOutcome>& o) {
+  if (!o->error.empty()) {
+    message(tr("Replay failed: %1").arg(QString::fromStdString(o->error)));
+    status_->setText(tr("Replay failed (see Output)."));
+    tabs_->setCurrentWidget(messages_);
+    return;
+  }
+  const store::ReplayReport& r = o->report;
+  message(tr("Replay of run %1 (recorded as run %2): %3")
+              .arg(r.runId)
+              .arg(r.replayId)
+              .arg(r.identical() ? tr("identical") : tr("DIFFERS")));
+  for (const auto& n : r.notes) message("  note: " + QString::fromStdString(n));
+  for (const auto& v : r.values)
+    message(QString("  %1: %2")
+                .arg(QString::fromStdString(v.name), QString::fromStdString(v.diff.detail)));
+  for (const auto& t : r.texts)
+    message(
+        QString("  invoke %1 text %2").arg(t.invoke).arg(t.same ? tr("matches") : tr("differs")));
+  status_->setText(
+      tr("Replay of run %1: %2").arg(r.runId).arg(r.identical() ? tr("identical") : tr("differs")));
+  tabs_->setCurrentWidget(messages_);
+  Q_EMIT replayShown(r.identical());
+}
+
+void MainWindow::refreshLog() {
+  if (auto* s = controller_->session()) {
+    try {
+      logModel_->setRuns(s->runs());
+      logView_->scrollToBottom();
+    } catch (const std::exception& e) {
+      message(QString::fromStdString(e.what()));
+    }
+  }
+}
+
+QString MainWindow::tokenText(int64_t id) const {
+  auto tok = controller_->tokenizer();
+  return tok ? QString::fromStdString(tok->decode({id})) : QString("#%1").arg(id);
+}
+
+QStringList MainWindow::tokenLabels(const std::vector<int64_t>& ids) const {
+  QStringList labels;
+  for (int64_t id : ids) labels << tokenText(id);
+  return labels;
+}
+
+void MainWindow::showResult(int64_t runId, const std::string& title, const trace::RunResult& r) {
+  shownRun_ = runId;
+  QStringList texts;
+  for (const auto& t : r.traces) {
+    for (const auto& inv : t.invokes) texts << QString::fromStdString(inv.text);
+  }
+  if (!r.printed.empty()) message(QString::fromStdString(r.printed).trimmed());
+  if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
+    showAblation(r);
+  } else if (findValue(r, "baseline") && findValue(r, "head_0")) {
+    showSweepLayer(runId, title, r);
+  } else if (findValue(r, "lens[0][0]")) {
+    showLens(r);
+  } else if (findValue(r, "q_head") && findValue(r, "k_head")) {
+    showAttention(title, r);
+  } else if (findValue(r, "value_0")) {
+    showRead(title, r);
+  } else if (const trace::SavedValue* logits = findValue(r, "logits_0")) {
+    diff_->setOutputs(texts);
+    showTopK(*logits);
+  } else {
+    diff_->setOutputs(texts);
+    tabs_->setCurrentWidget(messages_);
+  }
+  Q_EMIT resultShown(runId);
+}
+
+void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
+  const trace::SavedValue* v = findValue(r, "value_0");
+  Matrix m = asMatrix(v->tensor);
+  QString columns = tr("feature");
+  // Attention ports: a self_attn port as wide as all query heads (o_proj.input, attn.output).
+  const bool attentionPort = title.find(".self_attn.") != std::string::npos;
+  if (perHeadNorms_->isChecked() && attentionPort && controller_->hasModel()) {
+    const int64_t heads = controller_->model().numHeads;
+    if (m.cols == heads * controller_->model().headDim) {
+      m = ui::perHeadNorms(m, heads);
+      columns = tr("head (L2 norm)");
+    }
+  }
+  QStringList rows;
+  if (const auto* inv = invoke(r, 0)) {
+    static const QRegularExpression stepRe(R"(step (\d+)$)");
+    const auto match = stepRe.match(QString::fromStdString(title));
+    const int64_t step = match.hasMatch() ? match.captured(1).toLongLong() : 0;
+    if (step == 0)
+      rows = tokenLabels(inv->promptIds);
+    else if (step - 1 < int64_t(inv->tokenIds.size()))
+      rows = tokenLabels({inv->tokenIds[size_t(step - 1)]});
+  }
+  heatmap_->setMatrix(QString::fromStdString(title), m, rows, columns);
+  tabs_->setCurrentWidget(heatmap_);
+}
+
+void MainWindow::showAblation(const trace::RunResult& r) {
+  const auto* base = invoke(r, 0);
+  const auto* ablated = invoke(r, 1);
+  const auto pb = lastRowProbabilities(*findValue(r, "baseline_logits"));
+  const auto pa = lastRowProbabilities(*findValue(r, "ablated_logits"));
+  const int64_t target = resolveTarget(&r).value_or(0);
+  if (base && ablated && target < int64_t(pb.size())) {
+    diff_->setComparison(base->tokenIds, ablated->tokenIds, controller_->tokenizer(),
+                         tokenText(target), pb[size_t(target)], pa[size_t(target)]);
+  }
+  tabs_->setCurrentIndex(1);
+}
+
+void MainWindow::showSweepLayer(int64_t runId, const std::string& title,
+                                const trace::RunResult& r) {
+  static const QRegularExpression layerRe(R"(Sweep layer (\d+))");
+  const auto match = layerRe.match(QString::fromStdString(title));
+  if (!match.hasMatch() || !controller_->hasModel()) return;
+  const int64_t layer = match.captured(1).toLongLong();
+  const int64_t heads = controller_->model().numHeads;
+  Matrix effects = sweepGrid_->effects();
+  if (effects.rows != controller_->model().numLayers || effects.cols != heads) {
+    sweepGrid_->setShape(controller_->model().numLayers, heads);
+    effects = sweepGrid_->effects();
+  }
+  const double baseline = findValue(r, "baseline")->tensor.element(0);
+  for (int64_t h = 0; h < heads; ++h) {
+    if (const trace::SavedValue* v = findValue(r, "head_" + std::to_string(h)))
+      effects.data[size_t(layer * heads + h)] = v->tensor.element(0) - baseline;
+  }
+  sweepRuns_[layer] = runId;
+  const QString label =
+      tr("Change in P(target) when one head is zeroed (baseline %1).").arg(baseline, 0, 'f', 4);
+  sweepGrid_->setEffects(effects, label);
+  headGrid_->setEffects(effects, label);
+  tabs_->setCurrentWidget(sweepGrid_);
+}
+
+void MainWindow::showLens(const trace::RunResult& r) {
+  Matrix p;
+  std::vector<std::vector<QString>> tokens;
+  for (int64_t l = 0;; ++l) {
+    const std::string base = "lens[" + std::to_string(l) + "]";
+    const trace::SavedValue* probs = findValue(r, base + "[0]");
+    const trace::SavedValue* ids = findValue(r, base + "[1]");
+    if (!probs || !ids) break;
+    const auto row = asMatrix(probs->tensor);
+    p.cols = row.rows * row.cols;
+    p.data.insert(p.data.end(), row.data.begin(), row.data.end());
+    ++p.rows;
+    std::vector<QString> names;
+    for (int64_t id : ids->tensor.toInt64()) names.push_back(tokenText(id));
+    tokens.push_back(names);
+  }
+  const auto* inv = invoke(r, 0);
+  lens_->setLens(p, tokens, inv ? tokenLabels(inv->promptIds) : QStringList{});
+  tabs_->setCurrentWidget(lens_);
+}
+
+void MainWindow::showAttention(const std::string& title, const trace::RunResult& r) {
+  const Matrix pattern = attentionPattern(asMatrix(findValue(r, "q_head")->tensor),
+                                          asMatrix(findValue(r, "k_head")->tensor));
+  const auto* inv = invoke(r, 0);
+  attention_->setMatrix(QString::fromStdString(title), pattern,
+                        inv ? tokenLabels(inv->promptIds) : QStringList{}, tr("key token"), false);
+  tabs_->setCurrentWidget(attention_);
+}
+
+void MainWindow::showTopK(const trace::SavedValue& logits) {
+  std::vector<std::pair<QString, double>> bars;
+  for (const auto& [id, p] : ui::topK(lastRowProbabilities(logits), 10))
+    bars.emplace_back(tokenText(id).toHtmlEscaped(), p);
+  topK_->setTokens(bars, tr("next token (first invoke, step 0)"));
+  tabs_->setCurrentWidget(topK_);
+}
+
+void MainWindow::exportValues() {
+  if (!shownRun_ || !controller_->session()) return;
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export values"),
+                                                    QString("run-%1.safetensors").arg(shownRun_),
+                                                    tr("safetensors (*.safetensors)"));
+  if (path.isEmpty()) return;
+  try {
+    const auto report = store::exportRun(*controller_->session(), shownRun_, path.toStdString());
+    message(tr("Wrote %1 tensors to %2").arg(report.written.size()).arg(path));
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export values"), QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::exportPlot() {
+  QCustomPlot* plot = nullptr;
+  QWidget* current = tabs_->currentWidget();
+  if (current == heatmap_) plot = heatmap_->plot();
+  if (current == attention_) plot = attention_->plot();
+  if (current == sweepGrid_) plot = sweepGrid_->plot();
+  if (current == lens_) plot = lens_->plot();
+  if (current == topK_) plot = topK_->plot();
+  if (tabs_->currentIndex() == 1) plot = headGrid_->plot();
+  if (!plot) return;
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export plot"), "plot.png", tr("PNG (*.png)"));
+  if (!path.isEmpty() && !plot->savePng(path))
+    QMessageBox::warning(this, tr("Export plot"), tr("Could not write %1").arg(path));
+}
+
+void MainWindow::exportCsv() {
+  const HeatmapView* view = tabs_->currentWidget() == attention_ ? attention_ : heatmap_;
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export CSV"), "values.csv", tr("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(view->toCsv().toUtf8()) < 0)
+    QMessageBox::warning(this, tr("Export CSV"), tr("Could not write %1").arg(path));
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,173 @@
+// MainWindow: coordinates the views. Module tree and engine panel on the left, the prompt bar
+// on top, result views in the centre, the script editor on the right and the session log below.
+// Every action builds a trace script (ScriptBuilder), shows it in the editor and runs it through
+// the EngineController; results come back by signal and are drawn by what the run saved, so a run
+// opened from the session log draws the same way without running.
+#pragma once
+
+#include <QMainWindow>
+#include <memory>
+#include <optional>
+
+#include "core/engine/engine_types.h"
+#include "engine_controller.h"
+#include "script_builder.h"
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSortFilterProxyModel;
+class QSpinBox;
+class QTabWidget;
+class QTableView;
+class QTimer;
+class QTreeView;
+
+namespace shardscope::ui {
+
+class EnginePanel;
+class HeadGridView;
+class HeatmapView;
+class LogitLensView;
+class ModuleTreeModel;
+class OutputDiffView;
+class ScriptEditor;
+class SessionLogModel;
+class TopKView;
+
+struct StartOptions {
+  EngineOptions model;  // spec "" = demo
+  QString sessionFile;  // empty: the remembered one, else the default in the data folder
+  bool restoreState = true;
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(StartOptions options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Actions (menus, buttons and tests call these).
+  void openModel(const EngineOptions& options);
+  QString openSession(const QString& path);
+  bool selectPort(const std::string& module, const std::string& port);
+  void readSelectedPort();
+  void toggleHead(int64_t layer, int64_t head);
+  void runAblation();
+  void runSweep(const std::vector<int64_t>& layers);
+  void runLogitLens();
+  void runTopK();
+  void runAttentionPattern(int64_t layer, int64_t head);
+  void runGeneration();
+  void runEditorScript();
+  void stop();
+  void openRun(int64_t runId);
+  void replayRun(int64_t runId);
+
+  // State, for tests and the screenshot tour.
+  EngineController* controller() const { return controller_; }
+  ScriptEditor* editor() const { return editor_; }
+  HeatmapView* heatmap() const { return heatmap_; }
+  HeadGridView* headGrid() const { return headGrid_; }
+  HeadGridView* sweepGrid() const { return sweepGrid_; }
+  OutputDiffView* outputView() const { return diff_; }
+  LogitLensView* logitLens() const { return lens_; }
+  TopKView* topK() const { return topK_; }
+  HeatmapView* attention() const { return attention_; }
+  EnginePanel* enginePanel() const { return enginePanel_; }
+  SessionLogModel* sessionLog() const { return logModel_; }
+  QTreeView* moduleTree() const { return treeView_; }
+  QTabWidget* tabs() const { return tabs_; }
+  QPlainTextEdit* messages() const { return messages_; }
+  QCheckBox* perHeadNorms() const { return perHeadNorms_; }
+  const HeadSet& ablatedHeads() const { return ablated_; }
+  void setPrompts(const QStringList& prompts);
+  void setMaxTokens(int n);
+  void setTarget(const QString& target);
+  QString statusText() const;
+  std::optional<int64_t> sweepRun(int64_t layer) const;
+
+ Q_SIGNALS:
+  // Emitted after a run's results are drawn (live or opened from the log).
+  void resultShown(qint64 runId);
+  void replayShown(bool identical);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildMenus();
+  QWidget* buildPromptBar();
+  void buildDocks();
+  GenerationSettings settings() const;
+  void submit(std::vector<ScriptRequest> scripts);
+  void onModelLoaded();
+  void onRunFinished(const std::shared_ptr<const RunOutcome>& outcome);
+  void onBatchFinished(bool cancelled);
+  void onReplayFinished(const std::shared_ptr<const ReplayOutcome>& outcome);
+  void onBusyChanged(bool busy);
+  void refreshLog();
+  void pollProgress();
+  void showResult(int64_t runId, const std::string& title, const trace::RunResult& result);
+  void showRead(const std::string& title, const trace::RunResult& r);
+  void showAblation(const trace::RunResult& r);
+  void showSweepLayer(int64_t runId, const std::string& title, const trace::RunResult& r);
+  void showLens(const trace::RunResult& r);
+  void showAttention(const std::string& title, const trace::RunResult& r);
+  void showTopK(const trace::SavedValue& logits);
+  QStringList tokenLabels(const std::vector<int64_t>& ids) const;
+  QString tokenText(int64_t id) const;
+  std::optional<int64_t> resolveTarget(const trace::RunResult* baseline) const;
+  void message(const QString& text);
+  void exportValues();
+  void exportPlot();
+  void exportCsv();
+  void about();
+
+  EngineController* controller_;
+  EngineOptions modelOptions_;
+  ModuleTreeModel* tree_;
+  QSortFilterProxyModel* treeFilter_;
+  QTreeView* treeView_;
+  QLineEdit* filterEdit_;
+  EnginePanel* enginePanel_;
+  QPlainTextEdit* prompts_;
+  QSpinBox* maxTokens_;
+  QDoubleSpinBox* temperature_;
+  QSpinBox* seed_;
+  QSpinBox* step_;
+  QLineEdit* target_;
+  QLineEdit* sweepLayers_;
+  QSpinBox* attentionHead_;
+  QCheckBox* perHeadNorms_;
+  QPushButton* runButton_;
+  QPushButton* stopButton_;
+  QTabWidget* tabs_;
+  HeatmapView* heatmap_;
+  HeadGridView* headGrid_;
+  OutputDiffView* diff_;
+  HeadGridView* sweepGrid_;
+  LogitLensView* lens_;
+  TopKView* topK_;
+  HeatmapView* attention_;
+  QPlainTextEdit* messages_;
+  ScriptEditor* editor_;
+  QLabel* errorLabel_;
+  SessionLogModel* logModel_;
+  QTableView* logView_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QTimer* progressTimer_;
+  HeadSet ablated_;
+  std::map<int64_t, int64_t> sweepRuns_;  // layer -> run id
+  std::vector<int64_t> pendingSweep_;     // layers waiting for the target to be known
+  int64_t sweepTarget_ = -1;
+  int64_t shownRun_ = 0;
+  QString currentJob_;
+};
+
+}  // namespace shardscope::ui
