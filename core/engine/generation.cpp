@@ -110,7 +110,12 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     at::Tensor decision = at::zeros({int64_t(active.size()) + 1}, longOptions);
     if (ctx.rank == 0) {
       auto* d = decision.data_ptr<int64_t>();
-      for (size_t r = 0; r < active.size(); ++r) d[r] = samplers[active[r]].sample(logits[r]);
+      if (sp.temperature <= 0.0) {  // greedy: one argmax and one device-to-host copy for all
+        const at::Tensor greedy = logits.argmax(-1).to(at::kCPU);
+        for (size_t r = 0; r < active.size(); ++r) d[r] = greedy[int64_t(r)].item<int64_t>();
+      } else {
+        for (size_t r = 0; r < active.size(); ++r) d[r] = samplers[active[r]].sample(logits[r]);
+      }
       d[active.size()] = ctx.cancelRequested() ? 1 : 0;
       if (request.returnLogits) {
         at::Tensor host = logits.to(at::kCPU);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <torch/version.h>
+
 #include "../../error.h"
 
 namespace shardscope {
@@ -20,6 +22,22 @@ Attention::Attention(std::string name, Module* parent, int64_t layer, int64_t he
 at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
                                  const at::Tensor& values, int64_t past) const {
   const int64_t n = q.size(0), L = keys.size(0), group = heads_ / kvHeads_;
+#if TORCH_VERSION_MAJOR >= 2
+  // On the GPU, fused attention (flash / memory-efficient) for a whole prompt (causal from 0) and
+  // for one new token (sees every cached key); other shapes and the CPU take the explicit path,
+  // which matches Hugging Face's eager softmax in fp32 bit for bit on the CPU.
+  if (q.is_cuda() && (past == 0 || n == 1)) {
+    at::Tensor qh = q.view({n, heads_, headDim_}).transpose(0, 1).unsqueeze(0);  // [1, h, n, d]
+    // KV heads repeated for their query group: [1, h, L, d].
+    at::Tensor kh = keys.transpose(0, 1).unsqueeze(1).expand({kvHeads_, group, L, headDim_})
+                        .reshape({1, heads_, L, headDim_});
+    at::Tensor vh = values.transpose(0, 1).unsqueeze(1).expand({kvHeads_, group, L, headDim_})
+                        .reshape({1, heads_, L, headDim_});
+    at::Tensor out = at::scaled_dot_product_attention(qh, kh, vh, {}, 0.0,
+                                                      /*is_causal=*/n > 1, scale_);
+    return out.squeeze(0).transpose(0, 1).reshape({n, heads_ * headDim_});
+  }
+#endif
   at::Tensor qh = q.view({n, kvHeads_, group, headDim_}).permute({1, 2, 0, 3});  // [kv, g, n, d]
   at::Tensor kh = keys.permute({1, 2, 0}).unsqueeze(1);                          // [kv, 1, d, L]
   at::Tensor vh = values.permute({1, 0, 2}).unsqueeze(1);                        // [kv, 1, L, d]

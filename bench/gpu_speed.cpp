@@ -1,0 +1,223 @@
+// GPU speed of the engine (issue 7): floors (device copy bandwidth, bf16 matmul rate), model
+// load (first and warm), prefill latency, decode latency and throughput, and the same decode with
+// a trace that reads o_proj.input of layer 10 every step or zeroes a head there every step.
+// Prints one JSON object; bench/peers/hf_eager_speed.py measures Hugging Face eager on the same
+// configuration and bench/report_gpu_speed.py prints both with ratios.
+//
+//   gpu_speed --model DIR [--steps 64] [--tp 1] > ours.json
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/trace/script_runner.h"
+
+using namespace shardscope;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+double seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+void sync() { c10::cuda::device_synchronize(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Device-to-device copy of 4 GiB: bytes read plus bytes written over time.
+double copyBandwidth() {
+  const int64_t n = int64_t(1) << 31;  // bf16 elements: 4 GiB
+  at::Tensor a = at::ones({n}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
+  at::Tensor b = at::empty_like(a);
+  b.copy_(a);
+  sync();
+  std::vector<double> times;
+  for (int i = 0; i < 10; ++i) {
+    const auto t = Clock::now();
+    b.copy_(a);
+    sync();
+    times.push_back(seconds(t));
+  }
+  return 2.0 * double(n) * 2.0 / median(times);
+}
+
+double matmulRate() {
+  const int64_t n = 8192;
+  const auto o = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
+  at::Tensor a = at::randn({n, n}, o), b = at::randn({n, n}, o);
+  at::Tensor c = at::matmul(a, b);
+  sync();
+  std::vector<double> times;
+  for (int i = 0; i < 10; ++i) {
+    const auto t = Clock::now();
+    for (int k = 0; k < 5; ++k) c = at::matmul(a, b);
+    sync();
+    times.push_back(seconds(t) / 5);
+  }
+  return 2.0 * double(n) * double(n) * double(n) / median(times);
+}
+
+std::vector<int64_t> promptIds(int64_t n, int64_t vocab, uint64_t salt) {
+  std::vector<int64_t> ids(size_t(n));
+  uint64_t x = 0x9e3779b97f4a7c15ull * (salt + 1);
+  for (auto& id : ids) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    id = int64_t((x >> 33) % uint64_t(vocab - 1000)) + 500;  // clear of special tokens
+  }
+  return ids;
+}
+
+// Wall time of one generation (prompts x maxTokens), median of `reps`.
+double generateSeconds(Engine& e, const std::vector<std::vector<int64_t>>& prompts,
+                       int64_t maxTokens, int reps) {
+  GenerateRequest r;
+  r.prompts = prompts;
+  r.sampling.maxTokens = maxTokens;
+  r.sampling.ignoreEos = true;
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto t = Clock::now();
+    Engine::generateResult(e.generate(r));
+    times.push_back(seconds(t));
+  }
+  return median(times);
+}
+
+std::string idList(const std::vector<int64_t>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+double traceSeconds(Engine& e, const std::string& body, const std::vector<int64_t>& prompt,
+                    int64_t maxTokens, int reps) {
+  trace::RunOptions o;
+  o.engine = &e;
+  o.out = [](const std::string&) {};
+  o.note = [](const std::string&) {};
+  const std::string script = "model = VLLM(\"bench\")\nwith model.trace(" + idList(prompt) +
+                             ", max_tokens=" + std::to_string(maxTokens) +
+                             ", ignore_eos=True) as tracer:\n" + body;
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    trace::ScriptRunner runner(o);
+    const auto t = Clock::now();
+    runner.run(script, "bench.py");
+    times.push_back(seconds(t));
+  }
+  return median(times);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model;
+  int64_t steps = 64;
+  int tp = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--model") model = argv[i + 1];
+    if (a == "--steps") steps = std::stoll(argv[i + 1]);
+    if (a == "--tp") tp = std::stoi(argv[i + 1]);
+  }
+  if (model.empty()) {
+    std::fprintf(stderr, "usage: gpu_speed --model DIR [--steps 64] [--tp 1]\n");
+    return 2;
+  }
+  json out;
+  out["bandwidth_bytes_per_s"] = copyBandwidth();
+  out["matmul_flops_per_s"] = matmulRate();
+  std::fprintf(stderr, "floors: %.0f GB/s, %.0f TFLOP/s\n",
+               out["bandwidth_bytes_per_s"].get<double>() / 1e9,
+               out["matmul_flops_per_s"].get<double>() / 1e12);
+
+  uint64_t checkpointBytes = 0;
+  for (const auto& f : std::filesystem::directory_iterator(model)) {
+    if (f.path().extension() == ".safetensors") checkpointBytes += f.file_size();
+  }
+  out["checkpoint_bytes"] = checkpointBytes;
+  EngineOptions eo;
+  eo.model = model;
+  eo.device = "cuda";
+  eo.dtype = "bf16";
+  eo.tp = tp;
+  std::vector<double> loads;
+  std::unique_ptr<Engine> engine;
+  for (int i = 0; i < 2; ++i) {
+    engine.reset();
+    const auto t = Clock::now();
+    engine = std::make_unique<Engine>(eo);
+    sync();
+    loads.push_back(seconds(t));
+    std::fprintf(stderr, "load %d: %.2f s\n", i, loads.back());
+  }
+  out["load_first_s"] = loads[0];
+  out["load_warm_s"] = loads[1];
+  Engine& e = *engine;
+  const ModelInfo& info = e.info();
+  out["tp"] = tp;
+  int64_t weightBytes = 0, embeddingElements = 0;
+  for (const auto& m : info.modules) {
+    for (const auto& p : m.parameters) {
+      int64_t n = 1;
+      for (int64_t s : p.fullShape) n *= s;
+      weightBytes += 2 * n;
+      if (m.path == "model.model.embed_tokens") embeddingElements += n;
+    }
+  }
+  out["weight_bytes"] = weightBytes;
+  out["matmul_params"] = (weightBytes / 2) - embeddingElements;  // the LM head stays in
+  out["layers"] = info.numLayers;
+  out["hidden"] = info.hiddenSize;
+
+  // Warm up kernels and allocator.
+  generateSeconds(e, {promptIds(128, info.vocabSize, 99)}, 4, 2);
+
+  for (int64_t n : {5, 128, 2048}) {
+    const double s = generateSeconds(e, {promptIds(n, info.vocabSize, uint64_t(n))}, 1, 5);
+    out["prefill_s"][std::to_string(n)] = s;
+    std::fprintf(stderr, "prefill %lld: %.2f ms\n", (long long)n, s * 1e3);
+  }
+  for (int64_t batch : {1, 16, 64}) {
+    std::vector<std::vector<int64_t>> prompts;
+    for (int64_t b = 0; b < batch; ++b) prompts.push_back(promptIds(5, info.vocabSize, uint64_t(b)));
+    const double prefill = generateSeconds(e, prompts, 1, 3);
+    const double total = generateSeconds(e, prompts, steps + 1, 3);
+    const double perStep = (total - prefill) / double(steps);
+    out["decode"][std::to_string(batch)] = {{"per_step_s", perStep},
+                                            {"tokens_per_s", double(batch) / perStep}};
+    std::fprintf(stderr, "decode batch %lld: %.2f ms/step, %.0f tok/s\n", (long long)batch,
+                 perStep * 1e3, double(batch) / perStep);
+  }
+  // Traces at batch 1: plain, one read of layer 10's o_proj.input per step, one head zeroed.
+  const auto prompt = promptIds(5, info.vocabSize, 0);
+  const std::string o = "model.model.layers[10].self_attn.o_proj";
+  const std::map<std::string, std::string> bodies = {
+      {"plain", "    pass\n"},
+      {"read", "    xs = list().save()\n    for step in tracer.iter[:]:\n        xs.append(" + o +
+                   ".input.clone())\n"},
+      {"zero_head", "    for step in tracer.iter[:]:\n        z = " + o + ".input\n        " + o +
+                        ".head(z, 0)[:] = 0\n"}};
+  for (const auto& [name, body] : bodies) {
+    const double prefill = traceSeconds(e, body, prompt, 1, 3);
+    const double total = traceSeconds(e, body, prompt, steps + 1, 3);
+    out["trace"][name] = {{"total_s", total}, {"per_step_s", (total - prefill) / double(steps)}};
+    std::fprintf(stderr, "trace %s: %.2f ms/step (total %.1f ms)\n", name.c_str(),
+                 (total - prefill) / double(steps) * 1e3, total * 1e3);
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
