@@ -30,7 +30,7 @@ double seconds(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-void sync() { c10::cuda::device_synchronize(); }
+void deviceSync() { c10::cuda::device_synchronize(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -43,12 +43,12 @@ double copyBandwidth() {
   at::Tensor a = at::ones({n}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
   at::Tensor b = at::empty_like(a);
   b.copy_(a);
-  sync();
+  deviceSync();
   std::vector<double> times;
   for (int i = 0; i < 10; ++i) {
     const auto t = Clock::now();
     b.copy_(a);
-    sync();
+    deviceSync();
     times.push_back(seconds(t));
   }
   return 2.0 * double(n) * 2.0 / median(times);
@@ -59,19 +59,19 @@ double matmulRate() {
   const auto o = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
   at::Tensor a = at::randn({n, n}, o), b = at::randn({n, n}, o);
   at::Tensor c = at::matmul(a, b);
-  sync();
+  deviceSync();
   std::vector<double> times;
   for (int i = 0; i < 10; ++i) {
     const auto t = Clock::now();
     for (int k = 0; k < 5; ++k) c = at::matmul(a, b);
-    sync();
+    deviceSync();
     times.push_back(seconds(t) / 5);
   }
   return 2.0 * double(n) * double(n) * double(n) / median(times);
 }
 
 std::vector<int64_t> promptIds(int64_t n, int64_t vocab, uint64_t salt) {
-  std::vector<int64_t> ids(size_t(n));
+  std::vector<int64_t> ids(static_cast<size_t>(n));
   uint64_t x = 0x9e3779b97f4a7c15ull * (salt + 1);
   for (auto& id : ids) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     engine.reset();
     const auto t = Clock::now();
     engine = std::make_unique<Engine>(eo);
-    sync();
+    deviceSync();
     loads.push_back(seconds(t));
     std::fprintf(stderr, "load %d: %.2f s\n", i, loads.back());
   }

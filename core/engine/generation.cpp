@@ -17,7 +17,6 @@ struct Sequence {
   int64_t cached = 0;  // tokens already in the KV cache
   bool finished = false;
   std::string finishReason;
-  std::unique_ptr<KvCache> cache;
   std::vector<at::Tensor> logits;  // rank 0, when asked for: one [V] float row per step
 };
 
@@ -63,14 +62,16 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   const auto cacheOptions = at::TensorOptions().dtype(ctx.dtype).device(ctx.device);
   std::vector<Sequence> seqs(request.prompts.size());
   std::vector<Sampler> samplers;
+  int64_t longest = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i].tokens = request.prompts[i];
     seqs[i].promptLength = int64_t(request.prompts[i].size());
-    seqs[i].cache =
-        std::make_unique<KvCache>(config.numLayers, seqs[i].promptLength + sp.maxTokens,
-                                  ctx.model.kvHeadsPerRank(), config.headDim, cacheOptions);
+    longest = std::max(longest, seqs[i].promptLength + sp.maxTokens);
     samplers.emplace_back(sp, int64_t(i));
   }
+  // One cache for every request (row i is request i), so decode steps attend in one batch.
+  KvCache cache(config.numLayers, longest, ctx.model.kvHeadsPerRank(), config.headDim,
+                cacheOptions, int64_t(seqs.size()));
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   int64_t step = 0;
@@ -82,12 +83,17 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     }
     if (active.empty()) break;
     // Flatten this step's new tokens of every active request.
-    std::vector<int64_t> ids, positions, lastRows;
-    ForwardBatch batch{ctx.group, at::Tensor(), {}, observer, step};
+    std::vector<int64_t> ids, positions, lastRows, slots, past;
+    ForwardBatch batch{ctx.group, at::Tensor(), {}, observer, step, {}, {}};
+    bool decodeOnly = true;
     for (size_t i : active) {
       Sequence& s = seqs[i];
       const int64_t n = int64_t(s.tokens.size()) - s.cached;
-      batch.spans.push_back({int64_t(ids.size()), n, s.cached, s.cache.get(), int64_t(i)});
+      batch.spans.push_back(
+          {int64_t(ids.size()), n, s.cached, &cache, int64_t(i), int64_t(i)});
+      decodeOnly = decodeOnly && n == 1;
+      slots.push_back(int64_t(i));
+      past.push_back(s.cached);
       for (int64_t t = s.cached; t < int64_t(s.tokens.size()); ++t) {
         ids.push_back(s.tokens[t]);
         positions.push_back(t);
@@ -95,6 +101,10 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       lastRows.push_back(int64_t(ids.size()) - 1);
     }
     batch.positions = at::tensor(positions, longOptions).to(ctx.device);
+    if (decodeOnly && ctx.device.is_cuda()) {
+      batch.decodeSlots = at::tensor(slots, longOptions).to(ctx.device);
+      batch.decodePast = at::tensor(past, longOptions).to(ctx.device);
+    }
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, longOptions).to(ctx.device), batch);
     at::Tensor last = hidden.index_select(0, at::tensor(lastRows, longOptions).to(ctx.device));
     at::Tensor logits = ctx.model.logits(last, batch);  // [R, V]

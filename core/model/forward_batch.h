@@ -19,6 +19,7 @@ struct SequenceSpan {
   int64_t pastLength = 0;  // tokens already in the cache before this step
   KvCache* cache = nullptr;
   int64_t request = 0;  // index of the request in the job (its invoke)
+  int64_t slot = 0;     // the request's row in the cache
 };
 
 struct ForwardBatch {
@@ -27,6 +28,9 @@ struct ForwardBatch {
   std::vector<SequenceSpan> spans;
   PortObserver* observer = nullptr;
   int64_t step = 0;
+  // Set when every span is one decode token in one shared cache: the spans' cache slots and past
+  // lengths as [R] int64 on the device, so attention runs batched.
+  at::Tensor decodeSlots, decodePast;
 
   int64_t numTokens() const { return positions.size(0); }
   // The hook point: one branch when nothing listens.

@@ -1,5 +1,7 @@
-// KvCache: one request's keys and values for every layer on this rank, preallocated to the
-// request's full length (prompt + max tokens) so decode steps write in place.
+// KvCache: the keys and values of every request of a generation on this rank, one buffer per
+// layer holding all requests ([requests, capacity, kvHeadsPerRank, headDim]), preallocated to the
+// longest request (prompt + max tokens) so decode steps write in place and a decode step of many
+// requests can attend in one batched call.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -10,13 +12,16 @@ namespace shardscope {
 
 class KvCache {
  public:
-  // Buffers are [capacity, kvHeadsPerRank, headDim] per layer.
   KvCache(int64_t numLayers, int64_t capacity, int64_t kvHeadsPerRank, int64_t headDim,
-          at::TensorOptions options);
+          at::TensorOptions options, int64_t requests = 1);
 
   int64_t capacity() const { return capacity_; }
-  at::Tensor& keys(int64_t layer) { return keys_[layer]; }
-  at::Tensor& values(int64_t layer) { return values_[layer]; }
+  // One request's buffers: [capacity, kvHeadsPerRank, headDim] views.
+  at::Tensor keys(int64_t layer, int64_t slot = 0) const { return keys_[layer][slot]; }
+  at::Tensor values(int64_t layer, int64_t slot = 0) const { return values_[layer][slot]; }
+  // Every request's buffers: [requests, capacity, kvHeadsPerRank, headDim].
+  const at::Tensor& allKeys(int64_t layer) const { return keys_[layer]; }
+  const at::Tensor& allValues(int64_t layer) const { return values_[layer]; }
 
  private:
   int64_t capacity_;

@@ -150,7 +150,7 @@ class Mediator : public Host {
   Value callModule(Interpreter& in, const Value& module, CallArgs& args) override {
     const Module* m = resolve(in, module->str);
     RankContext& r = owner_.rank();
-    ForwardBatch plain{r.group, at::Tensor(), {}, nullptr, step};
+    ForwardBatch plain{r.group, at::Tensor(), {}, nullptr, step, {}, {}};
     const auto input = [&](size_t i) {
       if (i >= args.positional.size() || args.positional[i]->type != Type::Tensor)
         in.fail(m->path() + "() expects a tensor argument");

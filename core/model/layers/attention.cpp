@@ -1,5 +1,6 @@
 #include "attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <torch/version.h>
@@ -53,18 +54,57 @@ at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
   return out.permute({2, 0, 1, 3}).reshape({n, heads_ * headDim_});
 }
 
+#if TORCH_VERSION_MAJOR >= 2
+// One new token for each of R requests: their k, v go into the shared cache in one scatter and
+// all R attend in one fused call, each masked to its own length.
+at::Tensor Attention::attendDecodeBatch(const at::Tensor& q, const at::Tensor& k,
+                                        const at::Tensor& v, const ForwardBatch& batch) const {
+  const int64_t R = int64_t(batch.spans.size()), group = heads_ / kvHeads_;
+  KvCache& cache = *batch.spans[0].cache;
+  int64_t longest = 0;
+  for (const SequenceSpan& s : batch.spans) longest = std::max(longest, s.pastLength + 1);
+  SS_ASSERT(longest <= cache.capacity(), path() + ": request outgrew its KV cache");
+  const at::Tensor& slots = batch.decodeSlots;
+  const at::Tensor& past = batch.decodePast;
+  cache.allKeys(layer_).index_put_({slots, past}, k.view({R, kvHeads_, headDim_}));
+  cache.allValues(layer_).index_put_({slots, past}, v.view({R, kvHeads_, headDim_}));
+  const auto gathered = [&](const at::Tensor& all) {  // [R, heads, longest, d]
+    return all.narrow(1, 0, longest)
+        .index_select(0, slots)
+        .permute({0, 2, 1, 3})
+        .unsqueeze(2)
+        .expand({R, kvHeads_, group, longest, headDim_})
+        .reshape({R, heads_, longest, headDim_});
+  };
+  const at::Tensor mask =
+      (at::arange(longest, past.options()).unsqueeze(0) <= past.unsqueeze(1)).view({R, 1, 1, longest});
+  at::Tensor out = at::scaled_dot_product_attention(q.view({R, heads_, 1, headDim_}),
+                                                    gathered(cache.allKeys(layer_)),
+                                                    gathered(cache.allValues(layer_)), mask, 0.0,
+                                                    /*is_causal=*/false, scale_);
+  return out.reshape({R, heads_ * headDim_});
+}
+#endif
+
 at::Tensor Attention::forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const ForwardBatch& batch) const {
   PortValue in = PortValue::single(q);
   batch.visit(*this, PortRole::Input, in);
   const at::Tensor& query = in.items[0];
+#if TORCH_VERSION_MAJOR >= 2
+  if (query.is_cuda() && batch.decodeSlots.defined()) {
+    PortValue out = PortValue::single(attendDecodeBatch(query, k, v, batch));
+    batch.visit(*this, PortRole::Output, out);
+    return out.items[0];
+  }
+#endif
   std::vector<at::Tensor> outs;
   outs.reserve(batch.spans.size());
   for (const SequenceSpan& s : batch.spans) {
     SS_ASSERT(s.cache && s.pastLength + s.tokenCount <= s.cache->capacity(),
               path() + ": request outgrew its KV cache");
-    at::Tensor& keys = s.cache->keys(layer_);
-    at::Tensor& values = s.cache->values(layer_);
+    at::Tensor keys = s.cache->keys(layer_, s.slot);
+    at::Tensor values = s.cache->values(layer_, s.slot);
     keys.narrow(0, s.pastLength, s.tokenCount)
         .copy_(k.narrow(0, s.tokenStart, s.tokenCount).view({s.tokenCount, kvHeads_, headDim_}));
     values.narrow(0, s.pastLength, s.tokenCount)

@@ -20,6 +20,8 @@ class Attention : public Module {
                      const ForwardBatch& batch) const;
 
  private:
+  at::Tensor attendDecodeBatch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const ForwardBatch& batch) const;
   at::Tensor attendSpan(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
                         int64_t past) const;
 

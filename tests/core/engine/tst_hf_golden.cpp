@@ -47,7 +47,7 @@ at::Tensor prefillLogitsAllPositions(Engine& engine, const std::vector<int64_t>&
     KvCache cache(c.numLayers, n, ctx.model.kvHeadsPerRank(), c.headDim,
                   at::TensorOptions().dtype(ctx.dtype).device(ctx.device));
     ForwardBatch batch{
-        ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0};
+        ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0, {}, {}};
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, at::kLong).to(ctx.device), batch);
     at::Tensor logits = ctx.model.logits(hidden, batch);
     if (ctx.rank == 0) *out = logits.to(at::kCPU, at::kFloat);
@@ -64,8 +64,8 @@ class TestHfGolden : public QObject {
   void matchesTransformers_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<int>("tp");
-    for (const char* m : {"qwen3-tiny", "qwen2-tiny", "llama-tiny"}) {
-      for (int tp : {1, 2, 4}) QTest::addRow("%s_tp%d", m, tp) << m << tp;
+    for (const QString m : {"qwen3-tiny", "qwen2-tiny", "llama-tiny"}) {
+      for (int tp : {1, 2, 4}) QTest::newRow(qPrintable(m + "_tp" + QString::number(tp))) << m << tp;
     }
   }
   void matchesTransformers() {
