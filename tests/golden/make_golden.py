@@ -10,6 +10,10 @@ embeddings, saved as a sharded checkpoint) it writes tests/golden/models/<name>/
                        decode_logits [8, V] F32 (8 greedy decode steps through the KV cache),
                        greedy_ids [9] I64 (HF generate, do_sample=False)
 Format version 1. Usage: python3 tests/golden/make_golden.py OUTDIR
+
+With --bf16 it makes no models: it loads each saved model, casts it to bfloat16, runs the same
+prompt with eager attention on the GPU and writes golden-bf16.safetensors beside golden.safetensors
+(same tensors; logits are the bf16 model's, widened to fp32). The engine's bf16 rows compare to it.
 """
 import json
 import os
@@ -104,5 +108,42 @@ def main(out):
         print(json.dumps(json.load(open(os.path.join(d, "config.json"))))[:600])
 
 
+def run_model(model, ids):
+    """Prefill logits at every position, 8 greedy decode steps' logits, and the greedy ids."""
+    with torch.no_grad():
+        o = model(ids, use_cache=True)
+        prefill = o.logits[0].float()
+        past = o.past_key_values
+        tok = prefill[-1].argmax().view(1, 1)
+        steps, greedy = [], [int(tok)]
+        for _ in range(DECODE_STEPS):
+            o = model(tok, past_key_values=past, use_cache=True)
+            past = o.past_key_values
+            steps.append(o.logits[0, -1].float())
+            tok = steps[-1].argmax().view(1, 1)
+            greedy.append(int(tok))
+    return prefill, steps, greedy
+
+
+def main_bf16(out):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print("transformers", transformers.__version__, "torch", torch.__version__, "on", device)
+    for name in MODELS:
+        d = os.path.join(out, name)
+        model = AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager")
+        model = model.to(device=device, dtype=torch.bfloat16).eval()
+        ids = torch.tensor([PROMPT], device=device)
+        prefill, steps, greedy = run_model(model, ids)
+        save_file({"input_ids": ids[0].cpu().contiguous(), "prefill_logits": prefill.cpu().contiguous(),
+                   "decode_logits": torch.stack(steps).cpu().contiguous(),
+                   "greedy_ids": torch.tensor(greedy, dtype=torch.int64)},
+                  os.path.join(d, "golden-bf16.safetensors"),
+                  metadata={"format": "1", "made_by": "tests/golden/make_golden.py --bf16",
+                            "device": device, "transformers": transformers.__version__,
+                            "torch": torch.__version__})
+        print(name, "bf16 greedy", greedy)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/golden/models")
+    args = [a for a in sys.argv[1:] if a != "--bf16"]
+    (main_bf16 if "--bf16" in sys.argv else main)(args[0] if args else "tests/golden/models")

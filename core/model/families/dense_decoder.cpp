@@ -36,6 +36,7 @@ void DecoderAttention::load(LoadContext& ctx, const std::string& hf) {
     kNorm->load(ctx, hf + ".k_norm.weight");
   }
   rotaryEmb->to(ctx.device);
+  rotaryEmb->setActivationDtype(ctx.dtype);
   oProj->load(ctx, hf + ".o_proj");
 }
 

@@ -40,6 +40,12 @@ void RotaryEmbedding::to(at::Device device) {
   sin_ = sin_.to(device);
 }
 
+void RotaryEmbedding::setActivationDtype(at::ScalarType dtype) {
+  // HF computes cos/sin in fp32 and casts them to the activation dtype: the same values, once.
+  cos_ = cos_.to(dtype);
+  sin_ = sin_.to(dtype);
+}
+
 at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& cos,
                                    const at::Tensor& sin) const {
   const int64_t T = x.size(0);

@@ -17,6 +17,8 @@ class RotaryEmbedding : public Module {
   RotaryEmbedding(std::string name, Module* parent, const ModelConfig& config);
   const char* kind() const override { return "RotaryEmbedding"; }
   void to(at::Device device);
+  // Casts the cos/sin tables to the model's activation dtype once (HF casts them every call).
+  void setActivationDtype(at::ScalarType dtype);
   // q: [T, nq*d/tp], k: [T, nkv*d/tp]  ->  rotated (q, k).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& positions, const at::Tensor& q,
                                             const at::Tensor& k, const ForwardBatch& batch) const;
@@ -25,7 +27,7 @@ class RotaryEmbedding : public Module {
   at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
 
   int64_t headDim_;
-  at::Tensor cos_, sin_;  // [maxPositions, d/2] fp32
+  at::Tensor cos_, sin_;  // [maxPositions, d/2], fp32 until setActivationDtype
 };
 
 }  // namespace shardscope
