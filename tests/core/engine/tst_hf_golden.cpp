@@ -79,7 +79,6 @@ class TestHfGolden : public QObject {
     QFETCH(QString, model);
     QFETCH(int, tp);
     QFETCH(QString, dtype);
-    const double tolerance = dtype == "f32" ? 1e-4 : 3e-2;
     const Golden g = loadGolden(model.toStdString(), dtype.toStdString());
     EngineOptions o;
     o.model = test::goldenModel(model.toStdString()).string();
@@ -89,10 +88,11 @@ class TestHfGolden : public QObject {
     o.backend = test::backend();
     if (o.backend == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
+    if (dtype == "bf16") return checkBf16(engine, g, model, tp);
 
     const at::Tensor prefill = prefillLogitsAllPositions(engine, g.inputIds);
     const double prefillErr = relativeError(prefill, g.prefill);
-    QVERIFY2(prefillErr <= tolerance, ("prefill relative error " + std::to_string(prefillErr)).c_str());
+    QVERIFY2(prefillErr <= 1e-4, ("prefill relative error " + std::to_string(prefillErr)).c_str());
 
     GenerateRequest r;
     r.prompts = {g.inputIds};
@@ -104,11 +104,51 @@ class TestHfGolden : public QObject {
     const at::Tensor steps = fromHostFloat(result.outputs[0].logits);  // [9, V]
     const double lastErr = relativeError(steps[0], g.prefill[-1]);
     const double decodeErr = relativeError(steps.narrow(0, 1, g.decode.size(0)), g.decode);
-    QVERIFY2(lastErr <= tolerance,
+    QVERIFY2(lastErr <= 1e-4,
              ("prefill last-row relative error " + std::to_string(lastErr)).c_str());
-    QVERIFY2(decodeErr <= tolerance, ("decode relative error " + std::to_string(decodeErr)).c_str());
-    qInfo("%s %s tp=%d: prefill %.2e, decode %.2e relative error", qPrintable(model),
-          qPrintable(dtype), tp, prefillErr, decodeErr);
+    QVERIFY2(decodeErr <= 1e-4, ("decode relative error " + std::to_string(decodeErr)).c_str());
+    qInfo("%s tp=%d: prefill %.2e, decode %.2e relative error", qPrintable(model), tp, prefillErr,
+          decodeErr);
+  }
+
+ private:
+  // bf16 against transformers' own bf16 run. Logits along transformers' greedy path (teacher
+  // forced: prompt + its tokens in one prefill) within a bf16 tolerance; greedy ids identical
+  // except at near-ties, where one bf16 rounding may pick either token (the tiny random models
+  // have some).
+  static void checkBf16(Engine& engine, const Golden& g, const QString& model, int tp) {
+    const double tolerance = 5e-2;
+    std::vector<int64_t> path = g.inputIds;
+    path.insert(path.end(), g.greedy.begin(), g.greedy.end() - 1);
+    const at::Tensor ours = prefillLogitsAllPositions(engine, path);
+    const at::Tensor ref = at::cat({g.prefill, g.decode}, 0);  // [prompt + 8, V]
+    const double err = relativeError(ours, ref);
+    QVERIFY2(err <= tolerance, ("bf16 relative error " + std::to_string(err)).c_str());
+    // A step is a near-tie when transformers' top two logits are closer than twice the largest
+    // difference measured between the two runs: only there may rounding pick the other token.
+    const double tieMargin = 2 * err * ref.abs().max().item<double>();
+    const int64_t first = int64_t(g.inputIds.size()) - 1;
+    int ties = 0;
+    for (size_t i = 0; i < g.greedy.size(); ++i) {
+      const at::Tensor row = ref[first + int64_t(i)];
+      const auto top2 = std::get<0>(row.topk(2));
+      const bool nearTie = (top2[0] - top2[1]).item<double>() < tieMargin;
+      ties += nearTie;
+      if (!nearTie) QCOMPARE(ours[first + int64_t(i)].argmax().item<int64_t>(), g.greedy[i]);
+    }
+    // The decode path (KV cache) follows the same ids up to transformers' first near-tie.
+    GenerateRequest r;
+    r.prompts = {g.inputIds};
+    r.sampling.maxTokens = int64_t(g.greedy.size());
+    r.sampling.ignoreEos = true;
+    const auto generated = Engine::generateResult(engine.generate(r)).outputs[0].tokenIds;
+    for (size_t i = 0; i < g.greedy.size(); ++i) {
+      const auto top2 = std::get<0>(ref[first + int64_t(i)].topk(2));
+      if ((top2[0] - top2[1]).item<double>() < tieMargin) break;
+      QCOMPARE(generated[i], g.greedy[i]);
+    }
+    qInfo("%s bf16 tp=%d: relative error %.2e on transformers' path; %d of %zu steps near-ties",
+          qPrintable(model), tp, err, ties, g.greedy.size());
   }
 };
 
