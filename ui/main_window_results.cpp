@@ -1,0 +1,205 @@
+// MainWindow, second half: drawing a run's results from what it saved (live, or opened from the
+// session log), and exporting values, plots and numbers.
+#include <qcustomplot.h>
+#include <QCheckBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QRegularExpression>
+#include <QTabWidget>
+
+#include "core/model/tokenizer.h"
+#include "core/store/value_export.h"
+#include "head_grid_view.h"
+#include "heatmap_view.h"
+#include "logit_lens_view.h"
+#include "main_window.h"
+#include "output_diff_view.h"
+#include "saved_values.h"
+#include "top_k_view.h"
+
+namespace shardscope::ui {
+
+QString MainWindow::tokenText(int64_t id) const {
+  auto tok = controller_->tokenizer();
+  return tok ? QString::fromStdString(tok->decode({id})) : QString("#%1").arg(id);
+}
+
+QStringList MainWindow::tokenLabels(const std::vector<int64_t>& ids) const {
+  QStringList labels;
+  for (int64_t id : ids) labels << tokenText(id);
+  return labels;
+}
+
+void MainWindow::showResult(int64_t runId, const std::string& title, const trace::RunResult& r) {
+  shownRun_ = runId;
+  QStringList texts;
+  for (const auto& t : r.traces) {
+    for (const auto& inv : t.invokes) texts << QString::fromStdString(inv.text);
+  }
+  if (!r.printed.empty()) message(QString::fromStdString(r.printed).trimmed());
+  if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
+    showAblation(r);
+  } else if (findValue(r, "baseline") && findValue(r, "head_0")) {
+    showSweepLayer(runId, title, r);
+  } else if (findValue(r, "lens[0][0]")) {
+    showLens(r);
+  } else if (findValue(r, "q_head") && findValue(r, "k_head")) {
+    showAttention(title, r);
+  } else if (findValue(r, "value_0")) {
+    showRead(title, r);
+  } else if (const trace::SavedValue* logits = findValue(r, "logits_0")) {
+    diff_->setOutputs(texts);
+    showTopK(*logits);
+  } else {
+    diff_->setOutputs(texts);
+    tabs_->setCurrentWidget(messages_);
+  }
+  Q_EMIT resultShown(runId);
+}
+
+void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
+  const trace::SavedValue* v = findValue(r, "value_0");
+  Matrix m = asMatrix(v->tensor);
+  QString columns = tr("feature");
+  // Attention ports: a self_attn port as wide as all query heads (o_proj.input, attn.output).
+  const bool attentionPort = title.find(".self_attn.") != std::string::npos;
+  if (perHeadNorms_->isChecked() && attentionPort && controller_->hasModel()) {
+    const int64_t heads = controller_->model().numHeads;
+    if (m.cols == heads * controller_->model().headDim) {
+      m = ui::perHeadNorms(m, heads);
+      columns = tr("head (L2 norm)");
+    }
+  }
+  QStringList rows;
+  if (const auto* inv = invoke(r, 0)) {
+    static const QRegularExpression stepRe(R"(step (\d+)$)");
+    const auto match = stepRe.match(QString::fromStdString(title));
+    const int64_t step = match.hasMatch() ? match.captured(1).toLongLong() : 0;
+    if (step == 0)
+      rows = tokenLabels(inv->promptIds);
+    else if (step - 1 < int64_t(inv->tokenIds.size()))
+      rows = tokenLabels({inv->tokenIds[size_t(step - 1)]});
+  }
+  heatmap_->setMatrix(QString::fromStdString(title), m, rows, columns);
+  tabs_->setCurrentWidget(heatmap_);
+}
+
+void MainWindow::showAblation(const trace::RunResult& r) {
+  const auto* base = invoke(r, 0);
+  const auto* ablated = invoke(r, 1);
+  const auto pb = lastRowProbabilities(*findValue(r, "baseline_logits"));
+  const auto pa = lastRowProbabilities(*findValue(r, "ablated_logits"));
+  const int64_t target = resolveTarget(&r).value_or(0);
+  if (base && ablated && target < int64_t(pb.size())) {
+    diff_->setComparison(base->tokenIds, ablated->tokenIds, controller_->tokenizer(),
+                         tokenText(target), pb[size_t(target)], pa[size_t(target)]);
+  }
+  tabs_->setCurrentIndex(1);
+}
+
+void MainWindow::showSweepLayer(int64_t runId, const std::string& title,
+                                const trace::RunResult& r) {
+  static const QRegularExpression layerRe(R"(Sweep layer (\d+))");
+  const auto match = layerRe.match(QString::fromStdString(title));
+  if (!match.hasMatch() || !controller_->hasModel()) return;
+  const int64_t layer = match.captured(1).toLongLong();
+  const int64_t heads = controller_->model().numHeads;
+  Matrix effects = sweepGrid_->effects();
+  if (effects.rows != controller_->model().numLayers || effects.cols != heads) {
+    sweepGrid_->setShape(controller_->model().numLayers, heads);
+    effects = sweepGrid_->effects();
+  }
+  const double baseline = findValue(r, "baseline")->tensor.element(0);
+  for (int64_t h = 0; h < heads; ++h) {
+    if (const trace::SavedValue* v = findValue(r, "head_" + std::to_string(h)))
+      effects.data[size_t(layer * heads + h)] = v->tensor.element(0) - baseline;
+  }
+  sweepRuns_[layer] = runId;
+  const QString label =
+      tr("Change in P(target) when one head is zeroed (baseline %1).").arg(baseline, 0, 'f', 4);
+  sweepGrid_->setEffects(effects, label);
+  headGrid_->setEffects(effects, label);
+  tabs_->setCurrentWidget(sweepGrid_);
+}
+
+void MainWindow::showLens(const trace::RunResult& r) {
+  Matrix p;
+  std::vector<std::vector<QString>> tokens;
+  for (int64_t l = 0;; ++l) {
+    const std::string base = "lens[" + std::to_string(l) + "]";
+    const trace::SavedValue* probs = findValue(r, base + "[0]");
+    const trace::SavedValue* ids = findValue(r, base + "[1]");
+    if (!probs || !ids) break;
+    const auto row = asMatrix(probs->tensor);
+    p.cols = row.rows * row.cols;
+    p.data.insert(p.data.end(), row.data.begin(), row.data.end());
+    ++p.rows;
+    std::vector<QString> names;
+    for (int64_t id : ids->tensor.toInt64()) names.push_back(tokenText(id));
+    tokens.push_back(names);
+  }
+  const auto* inv = invoke(r, 0);
+  lens_->setLens(p, tokens, inv ? tokenLabels(inv->promptIds) : QStringList{});
+  tabs_->setCurrentWidget(lens_);
+}
+
+void MainWindow::showAttention(const std::string& title, const trace::RunResult& r) {
+  const Matrix pattern = attentionPattern(asMatrix(findValue(r, "q_head")->tensor),
+                                          asMatrix(findValue(r, "k_head")->tensor));
+  const auto* inv = invoke(r, 0);
+  attention_->setMatrix(QString::fromStdString(title), pattern,
+                        inv ? tokenLabels(inv->promptIds) : QStringList{}, tr("key token"), false);
+  tabs_->setCurrentWidget(attention_);
+}
+
+void MainWindow::showTopK(const trace::SavedValue& logits) {
+  std::vector<std::pair<QString, double>> bars;
+  for (const auto& [id, p] : ui::topK(lastRowProbabilities(logits), 10))
+    bars.emplace_back(tokenText(id).toHtmlEscaped(), p);
+  topK_->setTokens(bars, tr("next token (first invoke, step 0)"));
+  tabs_->setCurrentWidget(topK_);
+}
+
+void MainWindow::exportValues() {
+  if (!shownRun_ || !controller_->session()) return;
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export values"),
+                                                    QString("run-%1.safetensors").arg(shownRun_),
+                                                    tr("safetensors (*.safetensors)"));
+  if (path.isEmpty()) return;
+  try {
+    const auto report = store::exportRun(*controller_->session(), shownRun_, path.toStdString());
+    message(tr("Wrote %1 tensors to %2").arg(report.written.size()).arg(path));
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export values"), QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::exportPlot() {
+  QCustomPlot* plot = nullptr;
+  QWidget* current = tabs_->currentWidget();
+  if (current == heatmap_) plot = heatmap_->plot();
+  if (current == attention_) plot = attention_->plot();
+  if (current == sweepGrid_) plot = sweepGrid_->plot();
+  if (current == lens_) plot = lens_->plot();
+  if (current == topK_) plot = topK_->plot();
+  if (tabs_->currentIndex() == 1) plot = headGrid_->plot();
+  if (!plot) return;
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export plot"), "plot.png", tr("PNG (*.png)"));
+  if (!path.isEmpty() && !plot->savePng(path))
+    QMessageBox::warning(this, tr("Export plot"), tr("Could not write %1").arg(path));
+}
+
+void MainWindow::exportCsv() {
+  const HeatmapView* view = tabs_->currentWidget() == attention_ ? attention_ : heatmap_;
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export CSV"), "values.csv", tr("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(view->toCsv().toUtf8()) < 0)
+    QMessageBox::warning(this, tr("Export CSV"), tr("Could not write %1").arg(path));
+}
+
+}  // namespace shardscope::ui
