@@ -85,6 +85,7 @@ void EngineController::loadModel(const EngineOptions& options) {
                 },
                 Qt::QueuedConnection);
           });
+      if (stopRequested_) throw Cancelled("loading was cancelled");
       std::vector<int64_t> ids;
       if (auto tok = engine->tokenizer()) ids = tok->encode("The capital of France is");
       for (int64_t i = 0; ids.empty() && i < 5; ++i) ids.push_back(i);

@@ -67,6 +67,10 @@ class MainWindow : public QMainWindow {
   void stop();
   void openRun(int64_t runId);
   void replayRun(int64_t runId);
+  // Exports of the shown run and the current plot; each returns an error message, or empty.
+  QString saveValues(const QString& path);
+  QString savePlot(const QString& path);
+  QString saveCsv(const QString& path);
 
   // State, for tests and the screenshot tour.
   EngineController* controller() const { return controller_; }

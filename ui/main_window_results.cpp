@@ -162,21 +162,18 @@ void MainWindow::showTopK(const trace::SavedValue& logits) {
   tabs_->setCurrentWidget(topK_);
 }
 
-void MainWindow::exportValues() {
-  if (!shownRun_ || !controller_->session()) return;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export values"),
-                                                    QString("run-%1.safetensors").arg(shownRun_),
-                                                    tr("safetensors (*.safetensors)"));
-  if (path.isEmpty()) return;
+QString MainWindow::saveValues(const QString& path) {
+  if (!shownRun_ || !controller_->session()) return tr("No run is shown.");
   try {
     const auto report = store::exportRun(*controller_->session(), shownRun_, path.toStdString());
     message(tr("Wrote %1 tensors to %2").arg(report.written.size()).arg(path));
+    return {};
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export values"), QString::fromStdString(e.what()));
+    return QString::fromStdString(e.what());
   }
 }
 
-void MainWindow::exportPlot() {
+QString MainWindow::savePlot(const QString& path) {
   QCustomPlot* plot = nullptr;
   QWidget* current = tabs_->currentWidget();
   if (current == heatmap_) plot = heatmap_->plot();
@@ -185,21 +182,41 @@ void MainWindow::exportPlot() {
   if (current == lens_) plot = lens_->plot();
   if (current == topK_) plot = topK_->plot();
   if (tabs_->currentIndex() == 1) plot = headGrid_->plot();
-  if (!plot) return;
+  if (!plot) return tr("The current tab has no plot.");
+  return plot->savePng(path) ? QString() : tr("Could not write %1").arg(path);
+}
+
+QString MainWindow::saveCsv(const QString& path) {
+  const HeatmapView* view = tabs_->currentWidget() == attention_ ? attention_ : heatmap_;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(view->toCsv().toUtf8()) < 0)
+    return tr("Could not write %1").arg(path);
+  return {};
+}
+
+void MainWindow::exportValues() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export values"),
+                                                    QString("run-%1.safetensors").arg(shownRun_),
+                                                    tr("safetensors (*.safetensors)"));
+  if (path.isEmpty()) return;
+  const QString error = saveValues(path);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export values"), error);
+}
+
+void MainWindow::exportPlot() {
   const QString path =
       QFileDialog::getSaveFileName(this, tr("Export plot"), "plot.png", tr("PNG (*.png)"));
-  if (!path.isEmpty() && !plot->savePng(path))
-    QMessageBox::warning(this, tr("Export plot"), tr("Could not write %1").arg(path));
+  if (path.isEmpty()) return;
+  const QString error = savePlot(path);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export plot"), error);
 }
 
 void MainWindow::exportCsv() {
-  const HeatmapView* view = tabs_->currentWidget() == attention_ ? attention_ : heatmap_;
   const QString path =
       QFileDialog::getSaveFileName(this, tr("Export CSV"), "values.csv", tr("CSV (*.csv)"));
   if (path.isEmpty()) return;
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly) || f.write(view->toCsv().toUtf8()) < 0)
-    QMessageBox::warning(this, tr("Export CSV"), tr("Could not write %1").arg(path));
+  const QString error = saveCsv(path);
+  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export CSV"), error);
 }
 
 }  // namespace shardscope::ui

@@ -4,6 +4,7 @@
 // `shardscope-cli run` saves for the same script.
 #include <QCheckBox>
 #include <QElapsedTimer>
+#include <QImage>
 #include <QPlainTextEdit>
 #include <QScrollBar>
 #include <QSignalSpy>
@@ -14,14 +15,17 @@
 #include <fstream>
 
 #include "common/test_support.h"
+#include "core/model/safetensors_file.h"
 #include "core/store/session_store.h"
 #include "ui/engine_panel.h"
 #include "ui/head_grid_view.h"
 #include "ui/heatmap_view.h"
+#include "ui/logit_lens_view.h"
 #include "ui/main_window.h"
 #include "ui/output_diff_view.h"
 #include "ui/script_editor.h"
 #include "ui/session_log_model.h"
+#include "ui/top_k_view.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -117,6 +121,21 @@ class TestMainWindow : public QObject {
     w->perHeadNorms()->setChecked(true);  // redrawn from the session file, without running
     QCOMPARE(shown.count(), before + 1);
     QCOMPARE(w->heatmap()->matrix().cols, int64_t(8));
+    // Export: the values as safetensors, the plot as PNG, the heatmap as CSV.
+    const QString base = QString::fromStdString(dir.path().string());
+    QCOMPARE(w->saveValues(base + "/v.safetensors"), QString());
+    SafetensorsFile values((dir.path() / "v.safetensors"));
+    QVERIFY(values.contains("value_0"));
+    QCOMPARE(values.entry("value_0").shape, (std::vector<int64_t>{5, 64}));
+    QCOMPARE(w->savePlot(base + "/p.png"), QString());
+    const QImage png(base + "/p.png");
+    QVERIFY(png.width() > 100 && png.height() > 100);
+    QCOMPARE(w->saveCsv(base + "/h.csv"), QString());
+    QFile csv(base + "/h.csv");
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    const QStringList rows = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(rows.size(), 5);
+    QCOMPARE(rows[0].split(',').size(), 1 + 8);  // token label + 8 heads (per-head norms shown)
   }
 
   void zeroTwoHeadsMatchesCli() {
@@ -171,6 +190,14 @@ class TestMainWindow : public QObject {
     for (int64_t l = 0; l < 4; ++l) {
       for (int64_t h = 0; h < 8; ++h) QCOMPARE(std::isfinite(e.at(l, h)), l < 2);
     }
+    // Clicking a sweep cell opens that layer's run.
+    w->tabs()->setCurrentWidget(w->sweepGrid());
+    QTest::qWait(100);
+    QSignalSpy opened(w.get(), &MainWindow::resultShown);
+    QTest::mouseClick(w->sweepGrid()->canvas(), Qt::LeftButton, {},
+                      w->sweepGrid()->cellCentre(1, 3));
+    QCOMPARE(opened.count(), 1);
+    QCOMPARE(opened.last().at(0).toLongLong(), qlonglong(*w->sweepRun(1)));
     // Cancel a long sweep after its first layer.
     std::string longPrompt;
     for (int i = 0; i < 150; ++i) longPrompt += "The capital of France is Paris. ";
@@ -256,6 +283,62 @@ class TestMainWindow : public QObject {
     QVERIFY(replayed.wait(120000));
     QCOMPARE(replayed.last().at(0).toBool(), true);
     QVERIFY(w->messages()->toPlainText().contains("value_0: bit-identical"));
+  }
+
+  // Logit lens, top-k and an attention pattern, drawn from what their scripts saved.
+  void lensTopKAndAttention() {
+    test::TempDir dir;
+    auto w = openWindow(dir.path() / "s.db");
+    QVERIFY(waitLoaded(*w));
+    QSignalSpy shown(w.get(), &MainWindow::resultShown);
+    w->runLogitLens();
+    QVERIFY(shown.wait(60000));
+    const Matrix& lens = w->logitLens()->probabilities();
+    QCOMPARE(lens.rows, int64_t(4));  // layers
+    QCOMPARE(lens.cols, int64_t(5));  // positions
+    for (double p : lens.data) QVERIFY(p > 0 && p <= 1);
+    QVERIFY(waitIdle(*w));
+    w->runTopK();
+    QVERIFY(shown.wait(60000));
+    const auto& bars = w->topK()->tokens();
+    QCOMPARE(bars.size(), size_t(10));
+    for (size_t i = 1; i < bars.size(); ++i) QVERIFY(bars[i - 1].second >= bars[i].second);
+    // The top token's probability is the last layer's lens value at the last position.
+    QVERIFY(std::abs(bars[0].second - lens.at(3, 4)) < 1e-5);
+    QVERIFY(waitIdle(*w));
+    w->runAttentionPattern(1, 3);
+    QVERIFY(shown.wait(60000));
+    const Matrix& a = w->attention()->matrix();
+    QCOMPARE(a.rows, int64_t(5));
+    QCOMPARE(a.cols, int64_t(5));
+    for (int64_t i = 0; i < 5; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < 5; ++j) {
+        sum += a.at(i, j);
+        if (j > i) QCOMPARE(a.at(i, j), 0.0);  // causal
+      }
+      QVERIFY(std::abs(sum - 1) < 1e-9);
+    }
+  }
+
+  // Loading can be cancelled; the window loads again afterwards.
+  void loadingCanBeCancelled() {
+    test::TempDir dir;
+    auto w = openWindow(dir.path() / "s.db");
+    QVERIFY(waitLoaded(*w));
+    QSignalSpy failed(w->controller(), &EngineController::loadFailed);
+    EngineOptions o;
+    o.model = "demo";
+    o.tp = 1;
+    w->openModel(o);
+    w->stop();
+    QVERIFY(failed.wait(60000));
+    QVERIFY2(failed.last().at(0).toString().contains("cancelled"),
+             qPrintable(failed.last().at(0).toString()));
+    QVERIFY(!w->controller()->hasModel());
+    w->openModel(o);
+    QVERIFY(waitLoaded(*w));
+    QCOMPARE(w->controller()->model().tp, 1);
   }
 
   // A 10 ms timer's lateness during a 64-token generation: the event loop never waits long.

@@ -49,7 +49,8 @@ at::Tensor prefillLogitsAllPositions(Engine& engine, const std::vector<int64_t>&
     KvCache cache(c.numLayers, n, ctx.model.kvHeadsPerRank(), c.headDim,
                   at::TensorOptions().dtype(ctx.dtype).device(ctx.device));
     ForwardBatch batch{
-        ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0, {}, {}};
+        ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0, {},
+        {}};
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, at::kLong).to(ctx.device), batch);
     at::Tensor logits = ctx.model.logits(hidden, batch);
     if (ctx.rank == 0) *out = logits.to(at::kCPU, at::kFloat);
