@@ -82,18 +82,8 @@ def main(out):
         os.makedirs(d, exist_ok=True)
         model.save_pretrained(d, max_shard_size=shard) if shard else model.save_pretrained(d)
         ids = torch.tensor([PROMPT])
+        prefill, steps, greedy = run_model(model, ids)
         with torch.no_grad():
-            o = model(ids, use_cache=True)
-            prefill = o.logits[0].float()
-            past = o.past_key_values
-            tok = prefill[-1].argmax().view(1, 1)
-            steps, greedy = [], [int(tok)]
-            for _ in range(DECODE_STEPS):
-                o = model(tok, past_key_values=past, use_cache=True)
-                past = o.past_key_values
-                steps.append(o.logits[0, -1].float())
-                tok = steps[-1].argmax().view(1, 1)
-                greedy.append(int(tok))
             gen = model.generate(ids, do_sample=False, max_new_tokens=DECODE_STEPS + 1,
                                  min_new_tokens=DECODE_STEPS + 1)
         gen_ids = gen[0, len(PROMPT):].tolist()
