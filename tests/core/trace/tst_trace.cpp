@@ -242,6 +242,7 @@ class TestTrace : public QObject {
     const Run one = run(script, 1);
     QVERIFY(!close(base.tensor("logits"), one.tensor("logits")));  // the write had an effect
     for (int tp : {2, 4}) {
+      if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp) continue;  // a GPU per rank
       const Run many = run(script, tp);
       QVERIFY2(close(one.tensor("logits"), many.tensor("logits")),
                ("tp=" + std::to_string(tp)).c_str());
