@@ -1,6 +1,8 @@
 #include "rotary_embedding.h"
 
 #include <cmath>
+#include <map>
+#include <tuple>
 
 namespace shardscope {
 namespace {
@@ -25,25 +27,44 @@ at::Tensor inverseFrequencies(const ModelConfig& c) {
 
 }  // namespace
 
+// cos/sin tables are the same for every layer: each rank thread keeps one per (rope parameters,
+// device, dtype) and the layers share it (read only), instead of one copy per layer.
+std::pair<at::Tensor, at::Tensor> RotaryEmbedding::tables(at::Device device,
+                                                          at::ScalarType dtype) const {
+  thread_local std::map<std::string, std::pair<at::Tensor, at::Tensor>> cache;
+  const std::string key = ropeKey_ + "|" + device.str() + "|" + c10::toString(dtype);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::pair<at::Tensor, at::Tensor> t;
+  if (device.is_cpu() && dtype == at::kFloat) {
+    at::Tensor pos = at::arange(config_.maxPositions, at::kLong).to(at::kFloat);
+    at::Tensor freqs = at::outer(pos, inverseFrequencies(config_));  // [P, d/2]
+    t = {freqs.cos(), freqs.sin()};
+  } else {
+    const auto base = tables(at::Device(at::kCPU), at::kFloat);  // cast from the fp32 tables
+    t = {base.first.to(device).to(dtype), base.second.to(device).to(dtype)};
+  }
+  return cache.emplace(key, t).first->second;
+}
+
 RotaryEmbedding::RotaryEmbedding(std::string name, Module* parent, const ModelConfig& config)
-    : Module(std::move(name), parent), headDim_(config.headDim) {
+    : Module(std::move(name), parent), headDim_(config.headDim), config_(config) {
   setPorts({"", ShardKind::Whole}, {"", ShardKind::Head, -1});
-  at::Tensor inv = inverseFrequencies(config);
-  at::Tensor pos = at::arange(config.maxPositions, at::kLong).to(at::kFloat);
-  at::Tensor freqs = at::outer(pos, inv);  // [P, d/2]
-  cos_ = freqs.cos();
-  sin_ = freqs.sin();
+  const RopeScaling& r = config.ropeScaling;
+  ropeKey_ = std::to_string(config.ropeTheta) + "|" + std::to_string(config.headDim) + "|" +
+             std::to_string(config.maxPositions) + "|" + r.type + "|" + std::to_string(r.factor) +
+             "|" + std::to_string(r.lowFreqFactor) + "|" + std::to_string(r.highFreqFactor) + "|" +
+             std::to_string(r.originalMaxPositions);
+  std::tie(cos_, sin_) = tables(at::Device(at::kCPU), at::kFloat);
 }
 
 void RotaryEmbedding::to(at::Device device) {
-  cos_ = cos_.to(device);
-  sin_ = sin_.to(device);
+  std::tie(cos_, sin_) = tables(device, cos_.scalar_type());
 }
 
 void RotaryEmbedding::setActivationDtype(at::ScalarType dtype) {
   // HF computes cos/sin in fp32 and casts them to the activation dtype: the same values, once.
-  cos_ = cos_.to(dtype);
-  sin_ = sin_.to(dtype);
+  std::tie(cos_, sin_) = tables(cos_.device(), dtype);
 }
 
 at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& cos,

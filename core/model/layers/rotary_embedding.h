@@ -25,9 +25,12 @@ class RotaryEmbedding : public Module {
 
  private:
   at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
+  std::pair<at::Tensor, at::Tensor> tables(at::Device device, at::ScalarType dtype) const;
 
   int64_t headDim_;
-  at::Tensor cos_, sin_;  // [maxPositions, d/2], fp32 until setActivationDtype
+  ModelConfig config_;
+  std::string ropeKey_;   // the rope parameters the tables depend on
+  at::Tensor cos_, sin_;  // [maxPositions, d/2], shared by the rank's layers; fp32 until cast
 };
 
 }  // namespace shardscope
