@@ -8,9 +8,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
-#include <QFile>
 #include <QFileDialog>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -35,7 +33,6 @@
 
 #include "core/build_info.h"
 #include "core/model/tokenizer.h"
-#include "core/store/value_export.h"
 #include "engine_panel.h"
 #include "head_grid_view.h"
 #include "heatmap_view.h"
@@ -469,7 +466,6 @@ void MainWindow::onModelLoaded() {
                        .arg(m.tp)
                        .arg(QString::fromStdString(m.device))
                        .arg(QString::fromStdString(m.dtype)));
-  QSettings().setValue("model/spec", QString::fromStdString(modelOptions_.model));
 }
 
 bool MainWindow::selectPort(const std::string& module, const std::string& port) {

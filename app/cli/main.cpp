@@ -1,7 +1,6 @@
 // shardscope-cli: the headless front end. Subcommands: run, generate, inspect, tokenize,
 // make-checkpoint, and the session-log commands log, show, replay, export.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -9,6 +8,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/port_probe.h"
 #include "core/error.h"
+#include "core/file_tree.h"
 #include "core/model/model_source.h"
 #include "core/model/tokenizer.h"
 #include "core/store/run_recorder.h"
@@ -234,10 +234,7 @@ int runScript(const std::vector<std::string>& args) {
   }
   if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
   const std::string file = a.positional()[0];
-  std::ifstream in(file);
-  if (!in) throw Error("cannot read " + file);
-  std::stringstream source;
-  source << in.rdbuf();
+  const std::string source = readFile(file);
   trace::RunOptions o;
   o.tp = int(a.getInt("tp", 0));
   o.device = a.get("device");
@@ -252,7 +249,7 @@ int runScript(const std::vector<std::string>& args) {
   }
   trace::ScriptRunner runner(o);
   if (!a.has("log")) {
-    runner.run(source.str(), file);
+    runner.run(source, file);
     return 0;
   }
   store::StoreOptions so;
@@ -261,7 +258,7 @@ int runScript(const std::vector<std::string>& args) {
   store::SessionStore log(a.get("log"), so);
   int64_t id = 0;
   try {
-    store::runRecorded(log, runner, source.str(), file,
+    store::runRecorded(log, runner, source, file,
                        a.get("title", std::filesystem::path(file).filename().string()), {}, &id);
   } catch (...) {
     if (id) std::cerr << "recorded as run " << id << " in " << a.get("log") << "\n";
@@ -287,11 +284,8 @@ int makeCheckpoint(const std::vector<std::string>& args) {
   const std::filesystem::path out = a.positional()[0];
   if (std::filesystem::exists(out))
     throw Error(out.string() + " already exists; choose a new directory");
-  std::ifstream in(a.get("config"));
-  if (!in) throw Error("cannot read " + a.get("config"));
-  std::stringstream text;
-  text << in.rdbuf();
-  writeRandomCheckpoint(text.str(), out, uint64_t(a.getInt("seed", 0)), a.get("dtype", "bf16"));
+  writeRandomCheckpoint(readFile(a.get("config")), out, uint64_t(a.getInt("seed", 0)),
+                        a.get("dtype", "bf16"));
   std::cout << "wrote " << out.string() << "\n";
   return 0;
 }

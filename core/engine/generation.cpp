@@ -70,8 +70,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     samplers.emplace_back(sp, int64_t(i));
   }
   // One cache for every request (row i is request i), so decode steps attend in one batch.
-  KvCache cache(config.numLayers, longest, ctx.model.kvHeadsPerRank(), config.headDim,
-                cacheOptions, int64_t(seqs.size()));
+  KvCache cache(config.numLayers, longest, ctx.model.kvHeadsPerRank(), config.headDim, cacheOptions,
+                int64_t(seqs.size()));
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   int64_t step = 0;
@@ -89,8 +89,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     for (size_t i : active) {
       Sequence& s = seqs[i];
       const int64_t n = int64_t(s.tokens.size()) - s.cached;
-      batch.spans.push_back(
-          {int64_t(ids.size()), n, s.cached, &cache, int64_t(i), int64_t(i)});
+      batch.spans.push_back({int64_t(ids.size()), n, s.cached, &cache, int64_t(i), int64_t(i)});
       decodeOnly = decodeOnly && n == 1;
       slots.push_back(int64_t(i));
       past.push_back(s.cached);
@@ -121,8 +120,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     if (ctx.rank == 0) {
       auto* d = decision.data_ptr<int64_t>();
       if (sp.temperature <= 0.0) {  // greedy: one argmax and one device-to-host copy for all
-        const at::Tensor greedy = logits.argmax(-1).to(at::kCPU);
-        for (size_t r = 0; r < active.size(); ++r) d[r] = greedy[int64_t(r)].item<int64_t>();
+        const at::Tensor greedy = logits.argmax(-1).to(at::kCPU).contiguous();
+        std::memcpy(d, greedy.data_ptr<int64_t>(), active.size() * sizeof(int64_t));
       } else {
         for (size_t r = 0; r < active.size(); ++r) d[r] = samplers[active[r]].sample(logits[r]);
       }

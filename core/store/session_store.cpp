@@ -298,14 +298,20 @@ std::vector<std::string> SessionStore::sessions() const {
 
 std::vector<RunSummary> SessionStore::runs(bool allSessions) const {
   std::lock_guard lock(mutex_);
+  return summaries(allSessions, std::nullopt);
+}
+
+// Called with mutex_ held: the runs of this session (or all), or the one run `id`.
+std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<int64_t> id) const {
   auto s = db_->prepare(
       "SELECT r.id, s.name, r.title, r.script_file, r.status, r.error, r.started_ms, "
       "r.ended_ms, m.spec, m.tp, m.device, m.dtype, "
       "(SELECT count(*) FROM saved_values v WHERE v.run_id = r.id), r.replay_of "
       "FROM runs r JOIN sessions s ON s.id = r.session_id "
       "LEFT JOIN models m ON m.run_id = r.id AND m.idx = 0 "
-      "WHERE ? OR r.session_id = ? ORDER BY r.id");
+      "WHERE (? OR r.session_id = ?) AND (? OR r.id = ?) ORDER BY r.id");
   s.bind(1, int64_t(allSessions)).bind(2, sessionId_);
+  s.bind(3, int64_t(!id.has_value())).bind(4, id.value_or(0));
   std::vector<RunSummary> out;
   while (s.step()) {
     RunSummary r;
@@ -329,31 +335,25 @@ std::vector<RunSummary> SessionStore::runs(bool allSessions) const {
 }
 
 RunRecord SessionStore::run(int64_t id, bool withValueData) const {
-  std::vector<RunSummary> all = runs(/*allSessions=*/true);
   std::lock_guard lock(mutex_);
   SqliteTransaction snapshot(*db_, SqliteTransaction::Kind::Deferred);  // one consistent view
-  auto s = db_->prepare("SELECT script, host, pid, status FROM runs WHERE id = ?");
-  s.bind(1, id);
-  if (!s.step()) {
+  std::vector<RunSummary> found = summaries(/*allSessions=*/true, id);
+  if (found.empty()) {
     std::string ids;
-    for (const auto& r : all) ids += (ids.empty() ? "" : ", ") + std::to_string(r.id);
+    auto all = db_->prepare("SELECT id FROM runs ORDER BY id");
+    while (all.step()) ids += (ids.empty() ? "" : ", ") + std::to_string(all.integer(0));
     throw StoreError("run " + std::to_string(id) + " is not in " + path_.string() +
                      (ids.empty() ? " (it has no runs yet)" : " (runs there: " + ids + ")"));
   }
   RunRecord r;
-  r.script = s.text(0);
-  r.host = s.text(1);
-  r.pid = s.integer(2);
-  for (auto& summary : all) {
-    if (summary.id == id) r.summary = summary;
-  }
-  r.summary.status = s.text(3);  // newer than the list if the run ended in between
-  auto printed = db_->prepare("SELECT printed, error, ended_ms FROM runs WHERE id = ?");
-  printed.bind(1, id);
-  if (printed.step()) {
-    r.result.printed = printed.text(0);
-    r.summary.error = printed.text(1);
-    r.summary.endedMs = printed.isNull(2) ? 0 : printed.integer(2);
+  r.summary = std::move(found[0]);
+  auto s = db_->prepare("SELECT script, host, pid, printed FROM runs WHERE id = ?");
+  s.bind(1, id);
+  if (s.step()) {
+    r.script = s.text(0);
+    r.host = s.text(1);
+    r.pid = s.integer(2);
+    r.result.printed = s.text(3);
   }
   loadResult(id, withValueData, r.result);
   return r;

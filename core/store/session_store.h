@@ -94,6 +94,7 @@ class SessionStore {
 
  private:
   void validateExisting() const;
+  std::vector<RunSummary> summaries(bool allSessions, std::optional<int64_t> id) const;
   void loadResult(int64_t id, bool withValueData, trace::RunResult& out) const;
 
   std::filesystem::path path_;
