@@ -65,6 +65,7 @@ struct Engine::Impl {
   std::deque<std::shared_ptr<JobState>> queue;
   std::shared_ptr<JobState> current;
   uint64_t epoch = 0;
+  uint64_t groupsBuilt = 0;  // bumped by makeGroups: graphs recorded with older groups are dropped
   int running = 0;
   bool stopping = false;
   std::exception_ptr firstError;
@@ -104,6 +105,7 @@ std::string describeException(std::exception_ptr e) {
 
 void Engine::Impl::makeGroups() {
   groups.clear();
+  ++groupsBuilt;
   if (wantsNccl(options)) {
 #ifdef SHARDSCOPE_WITH_NCCL
     for (auto& g : NcclGroup::create(options.tp)) groups.push_back(std::move(g));
@@ -152,7 +154,8 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
   }
   cv.notify_all();
 
-  uint64_t seen = 0;
+  DecodeState decode(options.cudaGraphs);
+  uint64_t seen = 0, groupsSeen = 0;
   for (;;) {
     std::shared_ptr<JobState> job;
     {
@@ -161,11 +164,15 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
       if (stopping) return;
       seen = epoch;
       job = current;
+      if (groupsSeen != groupsBuilt) decode.reset();  // its graphs hold the old communicator
+      groupsSeen = groupsBuilt;
     }
     try {
-      RankContext ctx{rank, *groups[rank], *models[rank], source, devices[rank], dtype, *job};
+      RankContext ctx{rank,  *groups[rank], *models[rank], source, devices[rank],
+                      dtype, *job,          decode};
       job->run(ctx);
     } catch (...) {
+      decode.reset();  // a graph recorded during a failed job is not replayed
       recordError(rank, std::current_exception());
     }
     {

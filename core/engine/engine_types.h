@@ -37,6 +37,7 @@ struct GenerateResult {
   std::vector<RequestOutput> outputs;
   int64_t steps = 0;
   double seconds = 0;
+  int64_t graphLayers = 0;  // decoder layers that ran from CUDA graphs, summed over decode steps
 };
 
 struct JobProgress {
@@ -51,6 +52,7 @@ struct EngineOptions {
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
   int threadsPerRank = 0;        // 0: the machine's cores divided by tp
+  bool cudaGraphs = true;        // replay decode steps as CUDA graphs (vLLM's enforce_eager=False)
 };
 
 // A port of the module tree as the UI and the CLI show it.

@@ -20,6 +20,27 @@ struct Sequence {
   std::vector<at::Tensor> logits;  // rank 0, when asked for: one [V] float row per step
 };
 
+// Keys a decode step attends over: the longest request's, rounded up so that CUDA graphs
+// recorded for one span serve many steps (the mask hides the rest).
+constexpr int64_t kSpanGranule = 256;
+
+// A pure decode step on the GPU: batched attention over the shared cache, its slots, span and
+// mask built once for all layers, and graph replay where the rank has it.
+void prepareDecode(RankContext& ctx, const KvCache& cache, const std::vector<int64_t>& slots,
+                   const std::vector<int64_t>& past, ForwardBatch& batch) {
+  const int64_t longest = *std::max_element(past.begin(), past.end()) + 1;
+  SS_ASSERT(longest <= cache.capacity(), "a request outgrew its KV cache");
+  const int64_t requests = int64_t(slots.size());
+  batch.decodeSlots = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(ctx.device);
+  batch.decodePast = batch.positions;  // a decode token sits at its request's cached length
+  batch.decodeSpan =
+      std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
+  batch.decodeMask = (at::arange(batch.decodeSpan, batch.positions.options()).unsqueeze(0) <=
+                      batch.decodePast.unsqueeze(1))
+                         .view({requests, 1, 1, batch.decodeSpan});
+  batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
+}
+
 }  // namespace
 
 void validateRequest(const GenerateRequest& request, const ModelConfig& config) {
@@ -69,11 +90,17 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     longest = std::max(longest, seqs[i].promptLength + sp.maxTokens);
     samplers.emplace_back(sp, int64_t(i));
   }
-  // One cache for every request (row i is request i), so decode steps attend in one batch.
-  KvCache cache(config.numLayers, longest, ctx.model.kvHeadsPerRank(), config.headDim, cacheOptions,
-                int64_t(seqs.size()));
+  // One cache for every request (row i is request i), so decode steps attend in one batch; kept
+  // by the rank for the next generation, so graphs recorded over it stay valid.
+  KvCache& cache = ctx.decode.cache(config, ctx.model.kvHeadsPerRank(), int64_t(seqs.size()),
+                                    longest, cacheOptions);
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
+  const auto graphLayers = [&ctx] {
+    const LayerReplayer* r = ctx.device.is_cuda() ? ctx.decode.replayer(ctx.group, ctx.device) : nullptr;
+    return r ? r->layersReplayed() : int64_t(0);
+  };
+  const int64_t graphLayersBefore = graphLayers();
   int64_t step = 0;
   bool cancelled = false;
   for (; step < sp.maxTokens; ++step) {
@@ -100,10 +127,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       lastRows.push_back(int64_t(ids.size()) - 1);
     }
     batch.positions = at::tensor(positions, longOptions).to(ctx.device);
-    if (decodeOnly && ctx.device.is_cuda()) {
-      batch.decodeSlots = at::tensor(slots, longOptions).to(ctx.device);
-      batch.decodePast = at::tensor(past, longOptions).to(ctx.device);
-    }
+    if (decodeOnly && ctx.device.is_cuda()) prepareDecode(ctx, cache, slots, past, batch);
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, longOptions).to(ctx.device), batch);
     at::Tensor last = hidden.index_select(0, at::tensor(lastRows, longOptions).to(ctx.device));
     at::Tensor logits = ctx.model.logits(last, batch);  // [R, V]
@@ -181,6 +205,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   }
   if (ctx.rank != 0 || !result) return;
   result->steps = step;
+  result->graphLayers = graphLayers() - graphLayersBefore;
   result->outputs.clear();
   for (Sequence& s : seqs) {
     RequestOutput out;

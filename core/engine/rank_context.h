@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "../model/causal_lm.h"
+#include "decode_state.h"
 #include "../model/model_source.h"
 #include "../parallel/process_group.h"
 #include "engine_types.h"
@@ -40,6 +41,7 @@ struct RankContext {
   at::Device device;
   at::ScalarType dtype;
   JobState& job;
+  DecodeState& decode;  // the rank's KV cache and decode graphs, kept across jobs
 
   // Rank 0 decides; the decision reaches every rank through the next broadcast.
   bool cancelRequested() const { return job.cancelRequested.load(); }

@@ -9,6 +9,7 @@
 
 #include "../parallel/process_group.h"
 #include "kv_cache.h"
+#include "layer_replayer.h"
 #include "port_observer.h"
 
 namespace shardscope {
@@ -29,8 +30,13 @@ struct ForwardBatch {
   PortObserver* observer = nullptr;
   int64_t step = 0;
   // Set when every span is one decode token in one shared cache: the spans' cache slots and past
-  // lengths as [R] int64 on the device, so attention runs batched.
-  at::Tensor decodeSlots, decodePast;
+  // lengths as [R] int64 on the device, the number of cached keys every request attends over
+  // (the longest request's, rounded up so that CUDA graphs are reused), and the [R, 1, 1, span]
+  // mask of the keys each request sees; built once per step, so attention runs batched.
+  at::Tensor decodeSlots{}, decodePast{}, decodeMask{};
+  int64_t decodeSpan = 0;
+  // Replays CUDA graphs over the decoder layers the observer does not need (decode steps only).
+  LayerReplayer* replayer = nullptr;
 
   int64_t numTokens() const { return positions.size(0); }
   // The hook point: one branch when nothing listens.

@@ -4,13 +4,18 @@ namespace shardscope {
 
 KvCache::KvCache(int64_t numLayers, int64_t capacity, int64_t kvHeadsPerRank, int64_t headDim,
                  at::TensorOptions options, int64_t requests)
-    : capacity_(capacity) {
+    : capacity_(capacity),
+      storage_(at::zeros({numLayers, 2, requests, capacity, kvHeadsPerRank, headDim}, options)) {
   keys_.reserve(numLayers);
   values_.reserve(numLayers);
   for (int64_t l = 0; l < numLayers; ++l) {
-    keys_.push_back(at::empty({requests, capacity, kvHeadsPerRank, headDim}, options));
-    values_.push_back(at::empty({requests, capacity, kvHeadsPerRank, headDim}, options));
+    keys_.push_back(storage_[l][0]);
+    values_.push_back(storage_[l][1]);
   }
+}
+
+void KvCache::clear(int64_t requests, int64_t capacity) {
+  storage_.narrow(2, 0, requests).narrow(3, 0, capacity).zero_();
 }
 
 }  // namespace shardscope

@@ -1,7 +1,8 @@
 // KvCache: the keys and values of every request of a generation on this rank, one buffer per
 // layer holding all requests ([requests, capacity, kvHeadsPerRank, headDim]), preallocated to the
 // longest request (prompt + max tokens) so decode steps write in place and a decode step of many
-// requests can attend in one batched call.
+// requests can attend in one batched call. All buffers are views of one allocation, so that a
+// cache kept for the next generation is cleared in one kernel.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,19 +13,26 @@ namespace shardscope {
 
 class KvCache {
  public:
+  // Zero-filled: masked attention multiplies unseen slots by 0, which must not meet NaN garbage.
   KvCache(int64_t numLayers, int64_t capacity, int64_t kvHeadsPerRank, int64_t headDim,
           at::TensorOptions options, int64_t requests = 1);
 
   int64_t capacity() const { return capacity_; }
+  int64_t requests() const { return storage_.size(2); }
   // One request's buffers: [capacity, kvHeadsPerRank, headDim] views.
   at::Tensor keys(int64_t layer, int64_t slot = 0) const { return keys_[layer][slot]; }
   at::Tensor values(int64_t layer, int64_t slot = 0) const { return values_[layer][slot]; }
   // Every request's buffers: [requests, capacity, kvHeadsPerRank, headDim].
   const at::Tensor& allKeys(int64_t layer) const { return keys_[layer]; }
   const at::Tensor& allValues(int64_t layer) const { return values_[layer]; }
+  // Zeroes the first `requests` x `capacity` entries of every layer (one kernel), so that a
+  // reused cache holds nothing of the generation before.
+  void clear(int64_t requests, int64_t capacity);
+  int64_t bytes() const { return int64_t(storage_.numel() * storage_.element_size()); }
 
  private:
   int64_t capacity_;
+  at::Tensor storage_;  // [layers, 2, requests, capacity, kvHeadsPerRank, headDim]
   std::vector<at::Tensor> keys_;
   std::vector<at::Tensor> values_;
 };

@@ -100,6 +100,11 @@ void NcclGroup::check(int result, const char* op) {
 void NcclGroup::waitFor(const char* op) {
   if (comm_->aborted) throw CollectiveAborted(std::string("collective aborted: ") + comm_->reason);
   cudaStream_t stream = at::cuda::getCurrentCUDAStream(comm_->device).stream();
+  // While a CUDA graph is being captured nothing runs: the replay's caller waits instead.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+      capture != cudaStreamCaptureStatusNone)
+    return;
   const auto deadline = std::chrono::steady_clock::now() + options().timeout;
   while (cudaStreamQuery(stream) == cudaErrorNotReady) {
     if (comm_->aborted)

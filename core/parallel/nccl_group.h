@@ -25,6 +25,8 @@ class NcclGroup : public ProcessGroup {
   void broadcast(at::Tensor& tensor, int root) override;
   void barrier() override;
   void abort(const std::string& reason) override;
+  bool graphCapturable() const override { return true; }
+  void waitForStream(const char* what) override { waitFor(what); }
   void reset() override;
   bool reusableAfterAbort() const override { return false; }
 

@@ -41,6 +41,11 @@ class ProcessGroup {
   virtual void reset() = 0;
   // False when an aborted group cannot be reset in place (NCCL): the owner then builds a new one.
   virtual bool reusableAfterAbort() const { return true; }
+  // Whether the collectives can be recorded in a CUDA graph (one rank, or NCCL on the stream).
+  virtual bool graphCapturable() const { return size() == 1; }
+  // Blocks until the current stream's work (a replayed graph's collectives) is done, with the
+  // same abort and timeout as a collective.
+  virtual void waitForStream(const char* what) {}
 
   const CollectiveOptions& options() const { return options_; }
   void setOptions(const CollectiveOptions& o) { options_ = o; }

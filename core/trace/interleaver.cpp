@@ -1,5 +1,7 @@
 #include "interleaver.h"
 
+#include <algorithm>
+
 #include "../model/families/dense_decoder.h"
 #include "../model/tokenizer.h"
 #include "coroutine.h"
@@ -384,11 +386,43 @@ const Module* Interleaver::findModule(const std::string& path) const {
   return it == extra_.end() ? nullptr : it->second;
 }
 
+namespace {
+
+// The decoder layer a module belongs to ("model.model.layers[3].mlp" -> 3), or -1.
+int64_t layerOf(const Module* m) {
+  for (; m && m->parent(); m = m->parent()) {
+    if (m->index() && m->parent()->name() == "layers") return *m->index();
+  }
+  return -1;
+}
+
+}  // namespace
+
 bool Interleaver::visitedThisStep(const Module* m, PortRole role) const {
   for (const auto& [vm, vr] : visited_) {
     if (vm == m && vr == role) return true;
   }
-  return false;
+  const int64_t layer = layerOf(m);
+  return layer >= 0 && layer < replayedThrough_;
+}
+
+int64_t Interleaver::firstLayerNeeded(int64_t step, int64_t numLayers) const {
+  int64_t first = numLayers;
+  for (const auto& m : mediators_) {
+    if (m->wait != Mediator::Wait::Port || m->step != step) continue;
+    const int64_t layer = layerOf(m->waitModule);
+    if (layer >= 0) first = std::min(first, layer);  // ports outside the layers always run eagerly
+  }
+  return first;
+}
+
+void Interleaver::layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) {
+  if (batch.step != currentStep_) {
+    currentStep_ = batch.step;
+    visited_.clear();
+    replayedThrough_ = 0;
+  }
+  replayedThrough_ = std::max(replayedThrough_, end);
 }
 
 void Interleaver::resume(Mediator& m) {
@@ -444,6 +478,7 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   if (batch.step != currentStep_) {
     currentStep_ = batch.step;
     visited_.clear();
+    replayedThrough_ = 0;
   }
   visited_.emplace_back(&module, role);
   bool waited = false;

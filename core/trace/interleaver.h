@@ -57,6 +57,8 @@ class Interleaver : public PortObserver {
              const ForwardBatch& batch) override;
   void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) override;
   bool stopRequested(int64_t request) const override;
+  int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const override;
+  void layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) override;
   void finish(const std::vector<std::vector<int64_t>>& generated) override;
   // Rank 0's saved values and prints (call after finish()).
   TraceOutput output() const;
@@ -85,6 +87,7 @@ class Interleaver : public PortObserver {
   std::map<std::string, const Module*> extra_;         // registerModule()
   int64_t currentStep_ = -1;
   std::vector<std::pair<const Module*, PortRole>> visited_;
+  int64_t replayedThrough_ = 0;  // layers below this ran as a graph in the current step
   std::vector<std::string> printed_;
 };
 

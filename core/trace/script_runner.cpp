@@ -17,9 +17,8 @@ namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
 const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype",
-                                              "device"};
+                                              "device", "enforce_eager"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
-                                                "enforce_eager",
                                                 "trust_remote_code",
                                                 "max_model_len",
                                                 "seed",
@@ -163,12 +162,14 @@ struct ScriptRunner::Impl : public Host {
       if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
       if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
       if (k == "device") o.device = str(v);
+      if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
     }
     if (options.tp > 0) o.tp = options.tp;
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
-    const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype;
+    const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
+                            (o.cudaGraphs ? "" : "|eager");
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);

@@ -140,11 +140,20 @@ at::Tensor DecoderModel::forward(const at::Tensor& ids, const ForwardBatch& b) c
   PortValue in = PortValue::single(ids);
   b.visit(*this, PortRole::Input, in);
   at::Tensor h = embedTokens->forward(in.items[0], b), r;
-  for (const DecoderLayer* l : layers) std::tie(h, r) = l->forward(b.positions, h, r, b);
+  for (int64_t i = 0; i < numLayers();) {
+    // A decode step replays graphs over the layers nobody observes; the rest run here.
+    if (b.replayer) i = b.replayer->replay(*this, i, h, r, b);
+    if (i < numLayers()) runLayer(i++, h, r, b);
+  }
   at::Tensor normed = r.defined() ? norm->forward(h, r, b).first : norm->forward(h, b);
   PortValue out = PortValue::single(normed);
   b.visit(*this, PortRole::Output, out);
   return out.items[0];
+}
+
+void DecoderModel::runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
+                            const ForwardBatch& b) const {
+  std::tie(hidden, residual) = layers[size_t(i)]->forward(b.positions, hidden, residual, b);
 }
 
 DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)

@@ -73,12 +73,16 @@ class DecoderLayer : public Module {
 };
 
 // "model.model": ids -> final normed hidden states.
-class DecoderModel : public Module {
+class DecoderModel : public Module, public LayerStack {
  public:
   DecoderModel(Module* parent, const ModelConfig& c, TpRank tp);
   const char* kind() const override { return "DecoderModel"; }
   void load(LoadContext& ctx);
   at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const;
+
+  int64_t numLayers() const override { return int64_t(layers.size()); }
+  void runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
+                const ForwardBatch& b) const override;
 
   VocabParallelEmbedding* embedTokens;
   ModuleList* layerList;

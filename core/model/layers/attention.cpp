@@ -61,23 +61,20 @@ at::Tensor Attention::attendDecodeBatch(const at::Tensor& q, const at::Tensor& k
                                         const at::Tensor& v, const ForwardBatch& batch) const {
   const int64_t R = int64_t(batch.spans.size()), group = heads_ / kvHeads_;
   KvCache& cache = *batch.spans[0].cache;
-  int64_t longest = 0;
-  for (const SequenceSpan& s : batch.spans) longest = std::max(longest, s.pastLength + 1);
-  SS_ASSERT(longest <= cache.capacity(), path() + ": request outgrew its KV cache");
+  const int64_t span = batch.decodeSpan;  // the generation loop checked it against the capacity
   const at::Tensor& slots = batch.decodeSlots;
   const at::Tensor& past = batch.decodePast;
   cache.allKeys(layer_).index_put_({slots, past}, k.view({R, kvHeads_, headDim_}));
   cache.allValues(layer_).index_put_({slots, past}, v.view({R, kvHeads_, headDim_}));
-  const auto gathered = [&](const at::Tensor& all) {  // [R, heads, longest, d]
-    return all.narrow(1, 0, longest)
+  const auto gathered = [&](const at::Tensor& all) {  // [R, heads, span, d]
+    return all.narrow(1, 0, span)
         .index_select(0, slots)
         .permute({0, 2, 1, 3})
         .unsqueeze(2)
-        .expand({R, kvHeads_, group, longest, headDim_})
-        .reshape({R, heads_, longest, headDim_});
+        .expand({R, kvHeads_, group, span, headDim_})
+        .reshape({R, heads_, span, headDim_});
   };
-  const at::Tensor mask =
-      (at::arange(longest, past.options()).unsqueeze(0) <= past.unsqueeze(1)).view({R, 1, 1, longest});
+  const at::Tensor& mask = batch.decodeMask;
   at::Tensor out = at::scaled_dot_product_attention(q.view({R, heads_, 1, headDim_}),
                                                     gathered(cache.allKeys(layer_)),
                                                     gathered(cache.allValues(layer_)), mask, 0.0,

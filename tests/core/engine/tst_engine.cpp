@@ -68,6 +68,36 @@ class TestEngine : public QObject {
     QCOMPARE(outputs[5], outputs[1]);
   }
 
+  // On the GPU decode steps replay CUDA graphs (kept across generations): the same ids and
+  // logits as eager steps, for a batch of requests of different lengths.
+  void cudaGraphsMatchEagerSteps() {
+    if (test::device() != "cuda") QSKIP("CUDA graphs need the GPU (SHARDSCOPE_TEST_DEVICE=cuda)");
+    EngineOptions o;
+    o.device = "cuda";
+    o.dtype = "f32";
+    Engine graphs(o);
+    o.cudaGraphs = false;
+    Engine eager(o);
+    auto r = request(graphs,
+                     {"The capital of France is", "Hi", "A much longer third prompt with more tokens"},
+                     24);
+    r.returnLogits = true;
+    const auto a = Engine::generateResult(graphs.generate(r));
+    const auto again = Engine::generateResult(graphs.generate(r));
+    const auto b = Engine::generateResult(eager.generate(r));
+    QVERIFY2(a.graphLayers >= 23 * graphs.info().numLayers, qPrintable(QString::number(a.graphLayers)));
+    QCOMPARE(b.graphLayers, int64_t(0));
+    for (size_t i = 0; i < 3; ++i) {
+      QCOMPARE(a.outputs[i].tokenIds, b.outputs[i].tokenIds);
+      QCOMPARE(again.outputs[i].tokenIds, a.outputs[i].tokenIds);
+      const at::Tensor x = fromHostFloat(a.outputs[i].logits),
+                       y = fromHostFloat(b.outputs[i].logits);
+      QVERIFY2(at::allclose(x, y, 1e-5, 1e-5),
+               qPrintable(QString::number((x - y).abs().max().item<double>())));
+      QVERIFY(at::equal(fromHostFloat(again.outputs[i].logits), x));
+    }
+  }
+
   void seedsDecideSampledText() {
     auto engine = demoEngine(1);
     const auto a =

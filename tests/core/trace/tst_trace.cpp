@@ -180,6 +180,22 @@ const char* kScript9 =
     "print(repr(\"it's\"), (1,), None, True and 0, not [], tuple([1, 2]), str(3.0), int(\"12\") + "
     "1)\n";
 
+// Reads and writes at changing layers every step: on the GPU the layers between them replay
+// CUDA graphs, and the segments change with the step (layer 3 is read at step 2 only).
+const char* kSegments =
+    "with model.trace(\"The capital of France is\", max_tokens=6, ignore_eos=True) as tracer:\n"
+    "    zs = list().save()\n"
+    "    rows = list().save()\n"
+    "    for i in tracer.iter[:]:\n"
+    "        zs.append(model.model.layers[1].self_attn.o_proj.input.clone())\n"
+    "        model.model.layers[2].self_attn.o_proj.input[:, 8:16] = 0\n"
+    "        if i == 2:\n"
+    "            late = model.model.layers[3].output[0].clone().save()\n"
+    "        rows.append(model.logits.clone())\n"
+    "    out = tracer.result.save()\n"
+    "z = torch.cat(zs)\n"
+    "logits = torch.cat(rows)\n";
+
 }  // namespace
 
 class TestTrace : public QObject {
@@ -248,6 +264,15 @@ class TestTrace : public QObject {
                ("tp=" + std::to_string(tp)).c_str());
       QCOMPARE(many.runner->reprOf("out"), one.runner->reprOf("out"));
     }
+  }
+
+  void graphSegmentsMatchEagerSteps() {
+    const Run graphs = run(kSegments);
+    const Run eager = run(std::string("model = VLLM(\"demo\", enforce_eager=True)\n") + kSegments);
+    QCOMPARE(graphs.tensor("z").sizes().vec(), (std::vector<int64_t>{10, 64}));  // 5 + 5 steps
+    for (const char* name : {"z", "late", "logits"})
+      QVERIFY2(close(graphs.tensor(name), eager.tensor(name)), name);
+    QCOMPARE(graphs.runner->reprOf("out"), eager.runner->reprOf("out"));
   }
 
   void readOnlyTraceIsBitIdentical() {
@@ -336,7 +361,7 @@ class TestTrace : public QObject {
     QTest::newRow("unknown VLLM keyword")
         << "model = VLLM(\"demo\", frobnicate=1)\n"
         << "VLLM() got an unknown keyword 'frobnicate'; accepted: device, dispatch, dtype, "
-           "tensor_parallel_size";
+           "enforce_eager, tensor_parallel_size";
     QTest::newRow("unknown trace keyword")
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", beam_width=2):\n    pass\n"
         << "model.trace() got an unknown keyword 'beam_width'";
@@ -365,7 +390,7 @@ class TestTrace : public QObject {
     o.note = [&notes](const std::string& n) { notes.push_back(n); };
     trace::ScriptRunner runner(o);
     runner.run(
-        "model = VLLM(\"demo\", gpu_memory_utilization=0.9, enforce_eager=True)\n"
+        "model = VLLM(\"demo\", gpu_memory_utilization=0.9, swap_space=4)\n"
         "model = VLLM(\"demo\", gpu_memory_utilization=0.9)\nprint(1)\n",
         "knobs.py");
     QCOMPARE(notes.size(), size_t(2));

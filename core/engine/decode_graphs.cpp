@@ -1,0 +1,143 @@
+#include "decode_graphs.h"
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/version.h>
+
+#include <algorithm>
+
+#include "../error.h"
+
+namespace shardscope {
+
+// One recorded segment: inputs copied in before a replay, outputs copied out after it.
+struct DecodeGraphs::Graph {
+  at::cuda::CUDAGraph graph;
+  at::Tensor hiddenIn, residualIn, hiddenOut, residualOut;
+};
+
+// All graphs of a rank share one memory pool: they replay one at a time on one stream, and each
+// keeps its outputs alive, so a segment's scratch may reuse another's.
+struct DecodeGraphs::Pool {
+  decltype(at::cuda::graph_pool_handle()) id = at::cuda::graph_pool_handle();
+};
+
+namespace {
+
+// Runs layers [begin, end) eagerly on the current stream.
+std::pair<at::Tensor, at::Tensor> runLayers(const LayerStack& stack, int64_t begin, int64_t end,
+                                            at::Tensor hidden, at::Tensor residual,
+                                            const ForwardBatch& batch) {
+  for (int64_t i = begin; i < end; ++i) stack.runLayer(i, hidden, residual, batch);
+  return {hidden, residual};
+}
+
+}  // namespace
+
+DecodeGraphs::DecodeGraphs(ProcessGroup& group, at::Device device)
+    : group_(group), device_(device), pool_(std::make_unique<Pool>()) {}
+
+DecodeGraphs::~DecodeGraphs() {
+  graphs_.clear();  // before the pool's id is forgotten
+}
+
+DecodeGraphs::StepInputs& DecodeGraphs::inputs(const ForwardBatch& batch) {
+  const int64_t requests = batch.decodeSlots.size(0);
+  StepInputs& in = inputs_[{requests, batch.decodeSpan}];
+  if (!in.positions.defined()) {
+    in.positions = at::empty_like(batch.positions);
+    in.slots = at::empty_like(batch.decodeSlots);
+    in.mask = at::empty_like(batch.decodeMask);
+  }
+  in.positions.copy_(batch.positions);
+  in.slots.copy_(batch.decodeSlots);
+  in.mask.copy_(batch.decodeMask);
+  return in;
+}
+
+std::unique_ptr<DecodeGraphs::Graph> DecodeGraphs::record(const LayerStack& stack, int64_t begin,
+                                                          int64_t end, const at::Tensor& hidden,
+                                                          const at::Tensor& residual,
+                                                          const ForwardBatch& batch) {
+  auto g = std::make_unique<Graph>();
+  StepInputs& in = inputs(batch);
+  g->hiddenIn = hidden.clone();
+  if (residual.defined()) g->residualIn = residual.clone();
+  // The graph reads the step's inputs from the fixed buffers and sees no observer.
+  ForwardBatch fixed = batch;
+  fixed.positions = in.positions;
+  fixed.decodePast = in.positions;  // a decode token sits at its request's cached length
+  fixed.decodeSlots = in.slots;
+  fixed.decodeMask = in.mask;
+  fixed.observer = nullptr;
+  fixed.replayer = nullptr;
+
+  // Capture runs on a side stream, after one eager warm-up there (cuBLAS workspaces, lazy
+  // initialisation); the warm-up writes the same keys and values the replay writes.
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
+  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+  at::cuda::CUDAEvent ready;
+  ready.record(current);
+  ready.block(side);
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
+#if TORCH_VERSION_MAJOR >= 2
+    // Thread-local: the other rank threads keep allocating and launching while this one records.
+    g->graph.capture_begin(pool_->id, cudaStreamCaptureModeThreadLocal);
+#else
+    g->graph.capture_begin(pool_->id);
+#endif
+    try {
+      std::tie(g->hiddenOut, g->residualOut) =
+          runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
+    } catch (...) {
+      try {
+        g->graph.capture_end();  // leave the stream out of capture mode before the error goes on
+      } catch (...) {
+      }
+      throw;
+    }
+    g->graph.capture_end();
+  }
+  at::cuda::CUDAEvent recorded;
+  recorded.record(side);
+  recorded.block(current);
+  return g;
+}
+
+int64_t DecodeGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& hidden,
+                             at::Tensor& residual, const ForwardBatch& batch) {
+  if (!batch.decodeMask.defined() || !hidden.is_cuda()) return begin;
+  const int64_t layers = stack.numLayers();
+  int64_t end = layers;
+  if (batch.observer) {
+    const int64_t needed = batch.observer->firstLayerNeeded(batch.step, layers);
+    if (needed < 0) return begin;  // the observer cannot say: every port is visited
+    end = std::clamp(needed, begin, layers);
+  }
+  if (end == begin) return begin;
+  const Key key{begin, end, batch.decodeSlots.size(0), batch.decodeSpan};
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    it = graphs_.emplace(key, record(stack, begin, end, hidden, residual, batch)).first;
+  } else {
+    inputs(batch);
+    it->second->hiddenIn.copy_(hidden);
+    if (residual.defined()) it->second->residualIn.copy_(residual);
+  }
+  Graph& g = *it->second;
+  g.graph.replay();
+  if (group_.size() > 1) group_.waitForStream("a replayed decode graph");
+  // Copies: the outputs' buffers are overwritten by the next replay, which a saved value
+  // must not see.
+  hidden = g.hiddenOut.clone();
+  residual = g.residualOut.clone();
+  layersReplayed_ += end - begin;
+  if (batch.observer) batch.observer->layersReplayed(begin, end, batch);
+  return end;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,48 @@
+#include "decode_state.h"
+
+#include <algorithm>
+
+#ifdef SHARDSCOPE_WITH_NCCL
+#include "decode_graphs.h"
+#endif
+
+namespace shardscope {
+
+DecodeState::~DecodeState() {
+  graphs_.reset();  // graphs first: they point into the cache
+}
+
+KvCache& DecodeState::cache(const ModelConfig& config, int64_t kvHeadsPerRank, int64_t requests,
+                            int64_t capacity, at::TensorOptions options) {
+  const bool fits = cache_ && cache_->requests() >= requests && cache_->capacity() >= capacity &&
+                    cache_->allKeys(0).options().dtype() == options.dtype() &&
+                    cache_->allKeys(0).device() == options.device();
+  if (fits) {
+    cache_->clear(requests, capacity);
+    return *cache_;
+  }
+  const int64_t rows = cache_ ? std::max(requests, cache_->requests()) : requests;
+  const int64_t tokens = cache_ ? std::max(capacity, cache_->capacity()) : capacity;
+  graphs_.reset();  // recorded against the old buffers
+  cache_.reset();   // freed before the larger one is allocated
+  cache_ = std::make_unique<KvCache>(config.numLayers, tokens, kvHeadsPerRank, config.headDim,
+                                     options, rows);
+  return *cache_;
+}
+
+LayerReplayer* DecodeState::replayer(ProcessGroup& group, at::Device device) {
+  if (!cudaGraphs_ || !device.is_cuda() || !group.graphCapturable()) return nullptr;
+#ifdef SHARDSCOPE_WITH_NCCL
+  if (!graphs_) graphs_ = std::make_unique<DecodeGraphs>(group, device);
+  return graphs_.get();
+#else
+  return nullptr;
+#endif
+}
+
+void DecodeState::reset() {
+  graphs_.reset();
+  cache_.reset();
+}
+
+}  // namespace shardscope
