@@ -2,9 +2,11 @@
 // load (first and warm), prefill latency, decode latency and throughput, and the same decode with
 // a trace that reads o_proj.input of layer 10 every step or zeroes a head there every step.
 // Prints one JSON object; bench/peers/hf_eager_speed.py measures Hugging Face eager on the same
-// configuration and bench/report_gpu_speed.py prints both with ratios.
+// configuration and bench/report_gpu_speed.py prints both with ratios. --eager turns CUDA graphs
+// off (the engine's own peer); --scaling measures only what the tensor-parallel scaling table
+// needs (issue 8: prefill 2048, decode at batch 1, the cost of one gathered read per step).
 //
-//   gpu_speed --model DIR [--steps 64] [--tp 1] > ours.json
+//   gpu_speed --model DIR [--steps 64] [--tp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAFunctions.h>
 
@@ -30,7 +32,9 @@ double seconds(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-void deviceSync() { c10::cuda::device_synchronize(); }
+void deviceSync() {
+  c10::cuda::device_synchronize();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -80,9 +84,10 @@ std::vector<int64_t> promptIds(int64_t n, int64_t vocab, uint64_t salt) {
   return ids;
 }
 
-// Wall time of one generation (prompts x maxTokens), median of `reps`.
+// Wall time of one generation (prompts x maxTokens), median of `reps`; `graphLayers` gets the
+// decoder layers the last one ran from CUDA graphs.
 double generateSeconds(Engine& e, const std::vector<std::vector<int64_t>>& prompts,
-                       int64_t maxTokens, int reps) {
+                       int64_t maxTokens, int reps, int64_t* graphLayers = nullptr) {
   GenerateRequest r;
   r.prompts = prompts;
   r.sampling.maxTokens = maxTokens;
@@ -90,8 +95,9 @@ double generateSeconds(Engine& e, const std::vector<std::vector<int64_t>>& promp
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     const auto t = Clock::now();
-    Engine::generateResult(e.generate(r));
+    const GenerateResult result = Engine::generateResult(e.generate(r));
     times.push_back(seconds(t));
+    if (graphLayers) *graphLayers = result.graphLayers;
   }
   return median(times);
 }
@@ -127,14 +133,19 @@ int main(int argc, char** argv) {
   std::string model;
   int64_t steps = 64;
   int tp = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool eager = false, scaling = false;
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--eager") eager = true;
+    if (a == "--scaling") scaling = true;
+    if (i + 1 >= argc) continue;
     if (a == "--model") model = argv[i + 1];
     if (a == "--steps") steps = std::stoll(argv[i + 1]);
     if (a == "--tp") tp = std::stoi(argv[i + 1]);
   }
   if (model.empty()) {
-    std::fprintf(stderr, "usage: gpu_speed --model DIR [--steps 64] [--tp 1]\n");
+    std::fprintf(stderr,
+                 "usage: gpu_speed --model DIR [--steps 64] [--tp 1] [--eager] [--scaling]\n");
     return 2;
   }
   json out;
@@ -154,6 +165,8 @@ int main(int argc, char** argv) {
   eo.device = "cuda";
   eo.dtype = "bf16";
   eo.tp = tp;
+  eo.cudaGraphs = !eager;
+  out["cuda_graphs"] = !eager;
   std::vector<double> loads;
   std::unique_ptr<Engine> engine;
   for (int i = 0; i < 2; ++i) {
@@ -186,21 +199,28 @@ int main(int argc, char** argv) {
   // Warm up kernels and allocator.
   generateSeconds(e, {promptIds(128, info.vocabSize, 99)}, 4, 2);
 
-  for (int64_t n : {5, 128, 2048}) {
+  const std::vector<int64_t> prefills =
+      scaling ? std::vector<int64_t>{2048} : std::vector<int64_t>{5, 128, 2048};
+  const std::vector<int64_t> batches =
+      scaling ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 16, 64};
+  for (int64_t n : prefills) {
     const double s = generateSeconds(e, {promptIds(n, info.vocabSize, uint64_t(n))}, 1, 5);
     out["prefill_s"][std::to_string(n)] = s;
     std::fprintf(stderr, "prefill %lld: %.2f ms\n", (long long)n, s * 1e3);
   }
-  for (int64_t batch : {1, 16, 64}) {
+  for (int64_t batch : batches) {
     std::vector<std::vector<int64_t>> prompts;
-    for (int64_t b = 0; b < batch; ++b) prompts.push_back(promptIds(5, info.vocabSize, uint64_t(b)));
+    for (int64_t b = 0; b < batch; ++b)
+      prompts.push_back(promptIds(5, info.vocabSize, uint64_t(b)));
     const double prefill = generateSeconds(e, prompts, 1, 3);
-    const double total = generateSeconds(e, prompts, steps + 1, 3);
+    int64_t graphLayers = 0;
+    const double total = generateSeconds(e, prompts, steps + 1, 3, &graphLayers);
     const double perStep = (total - prefill) / double(steps);
     out["decode"][std::to_string(batch)] = {{"per_step_s", perStep},
-                                            {"tokens_per_s", double(batch) / perStep}};
-    std::fprintf(stderr, "decode batch %lld: %.2f ms/step, %.0f tok/s\n", (long long)batch,
-                 perStep * 1e3, double(batch) / perStep);
+                                            {"tokens_per_s", double(batch) / perStep},
+                                            {"graph_layers", graphLayers}};
+    std::fprintf(stderr, "decode batch %lld: %.2f ms/step, %.0f tok/s (%lld layers from graphs)\n",
+                 (long long)batch, perStep * 1e3, double(batch) / perStep, (long long)graphLayers);
   }
   // Traces at batch 1: plain, one read of layer 10's o_proj.input per step, one head zeroed.
   const auto prompt = promptIds(5, info.vocabSize, 0);
@@ -212,6 +232,7 @@ int main(int argc, char** argv) {
       {"zero_head", "    for step in tracer.iter[:]:\n        z = " + o + ".input\n        " + o +
                         ".head(z, 0)[:] = 0\n"}};
   for (const auto& [name, body] : bodies) {
+    if (scaling && name == "zero_head") continue;
     const double prefill = traceSeconds(e, body, prompt, 1, 3);
     const double total = traceSeconds(e, body, prompt, steps + 1, 3);
     out["trace"][name] = {{"total_s", total}, {"per_step_s", (total - prefill) / double(steps)}};

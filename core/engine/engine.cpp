@@ -168,8 +168,8 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
       groupsSeen = groupsBuilt;
     }
     try {
-      RankContext ctx{rank,  *groups[rank], *models[rank], source, devices[rank],
-                      dtype, *job,          decode};
+      RankContext ctx{rank,          *groups[rank], *models[rank], source,
+                      devices[rank], dtype,         *job,          decode};
       job->run(ctx);
     } catch (...) {
       decode.reset();  // a graph recorded during a failed job is not replayed

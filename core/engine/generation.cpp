@@ -97,7 +97,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   const auto graphLayers = [&ctx] {
-    const LayerReplayer* r = ctx.device.is_cuda() ? ctx.decode.replayer(ctx.group, ctx.device) : nullptr;
+    const LayerReplayer* r =
+        ctx.device.is_cuda() ? ctx.decode.replayer(ctx.group, ctx.device) : nullptr;
     return r ? r->layersReplayed() : int64_t(0);
   };
   const int64_t graphLayersBefore = graphLayers();

@@ -11,9 +11,9 @@
 #include <mutex>
 
 #include "../model/causal_lm.h"
-#include "decode_state.h"
 #include "../model/model_source.h"
 #include "../parallel/process_group.h"
+#include "decode_state.h"
 #include "engine_types.h"
 
 namespace shardscope {

@@ -32,7 +32,8 @@ class PortObserver {
   // Whether request r asked to stop after the current step (tracer.stop()).
   virtual bool stopRequested(int64_t request) const { return false; }
   // The first decoder layer whose ports the observer needs at `step` (given what it waits on now),
-  // numLayers when none, -1 when it cannot tell: then every layer runs eagerly and visits its ports.
+  // numLayers when none, -1 when it cannot tell: then every layer runs eagerly and visits its
+  // ports.
   virtual int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const { return -1; }
   // Layers [begin, end) of this step ran as a replayed graph: their ports were passed unvisited.
   virtual void layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) {}

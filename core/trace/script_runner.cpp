@@ -16,8 +16,8 @@ namespace shardscope::trace {
 namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
-const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype",
-                                              "device", "enforce_eager"};
+const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype", "device",
+                                              "enforce_eager"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "trust_remote_code",
                                                 "max_model_len",

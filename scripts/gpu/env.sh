@@ -5,3 +5,27 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 eval "$(bash .gpu-debs/unpack-debs .gpu-debs /tmp/debroot)"
 export CMAKE_PREFIX_PATH="/tmp/debroot/usr;$CMAKE_PREFIX_PATH"
 export SHARDSCOPE_CACHE=${SHARDSCOPE_CACHE:-$PWD/.gpu-cache}
+export BUILD_DIR=${BUILD_DIR:-/tmp/build-gpu}
+
+# Configures and builds $BUILD_DIR (Release) with LibTorch's CUDA and NCCL; targets as arguments
+# (none: everything). Warnings are not errors here: g++ 13 at -O3 reports false positives inside
+# LibTorch 2.x headers; CI builds with -Werror.
+gpu_build() {
+  local out=${OUT:-/tmp}
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDSCOPE_WERROR=OFF \
+    -DCMAKE_PREFIX_PATH="$CMAKE_PREFIX_PATH" $SQLITE_CMAKE_ARGS > "$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; return 1; }
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)" "${targets[@]}" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; return 1; }
+}
+
+# A random bf16 Qwen3-8B checkpoint on local disk (about 16 GB, written once per machine).
+gpu_checkpoint() {
+  local ckpt=${CHECKPOINT:-/tmp/qwen3-8b-random}
+  if [[ ! -f $ckpt/model.safetensors ]]; then
+    local start=$(date +%s.%N)
+    "$BUILD_DIR/bin/shardscope-cli" make-checkpoint --config bench/configs/qwen3-8b.json --seed 1 "$ckpt" >&2
+    echo "checkpoint written in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+  fi
+  echo "$ckpt"
+}

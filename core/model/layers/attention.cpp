@@ -30,9 +30,13 @@ at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
   if (q.is_cuda() && (past == 0 || n == 1)) {
     at::Tensor qh = q.view({n, heads_, headDim_}).transpose(0, 1).unsqueeze(0);  // [1, h, n, d]
     // KV heads repeated for their query group: [1, h, L, d].
-    at::Tensor kh = keys.transpose(0, 1).unsqueeze(1).expand({kvHeads_, group, L, headDim_})
+    at::Tensor kh = keys.transpose(0, 1)
+                        .unsqueeze(1)
+                        .expand({kvHeads_, group, L, headDim_})
                         .reshape({1, heads_, L, headDim_});
-    at::Tensor vh = values.transpose(0, 1).unsqueeze(1).expand({kvHeads_, group, L, headDim_})
+    at::Tensor vh = values.transpose(0, 1)
+                        .unsqueeze(1)
+                        .expand({kvHeads_, group, L, headDim_})
                         .reshape({1, heads_, L, headDim_});
     at::Tensor out = at::scaled_dot_product_attention(qh, kh, vh, {}, 0.0,
                                                       /*is_causal=*/n > 1, scale_);

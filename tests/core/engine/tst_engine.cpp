@@ -78,14 +78,15 @@ class TestEngine : public QObject {
     Engine graphs(o);
     o.cudaGraphs = false;
     Engine eager(o);
-    auto r = request(graphs,
-                     {"The capital of France is", "Hi", "A much longer third prompt with more tokens"},
-                     24);
+    auto r = request(
+        graphs, {"The capital of France is", "Hi", "A much longer third prompt with more tokens"},
+        24);
     r.returnLogits = true;
     const auto a = Engine::generateResult(graphs.generate(r));
     const auto again = Engine::generateResult(graphs.generate(r));
     const auto b = Engine::generateResult(eager.generate(r));
-    QVERIFY2(a.graphLayers >= 23 * graphs.info().numLayers, qPrintable(QString::number(a.graphLayers)));
+    QVERIFY2(a.graphLayers >= 23 * graphs.info().numLayers,
+             qPrintable(QString::number(a.graphLayers)));
     QCOMPARE(b.graphLayers, int64_t(0));
     for (size_t i = 0; i < 3; ++i) {
       QCOMPARE(a.outputs[i].tokenIds, b.outputs[i].tokenIds);

@@ -443,7 +443,8 @@ void TestTrace::syntheticPartialSumPortDividesWrites() {
           trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
           il.registerModule(probe);
           il.start();
-          ForwardBatch batch{ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0, {}, {}};
+          ForwardBatch batch{
+              ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0, {}, {}};
           const at::Tensor partial =
               (at::arange(6, at::kFloat).view({2, 3}) * (ctx.rank + 1)).to(ctx.device);
           PortValue v = PortValue::single(partial.clone());
