@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #ifdef SHARDSCOPE_WITH_NCCL
-#include "decode_graphs.h"
+#include "layer_graphs.h"
 #endif
 
 namespace shardscope {
@@ -33,7 +33,7 @@ KvCache& DecodeState::cache(const ModelConfig& config, int64_t kvHeadsPerRank, i
 LayerReplayer* DecodeState::replayer(ProcessGroup& group, at::Device device) {
   if (!cudaGraphs_ || !device.is_cuda() || !group.graphCapturable()) return nullptr;
 #ifdef SHARDSCOPE_WITH_NCCL
-  if (!graphs_) graphs_ = std::make_unique<DecodeGraphs>(group, device);
+  if (!graphs_) graphs_ = std::make_unique<LayerGraphs>(group, device);
   return graphs_.get();
 #else
   return nullptr;

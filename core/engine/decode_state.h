@@ -1,5 +1,5 @@
-// DecodeState: what a rank keeps from one generation to the next so that decode steps replay the
-// CUDA graphs captured before: the KV cache (grown when a generation needs more, never shrunk,
+// DecodeState: what a rank keeps from one generation to the next so that steps replay the CUDA
+// graphs captured before: the KV cache (grown when a generation needs more, never shrunk,
 // cleared before each use) and the graphs recorded over it, dropped whenever the cache moves.
 #pragma once
 
@@ -23,7 +23,7 @@ class DecodeState {
   // A cleared cache with room for `requests` rows of `capacity` tokens.
   KvCache& cache(const ModelConfig& config, int64_t kvHeadsPerRank, int64_t requests,
                  int64_t capacity, at::TensorOptions options);
-  // The graph runner for decode steps on this rank, or nullptr (CPU, graphs off, a group that
+  // The graph runner for this rank's GPU steps, or nullptr (CPU, graphs off, a group that
   // cannot be captured, LibTorch without CUDA).
   LayerReplayer* replayer(ProcessGroup& group, at::Device device);
   // After a failed job: nothing captured during it is trusted again.

@@ -37,7 +37,7 @@ struct GenerateResult {
   std::vector<RequestOutput> outputs;
   int64_t steps = 0;
   double seconds = 0;
-  int64_t graphLayers = 0;  // decoder layers that ran from CUDA graphs, summed over decode steps
+  int64_t graphLayers = 0;  // decoder layers that ran from CUDA graphs, summed over steps
 };
 
 struct JobProgress {

@@ -25,7 +25,7 @@ struct Sequence {
 constexpr int64_t kSpanGranule = 256;
 
 // A pure decode step on the GPU: batched attention over the shared cache, its slots, span and
-// mask built once for all layers, and graph replay where the rank has it.
+// mask built once for all layers.
 void prepareDecode(RankContext& ctx, const KvCache& cache, const std::vector<int64_t>& slots,
                    const std::vector<int64_t>& past, ForwardBatch& batch) {
   const int64_t longest = *std::max_element(past.begin(), past.end()) + 1;
@@ -38,7 +38,6 @@ void prepareDecode(RankContext& ctx, const KvCache& cache, const std::vector<int
   batch.decodeMask = (at::arange(batch.decodeSpan, batch.positions.options()).unsqueeze(0) <=
                       batch.decodePast.unsqueeze(1))
                          .view({requests, 1, 1, batch.decodeSpan});
-  batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
 }
 
 }  // namespace
@@ -129,6 +128,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     }
     batch.positions = at::tensor(positions, longOptions).to(ctx.device);
     if (decodeOnly && ctx.device.is_cuda()) prepareDecode(ctx, cache, slots, past, batch);
+    if (ctx.device.is_cuda()) batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
     at::Tensor hidden = ctx.model.forward(at::tensor(ids, longOptions).to(ctx.device), batch);
     at::Tensor last = hidden.index_select(0, at::tensor(lastRows, longOptions).to(ctx.device));
     at::Tensor logits = ctx.model.logits(last, batch);  // [R, V]

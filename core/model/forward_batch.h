@@ -35,7 +35,7 @@ struct ForwardBatch {
   // mask of the keys each request sees; built once per step, so attention runs batched.
   at::Tensor decodeSlots{}, decodePast{}, decodeMask{};
   int64_t decodeSpan = 0;
-  // Replays CUDA graphs over the decoder layers the observer does not need (decode steps only).
+  // Replays CUDA graphs over the decoder layers the observer does not need (GPU steps).
   LayerReplayer* replayer = nullptr;
 
   int64_t numTokens() const { return positions.size(0); }

@@ -1,5 +1,5 @@
 // LayerStack / LayerReplayer: the seam between a model's decoder layers and a runner that replays
-// captured CUDA graphs over runs of them (core/engine/decode_graphs). The model runs a layer
+// captured CUDA graphs over runs of them (core/engine/layer_graphs). The model runs a layer
 // eagerly whenever the step's observer needs one of its ports; the replayer covers the rest.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "decode_graphs.h"
+#include "layer_graphs.h"
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -13,14 +13,14 @@
 namespace shardscope {
 
 // One recorded segment: inputs copied in before a replay, outputs copied out after it.
-struct DecodeGraphs::Graph {
+struct LayerGraphs::Graph {
   at::cuda::CUDAGraph graph;
   at::Tensor hiddenIn, residualIn, hiddenOut, residualOut;
 };
 
 // All graphs of a rank share one memory pool: they replay one at a time on one stream, and each
 // keeps its outputs alive, so a segment's scratch may reuse another's.
-struct DecodeGraphs::Pool {
+struct LayerGraphs::Pool {
   decltype(at::cuda::graph_pool_handle()) id = at::cuda::graph_pool_handle();
 };
 
@@ -36,41 +36,56 @@ std::pair<at::Tensor, at::Tensor> runLayers(const LayerStack& stack, int64_t beg
 
 }  // namespace
 
-DecodeGraphs::DecodeGraphs(ProcessGroup& group, at::Device device)
+LayerGraphs::LayerGraphs(ProcessGroup& group, at::Device device)
     : group_(group), device_(device), pool_(std::make_unique<Pool>()) {}
 
-DecodeGraphs::~DecodeGraphs() {
+LayerGraphs::~LayerGraphs() {
   graphs_.clear();  // before the pool's id is forgotten
 }
 
-DecodeGraphs::StepInputs& DecodeGraphs::inputs(const ForwardBatch& batch) {
-  const int64_t requests = batch.decodeSlots.size(0);
-  StepInputs& in = inputs_[{requests, batch.decodeSpan}];
+// What a recorded graph bakes in: a decode step's requests and attended keys, or every span's
+// rows, cached length and cache slot (the attention of a prefill narrows by them on the host).
+LayerGraphs::Layout LayerGraphs::layoutOf(const ForwardBatch& batch) {
+  if (batch.decodeMask.defined()) return {0, batch.decodeSlots.size(0), batch.decodeSpan};
+  Layout layout{1};
+  for (const SequenceSpan& s : batch.spans) {
+    layout.insert(layout.end(), {s.tokenStart, s.tokenCount, s.pastLength, s.slot});
+  }
+  return layout;
+}
+
+LayerGraphs::StepInputs& LayerGraphs::inputs(const Layout& layout, const ForwardBatch& batch) {
+  StepInputs& in = inputs_[layout];
   if (!in.positions.defined()) {
     in.positions = at::empty_like(batch.positions);
-    in.slots = at::empty_like(batch.decodeSlots);
-    in.mask = at::empty_like(batch.decodeMask);
+    if (batch.decodeMask.defined()) {
+      in.slots = at::empty_like(batch.decodeSlots);
+      in.mask = at::empty_like(batch.decodeMask);
+    }
   }
   in.positions.copy_(batch.positions);
-  in.slots.copy_(batch.decodeSlots);
-  in.mask.copy_(batch.decodeMask);
+  if (in.slots.defined()) {
+    in.slots.copy_(batch.decodeSlots);
+    in.mask.copy_(batch.decodeMask);
+  }
   return in;
 }
 
-std::unique_ptr<DecodeGraphs::Graph> DecodeGraphs::record(const LayerStack& stack, int64_t begin,
-                                                          int64_t end, const at::Tensor& hidden,
-                                                          const at::Tensor& residual,
-                                                          const ForwardBatch& batch) {
+std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack, int64_t begin,
+                                                        int64_t end, const at::Tensor& hidden,
+                                                        const at::Tensor& residual, StepInputs& in,
+                                                        const ForwardBatch& batch) {
   auto g = std::make_unique<Graph>();
-  StepInputs& in = inputs(batch);
   g->hiddenIn = hidden.clone();
   if (residual.defined()) g->residualIn = residual.clone();
-  // The graph reads the step's inputs from the fixed buffers and sees no observer.
+  // The graph reads the step's tensors from the fixed buffers and sees no observer.
   ForwardBatch fixed = batch;
   fixed.positions = in.positions;
-  fixed.decodePast = in.positions;  // a decode token sits at its request's cached length
-  fixed.decodeSlots = in.slots;
-  fixed.decodeMask = in.mask;
+  if (batch.decodeMask.defined()) {
+    fixed.decodePast = in.positions;  // a decode token sits at its request's cached length
+    fixed.decodeSlots = in.slots;
+    fixed.decodeMask = in.mask;
+  }
   fixed.observer = nullptr;
   fixed.replayer = nullptr;
 
@@ -108,9 +123,12 @@ std::unique_ptr<DecodeGraphs::Graph> DecodeGraphs::record(const LayerStack& stac
   return g;
 }
 
-int64_t DecodeGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& hidden,
-                             at::Tensor& residual, const ForwardBatch& batch) {
-  if (!batch.decodeMask.defined() || !hidden.is_cuda()) return begin;
+int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& hidden,
+                            at::Tensor& residual, const ForwardBatch& batch) {
+  if (!hidden.is_cuda() || batch.numTokens() > kMaxTokens) return begin;
+  for (const SequenceSpan& s : batch.spans) {
+    if (!s.cache) return begin;
+  }
   const int64_t layers = stack.numLayers();
   int64_t end = layers;
   if (batch.observer) {
@@ -119,18 +137,22 @@ int64_t DecodeGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor&
     end = std::clamp(needed, begin, layers);
   }
   if (end == begin) return begin;
-  const Key key{begin, end, batch.decodeSlots.size(0), batch.decodeSpan};
+  const Layout layout = layoutOf(batch);
+  Layout key{begin, end};
+  key.insert(key.end(), layout.begin(), layout.end());
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
-    it = graphs_.emplace(key, record(stack, begin, end, hidden, residual, batch)).first;
+    if (graphs_.size() >= kMaxGraphs) return begin;
+    StepInputs& in = inputs(layout, batch);
+    it = graphs_.emplace(key, record(stack, begin, end, hidden, residual, in, batch)).first;
   } else {
-    inputs(batch);
+    inputs(layout, batch);
     it->second->hiddenIn.copy_(hidden);
     if (residual.defined()) it->second->residualIn.copy_(residual);
   }
   Graph& g = *it->second;
   g.graph.replay();
-  if (group_.size() > 1) group_.waitForStream("a replayed decode graph");
+  if (group_.size() > 1) group_.waitForStream("a replayed layer graph");
   // Copies: the outputs' buffers are overwritten by the next replay, which a saved value
   // must not see.
   hidden = g.hiddenOut.clone();
