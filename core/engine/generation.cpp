@@ -22,7 +22,7 @@ struct Sequence {
 
 // Keys a decode step attends over: the longest request's, rounded up so that CUDA graphs
 // recorded for one span serve many steps (the mask hides the rest).
-constexpr int64_t kSpanGranule = 256;
+constexpr int64_t kSpanGranule = 128;
 
 // A pure decode step on the GPU: batched attention over the shared cache, its slots, span and
 // mask built once for all layers.
@@ -33,6 +33,8 @@ void prepareDecode(RankContext& ctx, const KvCache& cache, const std::vector<int
   const int64_t requests = int64_t(slots.size());
   batch.decodeSlots = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(ctx.device);
   batch.decodePast = batch.positions;  // a decode token sits at its request's cached length
+  batch.decodeSlotsInOrder = true;
+  for (int64_t i = 0; i < requests; ++i) batch.decodeSlotsInOrder &= slots[size_t(i)] == i;
   batch.decodeSpan =
       std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
   batch.decodeMask = (at::arange(batch.decodeSpan, batch.positions.options()).unsqueeze(0) <=

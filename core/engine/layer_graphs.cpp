@@ -46,7 +46,8 @@ LayerGraphs::~LayerGraphs() {
 // What a recorded graph bakes in: a decode step's requests and attended keys, or every span's
 // rows, cached length and cache slot (the attention of a prefill narrows by them on the host).
 LayerGraphs::Layout LayerGraphs::layoutOf(const ForwardBatch& batch) {
-  if (batch.decodeMask.defined()) return {0, batch.decodeSlots.size(0), batch.decodeSpan};
+  if (batch.decodeMask.defined())
+    return {0, batch.decodeSlots.size(0), batch.decodeSpan, batch.decodeSlotsInOrder ? 1 : 0};
   Layout layout{1};
   for (const SequenceSpan& s : batch.spans) {
     layout.insert(layout.end(), {s.tokenStart, s.tokenCount, s.pastLength, s.slot});

@@ -35,6 +35,7 @@ struct ForwardBatch {
   // mask of the keys each request sees; built once per step, so attention runs batched.
   at::Tensor decodeSlots{}, decodePast{}, decodeMask{};
   int64_t decodeSpan = 0;
+  bool decodeSlotsInOrder = false;  // slots are 0..R-1: the cache rows are read as a view
   // Replays CUDA graphs over the decoder layers the observer does not need (GPU steps).
   LayerReplayer* replayer = nullptr;
 

@@ -70,19 +70,16 @@ at::Tensor Attention::attendDecodeBatch(const at::Tensor& q, const at::Tensor& k
   const at::Tensor& past = batch.decodePast;
   cache.allKeys(layer_).index_put_({slots, past}, k.view({R, kvHeads_, headDim_}));
   cache.allValues(layer_).index_put_({slots, past}, v.view({R, kvHeads_, headDim_}));
-  const auto gathered = [&](const at::Tensor& all) {  // [R, heads, span, d]
-    return all.narrow(1, 0, span)
-        .index_select(0, slots)
-        .permute({0, 2, 1, 3})
-        .unsqueeze(2)
-        .expand({R, kvHeads_, group, span, headDim_})
-        .reshape({R, heads_, span, headDim_});
+  const auto window = [&](const at::Tensor& all) {  // [R, kvHeads, span, d], a view when it can
+    at::Tensor rows = batch.decodeSlotsInOrder ? all.narrow(0, 0, R) : all.index_select(0, slots);
+    return rows.narrow(1, 0, span).permute({0, 2, 1, 3});
   };
-  const at::Tensor& mask = batch.decodeMask;
-  at::Tensor out = at::scaled_dot_product_attention(q.view({R, heads_, 1, headDim_}),
-                                                    gathered(cache.allKeys(layer_)),
-                                                    gathered(cache.allValues(layer_)), mask, 0.0,
-                                                    /*is_causal=*/false, scale_);
+  // Grouped-query attention without repeating keys: the `group` query heads that share a KV head
+  // (head h reads KV head h / group, as transformers' repeat_kv) are the rows of one query block;
+  // with one token per request the rows are independent and share the request's mask.
+  at::Tensor out = at::scaled_dot_product_attention(
+      q.view({R, kvHeads_, group, headDim_}), window(cache.allKeys(layer_)),
+      window(cache.allValues(layer_)), batch.decodeMask, 0.0, /*is_causal=*/false, scale_);
   return out.reshape({R, heads_ * headDim_});
 }
 #endif
