@@ -23,9 +23,9 @@ gpu_build() {
 gpu_checkpoint() {
   local ckpt=${CHECKPOINT:-/tmp/qwen3-8b-random}
   if [[ ! -f $ckpt/model.safetensors ]]; then
-    local start=$(date +%s.%N)
+    local start=$SECONDS
     "$BUILD_DIR/bin/shardscope-cli" make-checkpoint --config bench/configs/qwen3-8b.json --seed 1 "$ckpt" >&2
-    echo "checkpoint written in $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+    echo "checkpoint written in $((SECONDS - start)) s" >&2
   fi
   echo "$ckpt"
 }
