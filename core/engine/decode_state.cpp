@@ -18,7 +18,9 @@ KvCache& DecodeState::cache(const ModelConfig& config, int64_t kvHeadsPerRank, i
                     cache_->allKeys(0).options().dtype() == options.dtype() &&
                     cache_->allKeys(0).device() == options.device();
   if (fits) {
-    cache_->clear(requests, capacity);
+    // All of its capacity: a decode step attends over a rounded-up span, masked, and a stale
+    // non-finite key there would still turn the masked scores into NaN.
+    cache_->clear(requests, cache_->capacity());
     return *cache_;
   }
   const int64_t rows = cache_ ? std::max(requests, cache_->requests()) : requests;

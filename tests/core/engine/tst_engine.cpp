@@ -3,15 +3,18 @@
 // that fails on one rank, then jobs that succeed.
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 #include <thread>
 
 #include "common/test_support.h"
+#include "core/engine/decode_state.h"
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
 #include "core/error.h"
 #include "core/host_tensor_conversion.h"
 #include "core/model/tokenizer.h"
+#include "core/parallel/local_group.h"
 
 using namespace shardscope;
 
@@ -97,6 +100,31 @@ class TestEngine : public QObject {
                qPrintable(QString::number((x - y).abs().max().item<double>())));
       QVERIFY(at::equal(fromHostFloat(again.outputs[i].logits), x));
     }
+  }
+
+  // A rank keeps its KV cache across generations: reused while it fits, cleared over its whole
+  // capacity (a stale NaN must not reach masked attention), grown when a request needs more.
+  void kvCacheIsKeptClearedAndGrown() {
+    ModelConfig c;
+    c.numLayers = 2;
+    c.headDim = 4;
+    DecodeState state(false);
+    const auto options = at::TensorOptions().dtype(at::kFloat);
+    KvCache& first = state.cache(c, 2, 3, 10, options);
+    QVERIFY(at::equal(first.allKeys(1), at::zeros({3, 10, 2, 4})));
+    first.allKeys(0).fill_(NAN);
+    first.allValues(1).fill_(NAN);
+    KvCache& again = state.cache(c, 2, 2, 6, options);
+    QCOMPARE(&again, &first);
+    QCOMPARE(again.capacity(), int64_t(10));
+    QVERIFY(at::equal(again.allKeys(0).narrow(0, 0, 2), at::zeros({2, 10, 2, 4})));
+    QVERIFY(at::equal(again.allValues(1).narrow(0, 0, 2), at::zeros({2, 10, 2, 4})));
+    QVERIFY(at::isnan(again.allKeys(0)[2]).all().item<bool>());  // rows not asked for: untouched
+    KvCache& grown = state.cache(c, 2, 4, 8, options);
+    QCOMPARE(grown.requests(), int64_t(4));
+    QCOMPARE(grown.capacity(), int64_t(10));  // never shrinks
+    QVERIFY(at::equal(grown.allKeys(0), at::zeros({4, 10, 2, 4})));
+    QVERIFY(state.replayer(*LocalGroup::create(1)[0], at::Device(at::kCPU)) == nullptr);
   }
 
   void seedsDecideSampledText() {
