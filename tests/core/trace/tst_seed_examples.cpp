@@ -2,8 +2,8 @@
 // Qwen3-8B-width test model: hidden 4096, 32 query heads, 8 KV heads, head_dim 128, vocab 151936,
 // 11 layers, small intermediate size, random weights). `shardscope-cli run --tp 2` prints exactly
 // the seed's shapes, and the values equal tp=1's. With SHARDSCOPE_QWEN3_8B naming a checkpoint of
-// the full Qwen3-8B configuration (scripts/gpu/seed-8b writes one with random bf16 weights), the
-// four scripts also run on it in bf16 on the GPU at tp=1 and tp=2 (issue 8).
+// the full Qwen3-8B configuration (scripts/gpu/multi-gpu writes one with random bf16 weights), the
+// four scripts also run on it in bf16 and in fp32 at tp=1 and tp=2 (issue 8).
 #include <QtTest>
 
 #include <ATen/ATen.h>
@@ -69,6 +69,9 @@ struct Runner {
   }
 };
 
+const char* kNoFullModel =
+    "set SHARDSCOPE_QWEN3_8B to a Qwen3-8B checkpoint (scripts/gpu/multi-gpu writes one) on a GPU";
+
 // seed_2 with every step's logits kept, to tell a bf16 near-tie from a real difference.
 const char* kZeroHeadWithLogits =
     "from nnsight.modeling.vllm import VLLM\n"
@@ -103,8 +106,11 @@ double relativeError(const at::Tensor& a, const at::Tensor& b) {
   return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
 }
 
-// The checkpoint of SHARDSCOPE_QWEN3_8B beside the Qwen3 tokenizer, in a scratch directory.
-std::string fullModelSpec(const test::TempDir& dir, const std::filesystem::path& checkpoint) {
+// The checkpoint of SHARDSCOPE_QWEN3_8B beside the Qwen3 tokenizer, in a scratch directory; empty
+// when the variable is not set.
+std::string fullModelSpec(const test::TempDir& dir) {
+  const char* checkpoint = std::getenv("SHARDSCOPE_QWEN3_8B");
+  if (!checkpoint || !*checkpoint) return "";
   for (const auto& f : std::filesystem::directory_iterator(checkpoint))
     std::filesystem::create_symlink(std::filesystem::absolute(f.path()),
                                     dir.path() / f.path().filename());
@@ -179,11 +185,9 @@ class TestSeedExamples : public QObject {
   // sharded sums, and the zero-head text is the same wherever tp=1's top two logits are not a
   // near-tie (closer than twice the logits' difference at that step).
   void fullQwen3_8bInBf16AtTp2() {
-    const char* checkpoint = std::getenv("SHARDSCOPE_QWEN3_8B");
-    if (!checkpoint || !*checkpoint)
-      QSKIP("set SHARDSCOPE_QWEN3_8B to a Qwen3-8B checkpoint (scripts/gpu/seed-8b) on a GPU");
     test::TempDir dir;
-    const std::string spec = fullModelSpec(dir, checkpoint);
+    const std::string spec = fullModelSpec(dir);
+    if (spec.empty()) QSKIP(kNoFullModel);
     at::Tensor z1, resid1, logits1, qkv1, steps1;
     std::vector<int64_t> ids1;
     {
@@ -240,11 +244,9 @@ class TestSeedExamples : public QObject {
 
   // The same weights computed in fp32: tp=2 agrees with tp=1 to fp32 rounding.
   void fullQwen3_8bInFp32AtTp2() {
-    const char* checkpoint = std::getenv("SHARDSCOPE_QWEN3_8B");
-    if (!checkpoint || !*checkpoint)
-      QSKIP("set SHARDSCOPE_QWEN3_8B to a Qwen3-8B checkpoint (scripts/gpu/seed-8b) on a GPU");
     test::TempDir dir;
-    const std::string spec = fullModelSpec(dir, checkpoint);
+    const std::string spec = fullModelSpec(dir);
+    if (spec.empty()) QSKIP(kNoFullModel);
     std::map<std::string, at::Tensor> one;
     std::string text1;
     {
