@@ -1,10 +1,10 @@
 #include "model_config.h"
 
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "../error.h"
+#include "../file_tree.h"
 
 namespace shardscope {
 namespace {
@@ -129,12 +129,9 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
 }
 
 ModelConfig ModelConfig::load(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in)
+  if (!std::filesystem::is_regular_file(path))
     throw CheckpointError("cannot open " + path.string() + ": a checkpoint needs config.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path.string());
+  return parse(readFile(path), path.string());
 }
 
 void ModelConfig::checkTensorParallel(int tp) const {

@@ -4,14 +4,13 @@
 #include <pcre2.h>
 
 #include <algorithm>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unordered_map>
 #include <variant>
 
 #include "../error.h"
+#include "../file_tree.h"
 #include "unicode_text.h"
 
 namespace shardscope {
@@ -461,11 +460,7 @@ Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
 std::shared_ptr<const Tokenizer> Tokenizer::fromFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open tokenizer " + path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return fromJson(ss.str(), path.string());
+  return fromJson(readFile(path), path.string());
 }
 
 std::shared_ptr<const Tokenizer> Tokenizer::fromJson(const std::string& text,
