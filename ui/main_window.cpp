@@ -271,16 +271,10 @@ void MainWindow::buildDocks() {
     if (tree_->portAt(treeFilter_->mapToSource(index), nullptr)) readSelectedPort();
   });
   left->setMinimumWidth(300);
-  auto* treeDock = new QDockWidget(tr("Modules"), this);
-  treeDock->setObjectName("modules");
-  treeDock->setWidget(left);
-  addDockWidget(Qt::LeftDockWidgetArea, treeDock);
+  QDockWidget* treeDock = addDock(tr("Modules"), "modules", left, Qt::LeftDockWidgetArea);
 
   enginePanel_ = new EnginePanel(this);
-  auto* engineDock = new QDockWidget(tr("Engine"), this);
-  engineDock->setObjectName("engine");
-  engineDock->setWidget(enginePanel_);
-  addDockWidget(Qt::LeftDockWidgetArea, engineDock);
+  addDock(tr("Engine"), "engine", enginePanel_, Qt::LeftDockWidgetArea);
 
   auto* scriptBox = new QWidget(this);
   auto* scriptLayout = new QVBoxLayout(scriptBox);
@@ -294,10 +288,7 @@ void MainWindow::buildDocks() {
   scriptLayout->addWidget(runScript);
   connect(runScript, &QPushButton::clicked, this, &MainWindow::runEditorScript);
   scriptBox->setMinimumWidth(360);
-  auto* scriptDock = new QDockWidget(tr("Script"), this);
-  scriptDock->setObjectName("script");
-  scriptDock->setWidget(scriptBox);
-  addDockWidget(Qt::RightDockWidgetArea, scriptDock);
+  QDockWidget* scriptDock = addDock(tr("Script"), "script", scriptBox, Qt::RightDockWidgetArea);
 
   logModel_ = new SessionLogModel(this);
   auto* logBox = new QWidget(this);
@@ -336,10 +327,7 @@ void MainWindow::buildDocks() {
   connect(exportValues, &QPushButton::clicked, this, &MainWindow::exportValues);
   connect(exportPlot, &QPushButton::clicked, this, &MainWindow::exportPlot);
   connect(exportCsv, &QPushButton::clicked, this, &MainWindow::exportCsv);
-  auto* logDock = new QDockWidget(tr("Session log"), this);
-  logDock->setObjectName("session");
-  logDock->setWidget(logBox);
-  addDockWidget(Qt::BottomDockWidgetArea, logDock);
+  QDockWidget* logDock = addDock(tr("Session log"), "session", logBox, Qt::BottomDockWidgetArea);
   resizeDocks({treeDock, scriptDock}, {360, 440}, Qt::Horizontal);
   resizeDocks({logDock}, {200}, Qt::Vertical);
 }
@@ -374,6 +362,15 @@ void MainWindow::buildMenus() {
   run->addAction(tr("S&top"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stop);
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About ShardScope"), this, &MainWindow::about);
+}
+
+QDockWidget* MainWindow::addDock(const QString& title, const char* name, QWidget* widget,
+                                 Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(name);
+  dock->setWidget(widget);
+  addDockWidget(area, dock);
+  return dock;
 }
 
 void MainWindow::about() {

@@ -14,6 +14,7 @@
 #include "script_builder.h"
 
 class QCheckBox;
+class QDockWidget;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -127,9 +128,15 @@ class MainWindow : public QMainWindow {
   QString tokenText(int64_t id) const;
   std::optional<int64_t> resolveTarget(const trace::RunResult* baseline) const;
   void message(const QString& text);
+  // Asks for a file, calls `save` (one of the save* functions) and shows its error, if any.
+  void exportTo(const QString& title, const QString& suggested, const QString& filter,
+                QString (MainWindow::*save)(const QString&));
   void exportValues();
   void exportPlot();
   void exportCsv();
+  // A dock holding `widget`, named for the saved window state.
+  QDockWidget* addDock(const QString& title, const char* name, QWidget* widget,
+                       Qt::DockWidgetArea area);
   void about();
 
   EngineController* controller_;

@@ -194,29 +194,25 @@ QString MainWindow::saveCsv(const QString& path) {
   return {};
 }
 
-void MainWindow::exportValues() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export values"),
-                                                    QString("run-%1.safetensors").arg(shownRun_),
-                                                    tr("safetensors (*.safetensors)"));
+void MainWindow::exportTo(const QString& title, const QString& suggested, const QString& filter,
+                          QString (MainWindow::*save)(const QString&)) {
+  const QString path = QFileDialog::getSaveFileName(this, title, suggested, filter);
   if (path.isEmpty()) return;
-  const QString error = saveValues(path);
-  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export values"), error);
+  const QString error = (this->*save)(path);
+  if (!error.isEmpty()) QMessageBox::warning(this, title, error);
+}
+
+void MainWindow::exportValues() {
+  exportTo(tr("Export values"), QString("run-%1.safetensors").arg(shownRun_),
+           tr("safetensors (*.safetensors)"), &MainWindow::saveValues);
 }
 
 void MainWindow::exportPlot() {
-  const QString path =
-      QFileDialog::getSaveFileName(this, tr("Export plot"), "plot.png", tr("PNG (*.png)"));
-  if (path.isEmpty()) return;
-  const QString error = savePlot(path);
-  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export plot"), error);
+  exportTo(tr("Export plot"), "plot.png", tr("PNG (*.png)"), &MainWindow::savePlot);
 }
 
 void MainWindow::exportCsv() {
-  const QString path =
-      QFileDialog::getSaveFileName(this, tr("Export CSV"), "values.csv", tr("CSV (*.csv)"));
-  if (path.isEmpty()) return;
-  const QString error = saveCsv(path);
-  if (!error.isEmpty()) QMessageBox::warning(this, tr("Export CSV"), error);
+  exportTo(tr("Export CSV"), "values.csv", tr("CSV (*.csv)"), &MainWindow::saveCsv);
 }
 
 }  // namespace shardscope::ui

@@ -52,7 +52,8 @@ struct EngineOptions {
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
   int threadsPerRank = 0;        // 0: the machine's cores divided by tp
-  bool cudaGraphs = true;        // replay decode steps as CUDA graphs (vLLM's enforce_eager=False)
+  // On the GPU, decode steps and small prefills replay CUDA graphs (off: vLLM's enforce_eager).
+  bool cudaGraphs = true;
 };
 
 // A port of the module tree as the UI and the CLI show it.

@@ -32,13 +32,12 @@ void prepareDecode(RankContext& ctx, const KvCache& cache, const std::vector<int
   SS_ASSERT(longest <= cache.capacity(), "a request outgrew its KV cache");
   const int64_t requests = int64_t(slots.size());
   batch.decodeSlots = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(ctx.device);
-  batch.decodePast = batch.positions;  // a decode token sits at its request's cached length
   batch.decodeSlotsInOrder = true;
   for (int64_t i = 0; i < requests; ++i) batch.decodeSlotsInOrder &= slots[size_t(i)] == i;
   batch.decodeSpan =
       std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
   batch.decodeMask = (at::arange(batch.decodeSpan, batch.positions.options()).unsqueeze(0) <=
-                      batch.decodePast.unsqueeze(1))
+                      batch.positions.unsqueeze(1))
                          .view({requests, 1, 1, batch.decodeSpan});
 }
 

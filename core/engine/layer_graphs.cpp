@@ -83,7 +83,6 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   ForwardBatch fixed = batch;
   fixed.positions = in.positions;
   if (batch.decodeMask.defined()) {
-    fixed.decodePast = in.positions;  // a decode token sits at its request's cached length
     fixed.decodeSlots = in.slots;
     fixed.decodeMask = in.mask;
   }

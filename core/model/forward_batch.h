@@ -29,11 +29,12 @@ struct ForwardBatch {
   std::vector<SequenceSpan> spans;
   PortObserver* observer = nullptr;
   int64_t step = 0;
-  // Set when every span is one decode token in one shared cache: the spans' cache slots and past
-  // lengths as [R] int64 on the device, the number of cached keys every request attends over
-  // (the longest request's, rounded up so that CUDA graphs are reused), and the [R, 1, 1, span]
-  // mask of the keys each request sees; built once per step, so attention runs batched.
-  at::Tensor decodeSlots{}, decodePast{}, decodeMask{};
+  // Set when every span is one decode token in one shared cache (a token's position is then its
+  // request's cached length): the spans' cache slots as [R] int64 on the device, the number of
+  // cached keys every request attends over (the longest request's, rounded up so that CUDA graphs
+  // are reused), and the [R, 1, 1, span] mask of the keys each request sees; built once per step,
+  // so attention runs batched.
+  at::Tensor decodeSlots{}, decodeMask{};
   int64_t decodeSpan = 0;
   bool decodeSlotsInOrder = false;  // slots are 0..R-1: the cache rows are read as a view
   // Replays CUDA graphs over the decoder layers the observer does not need (GPU steps).

@@ -1,8 +1,8 @@
 // KvCache: the keys and values of every request of a generation on this rank, one buffer per
-// layer holding all requests ([requests, capacity, kvHeadsPerRank, headDim]), preallocated to the
-// longest request (prompt + max tokens) so decode steps write in place and a decode step of many
-// requests can attend in one batched call. All buffers are views of one allocation, so that a
-// cache kept for the next generation is cleared in one kernel.
+// layer holding all requests ([requests, capacity, kvHeadsPerRank, headDim]), preallocated to at
+// least the longest request (prompt + max tokens) so decode steps write in place and a decode step
+// of many requests can attend in one batched call. All buffers are views of one allocation, so
+// that a cache kept for the next generation (DecodeState) is cleared in one kernel.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -28,7 +28,6 @@ class KvCache {
   // Zeroes the first `requests` x `capacity` entries of every layer (one kernel), so that a
   // reused cache holds nothing of the generation before.
   void clear(int64_t requests, int64_t capacity);
-  int64_t bytes() const { return int64_t(storage_.numel() * storage_.element_size()); }
 
  private:
   int64_t capacity_;

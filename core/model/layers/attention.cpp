@@ -1,6 +1,5 @@
 #include "attention.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include <torch/version.h>
@@ -67,7 +66,7 @@ at::Tensor Attention::attendDecodeBatch(const at::Tensor& q, const at::Tensor& k
   KvCache& cache = *batch.spans[0].cache;
   const int64_t span = batch.decodeSpan;  // the generation loop checked it against the capacity
   const at::Tensor& slots = batch.decodeSlots;
-  const at::Tensor& past = batch.decodePast;
+  const at::Tensor& past = batch.positions;  // where each request's new key goes
   cache.allKeys(layer_).index_put_({slots, past}, k.view({R, kvHeads_, headDim_}));
   cache.allValues(layer_).index_put_({slots, past}, v.view({R, kvHeads_, headDim_}));
   const auto window = [&](const at::Tensor& all) {  // [R, kvHeads, span, d], a view when it can
