@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "core/model/layers/linear.h"
 #include "core/trace/script_runner.h"
 
 using namespace shardscope;
@@ -127,6 +128,56 @@ double traceSeconds(Engine& e, const std::string& body, const std::vector<int64_
   return median(times);
 }
 
+// A decode step's matmuls alone at batch 1: each weight shape of layer 0 once per layer, then the
+// LM head; LibTorch's matmul against `linear` (the GEMV kernel where it applies). One layer's
+// weights serve every layer: at ~400 MB they leave the GPU's L2 between uses.
+json decodeMatmuls(const ModelInfo& info, double bandwidth) {
+  std::vector<std::vector<int64_t>> layerShapes;
+  std::vector<int64_t> head;
+  const std::string layer0 = "model.model.layers[0].";
+  for (const auto& m : info.modules) {
+    for (const auto& p : m.parameters) {
+      if (p.name != "weight" || p.shardShape.size() != 2) continue;
+      if (m.path.rfind(layer0, 0) == 0) layerShapes.push_back(p.shardShape);
+      if (m.path == "model.lm_head") head = p.shardShape;
+    }
+  }
+  const auto o = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA);
+  std::vector<at::Tensor> weights, inputs;
+  int64_t bytes = 0;
+  for (const auto& shape : layerShapes) {
+    weights.push_back(at::randn(shape, o));
+    inputs.push_back(at::randn({1, shape[1]}, o));
+    bytes += 2 * shape[0] * shape[1] * info.numLayers;
+  }
+  at::Tensor headWeight = at::randn(head, o), headInput = at::randn({1, head[1]}, o);
+  bytes += 2 * head[0] * head[1];
+  const auto step = [&](bool kernel) {
+    for (int64_t l = 0; l < info.numLayers; ++l) {
+      for (size_t i = 0; i < weights.size(); ++i)
+        kernel ? linearForward(inputs[i], weights[i]) : at::matmul(inputs[i], weights[i].t());
+    }
+    kernel ? linearForward(headInput, headWeight) : at::matmul(headInput, headWeight.t());
+  };
+  json out{{"weight_bytes", bytes}, {"floor_s", double(bytes) / bandwidth}};
+  for (bool kernel : {false, true}) {
+    step(kernel);
+    deviceSync();
+    std::vector<double> times;
+    for (int r = 0; r < 10; ++r) {
+      const auto t = Clock::now();
+      step(kernel);
+      deviceSync();
+      times.push_back(seconds(t));
+    }
+    out[kernel ? "linear_s" : "matmul_s"] = median(times);
+    std::fprintf(stderr, "decode matmuls alone, %s: %.3f ms (%.2fx the floor)\n",
+                 kernel ? "linearForward (GEMV kernel)" : "LibTorch matmul", median(times) * 1e3,
+                 median(times) / (double(bytes) / bandwidth));
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,6 +246,9 @@ int main(int argc, char** argv) {
   out["matmul_params"] = (weightBytes / 2) - embeddingElements;  // the LM head stays in
   out["layers"] = info.numLayers;
   out["hidden"] = info.hiddenSize;
+
+  if (!scaling && tp == 1)
+    out["decode_matmuls"] = decodeMatmuls(info, out["bandwidth_bytes_per_s"].get<double>());
 
   // Warm up kernels and allocator (a prompt length not measured below: its graphs are its own).
   generateSeconds(e, {promptIds(100, info.vocabSize, 99)}, 4, 2);

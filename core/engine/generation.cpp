@@ -157,16 +157,20 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
         for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
       }
     }
-    at::Tensor shared = decision.to(ctx.device);
-    ctx.group.broadcast(shared, 0);
-    if (observer) {  // a write to model.samples forces the token on every rank alike
-      PortValue sv = PortValue::single(shared.narrow(0, 0, int64_t(active.size())));
-      batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
-      if (!sv.items[0].is_same(shared.narrow(0, 0, int64_t(active.size())))) {
-        shared.narrow(0, 0, int64_t(active.size())).copy_(sv.items[0]);
+    // Through the device only when another rank or a trace's model.samples needs it: a single
+    // rank's plain step keeps its decision on the host (two copies and a wait less per token).
+    if (ctx.group.size() > 1 || observer) {
+      at::Tensor shared = decision.to(ctx.device);
+      ctx.group.broadcast(shared, 0);
+      if (observer) {  // a write to model.samples forces the token on every rank alike
+        PortValue sv = PortValue::single(shared.narrow(0, 0, int64_t(active.size())));
+        batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
+        if (!sv.items[0].is_same(shared.narrow(0, 0, int64_t(active.size())))) {
+          shared.narrow(0, 0, int64_t(active.size())).copy_(sv.items[0]);
+        }
       }
+      decision = shared.to(at::kCPU);
     }
-    decision = shared.to(at::kCPU);
     const auto* d = decision.data_ptr<int64_t>();
     for (size_t r = 0; r < active.size(); ++r) {
       Sequence& s = seqs[active[r]];

@@ -2,6 +2,9 @@
 
 #include "../../error.h"
 #include "../weight_source.h"
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
 
 namespace shardscope {
 
@@ -46,18 +49,55 @@ at::Tensor DecoderAttention::forward(const at::Tensor& positions, const at::Tens
   b.visit(*this, PortRole::Input, in);
   const int64_t T = in.items[0].size(0);
   at::Tensor qkv = qkvProj->forward(in.items[0], b);  // [T, (nq + 2 nkv) d / tp]
-  at::Tensor q = qkv.narrow(-1, 0, qSize_);
-  at::Tensor k = qkv.narrow(-1, qSize_, kvSize_);
-  at::Tensor v = qkv.narrow(-1, qSize_ + kvSize_, kvSize_);
-  if (qNorm) {
-    q = qNorm->forward(q.reshape({T, -1, headDim_}), b).reshape({T, -1});
-    k = kNorm->forward(k.reshape({T, -1, headDim_}), b).reshape({T, -1});
+  at::Tensor o = fusedDecode(positions, qkv, b);
+  if (!o.defined()) {
+    at::Tensor q = qkv.narrow(-1, 0, qSize_);
+    at::Tensor k = qkv.narrow(-1, qSize_, kvSize_);
+    at::Tensor v = qkv.narrow(-1, qSize_ + kvSize_, kvSize_);
+    if (qNorm) {
+      q = qNorm->forward(q.reshape({T, -1, headDim_}), b).reshape({T, -1});
+      k = kNorm->forward(k.reshape({T, -1, headDim_}), b).reshape({T, -1});
+    }
+    std::tie(q, k) = rotaryEmb->forward(positions, q, k, b);
+    o = attn->forward(q, k, v.contiguous(), b);
   }
-  std::tie(q, k) = rotaryEmb->forward(positions, q, k, b);
-  at::Tensor o = attn->forward(q, k, v.contiguous(), b);
   PortValue out = PortValue::single(oProj->forward(o, b));
   b.visit(*this, PortRole::Output, out);
   return out.items[0];
+}
+
+// A decode step nobody observes (a graph being recorded, or a run without a trace): the q/k norms,
+// rotary and the KV cache write run as one kernel and attention reads the cache, as vLLM's fused
+// decode path does. q_norm, k_norm, rotary_emb and attn are not visited, which only an observer
+// could notice; with one, the modules run one by one. Undefined when this path does not apply.
+at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::Tensor& qkv,
+                                         const ForwardBatch& b) const {
+#if defined(SHARDSCOPE_WITH_CUDA_KERNELS) && TORCH_VERSION_MAJOR >= 2
+  if (b.observer || !b.decodeSlots.defined() || !fused::usable(qkv, rotaryEmb->cosTable()) ||
+      !qkv.is_contiguous())
+    return {};
+  const KvCache& cache = *b.spans[0].cache;
+  fused::QkvToCache in;
+  in.qkv = qkv;
+  in.qHeads = qSize_ / headDim_;
+  in.kvHeads = kvSize_ / headDim_;
+  in.headDim = headDim_;
+  if (qNorm) {
+    in.qNorm = qNorm->weight();
+    in.kNorm = kNorm->weight();
+    in.eps = qNorm->eps();
+  }
+  in.cos = rotaryEmb->cosTable();
+  in.sin = rotaryEmb->sinTable();
+  in.positions = positions;
+  in.slots = b.decodeSlots;
+  in.keyCache = cache.allKeys(attn->layer());
+  in.valueCache = cache.allValues(attn->layer());
+  return attn->attendCached(fused::qkvToCache(in), b);
+#else
+  (void)positions, (void)qkv, (void)b;
+  return {};
+#endif
 }
 
 DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp) : Module("mlp", parent) {

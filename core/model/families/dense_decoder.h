@@ -37,6 +37,9 @@ class DecoderAttention : public Module {
   RowParallelLinear* oProj;
 
  private:
+  at::Tensor fusedDecode(const at::Tensor& positions, const at::Tensor& qkv,
+                         const ForwardBatch& b) const;
+
   int64_t qSize_, kvSize_, headDim_;
 };
 

@@ -5,6 +5,9 @@
 #include <torch/version.h>
 
 #include "../../error.h"
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
 
 namespace shardscope {
 
@@ -28,6 +31,13 @@ at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
   // which matches Hugging Face's eager softmax in fp32 bit for bit on the CPU.
   if (q.is_cuda() && (past == 0 || n == 1)) {
     at::Tensor qh = q.view({n, heads_, headDim_}).transpose(0, 1).unsqueeze(0);  // [1, h, n, d]
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 5
+    // The KV heads as they lie in the cache, [1, kv, L, d]: SDPA attends each query group to its
+    // KV head itself (enable_gqa), where repeating them cost two copies of the keys and values.
+    at::Tensor out = at::scaled_dot_product_attention(
+        qh, keys.transpose(0, 1).unsqueeze(0), values.transpose(0, 1).unsqueeze(0), {}, 0.0,
+        /*is_causal=*/n > 1, scale_, /*enable_gqa=*/true);
+#else
     // KV heads repeated for their query group: [1, h, L, d].
     at::Tensor kh = keys.transpose(0, 1)
                         .unsqueeze(1)
@@ -39,6 +49,7 @@ at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
                         .reshape({1, heads_, L, headDim_});
     at::Tensor out = at::scaled_dot_product_attention(qh, kh, vh, {}, 0.0,
                                                       /*is_causal=*/n > 1, scale_);
+#endif
     return out.squeeze(0).transpose(0, 1).reshape({n, heads_ * headDim_});
   }
 #endif
@@ -59,16 +70,30 @@ at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,
 
 #if TORCH_VERSION_MAJOR >= 2
 // One new token for each of R requests: their k, v go into the shared cache in one scatter and
-// all R attend in one fused call, each masked to its own length.
+// all R attend in one call, each to its own length.
 at::Tensor Attention::attendDecodeBatch(const at::Tensor& q, const at::Tensor& k,
                                         const at::Tensor& v, const ForwardBatch& batch) const {
-  const int64_t R = int64_t(batch.spans.size()), group = heads_ / kvHeads_;
+  const int64_t R = int64_t(batch.spans.size());
   KvCache& cache = *batch.spans[0].cache;
-  const int64_t span = batch.decodeSpan;  // the generation loop checked it against the capacity
   const at::Tensor& slots = batch.decodeSlots;
   const at::Tensor& past = batch.positions;  // where each request's new key goes
   cache.allKeys(layer_).index_put_({slots, past}, k.view({R, kvHeads_, headDim_}));
   cache.allValues(layer_).index_put_({slots, past}, v.view({R, kvHeads_, headDim_}));
+  return attendCached(q, batch);
+}
+
+at::Tensor Attention::attendCached(const at::Tensor& q, const ForwardBatch& batch) const {
+  const int64_t R = int64_t(batch.spans.size()), group = heads_ / kvHeads_;
+  KvCache& cache = *batch.spans[0].cache;
+  const int64_t span = batch.decodeSpan;  // the generation loop checked it against the capacity
+  const at::Tensor& slots = batch.decodeSlots;
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  // Flash-decoding over each request's own length: one small kernel where SDPA needs a mask.
+  at::Tensor kernelOut =
+      fused::decodeAttention(q.contiguous(), cache.allKeys(layer_), cache.allValues(layer_), slots,
+                             batch.positions, kvHeads_, span, scale_);
+  if (kernelOut.defined()) return kernelOut;
+#endif
   const auto window = [&](const at::Tensor& all) {  // [R, kvHeads, span, d], a view when it can
     at::Tensor rows = batch.decodeSlotsInOrder ? all.narrow(0, 0, R) : all.index_select(0, slots);
     return rows.narrow(1, 0, span).permute({0, 2, 1, 3});

@@ -3,6 +3,8 @@
 // attends with KV head h / (nq / n_kv). Softmax in fp32 as Hugging Face's eager path does.
 #pragma once
 
+#include <torch/version.h>
+
 #include <string>
 
 #include "../forward_batch.h"
@@ -18,6 +20,17 @@ class Attention : public Module {
   // q: [T, nq/tp*d], k, v: [T, nkv/tp*d]  ->  [T, nq/tp*d]. Appends k, v to each span's cache.
   at::Tensor forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const ForwardBatch& batch) const;
+#if TORCH_VERSION_MAJOR >= 2
+  // A decode step's attention once its keys and values are in the cache (batch.decodeSlots set):
+  // q [R, nq/tp*d] -> [R, nq/tp*d], without visiting ports.
+  at::Tensor attendCached(const at::Tensor& q, const ForwardBatch& batch) const;
+#endif
+  int64_t layer() const {
+    return layer_;
+  }
+  int64_t kvHeads() const {
+    return kvHeads_;
+  }
 
  private:
   at::Tensor attendDecodeBatch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

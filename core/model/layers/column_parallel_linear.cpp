@@ -2,6 +2,7 @@
 
 #include "../../error.h"
 #include "../weight_source.h"
+#include "linear.h"
 
 namespace shardscope {
 
@@ -36,8 +37,7 @@ void ColumnParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x, const ForwardBatch& batch) const {
   PortValue in = PortValue::single(x);
   batch.visit(*this, PortRole::Input, in);
-  at::Tensor y = bias_.defined() ? at::addmm(bias_, in.items[0], weight_.t())
-                                 : at::matmul(in.items[0], weight_.t());
+  at::Tensor y = linearForward(in.items[0], weight_, bias_);
   PortValue out = PortValue::pair(y, at::Tensor());
   batch.visit(*this, PortRole::Output, out);
   return out.items[0];

@@ -1,8 +1,9 @@
 #include "rms_norm.h"
 
-#include <torch/version.h>
-
 #include "../weight_source.h"
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
 
 namespace shardscope {
 
@@ -18,10 +19,9 @@ void RMSNorm::load(LoadContext& ctx, const std::string& hfName) {
 }
 
 at::Tensor RMSNorm::apply(const at::Tensor& x) const {
-#if TORCH_VERSION_MAJOR >= 2 && TORCH_VERSION_MINOR >= 6 || TORCH_VERSION_MAJOR >= 3
-  // On the GPU one fused kernel (fp32 inside) instead of eight launches; it rounds once where
-  // Hugging Face rounds twice (before and after the weight), a bf16 ulp at most.
-  if (x.is_cuda()) return at::rms_norm(x, {dim_}, weight_, eps_);
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  // On the GPU one kernel instead of eight launches, rounding where Hugging Face rounds.
+  if (fused::usable(x, weight_)) return fused::rmsNorm(x, weight_, eps_);
 #endif
   at::Tensor xf = x.to(at::kFloat);
   at::Tensor var = xf.pow(2).mean(-1, /*keepdim=*/true);
@@ -40,8 +40,19 @@ std::pair<at::Tensor, at::Tensor> RMSNorm::forward(const at::Tensor& x, const at
                                                    const ForwardBatch& batch) const {
   PortValue in = PortValue::pair(x, residual);
   batch.visit(*this, PortRole::Input, in);
-  at::Tensor sum = in.items[0] + in.items[1];
-  PortValue out = PortValue::pair(apply(sum), sum);
+  PortValue out;
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  // The residual add and the norm in one pass over the row (vLLM's fused_add_rms_norm).
+  if (fused::usable(in.items[0], weight_) && fused::usable(in.items[1], weight_) &&
+      in.items[0].sizes() == in.items[1].sizes()) {
+    auto [normed, sum] = fused::addRmsNorm(in.items[0], in.items[1], weight_, eps_);
+    out = PortValue::pair(normed, sum);
+  }
+#endif
+  if (out.items.empty()) {
+    at::Tensor sum = in.items[0] + in.items[1];
+    out = PortValue::pair(apply(sum), sum);
+  }
   batch.visit(*this, PortRole::Output, out);
   return {out.items[0], out.items[1]};
 }

@@ -25,6 +25,8 @@ class RMSNorm : public Module {
                                             const ForwardBatch& batch) const;
   // The normalisation alone, without visiting ports (HF's arithmetic: fp32 statistics).
   at::Tensor apply(const at::Tensor& x) const;
+  const at::Tensor& weight() const { return weight_; }
+  double eps() const { return eps_; }
 
  private:
   int64_t dim_;

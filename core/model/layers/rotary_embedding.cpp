@@ -4,6 +4,10 @@
 #include <map>
 #include <tuple>
 
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
+
 namespace shardscope {
 namespace {
 
@@ -83,8 +87,18 @@ std::pair<at::Tensor, at::Tensor> RotaryEmbedding::forward(const at::Tensor& pos
   PortValue in = PortValue::single(positions);
   batch.visit(*this, PortRole::Input, in);
   const at::Tensor& p = in.items[0];  // the engine keeps positions below max_position_embeddings
-  at::Tensor cos = cos_.index_select(0, p), sin = sin_.index_select(0, p);
-  PortValue out = PortValue::pair(rotate(q, cos, sin), rotate(k, cos, sin));
+  PortValue out = PortValue::pair(at::Tensor(), at::Tensor());
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  // q and k in one kernel, reading the tables at the positions (was 16 elementwise launches).
+  if (fused::usable(q, cos_) && fused::usable(k, cos_) && p.device() == q.device() &&
+      q.dim() == 2 && k.dim() == 2) {
+    std::tie(out.items[0], out.items[1]) = fused::rotary(q, k, cos_, sin_, p, headDim_);
+  }
+#endif
+  if (!out.items[0].defined()) {
+    at::Tensor cos = cos_.index_select(0, p), sin = sin_.index_select(0, p);
+    out = PortValue::pair(rotate(q, cos, sin), rotate(k, cos, sin));
+  }
   batch.visit(*this, PortRole::Output, out);
   return {out.items[0], out.items[1]};
 }

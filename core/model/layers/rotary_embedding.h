@@ -22,6 +22,9 @@ class RotaryEmbedding : public Module {
   // q: [T, nq*d/tp], k: [T, nkv*d/tp]  ->  rotated (q, k).
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& positions, const at::Tensor& q,
                                             const at::Tensor& k, const ForwardBatch& batch) const;
+  // The [maxPositions, d/2] tables in the activation dtype (for fused kernels).
+  const at::Tensor& cosTable() const { return cos_; }
+  const at::Tensor& sinTable() const { return sin_; }
 
  private:
   at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;

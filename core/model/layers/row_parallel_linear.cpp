@@ -2,6 +2,7 @@
 
 #include "../../error.h"
 #include "../weight_source.h"
+#include "linear.h"
 
 namespace shardscope {
 
@@ -32,7 +33,7 @@ void RowParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
 at::Tensor RowParallelLinear::forward(const at::Tensor& x, const ForwardBatch& batch) const {
   PortValue in = PortValue::single(x);
   batch.visit(*this, PortRole::Input, in);
-  at::Tensor y = at::matmul(in.items[0], weight_.t());
+  at::Tensor y = linearForward(in.items[0], weight_);
   batch.group.allReduceSum(y);
   if (bias_.defined()) y.add_(bias_);
   PortValue out = PortValue::pair(y, at::Tensor());

@@ -1,6 +1,7 @@
 #include "vocab_parallel_embedding.h"
 
 #include "../weight_source.h"
+#include "linear.h"
 
 namespace shardscope {
 
@@ -74,7 +75,7 @@ at::Tensor LogitsProcessor::forward(const ParallelLMHead& head, const at::Tensor
                                     const ForwardBatch& batch) const {
   PortValue in = PortValue::single(hidden);
   batch.visit(*this, PortRole::Input, in);
-  at::Tensor local = at::matmul(in.items[0], head.weight().t());  // [R, Vp/tp]
+  at::Tensor local = linearForward(in.items[0], head.weight());  // [R, Vp/tp]
   at::Tensor logits = batch.group.allGather(local, -1).narrow(-1, 0, vocab_);
   PortValue out = PortValue::single(logits);
   batch.visit(*this, PortRole::Output, out);

@@ -1,0 +1,240 @@
+#include "fused_ops.h"
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "../error.h"
+#include "kernels.h"
+
+namespace shardscope::fused {
+namespace {
+
+kernels::DType dtypeOf(const at::Tensor& x) {
+  switch (x.scalar_type()) {
+    case at::kBFloat16:
+      return kernels::DType::BFloat16;
+    case at::kHalf:
+      return kernels::DType::Half;
+    default:
+      return kernels::DType::Float;
+  }
+}
+
+void check(cudaError_t status, const char* op) {
+  if (status == cudaSuccess) return;
+  throw Error(std::string("fused CUDA kernel ") + op +
+              " failed to launch: " + cudaGetErrorString(status) +
+              " (run with enforce_eager or on the CPU to compare; report this with the model's "
+              "config)");
+}
+
+cudaStream_t streamOf(const at::Tensor& x) {
+  return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+}
+
+// x as rows of its last dim: (heads, tokenStride) for the kernel's row addressing, contiguous
+// when it cannot be addressed that way.
+struct Rows {
+  at::Tensor x;
+  int64_t heads = 1, tokenStride = 0;
+};
+
+Rows rowsOf(const at::Tensor& x) {
+  const int64_t dim = x.size(-1);
+  if (x.dim() == 3 && x.stride(2) == 1 && x.stride(1) == dim) return {x, x.size(1), x.stride(0)};
+  if (x.dim() == 2 && x.stride(1) == 1) return {x, 1, x.stride(0)};
+  at::Tensor c = x.contiguous();
+  return {c, 1, dim};
+}
+
+at::Tensor norm(const at::Tensor& x, const at::Tensor* residual, at::Tensor* sumOut,
+                const at::Tensor& weight, double eps) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const Rows rows = rowsOf(x);
+  at::Tensor out = at::empty(x.sizes(), x.options());
+  kernels::RmsNormArgs a;
+  a.dtype = dtypeOf(x);
+  a.x = rows.x.data_ptr();
+  a.heads = rows.heads;
+  a.tokenStride = rows.tokenStride;
+  at::Tensor res;
+  if (residual) {
+    res = residual->contiguous();
+    *sumOut = at::empty(x.sizes(), x.options());
+    a.residual = res.data_ptr();
+    a.residualOut = sumOut->data_ptr();
+  }
+  a.out = out.data_ptr();
+  at::Tensor w = weight.contiguous();
+  a.weight = w.data_ptr();
+  a.dim = x.size(-1);
+  a.rows = x.numel() / a.dim;
+  a.eps = float(eps);
+  check(kernels::rmsNorm(a, streamOf(x)), "rms_norm");
+  return out;
+}
+
+}  // namespace
+
+bool usable(const at::Tensor& x, const at::Tensor& like) {
+  if (!x.defined() || !x.is_cuda()) return false;
+  const auto t = x.scalar_type();
+  if (t != at::kFloat && t != at::kBFloat16 && t != at::kHalf) return false;
+  return !like.defined() || (like.scalar_type() == t && like.device() == x.device());
+}
+
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  return norm(x, nullptr, nullptr, weight, eps);
+}
+
+std::pair<at::Tensor, at::Tensor> addRmsNorm(const at::Tensor& x, const at::Tensor& residual,
+                                             const at::Tensor& weight, double eps) {
+  SS_ASSERT(x.sizes() == residual.sizes() && x.scalar_type() == residual.scalar_type(),
+            "addRmsNorm: x and residual differ in shape or dtype");
+  at::Tensor sum;
+  at::Tensor out = norm(x.dim() == 3 ? x.contiguous() : x, &residual, &sum, weight, eps);
+  return {out, sum};
+}
+
+std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& k,
+                                         const at::Tensor& cos, const at::Tensor& sin,
+                                         const at::Tensor& positions, int64_t headDim) {
+  SS_ASSERT(q.dim() == 2 && k.dim() == 2 && q.scalar_type() == cos.scalar_type(),
+            "rotary: expects [T, heads * d] q and k and tables of their dtype");
+  const c10::cuda::CUDAGuard guard(q.device());
+  const at::Tensor qr = q.stride(1) == 1 ? q : q.contiguous();
+  const at::Tensor kr = k.stride(1) == 1 ? k : k.contiguous();
+  const at::Tensor c = cos.contiguous(), s = sin.contiguous();
+  const at::Tensor p = positions.to(at::kLong).contiguous();
+  at::Tensor qOut = at::empty(q.sizes(), q.options()), kOut = at::empty(k.sizes(), k.options());
+  kernels::RotaryArgs a;
+  a.dtype = dtypeOf(q);
+  a.q = qr.data_ptr();
+  a.qStride = qr.stride(0);
+  a.qHeads = q.size(1) / headDim;
+  a.k = kr.data_ptr();
+  a.kStride = kr.stride(0);
+  a.kHeads = k.size(1) / headDim;
+  a.qOut = qOut.data_ptr();
+  a.kOut = kOut.data_ptr();
+  a.cos = c.data_ptr();
+  a.sin = s.data_ptr();
+  a.positions = p.data_ptr<int64_t>();
+  a.tokens = q.size(0);
+  a.headDim = headDim;
+  check(kernels::rotary(a, streamOf(q)), "rotary");
+  return {qOut, kOut};
+}
+
+at::Tensor siluAndMul(const at::Tensor& x) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor xc = x.contiguous();
+  const int64_t half = x.size(-1) / 2;
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = half;
+  at::Tensor out = at::empty(shape, x.options());
+  kernels::SiluAndMulArgs a;
+  a.dtype = dtypeOf(x);
+  a.x = xc.data_ptr();
+  a.out = out.data_ptr();
+  a.half = half;
+  a.rows = half ? x.numel() / x.size(-1) : 0;
+  check(kernels::siluAndMul(a, streamOf(x)), "silu_and_mul");
+  return out;
+}
+
+at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  if (!usable(x, w) || w.dim() != 2 || !w.is_contiguous() || x.dim() < 1) return {};
+  const int64_t k = w.size(1), n = w.size(0);
+  if (x.size(-1) != k || k % (16 / int64_t(x.element_size())) != 0) return {};
+  const int64_t rows = x.numel() / k;
+  if (rows == 0 || rows > kernels::kMaxGemvRows) return {};
+  if (bias.defined() && (!usable(bias, w) || bias.numel() != n || !bias.is_contiguous())) return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor xc = x.contiguous();
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = n;
+  at::Tensor y = at::empty(shape, x.options());
+  kernels::GemvArgs a;
+  a.dtype = dtypeOf(x);
+  a.x = xc.data_ptr();
+  a.w = w.data_ptr();
+  a.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  a.y = y.data_ptr();
+  a.rows = rows;
+  a.n = n;
+  a.k = k;
+  check(kernels::gemv(a, streamOf(x)), "gemv");
+  return y;
+}
+
+at::Tensor qkvToCache(const QkvToCache& in) {
+  SS_ASSERT(in.qkv.dim() == 2 && in.qkv.stride(1) == 1 &&
+                in.qkv.size(1) == (in.qHeads + 2 * in.kvHeads) * in.headDim &&
+                in.keyCache.is_contiguous() && in.valueCache.is_contiguous() &&
+                in.cos.scalar_type() == in.qkv.scalar_type(),
+            "qkvToCache: unexpected qkv, cache or table layout");
+  const c10::cuda::CUDAGuard guard(in.qkv.device());
+  const int64_t tokens = in.qkv.size(0);
+  at::Tensor q = at::empty({tokens, in.qHeads * in.headDim}, in.qkv.options());
+  kernels::QkvToCacheArgs a;
+  a.dtype = dtypeOf(in.qkv);
+  a.qkv = in.qkv.data_ptr();
+  a.qkvStride = in.qkv.stride(0);
+  a.qHeads = in.qHeads;
+  a.kvHeads = in.kvHeads;
+  a.headDim = in.headDim;
+  a.qNorm = in.qNorm.defined() ? in.qNorm.data_ptr() : nullptr;
+  a.kNorm = in.kNorm.defined() ? in.kNorm.data_ptr() : nullptr;
+  a.eps = float(in.eps);
+  a.cos = in.cos.data_ptr();
+  a.sin = in.sin.data_ptr();
+  a.positions = in.positions.data_ptr<int64_t>();
+  a.slots = in.slots.data_ptr<int64_t>();
+  a.qOut = q.data_ptr();
+  a.keyCache = in.keyCache.data_ptr();
+  a.valueCache = in.valueCache.data_ptr();
+  a.slotStride = in.keyCache.stride(0);
+  a.tokens = tokens;
+  check(kernels::qkvToCache(a, streamOf(in.qkv)), "qkv_to_cache");
+  return q;
+}
+
+at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
+                           const at::Tensor& valueCache, const at::Tensor& slots,
+                           const at::Tensor& positions, int64_t kvHeads, int64_t span,
+                           double scale) {
+  const int64_t headDim = keyCache.size(-1), qHeads = q.size(1) / headDim;
+  if (!usable(q, keyCache) || !q.is_contiguous() || !keyCache.is_contiguous() ||
+      !valueCache.is_contiguous() || kvHeads == 0 || qHeads % kvHeads != 0 ||
+      qHeads / kvHeads > kernels::kMaxDecodeGroup || headDim % 8 != 0)
+    return {};
+  const c10::cuda::CUDAGuard guard(q.device());
+  const int64_t requests = q.size(0);
+  kernels::DecodeAttentionArgs a;
+  a.dtype = dtypeOf(q);
+  a.q = q.data_ptr();
+  a.keyCache = keyCache.data_ptr();
+  a.valueCache = valueCache.data_ptr();
+  a.slotStride = keyCache.stride(0);
+  a.slots = slots.data_ptr<int64_t>();
+  a.positions = positions.data_ptr<int64_t>();
+  a.requests = requests;
+  a.qHeads = qHeads;
+  a.kvHeads = kvHeads;
+  a.headDim = headDim;
+  a.chunk = kernels::kDecodeAttentionChunk;
+  a.splits = std::max<int64_t>(1, (span + a.chunk - 1) / a.chunk);
+  a.scale = float(scale);
+  at::Tensor out = at::empty_like(q), partial;
+  if (a.splits > 1) {
+    partial =
+        at::empty({requests * qHeads * a.splits * (headDim + 2)}, q.options().dtype(at::kFloat));
+    a.partial = partial.data_ptr<float>();
+  }
+  a.out = out.data_ptr();
+  check(kernels::decodeAttention(a, streamOf(q)), "decode_attention");
+  return out;
+}
+
+}  // namespace shardscope::fused

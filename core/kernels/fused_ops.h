@@ -1,0 +1,60 @@
+// Fused CUDA ops on ATen tensors (CUDA builds: SHARDSCOPE_WITH_CUDA_KERNELS). Each replaces a chain
+// of elementwise ATen kernels inside one module, between its port visits, with one launch on the
+// current stream (so it is recorded into CUDA graphs like any other op). `usable` says whether a
+// tensor can take the fused path (on a GPU, fp32/bf16/fp16); the callers keep the ATen chain for
+// everything else (the CPU, other dtypes), which is the reference the GPU tests compare against.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <utility>
+
+namespace shardscope::fused {
+
+// x is on a GPU in fp32/bf16/fp16 and, when `like` is given, has its dtype and device.
+bool usable(const at::Tensor& x, const at::Tensor& like = {});
+
+// weight * round(x * rsqrt(mean(x^2) + eps)) over the last dim; x is [..., dim] or a strided
+// [T, heads, dim] view whose rows are contiguous (the q or k part of a fused qkv row).
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// (rmsNorm(x + residual), x + residual): the residual stream's add and the next norm in one pass.
+std::pair<at::Tensor, at::Tensor> addRmsNorm(const at::Tensor& x, const at::Tensor& residual,
+                                             const at::Tensor& weight, double eps);
+
+// q [T, qHeads * d] and k [T, kHeads * d] (rows may be strided) rotated at `positions` with the
+// [maxPositions, d / 2] cos/sin tables of their dtype; new contiguous tensors.
+std::pair<at::Tensor, at::Tensor> rotary(const at::Tensor& q, const at::Tensor& k,
+                                         const at::Tensor& cos, const at::Tensor& sin,
+                                         const at::Tensor& positions, int64_t headDim);
+
+// silu(x[..., :n]) * x[..., n:] for x [..., 2n].
+at::Tensor siluAndMul(const at::Tensor& x);
+
+// x w^T (+ bias) by the GEMV kernel when x is a few rows (a decode step) that it can take;
+// undefined otherwise, and the caller's matmul runs.
+at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
+
+// A decode step's q/k norms, rotary and KV cache write in one kernel: from the fused qkv rows
+// [R, (qHeads + 2 kvHeads) * d] of R requests (one token each, at `positions`, in cache rows
+// `slots`), k and v go into the layer's caches [slots, capacity, kvHeads, d]; returns q
+// [R, qHeads * d], normed and rotated. Norm weights may be undefined (no q/k norm).
+struct QkvToCache {
+  at::Tensor qkv;
+  int64_t qHeads = 0, kvHeads = 0, headDim = 0;
+  at::Tensor qNorm, kNorm;
+  double eps = 1e-6;
+  at::Tensor cos, sin, positions, slots;
+  at::Tensor keyCache, valueCache;
+};
+at::Tensor qkvToCache(const QkvToCache& in);
+
+// Attention of R new tokens over their cached keys 0..positions[r] (split into chunks of keys
+// when `span`, the keys the step may attend, is long); q [R, qHeads * d] -> [R, qHeads * d].
+// Undefined when the kernel does not take the shape (the caller's SDPA runs).
+at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
+                           const at::Tensor& valueCache, const at::Tensor& slots,
+                           const at::Tensor& positions, int64_t kvHeads, int64_t span,
+                           double scale);
+
+}  // namespace shardscope::fused

@@ -1,0 +1,117 @@
+// Shared device helpers of the fused kernels: activation <-> fp32 conversion, explicit rounding
+// (no FMA contraction, so each op rounds as the unfused ATen op does), 16-byte vectors, a block
+// sum and the dispatch from DType to an element type.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels.h"
+
+namespace shardscope::kernels {
+
+__device__ __forceinline__ float toFloat(float x) {
+  return x;
+}
+__device__ __forceinline__ float toFloat(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+__device__ __forceinline__ float toFloat(__half x) {
+  return __half2float(x);
+}
+
+template <typename T>
+__device__ __forceinline__ T fromFloat(float x);
+template <>
+__device__ __forceinline__ float fromFloat<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half fromFloat<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+// The value an ATen op on two T operands produces: computed in fp32, rounded to T.
+template <typename T>
+__device__ __forceinline__ float mulRounded(float a, float b) {
+  return toFloat(fromFloat<T>(__fmul_rn(a, b)));
+}
+template <typename T>
+__device__ __forceinline__ float addRounded(float a, float b) {
+  return toFloat(fromFloat<T>(__fadd_rn(a, b)));
+}
+template <typename T>
+__device__ __forceinline__ float subRounded(float a, float b) {
+  return toFloat(fromFloat<T>(__fsub_rn(a, b)));
+}
+
+// VEC elements moved as one 16-byte (or narrower) access.
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Vec {
+  T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> load(const T* p) {
+  return *reinterpret_cast<const Vec<T, VEC>*>(p);
+}
+template <typename T, int VEC>
+__device__ __forceinline__ void store(T* p, const Vec<T, VEC>& v) {
+  *reinterpret_cast<Vec<T, VEC>*>(p) = v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ __forceinline__ float blockSum(float x) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  if (warps == 1) return x;
+  __syncthreads();  // partial[] may still be read by a previous call
+  if (lane == 0) partial[warp] = x;
+  __syncthreads();
+  x = lane < warps ? partial[lane] : 0.f;
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Maximum over the block, as blockSum.
+__device__ __forceinline__ float blockMax(float x) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  if (warps == 1) return x;
+  __syncthreads();
+  if (lane == 0) partial[warp] = x;
+  __syncthreads();
+  x = lane < warps ? partial[lane] : -INFINITY;
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+// Calls f(T{}) with the element type of `dtype`.
+template <typename F>
+cudaError_t dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float:
+      return f(float{});
+    case DType::BFloat16:
+      return f(__nv_bfloat16{});
+    case DType::Half:
+      return f(__half{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Whether pointer p and element counts allow VEC-wide accesses.
+inline bool aligned(const void* p, int bytes) {
+  return reinterpret_cast<uintptr_t>(p) % uintptr_t(bytes) == 0;
+}
+
+}  // namespace shardscope::kernels

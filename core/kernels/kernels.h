@@ -1,0 +1,121 @@
+// Fused CUDA kernels for the memory-bound steps of a decoder layer (CUDA builds only). The
+// launchers take plain pointers and a stream so that nvcc never compiles LibTorch headers;
+// fused_ops.h is the ATen-facing side. Every kernel rounds where Hugging Face's eager modules round
+// (to the activation dtype after each op), so fused and unfused paths agree to the last bit or ulp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace shardscope::kernels {
+
+enum class DType { Float, BFloat16, Half };
+
+// RMSNorm of `rows` rows of `dim` elements: out = w * round(x * rsqrt(mean(x^2) + eps)), fp32
+// inside. Row r is head (r % heads) of token (r / heads): x + (r / heads) * tokenStride +
+// (r % heads) * dim, so the q/k heads of a fused qkv row are normed where they lie. With
+// `residual` set, x + residual (rounded) is normed and written to `residualOut`, as vLLM's
+// fused_add_rms_norm. `out` and `residualOut` are contiguous [rows, dim].
+struct RmsNormArgs {
+  DType dtype = DType::Float;
+  const void* x = nullptr;
+  int64_t heads = 1, tokenStride = 0;
+  const void* residual = nullptr;
+  void* residualOut = nullptr;
+  void* out = nullptr;
+  const void* weight = nullptr;
+  int64_t rows = 0, dim = 0;
+  float eps = 1e-6f;
+};
+cudaError_t rmsNorm(const RmsNormArgs& a, cudaStream_t stream);
+
+// Rotary position embedding (rotate_half convention) of q [tokens, qHeads * headDim] and
+// k [tokens, kHeads * headDim] (rows at their strides) into contiguous qOut / kOut, with cos/sin
+// tables [maxPositions, headDim / 2] in the activation dtype read at positions[t] (int64).
+struct RotaryArgs {
+  DType dtype = DType::Float;
+  const void* q = nullptr;
+  int64_t qStride = 0, qHeads = 0;
+  const void* k = nullptr;
+  int64_t kStride = 0, kHeads = 0;
+  void* qOut = nullptr;
+  void* kOut = nullptr;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  const int64_t* positions = nullptr;
+  int64_t tokens = 0, headDim = 0;
+};
+cudaError_t rotary(const RotaryArgs& a, cudaStream_t stream);
+
+// out[r, i] = silu(x[r, i]) * x[r, half + i] for contiguous x [rows, 2 * half].
+struct SiluAndMulArgs {
+  DType dtype = DType::Float;
+  const void* x = nullptr;
+  void* out = nullptr;
+  int64_t rows = 0, half = 0;
+};
+cudaError_t siluAndMul(const SiluAndMulArgs& a, cudaStream_t stream);
+
+// y = x w^T (+ bias) for a few rows of x (decode steps): x [rows, k], w [n, k] (row-major, as
+// the checkpoint stores a linear weight), y [rows, n], all contiguous; fp32 accumulation. One warp
+// streams each weight row once for all rows of x, so the step reads its weights at close to copy
+// bandwidth. rows at most kMaxGemvRows; k a multiple of 16 bytes' worth of elements.
+constexpr int64_t kMaxGemvRows = 4;
+struct GemvArgs {
+  DType dtype = DType::Float;
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const void* bias = nullptr;
+  void* y = nullptr;
+  int64_t rows = 0, n = 0, k = 0;
+};
+cudaError_t gemv(const GemvArgs& a, cudaStream_t stream);
+
+// A decode step's attention input, from the fused qkv rows [tokens, (qHeads + 2 kvHeads) * d]:
+// per-head RMSNorm of q and k (when the weights are set; Qwen3), rotary at positions[t], q into
+// qOut [tokens, qHeads * d], k and v straight into this layer's cache [slots, capacity, kvHeads,
+// d] at (slots[t], positions[t]). Rounds as the separate modules do.
+struct QkvToCacheArgs {
+  DType dtype = DType::Float;
+  const void* qkv = nullptr;
+  int64_t qkvStride = 0, qHeads = 0, kvHeads = 0, headDim = 0;
+  const void* qNorm = nullptr;
+  const void* kNorm = nullptr;
+  float eps = 1e-6f;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  const int64_t* positions = nullptr;
+  const int64_t* slots = nullptr;
+  void* qOut = nullptr;
+  void* keyCache = nullptr;
+  void* valueCache = nullptr;
+  int64_t slotStride = 0;  // elements between two slots of a cache
+  int64_t tokens = 0;
+};
+cudaError_t qkvToCache(const QkvToCacheArgs& a, cudaStream_t stream);
+
+// One new token per request attending over its cached keys 0..positions[r] (flash-decoding):
+// q [requests, qHeads * d], caches as above, out [requests, qHeads * d]; query head h reads KV
+// head h / (qHeads / kvHeads). The keys are cut into `splits` chunks of `chunk` keys, each chunk
+// a block; with more than one split, `partial` (float, requests * qHeads * splits * (d + 2))
+// holds each chunk's unnormalised output, max and sum until a second kernel combines them.
+struct DecodeAttentionArgs {
+  DType dtype = DType::Float;
+  const void* q = nullptr;
+  const void* keyCache = nullptr;
+  const void* valueCache = nullptr;
+  int64_t slotStride = 0;
+  const int64_t* slots = nullptr;
+  const int64_t* positions = nullptr;
+  void* out = nullptr;
+  float* partial = nullptr;
+  int64_t requests = 0, qHeads = 0, kvHeads = 0, headDim = 0;
+  int64_t chunk = 0, splits = 1;
+  float scale = 1.f;
+};
+constexpr int64_t kDecodeAttentionChunk = 256;
+constexpr int64_t kMaxDecodeGroup = 8;  // query heads per KV head the kernel takes
+cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
+
+}  // namespace shardscope::kernels

@@ -1,0 +1,72 @@
+#include "kernel_math.cuh"
+
+namespace shardscope::kernels {
+namespace {
+
+// One block per row. Pass 1 adds the residual (rounded, written out) and sums squares; pass 2
+// re-reads the row (this thread's own elements, from L1/L2) and writes w * round(x * inv).
+template <typename T, int VEC>
+__global__ void rmsNormKernel(RmsNormArgs a) {
+  const int64_t r = blockIdx.x;
+  const T* x = static_cast<const T*>(a.x) + (r / a.heads) * a.tokenStride + (r % a.heads) * a.dim;
+  const T* residual = a.residual ? static_cast<const T*>(a.residual) + r * a.dim : nullptr;
+  T* sum = a.residual ? static_cast<T*>(a.residualOut) + r * a.dim : nullptr;
+  const T* w = static_cast<const T*>(a.weight);
+  T* out = static_cast<T*>(a.out) + r * a.dim;
+  const int64_t step = int64_t(blockDim.x) * VEC;
+
+  float squares = 0.f;
+  for (int64_t i = int64_t(threadIdx.x) * VEC; i < a.dim; i += step) {
+    Vec<T, VEC> v = load<T, VEC>(x + i);
+    if (residual) {
+      const Vec<T, VEC> rv = load<T, VEC>(residual + i);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        v.v[j] = fromFloat<T>(__fadd_rn(toFloat(v.v[j]), toFloat(rv.v[j])));
+      store<T, VEC>(sum + i, v);
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float f = toFloat(v.v[j]);
+      squares = __fmaf_rn(f, f, squares);
+    }
+  }
+  const float inv = rsqrtf(blockSum(squares) / float(a.dim) + a.eps);
+
+  const T* src = residual ? sum : x;
+  for (int64_t i = int64_t(threadIdx.x) * VEC; i < a.dim; i += step) {
+    const Vec<T, VEC> v = load<T, VEC>(src + i), wv = load<T, VEC>(w + i);
+    Vec<T, VEC> o;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float normed = mulRounded<T>(toFloat(v.v[j]), inv);  // HF: .to(input dtype)
+      o.v[j] = fromFloat<T>(__fmul_rn(toFloat(wv.v[j]), normed));
+    }
+    store<T, VEC>(out + i, o);
+  }
+}
+
+template <typename T, int VEC>
+cudaError_t launch(const RmsNormArgs& a, cudaStream_t stream) {
+  // A warp per 32 vectors of a row, at most 8 warps: a head row of 128 gets one warp.
+  const int64_t vectors = (a.dim + VEC - 1) / VEC;
+  const int threads = int(std::min<int64_t>(256, ((vectors + 31) / 32) * 32));
+  rmsNormKernel<T, VEC><<<unsigned(a.rows), unsigned(threads), 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t rmsNorm(const RmsNormArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  return dispatch(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    constexpr int kVec = 16 / sizeof(T);
+    const bool wide = a.dim % kVec == 0 && a.tokenStride % kVec == 0 && aligned(a.x, 16) &&
+                      aligned(a.out, 16) && aligned(a.weight, 16) &&
+                      (!a.residual || (aligned(a.residual, 16) && aligned(a.residualOut, 16)));
+    return wide ? launch<T, kVec>(a, stream) : launch<T, 1>(a, stream);
+  });
+}
+
+}  // namespace shardscope::kernels

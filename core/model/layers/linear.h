@@ -1,0 +1,13 @@
+// linearForward: y = x w^T + b, the one matmul every linear layer (and the LM head) runs. A decode
+// step's few rows on the GPU go to the GEMV kernel (core/kernels), which streams the weight at
+// close to copy bandwidth; everything else is LibTorch's matmul.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace shardscope {
+
+at::Tensor linearForward(const at::Tensor& x, const at::Tensor& weight,
+                         const at::Tensor& bias = {});
+
+}  // namespace shardscope

@@ -1,0 +1,257 @@
+// The fused CUDA kernels (core/kernels) against the ATen chains they replace, written as Hugging
+// Face's modules compute them: fp32 and bf16, vectorised and scalar row widths, q/k heads read
+// in place from a fused qkv row. Built only with the kernels; skips without a GPU.
+#include <QtTest>
+
+#include <cmath>
+
+#include "core/kernels/fused_ops.h"
+
+using namespace shardscope;
+
+namespace {
+
+at::TensorOptions gpu(at::ScalarType t) {
+  return at::TensorOptions().dtype(t).device(at::kCUDA);
+}
+
+// HF's RMSNorm: fp32 inside, rounded to the input dtype before the weight.
+at::Tensor referenceNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor var = xf.pow(2).mean(-1, true);
+  return w * (xf * at::rsqrt(var + eps)).to(x.scalar_type());
+}
+
+// HF's apply_rotary_pos_emb with cos/sin [T, d/2] already at the positions.
+at::Tensor referenceRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                           int64_t d) {
+  const int64_t T = x.size(0);
+  at::Tensor h = x.reshape({T, -1, d});
+  at::Tensor c = at::cat({cos, cos}, -1).unsqueeze(1), s = at::cat({sin, sin}, -1).unsqueeze(1);
+  at::Tensor rotated = at::cat({-h.narrow(-1, d / 2, d / 2), h.narrow(-1, 0, d / 2)}, -1);
+  return (h * c + rotated * s).reshape({T, -1});
+}
+
+// Fused and reference agree within one step of the dtype's rounding (fp32: 1e-5) and, in bf16,
+// are equal bit for bit in at least `exact` of the elements (in fp32 a different order of a sum
+// changes last bits, so only the tolerance is asked there).
+void expectClose(const at::Tensor& fused, const at::Tensor& reference, double exact,
+                 const char* what) {
+  QCOMPARE(fused.sizes().vec(), reference.sizes().vec());
+  QCOMPARE(fused.scalar_type(), reference.scalar_type());
+  at::Tensor a = fused.to(at::kFloat).cpu(), b = reference.to(at::kFloat).cpu();
+  const bool bf16 = fused.scalar_type() == at::kBFloat16;
+  const double rtol = bf16 ? 1.0 / 128 : 1e-5, atol = bf16 ? 1e-3 : 1e-6;
+  const double worst = ((a - b).abs() - rtol * b.abs()).max().item<double>();
+  const double same = a.eq(b).to(at::kFloat).mean().item<double>();
+  qInfo("%s: %.4f of elements identical, worst excess %.3g", what, same, worst);
+  QVERIFY2(worst <= atol, what);
+  if (bf16) QVERIFY2(same >= exact, what);
+}
+
+void dtypeRows() {
+  QTest::addColumn<int>("dtype");
+  QTest::newRow("fp32") << int(at::kFloat);
+  QTest::newRow("bf16") << int(at::kBFloat16);
+}
+
+}  // namespace
+
+class TestFusedOps : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    if (!at::hasCUDA()) QSKIP("no CUDA device: the fused kernels run on the GPU only");
+    at::manual_seed(7);
+  }
+
+  void rmsNormRows_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("dim");
+    for (int dim : {4096, 128, 100}) {  // 100: not a multiple of the vector width
+      QTest::addRow("fp32 dim %d", dim) << int(at::kFloat) << dim;
+      QTest::addRow("bf16 dim %d", dim) << int(at::kBFloat16) << dim;
+    }
+  }
+  void rmsNormRows() {
+    QFETCH(int, dtype);
+    QFETCH(int, dim);
+    const auto o = gpu(at::ScalarType(dtype));
+    at::Tensor x = at::randn({37, dim}, o) * 3, w = at::rand({dim}, o) + 0.5;
+    expectClose(fused::rmsNorm(x, w, 1e-6), referenceNorm(x, w, 1e-6), 0.99, "rms_norm");
+  }
+
+  // q_norm / k_norm of Qwen3: heads of 128 read where they lie in the fused qkv output.
+  void rmsNormHeadsInPlace_data() { dtypeRows(); }
+  void rmsNormHeadsInPlace() {
+    QFETCH(int, dtype);
+    const auto o = gpu(at::ScalarType(dtype));
+    const int64_t T = 9, d = 128, nq = 8, nkv = 2;
+    at::Tensor qkv = at::randn({T, (nq + 2 * nkv) * d}, o);
+    at::Tensor k = qkv.narrow(1, nq * d, nkv * d).reshape({T, nkv, d});  // a strided view
+    QVERIFY(!k.is_contiguous());
+    at::Tensor w = at::rand({d}, o) + 0.5;
+    expectClose(fused::rmsNorm(k, w, 1e-6), referenceNorm(k.contiguous(), w, 1e-6), 0.99, "k_norm");
+  }
+
+  void addRmsNorm_data() { dtypeRows(); }
+  void addRmsNorm() {
+    QFETCH(int, dtype);
+    const auto o = gpu(at::ScalarType(dtype));
+    at::Tensor x = at::randn({5, 4096}, o), r = at::randn({5, 4096}, o) * 4;
+    at::Tensor w = at::rand({4096}, o) + 0.5;
+    auto [normed, sum] = fused::addRmsNorm(x, r, w, 1e-6);
+    QVERIFY(at::equal(sum, x + r));  // one rounding on both sides
+    expectClose(normed, referenceNorm(x + r, w, 1e-6), 0.99, "fused_add_rms_norm");
+  }
+
+  void rotary_data() { dtypeRows(); }
+  void rotary() {
+    QFETCH(int, dtype);
+    const auto t = at::ScalarType(dtype);
+    const int64_t T = 6, d = 128, nq = 4, nkv = 2, P = 64;
+    at::Tensor qkv = at::randn({T, (nq + 2 * nkv) * d}, gpu(t));
+    at::Tensor q = qkv.narrow(1, 0, nq * d), k = qkv.narrow(1, nq * d, nkv * d);  // strided rows
+    at::Tensor freqs = at::outer(at::arange(P, gpu(at::kFloat)),
+                                 1.0 / at::pow(10000.0, at::arange(0, d, 2, gpu(at::kFloat)) / d));
+    at::Tensor cos = freqs.cos().to(t), sin = freqs.sin().to(t);
+    at::Tensor positions = at::tensor({0, 1, 2, 7, 31, 63}, gpu(at::kLong));
+    auto [qr, kr] = fused::rotary(q, k, cos, sin, positions, d);
+    at::Tensor c = cos.index_select(0, positions), s = sin.index_select(0, positions);
+    expectClose(qr, referenceRotary(q, c, s, d), 1.0, "rotary q");  // same roundings: exact
+    expectClose(kr, referenceRotary(k, c, s, d), 1.0, "rotary k");
+  }
+
+  void siluAndMul_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("half");
+    for (int half : {12288, 100}) {
+      QTest::addRow("fp32 %d", half) << int(at::kFloat) << half;
+      QTest::addRow("bf16 %d", half) << int(at::kBFloat16) << half;
+    }
+  }
+  void siluAndMul() {
+    QFETCH(int, dtype);
+    QFETCH(int, half);
+    at::Tensor x = at::randn({7, 2 * half}, gpu(at::ScalarType(dtype))) * 4;
+    at::Tensor reference = at::silu(x.narrow(1, 0, half)) * x.narrow(1, half, half);
+    expectClose(fused::siluAndMul(x), reference, 0.99, "silu_and_mul");
+  }
+
+  // A decode step's linear layers: 1 to 4 rows, with and without bias, a column count that
+  // leaves a block part-empty; shapes the kernel does not take are left to the caller.
+  void gemv_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<bool>("bias");
+    for (int rows : {1, 2, 3, 4}) {
+      QTest::addRow("fp32 %d rows", rows) << int(at::kFloat) << rows << false;
+      QTest::addRow("bf16 %d rows", rows) << int(at::kBFloat16) << rows << false;
+    }
+    QTest::addRow("bf16 bias") << int(at::kBFloat16) << 1 << true;
+    QTest::addRow("fp32 bias") << int(at::kFloat) << 3 << true;
+  }
+  void gemv() {
+    QFETCH(int, dtype);
+    QFETCH(int, rows);
+    QFETCH(bool, bias);
+    const auto o = gpu(at::ScalarType(dtype));
+    const int64_t n = 1003, k = 4096;
+    at::Tensor x = at::randn({rows, k}, o), w = at::randn({n, k}, o) * 0.02;
+    at::Tensor b = bias ? at::randn({n}, o) : at::Tensor();
+    at::Tensor y = fused::gemv(x, w, b);
+    QVERIFY(y.defined());
+    at::Tensor reference = bias ? at::addmm(b, x, w.t()) : at::matmul(x, w.t());
+    expectClose(y, reference, 0.9, "gemv");
+  }
+  // Qwen3's decode attention input: q/k heads normed and rotated, k and v written into the
+  // cache rows of their requests (slots out of order), nothing else in the cache touched.
+  void qkvToCache_data() { dtypeRows(); }
+  void qkvToCache() {
+    QFETCH(int, dtype);
+    const auto t = at::ScalarType(dtype);
+    const int64_t R = 3, d = 128, nq = 8, nkv = 2, capacity = 40, P = 64;
+    at::Tensor qkv = at::randn({R, (nq + 2 * nkv) * d}, gpu(t));
+    at::Tensor qw = at::rand({d}, gpu(t)) + 0.5, kw = at::rand({d}, gpu(t)) + 0.5;
+    at::Tensor freqs = at::outer(at::arange(P, gpu(at::kFloat)),
+                                 1.0 / at::pow(10000.0, at::arange(0, d, 2, gpu(at::kFloat)) / d));
+    fused::QkvToCache in;
+    in.qkv = qkv;
+    in.qHeads = nq;
+    in.kvHeads = nkv;
+    in.headDim = d;
+    in.qNorm = qw;
+    in.kNorm = kw;
+    in.cos = freqs.cos().to(t);
+    in.sin = freqs.sin().to(t);
+    in.positions = at::tensor({5, 0, 39}, gpu(at::kLong));
+    in.slots = at::tensor({2, 0, 1}, gpu(at::kLong));
+    in.keyCache = at::zeros({R, capacity, nkv, d}, gpu(t));
+    in.valueCache = at::zeros({R, capacity, nkv, d}, gpu(t));
+    const at::Tensor q = fused::qkvToCache(in);
+
+    at::Tensor c = in.cos.index_select(0, in.positions), s = in.sin.index_select(0, in.positions);
+    const auto heads = [&](int64_t first, int64_t count, const at::Tensor& w) {
+      at::Tensor x = qkv.narrow(1, first * d, count * d).reshape({R, count, d});
+      return referenceRotary(referenceNorm(x, w, 1e-6).reshape({R, -1}), c, s, d);
+    };
+    expectClose(q, heads(0, nq, qw), 0.99, "q");
+    at::Tensor k = heads(nq, nkv, kw).view({R, nkv, d});
+    at::Tensor v = qkv.narrow(1, (nq + nkv) * d, nkv * d).reshape({R, nkv, d});
+    const int64_t slots[] = {2, 0, 1}, positions[] = {5, 0, 39};
+    for (int64_t r = 0; r < R; ++r) {
+      expectClose(in.keyCache[slots[r]][positions[r]], k[r], 0.99, "cached k");
+      QVERIFY(at::equal(in.valueCache[slots[r]][positions[r]], v[r]));
+    }
+    QCOMPARE(in.keyCache.ne(0).any(-1).any(-1).sum().item<int64_t>(), R);  // nothing else written
+  }
+
+  // Decode attention against softmax(q k^T / sqrt(d)) v over each request's keys 0..position,
+  // in one chunk of keys and in several (combined by a second kernel).
+  void decodeAttention_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("span");
+    for (int span : {128, 1024}) {
+      QTest::addRow("fp32 span %d", span) << int(at::kFloat) << span;
+      QTest::addRow("bf16 span %d", span) << int(at::kBFloat16) << span;
+    }
+  }
+  void decodeAttention() {
+    QFETCH(int, dtype);
+    QFETCH(int, span);
+    const auto t = at::ScalarType(dtype);
+    const int64_t R = 3, d = 128, nq = 8, nkv = 2, group = nq / nkv, capacity = 1100;
+    const std::vector<int64_t> slots = {1, 2, 0}, lengths = {1, span / 2 + 3, span};
+    at::Tensor keys = at::randn({R, capacity, nkv, d}, gpu(t));
+    at::Tensor values = at::randn({R, capacity, nkv, d}, gpu(t));
+    at::Tensor q = at::randn({R, nq * d}, gpu(t));
+    at::Tensor positions =
+        at::tensor({lengths[0] - 1, lengths[1] - 1, lengths[2] - 1}, gpu(at::kLong));
+    const double scale = 1.0 / std::sqrt(double(d));
+    at::Tensor out = fused::decodeAttention(q, keys, values, at::tensor(slots, gpu(at::kLong)),
+                                            positions, nkv, span, scale);
+    QVERIFY(out.defined());
+    std::vector<at::Tensor> rows;
+    for (int64_t r = 0; r < R; ++r) {
+      at::Tensor k = keys[slots[r]].narrow(0, 0, lengths[r]).to(at::kFloat);  // [L, nkv, d]
+      at::Tensor v = values[slots[r]].narrow(0, 0, lengths[r]).to(at::kFloat);
+      at::Tensor qh = q[r].view({nkv, group, d}).to(at::kFloat);
+      at::Tensor scores = at::einsum("kgd,lkd->kgl", {qh, k}) * scale;
+      at::Tensor o = at::einsum("kgl,lkd->kgd", {at::softmax(scores, -1), v});
+      rows.push_back(o.reshape({nq * d}).to(t));
+    }
+    expectClose(out, at::stack(rows), 0.9, "decode attention");
+  }
+
+  void gemvLeavesOtherShapes() {
+    const auto o = gpu(at::kBFloat16);
+    at::Tensor w = at::randn({64, 4096}, o);
+    QVERIFY(!fused::gemv(at::randn({5, 4096}, o), w).defined());  // too many rows
+    QVERIFY(!fused::gemv(at::randn({1, 100}, o), at::randn({64, 100}, o)).defined());  // k % 8
+    QVERIFY(!fused::gemv(at::randn({1, 4096}, gpu(at::kFloat)), w).defined());  // dtypes differ
+    QVERIFY(!fused::gemv(at::randn({1, 4096}, o), w.t().contiguous().t()).defined());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestFusedOps)
+#include "tst_fused_ops.moc"
