@@ -24,21 +24,18 @@ struct Sequence {
 // recorded for one span serve many steps (the mask hides the rest).
 constexpr int64_t kSpanGranule = 128;
 
-// A pure decode step on the GPU: batched attention over the shared cache, its slots, span and
-// mask built once for all layers.
-void prepareDecode(RankContext& ctx, const KvCache& cache, const std::vector<int64_t>& slots,
-                   const std::vector<int64_t>& past, ForwardBatch& batch) {
+// A pure decode step on the GPU: batched attention over the shared cache, its slots and span
+// built once for all layers.
+void prepareDecode(const KvCache& cache, const std::vector<int64_t>& slots,
+                   const std::vector<int64_t>& past, at::Tensor deviceSlots, ForwardBatch& batch) {
   const int64_t longest = *std::max_element(past.begin(), past.end()) + 1;
   SS_ASSERT(longest <= cache.capacity(), "a request outgrew its KV cache");
   const int64_t requests = int64_t(slots.size());
-  batch.decodeSlots = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(ctx.device);
+  batch.decodeSlots = std::move(deviceSlots);
   batch.decodeSlotsInOrder = true;
   for (int64_t i = 0; i < requests; ++i) batch.decodeSlotsInOrder &= slots[size_t(i)] == i;
   batch.decodeSpan =
       std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
-  batch.decodeMask = (at::arange(batch.decodeSpan, batch.positions.options()).unsqueeze(0) <=
-                      batch.positions.unsqueeze(1))
-                         .view({requests, 1, 1, batch.decodeSpan});
 }
 
 }  // namespace
@@ -127,33 +124,44 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       }
       lastRows.push_back(int64_t(ids.size()) - 1);
     }
-    batch.positions = at::tensor(positions, longOptions).to(ctx.device);
-    if (decodeOnly && ctx.device.is_cuda()) prepareDecode(ctx, cache, slots, past, batch);
+    // The step's ids, positions, last rows and cache slots reach the device in one copy.
+    const int64_t T = int64_t(ids.size()), R = int64_t(active.size());
+    std::vector<int64_t> host = ids;
+    host.insert(host.end(), positions.begin(), positions.end());
+    host.insert(host.end(), lastRows.begin(), lastRows.end());
+    host.insert(host.end(), slots.begin(), slots.end());
+    const at::Tensor device = at::tensor(host, longOptions).to(ctx.device);
+    batch.positions = device.narrow(0, T, T);
+    const bool decodeStep = decodeOnly && ctx.device.is_cuda();
+    if (decodeStep) prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
     if (ctx.device.is_cuda()) batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
-    at::Tensor hidden = ctx.model.forward(at::tensor(ids, longOptions).to(ctx.device), batch);
-    at::Tensor last = hidden.index_select(0, at::tensor(lastRows, longOptions).to(ctx.device));
+    at::Tensor hidden = ctx.model.forward(device.narrow(0, 0, T), batch);
+    // In a decode step every row is its request's last.
+    at::Tensor last = decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
     at::Tensor logits = ctx.model.logits(last, batch);  // [R, V]
     if (observer) {
       PortValue lv = PortValue::single(logits);
       batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
       logits = lv.items[0];
     }
-    logits = logits.to(at::kFloat);
     for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
 
     // Rank 0 samples; the ids and its cancel decision reach every rank in one broadcast.
     at::Tensor decision = at::zeros({int64_t(active.size()) + 1}, longOptions);
     if (ctx.rank == 0) {
       auto* d = decision.data_ptr<int64_t>();
-      if (sp.temperature <= 0.0) {  // greedy: one argmax and one device-to-host copy for all
+      if (sp.temperature <= 0.0) {
+        // Greedy: one argmax and one device-to-host copy for all (in the activation dtype: the
+        // cast to fp32 keeps every value and so the first maximum).
         const at::Tensor greedy = logits.argmax(-1).to(at::kCPU).contiguous();
         std::memcpy(d, greedy.data_ptr<int64_t>(), active.size() * sizeof(int64_t));
       } else {
+        logits = logits.to(at::kFloat);
         for (size_t r = 0; r < active.size(); ++r) d[r] = samplers[active[r]].sample(logits[r]);
       }
       d[active.size()] = ctx.cancelRequested() ? 1 : 0;
       if (request.returnLogits) {
-        at::Tensor host = logits.to(at::kCPU);
+        at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
         for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
       }
     }

@@ -46,7 +46,7 @@ LayerGraphs::~LayerGraphs() {
 // What a recorded graph bakes in: a decode step's requests and attended keys, or every span's
 // rows, cached length and cache slot (the attention of a prefill narrows by them on the host).
 LayerGraphs::Layout LayerGraphs::layoutOf(const ForwardBatch& batch) {
-  if (batch.decodeMask.defined())
+  if (batch.decodeSlots.defined())
     return {0, batch.decodeSlots.size(0), batch.decodeSpan, batch.decodeSlotsInOrder ? 1 : 0};
   Layout layout{1};
   for (const SequenceSpan& s : batch.spans) {
@@ -59,16 +59,10 @@ LayerGraphs::StepInputs& LayerGraphs::inputs(const Layout& layout, const Forward
   StepInputs& in = inputs_[layout];
   if (!in.positions.defined()) {
     in.positions = at::empty_like(batch.positions);
-    if (batch.decodeMask.defined()) {
-      in.slots = at::empty_like(batch.decodeSlots);
-      in.mask = at::empty_like(batch.decodeMask);
-    }
+    if (batch.decodeSlots.defined()) in.slots = at::empty_like(batch.decodeSlots);
   }
   in.positions.copy_(batch.positions);
-  if (in.slots.defined()) {
-    in.slots.copy_(batch.decodeSlots);
-    in.mask.copy_(batch.decodeMask);
-  }
+  if (in.slots.defined()) in.slots.copy_(batch.decodeSlots);
   return in;
 }
 
@@ -82,10 +76,7 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   // The graph reads the step's tensors from the fixed buffers and sees no observer.
   ForwardBatch fixed = batch;
   fixed.positions = in.positions;
-  if (batch.decodeMask.defined()) {
-    fixed.decodeSlots = in.slots;
-    fixed.decodeMask = in.mask;
-  }
+  if (batch.decodeSlots.defined()) fixed.decodeSlots = in.slots;
   fixed.observer = nullptr;
   fixed.replayer = nullptr;
 
@@ -153,10 +144,11 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
   Graph& g = *it->second;
   g.graph.replay();
   if (group_.size() > 1) group_.waitForStream("a replayed layer graph");
-  // Copies: the outputs' buffers are overwritten by the next replay, which a saved value
-  // must not see.
-  hidden = g.hiddenOut.clone();
-  residual = g.residualOut.clone();
+  // The outputs' buffers are overwritten by this graph's next replay: with an observer, which
+  // may keep what the later layers see, they are copied; without one the step is done with them
+  // before that replay.
+  hidden = batch.observer ? g.hiddenOut.clone() : g.hiddenOut;
+  residual = batch.observer ? g.residualOut.clone() : g.residualOut;
   layersReplayed_ += end - begin;
   if (batch.observer) batch.observer->layersReplayed(begin, end, batch);
   return end;

@@ -33,7 +33,7 @@ class LayerGraphs : public LayerReplayer {
  private:
   struct Graph;
   struct StepInputs {  // the step's device tensors, at the addresses the graphs read
-    at::Tensor positions, slots, mask;
+    at::Tensor positions, slots;
   };
   using Layout = std::vector<int64_t>;
 

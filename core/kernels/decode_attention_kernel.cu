@@ -10,6 +10,8 @@ constexpr int kThreads = 128;
 // per output dimension sums the values. fp32 throughout; one rounding at the end.
 template <typename T, int GROUP>
 __global__ void decodeAttentionKernel(DecodeAttentionArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
   constexpr int VEC = 16 / sizeof(T);
   const int64_t kvHead = blockIdx.x, r = blockIdx.y, split = blockIdx.z, d = a.headDim;
   const int64_t length = a.positions[r] + 1;  // keys 0..position, the new token's included
@@ -89,6 +91,8 @@ __global__ void decodeAttentionKernel(DecodeAttentionArgs a) {
 // Block (request, head), thread per dimension: the splits rescaled to the overall maximum.
 template <typename T>
 __global__ void combineSplitsKernel(DecodeAttentionArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
   const int64_t rh = blockIdx.x, d = a.headDim;
   const float* parts = a.partial + rh * a.splits * (d + 2);
   float m = -INFINITY;
@@ -109,11 +113,11 @@ template <typename T, int GROUP>
 cudaError_t launch(const DecodeAttentionArgs& a, cudaStream_t stream) {
   const size_t shared = sizeof(float) * size_t(GROUP) * size_t(a.headDim + a.chunk);
   const dim3 grid(unsigned(a.kvHeads), unsigned(a.requests), unsigned(a.splits));
-  decodeAttentionKernel<T, GROUP><<<grid, kThreads, shared, stream>>>(a);
-  if (a.splits > 1) {
-    combineSplitsKernel<T><<<unsigned(a.requests * a.qHeads), kThreads, 0, stream>>>(a);
-  }
-  return cudaGetLastError();
+  const cudaError_t attended =
+      launchKernel(decodeAttentionKernel<T, GROUP>, grid, dim3(kThreads), shared, stream, a);
+  if (attended != cudaSuccess || a.splits == 1) return attended;
+  return launchKernel(combineSplitsKernel<T>, dim3(unsigned(a.requests * a.qHeads)), dim3(kThreads),
+                      0, stream, a);
 }
 
 }  // namespace

@@ -34,18 +34,39 @@ __global__ void gemvKernel(GemvArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   const int lane = threadIdx.x % 32;
   const int64_t n = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (n >= a.n) return;
+  if (n >= a.n) return;  // an exited warp counts as done for the dependent launch
   const T* w = static_cast<const T*>(a.w) + n * a.k;
   const T* x = static_cast<const T*>(a.x);
   float acc[ROWS] = {};
   constexpr int64_t kChunk = 32 * VEC;  // elements a warp covers per load
   int64_t k = int64_t(lane) * VEC;
-  for (; k + (kUnroll - 1) * kChunk < a.k; k += kUnroll * kChunk) {
-    Vec<T, VEC> wv[kUnroll];
+  const auto full = [&](int64_t at) { return at + (kUnroll - 1) * kChunk < a.k; };
+  // The first weights do not depend on the kernel before: they load while it finishes. Then
+  // each round issues the next round's loads before it multiplies (two sets in flight).
+  Vec<T, VEC> wv[kUnroll];
+  bool have = full(k);
+  if (have) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk);
+  }
+  waitForPreviousKernel();
+  allowNextKernel();
+  while (have) {
+    const int64_t next = k + kUnroll * kChunk;
+    const bool more = full(next);
+    Vec<T, VEC> ahead[kUnroll];
+    if (more) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + next + u * kChunk);
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * kChunk, a.k, acc);
+    k = next;
+    have = more;
+    if (more) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
+    }
   }
   for (; k < a.k; k += kChunk)
     accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, a.k, acc);
@@ -62,8 +83,8 @@ __global__ void gemvKernel(GemvArgs a) {
 template <typename T, int ROWS>
 cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
   const int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  gemvKernel<T, ROWS><<<unsigned(blocks), kWarpsPerBlock * 32, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launchKernel(gemvKernel<T, ROWS>, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), 0,
+                      stream, a);
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
 
 #include "kernels.h"
 
@@ -93,6 +96,48 @@ __device__ __forceinline__ float blockMax(float x) {
   x = lane < warps ? partial[lane] : -INFINITY;
   for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
   return x;
+}
+
+// Programmatic dependent launch (Hopper): a kernel lets the next one start (allowNextKernel)
+// and waits for the previous one's results (waitForPreviousKernel) only where it needs them, so
+// the next kernel's launch and its first weight loads overlap this one's tail. Without the launch
+// attribute both are no-ops.
+__device__ __forceinline__ void waitForPreviousKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allowNextKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
+// On unless SHARDSCOPE_PDL=0 (to compare, or to rule it out when chasing a wrong result).
+inline bool programmaticLaunch() {
+  static const bool on = [] {
+    const char* v = std::getenv("SHARDSCOPE_PDL");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+// Launches `kernel` on `stream`, allowed to overlap the kernel before it (see above).
+template <typename... Params, typename... Args>
+cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                         cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = programmaticLaunch() ? 1 : 0;
+  const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  return launched != cudaSuccess ? launched : cudaGetLastError();
 }
 
 // Calls f(T{}) with the element type of `dtype`.

@@ -7,6 +7,8 @@ namespace {
 // (i, i + d/2). q and k: norm (sum of squares over the block), then rotary; v: copied.
 template <typename T>
 __global__ void qkvToCacheKernel(QkvToCacheArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
   const int64_t t = blockIdx.x, head = blockIdx.y, half = a.headDim / 2;
   const int64_t i = threadIdx.x;
   const bool active = i < half;
@@ -52,8 +54,7 @@ cudaError_t qkvToCache(const QkvToCacheArgs& a, cudaStream_t stream) {
     using T = decltype(t);
     const int threads = int(((a.headDim / 2 + 31) / 32) * 32);
     const dim3 grid(unsigned(a.tokens), unsigned(a.qHeads + 2 * a.kvHeads));
-    qkvToCacheKernel<T><<<grid, unsigned(threads), 0, stream>>>(a);
-    return cudaGetLastError();
+    return launchKernel(qkvToCacheKernel<T>, grid, dim3(unsigned(threads)), 0, stream, a);
   });
 }
 

@@ -7,6 +7,8 @@ namespace {
 // re-reads the row (this thread's own elements, from L1/L2) and writes w * round(x * inv).
 template <typename T, int VEC>
 __global__ void rmsNormKernel(RmsNormArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
   const int64_t r = blockIdx.x;
   const T* x = static_cast<const T*>(a.x) + (r / a.heads) * a.tokenStride + (r % a.heads) * a.dim;
   const T* residual = a.residual ? static_cast<const T*>(a.residual) + r * a.dim : nullptr;
@@ -51,8 +53,8 @@ cudaError_t launch(const RmsNormArgs& a, cudaStream_t stream) {
   // A warp per 32 vectors of a row, at most 8 warps: a head row of 128 gets one warp.
   const int64_t vectors = (a.dim + VEC - 1) / VEC;
   const int threads = int(std::min<int64_t>(256, ((vectors + 31) / 32) * 32));
-  rmsNormKernel<T, VEC><<<unsigned(a.rows), unsigned(threads), 0, stream>>>(a);
-  return cudaGetLastError();
+  return launchKernel(rmsNormKernel<T, VEC>, dim3(unsigned(a.rows)), dim3(unsigned(threads)), 0,
+                      stream, a);
 }
 
 }  // namespace

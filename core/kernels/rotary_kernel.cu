@@ -7,6 +7,8 @@ namespace {
 // (x1 c - x2 s, x2 c + x1 s), each product and sum rounded as transformers' apply_rotary_pos_emb.
 template <typename T>
 __global__ void rotaryKernel(RotaryArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
   const int64_t t = blockIdx.x, head = blockIdx.y, half = a.headDim / 2;
   const bool isQ = head < a.qHeads;
   const int64_t h = isQ ? head : head - a.qHeads;
@@ -33,8 +35,7 @@ cudaError_t rotary(const RotaryArgs& a, cudaStream_t stream) {
     using T = decltype(t);
     const int threads = int(std::min<int64_t>(512, ((a.headDim / 2 + 31) / 32) * 32));
     const dim3 grid(unsigned(a.tokens), unsigned(a.qHeads + a.kHeads));
-    rotaryKernel<T><<<grid, unsigned(threads), 0, stream>>>(a);
-    return cudaGetLastError();
+    return launchKernel(rotaryKernel<T>, grid, dim3(unsigned(threads)), 0, stream, a);
   });
 }
 

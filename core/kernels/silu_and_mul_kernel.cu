@@ -7,6 +7,8 @@ namespace {
 // in fp32).
 template <typename T, int VEC>
 __global__ void siluAndMulKernel(SiluAndMulArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
   const int64_t perRow = a.half / VEC, total = a.rows * perRow;
   for (int64_t n = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; n < total;
        n += int64_t(gridDim.x) * blockDim.x) {
@@ -29,8 +31,8 @@ cudaError_t launch(const SiluAndMulArgs& a, cudaStream_t stream) {
   const int64_t work = a.rows * (a.half / VEC);
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((work + threads - 1) / threads, 65536);
-  siluAndMulKernel<T, VEC><<<unsigned(blocks), threads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launchKernel(siluAndMulKernel<T, VEC>, dim3(unsigned(blocks)), dim3(threads), 0, stream,
+                      a);
 }
 
 }  // namespace

@@ -30,11 +30,10 @@ struct ForwardBatch {
   PortObserver* observer = nullptr;
   int64_t step = 0;
   // Set when every span is one decode token in one shared cache (a token's position is then its
-  // request's cached length): the spans' cache slots as [R] int64 on the device, the number of
-  // cached keys every request attends over (the longest request's, rounded up so that CUDA graphs
-  // are reused), and the [R, 1, 1, span] mask of the keys each request sees; built once per step,
-  // so attention runs batched.
-  at::Tensor decodeSlots{}, decodeMask{};
+  // request's cached length): the spans' cache slots as [R] int64 on the device and the number of
+  // cached keys every request may attend over (the longest request's, rounded up so that CUDA
+  // graphs are reused); built once per step, so attention runs batched.
+  at::Tensor decodeSlots{};
   int64_t decodeSpan = 0;
   bool decodeSlotsInOrder = false;  // slots are 0..R-1: the cache rows are read as a view
   // Replays CUDA graphs over the decoder layers the observer does not need (GPU steps).

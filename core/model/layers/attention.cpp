@@ -100,10 +100,14 @@ at::Tensor Attention::attendCached(const at::Tensor& q, const ForwardBatch& batc
   };
   // Grouped-query attention without repeating keys: the `group` query heads that share a KV head
   // (head h reads KV head h / group, as transformers' repeat_kv) are the rows of one query block;
-  // with one token per request the rows are independent and share the request's mask.
+  // with one token per request the rows are independent and share the request's mask, which
+  // hides the keys past each request's own position.
+  at::Tensor mask =
+      (at::arange(span, batch.positions.options()).unsqueeze(0) <= batch.positions.unsqueeze(1))
+          .view({R, 1, 1, span});
   at::Tensor out = at::scaled_dot_product_attention(
       q.view({R, kvHeads_, group, headDim_}), window(cache.allKeys(layer_)),
-      window(cache.allValues(layer_)), batch.decodeMask, 0.0, /*is_causal=*/false, scale_);
+      window(cache.allValues(layer_)), mask, 0.0, /*is_causal=*/false, scale_);
   return out.reshape({R, heads_ * headDim_});
 }
 #endif
