@@ -3,87 +3,118 @@
 namespace shardscope::kernels {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = int(kDecodeAttentionChunk);  // one key per thread
 
-// Block (KV head, request, split): the GROUP query heads of one KV head against the split's
-// keys. Scores go to shared memory (one thread per key), softmax over the split, then one thread
-// per output dimension sums the values. fp32 throughout; one rounding at the end.
-template <typename T, int GROUP>
-__global__ void decodeAttentionKernel(DecodeAttentionArgs a) {
-  waitForPreviousKernel();
-  allowNextKernel();
-  constexpr int VEC = 16 / sizeof(T);
-  const int64_t kvHead = blockIdx.x, r = blockIdx.y, split = blockIdx.z, d = a.headDim;
-  const int64_t length = a.positions[r] + 1;  // keys 0..position, the new token's included
-  const int64_t begin = split * a.chunk;
-  const int64_t n = begin < length ? min(a.chunk, length - begin) : 0;
-  extern __shared__ float shared[];
-  float* qs = shared;                  // [GROUP, d]
-  float* scores = shared + GROUP * d;  // [GROUP, chunk]
-  const T* q = static_cast<const T*>(a.q) + (r * a.qHeads + kvHead * GROUP) * d;
-  for (int64_t i = threadIdx.x; i < GROUP * d; i += blockDim.x) qs[i] = toFloat(q[i]);
-  __syncthreads();
-
-  const int64_t rowStride = a.kvHeads * d, slot = a.slots[r];
-  const T* keys =
-      static_cast<const T*>(a.keyCache) + slot * a.slotStride + begin * rowStride + kvHead * d;
-  const T* values =
-      static_cast<const T*>(a.valueCache) + slot * a.slotStride + begin * rowStride + kvHead * d;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const T* k = keys + j * rowStride;
-    float dot[GROUP] = {};
-    for (int64_t e = 0; e < d; e += VEC) {
-      const Vec<T, VEC> kv = load<T, VEC>(k + e);
-#pragma unroll
-      for (int u = 0; u < VEC; ++u) {
-        const float kf = toFloat(kv.v[u]);
-#pragma unroll
-        for (int g = 0; g < GROUP; ++g) dot[g] = __fmaf_rn(qs[g * d + e + u], kf, dot[g]);
-      }
-    }
-#pragma unroll
-    for (int g = 0; g < GROUP; ++g) scores[g * a.chunk + j] = dot[g] * a.scale;
-  }
-  __syncthreads();
-
-  float maxes[GROUP], sums[GROUP];
+// Sum or maximum of GROUP values over the block; every thread gets the results.
+template <int GROUP, bool MAX>
+__device__ __forceinline__ void blockReduce(float (&v)[GROUP]) {
+  __shared__ float partial[32][GROUP];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
 #pragma unroll
   for (int g = 0; g < GROUP; ++g) {
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) m = fmaxf(m, scores[g * a.chunk + j]);
-    m = blockMax(m);
-    float s = 0.f;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      const float p = expf(scores[g * a.chunk + j] - m);
-      scores[g * a.chunk + j] = p;
-      s += p;
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[g], o);
+      v[g] = MAX ? fmaxf(v[g], other) : v[g] + other;
     }
-    maxes[g] = m;
-    sums[g] = blockSum(s);
+  }
+  __syncthreads();  // partial[] may still be read by a previous call
+  if (lane == 0) {
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) partial[warp][g] = v[g];
   }
   __syncthreads();
-
-  for (int64_t e = threadIdx.x; e < d; e += blockDim.x) {
-    float acc[GROUP] = {};
-#pragma unroll 8
-    for (int64_t j = 0; j < n; ++j) {
-      const float v = toFloat(values[j * rowStride + e]);
 #pragma unroll
-      for (int g = 0; g < GROUP; ++g) acc[g] = __fmaf_rn(scores[g * a.chunk + j], v, acc[g]);
+  for (int g = 0; g < GROUP; ++g) {
+    float x = lane < warps ? partial[lane][g] : (MAX ? -INFINITY : 0.f);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, x, o);
+      x = MAX ? fmaxf(x, other) : x + other;
     }
+    v[g] = x;
+  }
+}
+
+// Block (KV head, request, split): the GROUP query heads of one KV head against the split's keys,
+// one key per thread (its row loaded whole, so the loads overlap), softmax over the split, then
+// PARTS threads per output dimension sum the values. fp32 throughout; one rounding at the end.
+template <typename T, int GROUP, int D>
+__global__ void __launch_bounds__(kThreads) decodeAttentionKernel(DecodeAttentionArgs a) {
+  waitForPreviousKernel();
+  allowNextKernel();
+  constexpr int VEC = 16 / sizeof(T), PARTS = kThreads / D;
+  __shared__ float qs[GROUP][D];
+  __shared__ float probs[GROUP][kThreads];
+  __shared__ float sums[PARTS][GROUP][D];
+  const int64_t kvHead = blockIdx.x, r = blockIdx.y, split = blockIdx.z;
+  const int64_t length = a.positions[r] + 1;  // keys 0..position, the new token's included
+  const int64_t begin = split * kThreads;
+  const int64_t n = begin < length ? min(int64_t(kThreads), length - begin) : 0;
+  const T* q = static_cast<const T*>(a.q) + (r * a.qHeads + kvHead * GROUP) * D;
+  for (int i = threadIdx.x; i < GROUP * D; i += kThreads) qs[i / D][i % D] = toFloat(q[i]);
+  __syncthreads();
+
+  const int64_t rowStride = a.kvHeads * D, slot = a.slots[r];
+  const int64_t base = slot * a.slotStride + begin * rowStride + kvHead * D;
+  const T* keys = static_cast<const T*>(a.keyCache) + base;
+  const T* values = static_cast<const T*>(a.valueCache) + base;
+  const int j = threadIdx.x;
+  float score[GROUP];
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) score[g] = -INFINITY;
+  if (j < n) {
+    Vec<T, VEC> row[D / VEC];
+#pragma unroll
+    for (int c = 0; c < D / VEC; ++c) row[c] = load<T, VEC>(keys + j * rowStride + c * VEC);
 #pragma unroll
     for (int g = 0; g < GROUP; ++g) {
-      const int64_t head = kvHead * GROUP + g;
-      if (a.splits == 1) {
-        static_cast<T*>(a.out)[(r * a.qHeads + head) * d + e] = fromFloat<T>(acc[g] / sums[g]);
-        continue;
+      float dot = 0.f;
+#pragma unroll
+      for (int c = 0; c < D / VEC; ++c) {
+#pragma unroll
+        for (int u = 0; u < VEC; ++u)
+          dot = __fmaf_rn(qs[g][c * VEC + u], toFloat(row[c].v[u]), dot);
       }
-      float* part = a.partial + ((r * a.qHeads + head) * a.splits + split) * (d + 2);
-      part[e] = acc[g];
-      if (e == 0) {
-        part[d] = maxes[g];
-        part[d + 1] = sums[g];
-      }
+      score[g] = dot * a.scale;
+    }
+  }
+  float maxes[GROUP], total[GROUP];
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) maxes[g] = score[g];
+  blockReduce<GROUP, true>(maxes);
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) {
+    total[g] = j < n ? expf(score[g] - maxes[g]) : 0.f;
+    probs[g][j] = total[g];
+  }
+  blockReduce<GROUP, false>(total);  // its barrier also publishes probs[]
+
+  const int e = threadIdx.x % D, part = threadIdx.x / D;
+  float acc[GROUP] = {};
+#pragma unroll 8
+  for (int64_t k = part; k < n; k += PARTS) {
+    const float v = toFloat(values[k * rowStride + e]);
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) acc[g] = __fmaf_rn(probs[g][k], v, acc[g]);
+  }
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) sums[part][g][e] = acc[g];
+  __syncthreads();
+  if (part != 0) return;
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) {
+    float o = 0.f;
+#pragma unroll
+    for (int p = 0; p < PARTS; ++p) o += sums[p][g][e];
+    const int64_t head = kvHead * GROUP + g;
+    if (a.splits == 1) {
+      static_cast<T*>(a.out)[(r * a.qHeads + head) * D + e] = fromFloat<T>(o / total[g]);
+      continue;
+    }
+    float* out = a.partial + ((r * a.qHeads + head) * a.splits + split) * (D + 2);
+    out[e] = o;
+    if (e == 0) {
+      out[D] = maxes[g];
+      out[D + 1] = total[g];
     }
   }
 }
@@ -109,48 +140,54 @@ __global__ void combineSplitsKernel(DecodeAttentionArgs a) {
   }
 }
 
-template <typename T, int GROUP>
+template <typename T, int GROUP, int D>
 cudaError_t launch(const DecodeAttentionArgs& a, cudaStream_t stream) {
-  const size_t shared = sizeof(float) * size_t(GROUP) * size_t(a.headDim + a.chunk);
   const dim3 grid(unsigned(a.kvHeads), unsigned(a.requests), unsigned(a.splits));
   const cudaError_t attended =
-      launchKernel(decodeAttentionKernel<T, GROUP>, grid, dim3(kThreads), shared, stream, a);
+      launchKernel(decodeAttentionKernel<T, GROUP, D>, grid, dim3(kThreads), 0, stream, a);
   if (attended != cudaSuccess || a.splits == 1) return attended;
-  return launchKernel(combineSplitsKernel<T>, dim3(unsigned(a.requests * a.qHeads)), dim3(kThreads),
-                      0, stream, a);
+  return launchKernel(combineSplitsKernel<T>, dim3(unsigned(a.requests * a.qHeads)), dim3(128), 0,
+                      stream, a);
+}
+
+template <typename T, int D>
+cudaError_t launchGroup(const DecodeAttentionArgs& a, cudaStream_t stream) {
+  switch (a.qHeads / a.kvHeads) {
+    case 1:
+      return launch<T, 1, D>(a, stream);
+    case 2:
+      return launch<T, 2, D>(a, stream);
+    case 4:
+      return launch<T, 4, D>(a, stream);
+    case 8:
+      return launch<T, 8, D>(a, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
 
+bool decodeAttentionSupports(int64_t group, int64_t headDim) {
+  return (group == 1 || group == 2 || group == 4 || group == 8) &&
+         (headDim == 64 || headDim == 128 || headDim == 256);
+}
+
 cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream) {
   if (a.requests == 0) return cudaSuccess;
-  if (a.kvHeads == 0 || a.qHeads % a.kvHeads != 0 || a.chunk <= 0 || a.splits < 1 ||
-      (a.splits > 1 && !a.partial))
+  if (a.kvHeads == 0 || a.qHeads % a.kvHeads != 0 || a.splits < 1 || (a.splits > 1 && !a.partial) ||
+      !decodeAttentionSupports(a.qHeads / a.kvHeads, a.headDim) || !aligned(a.keyCache, 16) ||
+      !aligned(a.valueCache, 16))
     return cudaErrorInvalidValue;
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);
-    if (a.headDim % (16 / int64_t(sizeof(T))) != 0 || !aligned(a.keyCache, 16) ||
-        (a.slotStride * int64_t(sizeof(T))) % 16 != 0)
-      return cudaErrorInvalidValue;
-    switch (a.qHeads / a.kvHeads) {
-      case 1:
-        return launch<T, 1>(a, stream);
-      case 2:
-        return launch<T, 2>(a, stream);
-      case 3:
-        return launch<T, 3>(a, stream);
-      case 4:
-        return launch<T, 4>(a, stream);
-      case 5:
-        return launch<T, 5>(a, stream);
-      case 6:
-        return launch<T, 6>(a, stream);
-      case 7:
-        return launch<T, 7>(a, stream);
-      case 8:
-        return launch<T, 8>(a, stream);
+    switch (a.headDim) {
+      case 64:
+        return launchGroup<T, 64>(a, stream);
+      case 128:
+        return launchGroup<T, 128>(a, stream);
       default:
-        return cudaErrorInvalidValue;
+        return launchGroup<T, 256>(a, stream);
     }
   });
 }

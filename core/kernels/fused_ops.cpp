@@ -207,7 +207,7 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
   const int64_t headDim = keyCache.size(-1), qHeads = q.size(1) / headDim;
   if (!usable(q, keyCache) || !q.is_contiguous() || !keyCache.is_contiguous() ||
       !valueCache.is_contiguous() || kvHeads == 0 || qHeads % kvHeads != 0 ||
-      qHeads / kvHeads > kernels::kMaxDecodeGroup || headDim % 8 != 0)
+      !kernels::decodeAttentionSupports(qHeads / kvHeads, headDim))
     return {};
   const c10::cuda::CUDAGuard guard(q.device());
   const int64_t requests = q.size(0);
@@ -223,8 +223,8 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
   a.qHeads = qHeads;
   a.kvHeads = kvHeads;
   a.headDim = headDim;
-  a.chunk = kernels::kDecodeAttentionChunk;
-  a.splits = std::max<int64_t>(1, (span + a.chunk - 1) / a.chunk);
+  const int64_t chunk = kernels::kDecodeAttentionChunk;
+  a.splits = std::max<int64_t>(1, (span + chunk - 1) / chunk);
   a.scale = float(scale);
   at::Tensor out = at::empty_like(q), partial;
   if (a.splits > 1) {

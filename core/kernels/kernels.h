@@ -97,9 +97,10 @@ cudaError_t qkvToCache(const QkvToCacheArgs& a, cudaStream_t stream);
 
 // One new token per request attending over its cached keys 0..positions[r] (flash-decoding):
 // q [requests, qHeads * d], caches as above, out [requests, qHeads * d]; query head h reads KV
-// head h / (qHeads / kvHeads). The keys are cut into `splits` chunks of `chunk` keys, each chunk
-// a block; with more than one split, `partial` (float, requests * qHeads * splits * (d + 2))
-// holds each chunk's unnormalised output, max and sum until a second kernel combines them.
+// head h / (qHeads / kvHeads). The keys are cut into `splits` chunks of kDecodeAttentionChunk
+// keys, each chunk a block; with more than one split, `partial` (float, requests * qHeads *
+// splits * (d + 2)) holds each chunk's unnormalised output, max and sum until a second kernel
+// combines them. Takes query groups of 1, 2, 4 or 8 heads and head sizes 64, 128 or 256.
 struct DecodeAttentionArgs {
   DType dtype = DType::Float;
   const void* q = nullptr;
@@ -111,11 +112,11 @@ struct DecodeAttentionArgs {
   void* out = nullptr;
   float* partial = nullptr;
   int64_t requests = 0, qHeads = 0, kvHeads = 0, headDim = 0;
-  int64_t chunk = 0, splits = 1;
+  int64_t splits = 1;
   float scale = 1.f;
 };
-constexpr int64_t kDecodeAttentionChunk = 256;
-constexpr int64_t kMaxDecodeGroup = 8;  // query heads per KV head the kernel takes
+constexpr int64_t kDecodeAttentionChunk = 512;
+bool decodeAttentionSupports(int64_t group, int64_t headDim);
 cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace shardscope::kernels

@@ -211,16 +211,22 @@ class TestFusedOps : public QObject {
   void decodeAttention_data() {
     QTest::addColumn<int>("dtype");
     QTest::addColumn<int>("span");
-    for (int span : {128, 1024}) {
-      QTest::addRow("fp32 span %d", span) << int(at::kFloat) << span;
-      QTest::addRow("bf16 span %d", span) << int(at::kBFloat16) << span;
+    QTest::addColumn<int>("group");
+    QTest::addColumn<int>("headDim");
+    for (int span : {128, 1024}) {  // one chunk of keys; two, combined by a second kernel
+      QTest::addRow("fp32 span %d", span) << int(at::kFloat) << span << 4 << 128;
+      QTest::addRow("bf16 span %d", span) << int(at::kBFloat16) << span << 4 << 128;
     }
+    QTest::addRow("bf16 group 8 d 64") << int(at::kBFloat16) << 700 << 8 << 64;
+    QTest::addRow("fp32 group 1 d 256") << int(at::kFloat) << 300 << 1 << 256;
   }
   void decodeAttention() {
     QFETCH(int, dtype);
     QFETCH(int, span);
+    QFETCH(int, group);
+    QFETCH(int, headDim);
     const auto t = at::ScalarType(dtype);
-    const int64_t R = 3, d = 128, nq = 8, nkv = 2, group = nq / nkv, capacity = 1100;
+    const int64_t R = 3, d = headDim, nkv = 2, nq = nkv * group, capacity = 1100;
     const std::vector<int64_t> slots = {1, 2, 0}, lengths = {1, span / 2 + 3, span};
     at::Tensor keys = at::randn({R, capacity, nkv, d}, gpu(t));
     at::Tensor values = at::randn({R, capacity, nkv, d}, gpu(t));
@@ -241,6 +247,10 @@ class TestFusedOps : public QObject {
       rows.push_back(o.reshape({nq * d}).to(t));
     }
     expectClose(out, at::stack(rows), 0.9, "decode attention");
+    // A group the kernel does not take is left to SDPA.
+    QVERIFY(!fused::decodeAttention(at::randn({R, 3 * nkv * d}, gpu(t)), keys, values,
+                                    at::tensor(slots, gpu(at::kLong)), positions, nkv, span, scale)
+                 .defined());
   }
 
   void gemvLeavesOtherShapes() {
