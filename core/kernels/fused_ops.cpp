@@ -28,6 +28,13 @@ void check(cudaError_t status, const char* op) {
               "config)");
 }
 
+// An uninitialised tensor shaped like x but with `last` elements in its last dimension.
+at::Tensor emptyWithLastDim(const at::Tensor& x, int64_t last) {
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = last;
+  return at::empty(shape, x.options());
+}
+
 cudaStream_t streamOf(const at::Tensor& x) {
   return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
 }
@@ -130,9 +137,7 @@ at::Tensor siluAndMul(const at::Tensor& x) {
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = x.contiguous();
   const int64_t half = x.size(-1) / 2;
-  std::vector<int64_t> shape = x.sizes().vec();
-  shape.back() = half;
-  at::Tensor out = at::empty(shape, x.options());
+  at::Tensor out = emptyWithLastDim(x, half);
   kernels::SiluAndMulArgs a;
   a.dtype = dtypeOf(x);
   a.x = xc.data_ptr();
@@ -152,9 +157,7 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias
   if (bias.defined() && (!usable(bias, w) || bias.numel() != n || !bias.is_contiguous())) return {};
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = x.contiguous();
-  std::vector<int64_t> shape = x.sizes().vec();
-  shape.back() = n;
-  at::Tensor y = at::empty(shape, x.options());
+  at::Tensor y = emptyWithLastDim(x, n);
   kernels::GemvArgs a;
   a.dtype = dtypeOf(x);
   a.x = xc.data_ptr();

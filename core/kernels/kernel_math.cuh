@@ -84,20 +84,6 @@ __device__ __forceinline__ float blockSum(float x) {
   return x;
 }
 
-// Maximum over the block, as blockSum.
-__device__ __forceinline__ float blockMax(float x) {
-  __shared__ float partial[32];
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  if (warps == 1) return x;
-  __syncthreads();
-  if (lane == 0) partial[warp] = x;
-  __syncthreads();
-  x = lane < warps ? partial[lane] : -INFINITY;
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-
 // Programmatic dependent launch (Hopper): a kernel lets the next one start (allowNextKernel)
 // and waits for the previous one's results (waitForPreviousKernel) only where it needs them, so
 // the next kernel's launch and its first weight loads overlap this one's tail. Without the launch
