@@ -129,8 +129,8 @@ double traceSeconds(Engine& e, const std::string& body, const std::vector<int64_
 }
 
 // A decode step's matmuls alone at batch 1: each weight shape of layer 0 once per layer, then the
-// LM head; LibTorch's matmul against `linear` (the GEMV kernel where it applies). One layer's
-// weights serve every layer: at ~400 MB they leave the GPU's L2 between uses.
+// LM head; LibTorch's matmul against `linearForward` (the GEMV kernel where it applies). One
+// layer's weights serve every layer: at ~400 MB they leave the GPU's L2 between uses.
 json decodeMatmuls(const ModelInfo& info, double bandwidth) {
   std::vector<std::vector<int64_t>> layerShapes;
   std::vector<int64_t> head;

@@ -20,8 +20,8 @@ struct Sequence {
   std::vector<at::Tensor> logits;  // rank 0, when asked for: one [V] float row per step
 };
 
-// Keys a decode step attends over: the longest request's, rounded up so that CUDA graphs
-// recorded for one span serve many steps (the mask hides the rest).
+// Keys a decode step may attend over: the longest request's, rounded up so that CUDA graphs
+// recorded for one span serve many steps (each request still stops at its own position).
 constexpr int64_t kSpanGranule = 128;
 
 // A pure decode step on the GPU: batched attention over the shared cache, its slots and span
@@ -132,8 +132,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     host.insert(host.end(), slots.begin(), slots.end());
     const at::Tensor device = at::tensor(host, longOptions).to(ctx.device);
     batch.positions = device.narrow(0, T, T);
-    const bool decodeStep = decodeOnly && ctx.device.is_cuda();
-    if (decodeStep) prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
+    if (decodeOnly && ctx.device.is_cuda())
+      prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
     if (ctx.device.is_cuda()) batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
     at::Tensor hidden = ctx.model.forward(device.narrow(0, 0, T), batch);
     // In a decode step every row is its request's last.

@@ -22,10 +22,10 @@ kernels::DType dtypeOf(const at::Tensor& x) {
 
 void check(cudaError_t status, const char* op) {
   if (status == cudaSuccess) return;
-  throw Error(std::string("fused CUDA kernel ") + op +
-              " failed to launch: " + cudaGetErrorString(status) +
-              " (run with enforce_eager or on the CPU to compare; report this with the model's "
-              "config)");
+  throw Error(std::string("fused CUDA kernel ") + op + " failed: " + cudaGetErrorString(status) +
+              " (the error may come from an earlier kernel on this stream; SHARDSCOPE_PDL=0 rules "
+              "out overlapped launches, device=cpu runs without these kernels; report it with the "
+              "model's config)");
 }
 
 // An uninitialised tensor shaped like x but with `last` elements in its last dimension.
@@ -99,7 +99,7 @@ std::pair<at::Tensor, at::Tensor> addRmsNorm(const at::Tensor& x, const at::Tens
   SS_ASSERT(x.sizes() == residual.sizes() && x.scalar_type() == residual.scalar_type(),
             "addRmsNorm: x and residual differ in shape or dtype");
   at::Tensor sum;
-  at::Tensor out = norm(x.dim() == 3 ? x.contiguous() : x, &residual, &sum, weight, eps);
+  at::Tensor out = norm(x, &residual, &sum, weight, eps);
   return {out, sum};
 }
 

@@ -55,6 +55,16 @@ __device__ __forceinline__ float subRounded(float a, float b) {
   return toFloat(fromFloat<T>(__fsub_rn(a, b)));
 }
 
+// One rotary pair (x1, x2) at angle (c, s), rounded as transformers' apply_rotary_pos_emb on T:
+// (x1 c - x2 s, x2 c + x1 s), each product and the sum rounded.
+template <typename T>
+__device__ __forceinline__ void rotatePair(float& x1, float& x2, float c, float s) {
+  const float r1 = __fsub_rn(mulRounded<T>(x1, c), mulRounded<T>(x2, s));
+  const float r2 = __fadd_rn(mulRounded<T>(x2, c), mulRounded<T>(x1, s));
+  x1 = r1;
+  x2 = r2;
+}
+
 // VEC elements moved as one 16-byte (or narrower) access.
 template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Vec {

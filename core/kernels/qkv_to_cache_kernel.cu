@@ -26,12 +26,8 @@ __global__ void qkvToCacheKernel(QkvToCacheArgs a) {
   if (!active) return;
   const int64_t p = a.positions[t];
   if (!isV) {
-    const float c = toFloat(static_cast<const T*>(a.cos)[p * half + i]);
-    const float s = toFloat(static_cast<const T*>(a.sin)[p * half + i]);
-    const float r1 = __fsub_rn(mulRounded<T>(x1, c), mulRounded<T>(x2, s));
-    const float r2 = __fadd_rn(mulRounded<T>(x2, c), mulRounded<T>(x1, s));
-    x1 = r1;
-    x2 = r2;
+    rotatePair<T>(x1, x2, toFloat(static_cast<const T*>(a.cos)[p * half + i]),
+                  toFloat(static_cast<const T*>(a.sin)[p * half + i]));
   }
   T* dst;
   if (isQ) {

@@ -20,10 +20,10 @@ __global__ void rotaryKernel(RotaryArgs a) {
   const T* cosRow = static_cast<const T*>(a.cos) + p * half;
   const T* sinRow = static_cast<const T*>(a.sin) + p * half;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-    const float x1 = toFloat(x[i]), x2 = toFloat(x[i + half]);
-    const float c = toFloat(cosRow[i]), s = toFloat(sinRow[i]);
-    out[i] = fromFloat<T>(__fsub_rn(mulRounded<T>(x1, c), mulRounded<T>(x2, s)));
-    out[i + half] = fromFloat<T>(__fadd_rn(mulRounded<T>(x2, c), mulRounded<T>(x1, s)));
+    float x1 = toFloat(x[i]), x2 = toFloat(x[i + half]);
+    rotatePair<T>(x1, x2, toFloat(cosRow[i]), toFloat(sinRow[i]));
+    out[i] = fromFloat<T>(x1);
+    out[i + half] = fromFloat<T>(x2);
   }
 }
 

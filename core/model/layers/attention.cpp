@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include <torch/version.h>
-
 #include "../../error.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"

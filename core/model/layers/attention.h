@@ -28,9 +28,6 @@ class Attention : public Module {
   int64_t layer() const {
     return layer_;
   }
-  int64_t kvHeads() const {
-    return kvHeads_;
-  }
 
  private:
   at::Tensor attendDecodeBatch(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
