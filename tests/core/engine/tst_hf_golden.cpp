@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
@@ -33,11 +34,6 @@ Golden loadGolden(const std::string& model, const std::string& dtype) {
   };
   return {ids(get("input_ids")), get("prefill_logits"), get("decode_logits"),
           ids(get("greedy_ids"))};
-}
-
-double relativeError(const at::Tensor& ours, const at::Tensor& ref) {
-  return (ours.to(at::kDouble) - ref.to(at::kDouble)).abs().max().item<double>() /
-         ref.abs().max().item<double>();
 }
 
 // Logits at every prompt position (the generation loop keeps only the last row).
@@ -92,7 +88,7 @@ class TestHfGolden : public QObject {
     if (dtype == "bf16") return checkBf16(engine, g, model, tp);
 
     const at::Tensor prefill = prefillLogitsAllPositions(engine, g.inputIds);
-    const double prefillErr = relativeError(prefill, g.prefill);
+    const double prefillErr = test::maxRelativeError(prefill, g.prefill);
     QVERIFY2(prefillErr <= 1e-4, ("prefill relative error " + std::to_string(prefillErr)).c_str());
 
     GenerateRequest r;
@@ -103,8 +99,8 @@ class TestHfGolden : public QObject {
     const GenerateResult result = Engine::generateResult(engine.generate(r));
     QCOMPARE(result.outputs[0].tokenIds, g.greedy);
     const at::Tensor steps = fromHostFloat(result.outputs[0].logits);  // [9, V]
-    const double lastErr = relativeError(steps[0], g.prefill[-1]);
-    const double decodeErr = relativeError(steps.narrow(0, 1, g.decode.size(0)), g.decode);
+    const double lastErr = test::maxRelativeError(steps[0], g.prefill[-1]);
+    const double decodeErr = test::maxRelativeError(steps.narrow(0, 1, g.decode.size(0)), g.decode);
     QVERIFY2(lastErr <= 1e-4,
              ("prefill last-row relative error " + std::to_string(lastErr)).c_str());
     QVERIFY2(decodeErr <= 1e-4, ("decode relative error " + std::to_string(decodeErr)).c_str());
@@ -123,7 +119,7 @@ class TestHfGolden : public QObject {
     path.insert(path.end(), g.greedy.begin(), g.greedy.end() - 1);
     const at::Tensor ours = prefillLogitsAllPositions(engine, path);
     const at::Tensor ref = at::cat({g.prefill, g.decode}, 0);  // [prompt + 8, V]
-    const double err = relativeError(ours, ref);
+    const double err = test::maxRelativeError(ours, ref);
     QVERIFY2(err <= tolerance, ("bf16 relative error " + std::to_string(err)).c_str());
     // A step is a near-tie when transformers' top two logits are closer than twice the largest
     // difference measured between the two runs: only there may rounding pick the other token.

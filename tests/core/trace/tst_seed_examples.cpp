@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/host_tensor_conversion.h"
 #include "core/model/model_source.h"
@@ -164,14 +165,19 @@ class TestSeedExamples : public QObject {
     {
       Runner two(spec_, 2);
       two.run("seed_1_reads.py");
-      QVERIFY(at::allclose(two.tensor("z"), z1, 1e-4, 1e-5));
-      QVERIFY(at::allclose(two.tensor("resid"), resid1, 1e-4, 1e-5));
-      QVERIFY(at::allclose(two.tensor("logits"), logits1, 1e-4, 1e-4));
+      QVERIFY2(test::closeToScale(two.tensor("z"), z1),
+               test::closeToScaleMessage(two.tensor("z"), z1).c_str());
+      QVERIFY2(test::closeToScale(two.tensor("resid"), resid1),
+               test::closeToScaleMessage(two.tensor("resid"), resid1).c_str());
+      QVERIFY2(test::closeToScale(two.tensor("logits"), logits1),
+               test::closeToScaleMessage(two.tensor("logits"), logits1).c_str());
       QCOMPARE(two.run("seed_2_zero_head.py"), text1);
       two.run("seed_3_rank_order.py");
       // tp=1 lays qkv out as [q | k | v]: query head h is columns h*128 .. h*128+128.
-      QVERIFY(at::allclose(two.tensor("q7"), qkv1.narrow(1, 7 * 128, 128), 1e-4, 1e-5));
-      QVERIFY(at::allclose(two.tensor("q20"), qkv1.narrow(1, 20 * 128, 128), 1e-4, 1e-5));
+      QVERIFY2(test::closeToScale(two.tensor("q7"), qkv1.narrow(1, 7 * 128, 128)),
+               test::closeToScaleMessage(two.tensor("q7"), qkv1.narrow(1, 7 * 128, 128)).c_str());
+      QVERIFY2(test::closeToScale(two.tensor("q20"), qkv1.narrow(1, 20 * 128, 128)),
+               test::closeToScaleMessage(two.tensor("q20"), qkv1.narrow(1, 20 * 128, 128)).c_str());
       QCOMPARE(two.run("seed_4_parameters.py"), std::string("((4096, 2048), (75968, 4096))"));
     }
     if (test::backend() == "nccl" && at::getNumGPUs() < 4) return;  // tp=4 needs 4 GPUs with NCCL
