@@ -214,20 +214,23 @@ int tokenize(const std::vector<std::string>& args) {
 
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
-                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "log", "session",
-                     "title", "value-cap-mb"},
+                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
+                     "log", "session", "title", "value-cap-mb"},
                     {"help"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
-           "                          [--budget STEPS] [--log S.db [--session NAME] [--title T]\n"
+           "                          [--budget STEPS] [--memory-budget-mb MB]\n"
+           "                          [--log S.db [--session NAME] [--title T]\n"
            "                          [--value-cap-mb MB]]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
            "--tp overrides tensor_parallel_size; --budget bounds the evaluation steps of each\n"
-           "block (default 10000000). --log records the run in a session file (created if\n"
+           "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
+           "(default: half of the device's free memory). --log records the run in a session file "
+           "(created if\n"
            "needed; session 'default' unless --session); saved values over --value-cap-mb\n"
            "(default 256) are recorded as a summary.\n";
     return 0;
@@ -241,6 +244,7 @@ int runScript(const std::vector<std::string>& args) {
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");
   o.budget = a.getInt("budget", 10'000'000);
+  o.memoryBudget = a.memoryBudgetBytes();
   for (const auto& m : a.getAll("model-dir")) {
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq == 0)

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "../host_tensor.h"
 
 namespace shardscope {
+
+class Tokenizer;
 
 struct SamplingParams {
   double temperature = 0.0;  // 0: greedy
@@ -18,12 +21,16 @@ struct SamplingParams {
   int64_t maxTokens = 16;
   std::vector<int64_t> stopTokenIds;  // in addition to the model's EOS ids
   bool ignoreEos = false;
+  // vLLM's `stop`: a request ends once its text contains one of these; the reported text ends
+  // before it (token ids keep every generated token). Needs the model's tokenizer.
+  std::vector<std::string> stop;
 };
 
 struct GenerateRequest {
   std::vector<std::vector<int64_t>> prompts;  // one request per prompt, batched in each step
   SamplingParams sampling;
   bool returnLogits = false;  // keep each step's [V] logits of every request (float32)
+  std::shared_ptr<const Tokenizer> tokenizer;  // decodes generated text for stop strings
 };
 
 struct RequestOutput {

@@ -6,6 +6,7 @@
 
 #include "../error.h"
 #include "../host_tensor_conversion.h"
+#include "../model/tokenizer.h"
 #include "sampler.h"
 
 namespace shardscope {
@@ -38,10 +39,38 @@ void prepareDecode(const KvCache& cache, const std::vector<int64_t>& slots,
       std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
 }
 
+// Whether the request's generated text now contains one of its stop strings. Every rank decides
+// alike: the ids are the same on every rank, and so is their text.
+bool containsStopString(const GenerateRequest& request, const Sequence& s) {
+  if (request.sampling.stop.empty()) return false;
+  const std::vector<int64_t> generated(s.tokens.begin() + s.promptLength, s.tokens.end());
+  const std::string text = request.tokenizer->decode(generated, /*skipSpecialTokens=*/true);
+  for (const std::string& stop : request.sampling.stop) {
+    if (text.find(stop) != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
+                           const std::vector<std::string>& stop) {
+  if (!tokenizer) return "";
+  std::string text = tokenizer->decode(ids, /*skipSpecialTokens=*/true);
+  size_t cut = text.size();
+  for (const std::string& s : stop) cut = std::min(cut, text.find(s));
+  return text.substr(0, cut);
+}
 
 void validateRequest(const GenerateRequest& request, const ModelConfig& config) {
   if (request.prompts.empty()) throw Error("generate: no prompts given");
+  if (!request.sampling.stop.empty() && !request.tokenizer)
+    throw Error(
+        "stop strings need the model's tokenizer, and this model has no tokenizer.json; "
+        "use stop_token_ids instead");
+  for (const std::string& s : request.sampling.stop) {
+    if (s.empty()) throw Error("a stop string must not be empty");
+  }
   if (request.sampling.maxTokens < 1) {
     throw Error("max_tokens must be at least 1, got " + std::to_string(request.sampling.maxTokens));
   }
@@ -184,7 +213,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       Sequence& s = seqs[active[r]];
       s.tokens.push_back(d[r]);
       const int64_t generated = int64_t(s.tokens.size()) - s.promptLength;
-      if (std::find(stopIds.begin(), stopIds.end(), d[r]) != stopIds.end()) {
+      if (std::find(stopIds.begin(), stopIds.end(), d[r]) != stopIds.end() ||
+          containsStopString(request, s)) {
         s.finished = true;
         s.finishReason = "stop";
       } else if (generated >= sp.maxTokens) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "../engine/generation.h"
 #include "../model/families/dense_decoder.h"
 #include "../model/tokenizer.h"
 #include "coroutine.h"
@@ -51,9 +52,10 @@ Value toCpu(const Value& v) {
 class Mediator : public Host {
  public:
   Mediator(Interleaver& owner, int64_t request, std::shared_ptr<const Program> program,
-           const InvokeSpec& spec, std::shared_ptr<Environment> scope, long long budget)
+           const InvokeSpec& spec, std::shared_ptr<Environment> scope, long long budget,
+           int64_t memoryBudget)
       : owner_(owner), request_(request), body_(spec.body), env_(std::move(scope)) {
-    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget);
+    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget, memoryBudget);
     co_ = std::make_unique<Coroutine>([this] { run(); });
   }
 
@@ -80,6 +82,7 @@ class Mediator : public Host {
   Environment& env() { return *env_; }
 
   // ---- Host ----
+  bool viewsModelMemory(const at::Tensor& t) const override { return owner_.viewsPortValue(t); }
   Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) override {
     const Module* m = resolve(in, module->str);
     if (m->path() == "model" && (name == "logits" || name == "samples")) {
@@ -91,22 +94,22 @@ class Mediator : public Host {
     if (const Parameter* p = m->parameter(name)) return tensor(p->shard);
     if (name == "whole")
       return builtin("whole",
-                     [this, m](CallArgs& a) { return wholeParameter(m, str(a.positional.at(0))); });
+                     [this, m](CallArgs& a) { return wholeParameter(m, str(a.required(0))); });
     if (const auto* qkv = dynamic_cast<const QKVParallelLinear*>(m)) {
       if (name == "q_head" || name == "k_head" || name == "v_head") {
         return builtin(name, [this, qkv, name](CallArgs& a) {
-          return qkvHead(*qkv, name[0], a.positional.at(0), asInt(a.positional.at(1), "head"));
+          return qkvHead(*qkv, name[0], a.required(0), asInt(a.required(1, "head"), "head"));
         });
       }
     }
     if (dynamic_cast<const RowParallelLinear*>(m) && m->name() == "o_proj" && name == "head") {
       return builtin("head", [this](CallArgs& a) {
         const auto& c = owner_.rank().model.config();
-        const long long h = asInt(a.positional.at(1), "head");
+        const long long h = asInt(a.required(1, "head"), "head");
         if (h < 0 || h >= c.numHeads)
           throw RuntimeFailure("head " + std::to_string(h) + " out of range [0, " +
                                std::to_string(c.numHeads) + ")");
-        return tensor(a.positional.at(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
+        return tensor(a.required(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
       });
     }
     if (m->path() == "model" && name == "tokenizer") return tokenizerObject(in);
@@ -122,6 +125,12 @@ class Mediator : public Host {
     const auto write = [&](const Value& dst, const Value& src) {
       if (dst->type == Type::None) return;
       at::Tensor s = src->type == Type::Tensor ? src->tensor : toTensor(src, &dst->tensor);
+      if (s.scalar_type() != dst->tensor.scalar_type()) {
+        in.fail("cannot write a value of dtype " + dtypeRepr(s.scalar_type()) + " into " +
+                portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
+                ", whose value has dtype " + dtypeRepr(dst->tensor.scalar_type()) +
+                "; convert it first with .to(" + dtypeRepr(dst->tensor.scalar_type()) + ")");
+      }
       if (!dst->tensor.sizes().equals(s.sizes())) {
         in.fail("cannot write a value of shape " + repr(sizeOf(s)) + " into " +
                 portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
@@ -353,7 +362,8 @@ class Mediator : public Host {
 
 Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
                          const std::vector<InvokeSpec>& invokes,
-                         std::shared_ptr<const Tokenizer> tokenizer, long long budget)
+                         std::shared_ptr<const Tokenizer> tokenizer, long long budget,
+                         int64_t memoryBudget)
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
   scope_ = std::make_shared<Environment>(builtinScope());
@@ -369,8 +379,8 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     }
   }
   for (size_t i = 0; i < invokes.size(); ++i) {
-    mediators_.push_back(
-        std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], scope_, budget));
+    mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], scope_,
+                                                    budget, memoryBudget));
   }
 }
 
@@ -490,7 +500,11 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
 
   const PortSpec& spec = module.port(role);
   std::vector<at::Tensor> wholes;
-  for (const at::Tensor& t : value.items) wholes.push_back(gather(t, spec));
+  for (const at::Tensor& t : value.items) {
+    wholes.push_back(gather(t, spec));
+    if (wholes.back().defined() && wholes.back().has_storage())
+      servedStorages_.insert(wholes.back().storage().unsafeGetStorageImpl());
+  }
   takeTensorWrite();
   for (auto& m : mediators_) {
     if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
@@ -554,6 +568,11 @@ void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& fi
   }
 }
 
+bool Interleaver::viewsPortValue(const at::Tensor& t) const {
+  return t.defined() && t.has_storage() &&
+         servedStorages_.count(t.storage().unsafeGetStorageImpl()) > 0;
+}
+
 bool Interleaver::stopRequested(int64_t request) const {
   return request < int64_t(mediators_.size()) && mediators_[request]->stop;
 }
@@ -575,7 +594,7 @@ void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
     auto completion = std::make_shared<Object>();
     completion->type = Type::ResultObject;
     completion->str = "CompletionOutput";
-    completion->attributes["text"] = string(tokenizer_ ? tokenizer_->decode(ids, true) : "");
+    completion->attributes["text"] = string(completionText(tokenizer_.get(), ids, stop_));
     completion->attributes["token_ids"] = list(idValues);
     auto result = std::make_shared<Object>();
     result->type = Type::ResultObject;
@@ -599,8 +618,13 @@ TraceOutput Interleaver::output() const {
     for (const auto& name : m->interpreter().assignedGlobals()) {
       const Value* v = m->env().find(name);
       if (!v) continue;
+      const auto& snapshots = m->interpreter().savedSnapshots();
+      const auto snapshot = snapshots.find(name);
       if ((*v)->saved) {
         out.saved[name] = toCpu(*v);
+        out.unsaved.erase(name);
+      } else if (snapshot != snapshots.end()) {
+        out.saved[name] = toCpu(snapshot->second);
         out.unsaved.erase(name);
       } else if (!out.saved.count(name)) {
         out.unsaved.insert(name);

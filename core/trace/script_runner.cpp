@@ -26,8 +26,8 @@ const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "disable_log_stats",
                                                 "distributed_executor_backend",
                                                 "enable_prefix_caching"};
-const std::set<std::string> kTraceKeywords = {"temperature", "top_p",          "top_k",     "seed",
-                                              "max_tokens",  "stop_token_ids", "ignore_eos"};
+const std::set<std::string> kTraceKeywords = {
+    "temperature", "top_p", "top_k", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -350,20 +350,45 @@ struct ScriptRunner::Impl : public Host {
       for (const auto& i : p.at("stop_token_ids")->items)
         request.sampling.stopTokenIds.push_back(asInt(i, "stop id"));
     }
+    if (p.count("stop")) {  // vLLM: a string or a list of strings
+      const Value& stop = p.at("stop");
+      if (stop->type == Type::Str) {
+        request.sampling.stop.push_back(stop->str);
+      } else if (stop->type == Type::List || stop->type == Type::Tuple) {
+        for (const auto& item : stop->items) {
+          if (item->type != Type::Str)
+            in.fail("stop= takes a string or a list of strings, got a list holding a " +
+                    std::string(typeName(item->type)));
+          request.sampling.stop.push_back(item->str);
+        }
+      } else if (stop->type != Type::None) {
+        in.fail("stop= takes a string or a list of strings, got a " +
+                std::string(typeName(stop->type)));
+      }
+    }
+    request.tokenizer = engine.tokenizer();
 
     auto output = std::make_shared<TraceOutput>();
     auto generated = std::make_shared<GenerateResult>();
     auto program = in.programPtr();
     auto tokenizer = engine.tokenizer();
     const long long budget = options.budget;
+    const int64_t memoryOption = options.memoryBudget;
     JobHandle job = engine.submit(
         [=](RankContext& ctx) {
           setCurrentDevice(ctx.device);
+          // Rank threads on the CPU share one memory: each gets its part of the default.
+          const int64_t memoryBudget =
+              memoryOption != 0 ? memoryOption
+              : ctx.device.is_cuda()
+                  ? defaultMemoryBudget("cuda")
+                  : defaultMemoryBudget("cpu") / std::max<int64_t>(1, ctx.group.size());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
           }
-          Interleaver interleaver(ctx, program, local, tokenizer, budget);
+          Interleaver interleaver(ctx, program, local, tokenizer, budget, memoryBudget);
+          interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
           runGeneration(ctx, request, ctx.rank == 0 ? generated.get() : nullptr, &interleaver);
           if (ctx.rank == 0) *output = interleaver.output();
@@ -392,7 +417,7 @@ struct ScriptRunner::Impl : public Host {
       r.promptIds = o.promptIds;
       r.tokenIds = o.tokenIds;
       r.finishReason = o.finishReason;
-      if (tokenizer) r.text = tokenizer->decode(o.tokenIds, /*skipSpecialTokens=*/true);
+      r.text = completionText(tokenizer, o.tokenIds, sampling.stop);
       t.invokes.push_back(std::move(r));
     }
     for (const auto& [name, v] : output.saved) appendSaved(name, v, t.values);
@@ -414,7 +439,8 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   s.globals = std::make_shared<Environment>(builtinScope());
   s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
   auto program = parseProgram(source, file);
-  Interpreter in(program, s, s.globals, s.options.budget);
+  Interpreter in(program, s, s.globals, s.options.budget,
+                 s.options.memoryBudget != 0 ? s.options.memoryBudget : defaultMemoryBudget("cpu"));
   const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
   s.globals->set("VLLM", builtin("VLLM", load));
   s.globals->set("LanguageModel", builtin("LanguageModel", load));
