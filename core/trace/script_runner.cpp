@@ -392,7 +392,7 @@ struct ScriptRunner::Impl : public Host {
       r.promptIds = o.promptIds;
       r.tokenIds = o.tokenIds;
       r.finishReason = o.finishReason;
-      if (tokenizer) r.text = tokenizer->decode(o.tokenIds, /*skipSpecialTokens=*/true);
+      if (tokenizer) r.text = tokenizer->displayText(o.tokenIds, /*skipSpecialTokens=*/true);
       t.invokes.push_back(std::move(r));
     }
     for (const auto& [name, v] : output.saved) appendSaved(name, v, t.values);
