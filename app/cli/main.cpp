@@ -96,7 +96,9 @@ int generate(const std::vector<std::string>& args) {
                  "  --ids 1,2,3          a prompt given as token ids instead of text\n"
                  "  --stop-ids 1,2       extra stop token ids\n"
                  "  --ignore-eos         do not stop at the model's EOS tokens\n"
-                 "  --quiet              print only the generated text\n";
+                 "  --quiet              print only the generated text\n\n"
+                 "Sampled ids the tokenizer has no token for (a model may have more rows than its\n"
+                 "tokenizer has ids) print as <|id N|>.\n";
     return 0;
   }
   if (a.positional().empty() && !a.has("ids"))
@@ -124,7 +126,7 @@ int generate(const std::vector<std::string>& args) {
   const GenerateResult result = Engine::generateResult(job);
   for (const RequestOutput& out : result.outputs) {
     if (tokenizer) {
-      std::cout << tokenizer->decode(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
+      std::cout << tokenizer->displayText(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
     } else {
       for (size_t i = 0; i < out.tokenIds.size(); ++i)
         std::cout << (i ? "," : "") << out.tokenIds[i];

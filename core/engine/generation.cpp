@@ -54,9 +54,11 @@ bool containsStopString(const GenerateRequest& request, const Sequence& s) {
 }  // namespace
 
 std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
-                           const std::vector<std::string>& stop) {
+                           const std::vector<std::string>& stop, TextForm form) {
   if (!tokenizer) return "";
-  std::string text = tokenizer->decode(ids, /*skipSpecialTokens=*/true);
+  std::string text = form == TextForm::Display
+                         ? tokenizer->displayText(ids, /*skipSpecialTokens=*/true)
+                         : tokenizer->decode(ids, /*skipSpecialTokens=*/true);
   size_t cut = text.size();
   for (const std::string& s : stop) cut = std::min(cut, text.find(s));
   return text.substr(0, cut);

@@ -417,7 +417,8 @@ struct ScriptRunner::Impl : public Host {
       r.promptIds = o.promptIds;
       r.tokenIds = o.tokenIds;
       r.finishReason = o.finishReason;
-      r.text = completionText(tokenizer, o.tokenIds, sampling.stop);
+      // The stored text is read by people: ids without a token show as <|id N|>.
+      r.text = completionText(tokenizer, o.tokenIds, sampling.stop, TextForm::Display);
       t.invokes.push_back(std::move(r));
     }
     for (const auto& [name, v] : output.saved) appendSaved(name, v, t.values);

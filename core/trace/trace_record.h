@@ -49,7 +49,8 @@ struct SavedValue {
 struct InvokeRecord {
   std::vector<int64_t> promptIds;
   std::vector<int64_t> tokenIds;  // generated
-  std::string text;               // generated, decoded (empty without a tokenizer)
+  std::string text;  // generated, as Tokenizer::displayText shows it (ids without a token as
+                     // `<|id N|>`; empty without a tokenizer)
   std::string finishReason;
 };
 
