@@ -32,6 +32,7 @@ struct InvokeSpec {
   Block body;
   std::map<std::string, Value> captured;  // driver names, by value
   std::string tracerName;                 // the `as` name of the trace, if any
+  int64_t requests = 1;  // its prompts: one request each, numbered after the earlier invokes'
 };
 
 // What rank 0 reports after the trace.
@@ -89,6 +90,7 @@ class Interleaver : public PortObserver {
   std::vector<std::pair<const Module*, PortRole>> visited_;
   int64_t replayedThrough_ = 0;  // layers below this ran as a graph in the current step
   std::vector<std::string> printed_;
+  std::vector<bool> requestEnded_;  // by request: it finished in an earlier step or this one
 };
 
 }  // namespace shardscope::trace

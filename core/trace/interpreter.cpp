@@ -251,12 +251,12 @@ void Interpreter::exec(const Stmt& s) {
           fail("assertion failed" + (s.message ? ": " + str(eval(*s.message)) : std::string()));
         break;
       case StmtKind::Import: {
-        static const std::set<std::string> modules = {"torch", "nnsight", "nnsight.modeling.vllm",
-                                                      "shardscope"};
+        static const std::set<std::string> modules = {
+            "torch", "nnsight", "nnsight.modeling.vllm", "shardscope", "vllm", "vllm.inputs"};
         if (!modules.count(s.op)) {
           fail("cannot import '" + s.op +
                "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
-               "(VLLM) and from nnsight LanguageModel");
+               "(VLLM), from nnsight LanguageModel, and from vllm or vllm.inputs TokensPrompt");
         }
         const bool from = !s.targets.empty();
         if (!from) {
@@ -267,10 +267,10 @@ void Interpreter::exec(const Stmt& s) {
           break;
         }
         for (const auto& n : s.names) {
-          static const std::set<std::string> names = {"VLLM", "LanguageModel"};
+          static const std::set<std::string> names = {"VLLM", "LanguageModel", "TokensPrompt"};
           if (!names.count(n))
             fail("cannot import '" + n + "' from " + s.op +
-                 ": available names are VLLM and LanguageModel");
+                 ": available names are VLLM, LanguageModel and TokensPrompt");
           env_->set(n, *globals_->find(n));
         }
         break;
