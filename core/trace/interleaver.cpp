@@ -66,6 +66,7 @@ class Mediator : public Host {
   // ---- state the interleaver reads ----
   enum class Wait { None, Port, Result, StepStart };
   Wait wait = Wait::None;
+  Wait resumedFrom = Wait::None;  // what the block last waited on (None: it has not waited yet)
   const Module* waitModule = nullptr;
   PortRole waitRole = PortRole::Output;
   int64_t step = 0;
@@ -86,6 +87,7 @@ class Mediator : public Host {
   bool covers(int64_t request) const {
     return request >= firstRequest_ && request < firstRequest_ + requests_;
   }
+  const Block& body() const { return body_; }
   bool done() const { return co_->finished(); }
   void resume() { co_->resume(); }
   Interpreter& interpreter() { return *interp_; }
@@ -245,6 +247,10 @@ class Mediator : public Host {
     if (owner_.reporter()) owner_.print(line);
   }
 
+  std::string undefinedName(const std::string& name) override {
+    return owner_.undefinedName(*this, name);
+  }
+
  private:
   void run() {
     setCurrentDevice(owner_.rank().device);
@@ -261,6 +267,7 @@ class Mediator : public Host {
   void suspend(Wait what) {
     wait = what;
     co_->yield();
+    resumedFrom = what;
     wait = Wait::None;
   }
 
@@ -633,6 +640,97 @@ void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
       m->interpreter().fail(
           "the block is still waiting after the trace ended (tracer.result read twice?)");
   }
+}
+
+namespace {
+
+bool binds(const Expr& target, const std::string& name) {
+  if (target.kind == ExprKind::Name) return target.text == name;
+  if (target.kind != ExprKind::Tuple && target.kind != ExprKind::List) return false;
+  return std::any_of(target.items.begin(), target.items.end(),
+                     [&](const ExprPtr& t) { return t && binds(*t, name); });
+}
+
+// The first statement of `body` that binds `name` in the block's own scope (not inside a def).
+const Stmt* assignmentOf(const Block& body, const std::string& name) {
+  for (const auto& s : body) {
+    if (s->kind == StmtKind::Def) {
+      if (s->op == name) return s.get();
+      continue;
+    }
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::AugAssign || s->kind == StmtKind::For ||
+        s->kind == StmtKind::With) {
+      for (const auto& t : s->targets) {
+        if (t && binds(*t, name)) return s.get();
+      }
+    }
+    if (const Stmt* inner = assignmentOf(s->body, name)) return inner;
+    if (const Stmt* inner = assignmentOf(s->orElse, name)) return inner;
+  }
+  return nullptr;
+}
+
+std::string stepSuffix(int64_t step, bool show) {
+  return show ? " at step " + std::to_string(step) : "";
+}
+
+}  // namespace
+
+std::string Interleaver::undefinedName(const Mediator& asking, const std::string& name) const {
+  for (const auto& m : mediators_) {
+    if (m.get() == &asking) continue;
+    const Stmt* assignment = assignmentOf(m->body(), name);
+    if (!assignment) continue;
+    const std::string other = "invoke " + std::to_string(m->invoke() + 1);
+    const std::string self = "invoke " + std::to_string(asking.invoke() + 1);
+    const std::string head = "name '" + name + "' is not defined yet: it is assigned by " + other +
+                             " (line " + std::to_string(assignment->at.line) + ")";
+    const std::string advice =
+        " (a cross-invoke ordering error: invokes share names, but each "
+        "runs when the model reaches its ports); use it in " +
+        self + " at a port the model reaches later, or assign it in " + other +
+        " at an earlier one";
+    // Where the asking invoke is now.
+    const bool atPort = asking.resumedFrom == Mediator::Wait::Port && asking.serving;
+    const bool stepsDiffer = !atPort || m->wait != Mediator::Wait::Port || m->step != asking.step;
+    std::string here;
+    if (atPort) {
+      here = portName(asking.servedModule, asking.servedRole) +
+             stepSuffix(asking.servedStep, stepsDiffer);
+    } else if (asking.resumedFrom == Mediator::Wait::None) {
+      here = "the start of the trace, before the model runs";
+    } else if (asking.resumedFrom == Mediator::Wait::StepStart) {
+      here = "the start of step " + std::to_string(asking.step);
+    } else {
+      here = "the end of generation";
+    }
+    const std::string cannot =
+        ", so " + self + " cannot use it " + (atPort ? "there" : "at " + here);
+    switch (m->wait) {
+      case Mediator::Wait::Port: {
+        const bool samePort = atPort && m->waitModule == asking.servedModule &&
+                              m->waitRole == asking.servedRole && m->step == asking.servedStep;
+        std::string reach;
+        if (samePort) {
+          reach = ", which is served to " + other + " after " + self +
+                  " (at one port invokes are served in order)";
+        } else if (atPort) {
+          reach = ", which the model reaches after " + here;
+        }
+        return head + " at " + portName(m->waitModule, m->waitRole) +
+               stepSuffix(m->step, stepsDiffer) + reach + cannot + advice;
+      }
+      case Mediator::Wait::StepStart:
+        return head + " in step " + std::to_string(m->step) + cannot + advice;
+      case Mediator::Wait::Result:
+        return head + " after generation ends (it waits for tracer.result)" + cannot + advice;
+      case Mediator::Wait::None:
+        return "name '" + name + "' is not defined: " + other + " assigns it (line " +
+               std::to_string(assignment->at.line) + ") but ended without running that line, so " +
+               self + " cannot use it";
+    }
+  }
+  return {};
 }
 
 TraceOutput Interleaver::output() const {

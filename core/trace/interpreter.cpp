@@ -334,7 +334,8 @@ Value Interpreter::eval(const Expr& e) {
       Value* v = env_->find(e.text);
       if (!v) {
         at_ = e.at;
-        fail("name '" + e.text + "' is not defined");
+        const std::string why = host_.undefinedName(e.text);
+        fail(why.empty() ? "name '" + e.text + "' is not defined" : why);
       }
       if ((*v)->type == Type::Unsaved) {
         at_ = e.at;

@@ -51,6 +51,9 @@ class Host {
   virtual void iterateSteps(Interpreter& in, const Value& range,
                             const std::function<bool(long long)>& body) = 0;
   virtual void print(const std::string& line) = 0;
+  // Why `name` is not defined, where the host knows more than "not defined" (e.g. another invoke
+  // assigns it later); empty: the plain NameError.
+  virtual std::string undefinedName(const std::string&) { return {}; }
   // torch.Tensor for `model.tokenizer` etc. are reached through moduleAttribute of the root.
 };
 

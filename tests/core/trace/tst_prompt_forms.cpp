@@ -3,7 +3,8 @@
 // input_ids) is one request a prompt, with the rows, values and results of the same prompts given
 // one per invoke; TokensPrompt, text-prompt and tokenizer-output dicts give the request of their
 // ids (positions whose attention_mask is 0 dropped); anything else is an error at the script's
-// line that lists the forms that work.
+// line that lists the forms that work; a name another invoke has not yet assigned is reported as
+// a cross-invoke ordering error.
 #include <QtTest>
 
 #include <ATen/ATen.h>
@@ -331,6 +332,68 @@ class TestPromptForms : public QObject {
     QCOMPARE(s_->run("with model.trace(\"Hi\"):\n    l = model.logits.save()\nprint(l.shape)\n"),
              std::string());
     QCOMPARE(s_->lines, (std::vector<std::string>{"torch.Size([1, 151936])"}));
+  }
+
+  // A name an earlier (or later) invoke has not assigned yet when this one uses it.
+  void crossInvokeOrderingErrors_data() {
+    QTest::addColumn<QString>("script");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("assigned at a later layer")
+        << "with model.trace() as tracer:\n"
+           "    with tracer.invoke(\"The capital of France is\"):\n"
+           "        h = model.model.layers[2].output[0][-1:].clone()\n"
+           "    with tracer.invoke(\"Hello\"):\n"
+           "        model.model.layers[1].output[0][-1:] = h\n"
+        << "bad.py:6:48: name 'h' is not defined yet: it is assigned by invoke 1 (line 4) at "
+           "model.model.layers[2].output, which the model reaches after "
+           "model.model.layers[1].output, so invoke 2 cannot use it there (a cross-invoke "
+           "ordering error";
+    QTest::newRow("assigned by a later invoke at the same port")
+        << "with model.trace() as tracer:\n"
+           "    with tracer.invoke(\"Hello\"):\n"
+           "        model.model.layers[1].output[0][-1:] = h\n"
+           "    with tracer.invoke(\"The capital of France is\"):\n"
+           "        h = model.model.layers[1].output[0][-1:].clone()\n"
+        << "bad.py:4:48: name 'h' is not defined yet: it is assigned by invoke 2 (line 6) at "
+           "model.model.layers[1].output, which is served to invoke 2 after invoke 1 (at one port "
+           "invokes are served in order), so invoke 1 cannot use it there";
+    QTest::newRow("used before the model runs")
+        << "with model.trace() as tracer:\n"
+           "    with tracer.invoke(\"Hi\"):\n"
+           "        h = model.model.layers[2].output[0].clone()\n"
+           "    with tracer.invoke(\"Hello\"):\n"
+           "        g = h * 2\n"
+        << "bad.py:6:13: name 'h' is not defined yet: it is assigned by invoke 1 (line 4) at "
+           "model.model.layers[2].output at step 0, so invoke 2 cannot use it at the start of "
+           "the trace, before the model runs";
+    QTest::newRow("assigned at a later step")
+        << "with model.trace(max_tokens=3) as tracer:\n"
+           "    with tracer.invoke(\"Hi\"):\n"
+           "        for i in tracer.iter[2]:\n"
+           "            h = model.model.layers[0].output[0].clone()\n"
+           "    with tracer.invoke(\"Hello\"):\n"
+           "        model.model.layers[1].output[0][:] = h\n"
+        << "bad.py:7:46: name 'h' is not defined yet: it is assigned by invoke 1 (line 5) at "
+           "model.model.layers[0].output at step 2, which the model reaches after "
+           "model.model.layers[1].output at step 0";
+    QTest::newRow("never assigned")
+        << "with model.trace() as tracer:\n"
+           "    with tracer.invoke(\"Hi\"):\n"
+           "        if False:\n"
+           "            h = 1\n"
+           "    with tracer.invoke(\"Hello\"):\n"
+           "        model.model.layers[1].output[0][:] = h\n"
+        << "bad.py:7:46: name 'h' is not defined: invoke 1 assigns it (line 5) but ended without "
+           "running that line, so invoke 2 cannot use it";
+    QTest::newRow("no invoke assigns it")
+        << "with model.trace(\"Hi\"):\n    model.model.layers[1].output[0][:] = hh\n"
+        << "bad.py:3:42: name 'hh' is not defined";
+  }
+  void crossInvokeOrderingErrors() {
+    QFETCH(QString, script);
+    QFETCH(QString, message);
+    const std::string e = s_->run(script.toStdString(), "bad.py");
+    QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
   }
 };
 
