@@ -33,6 +33,7 @@ struct InvokeSpec {
   Block body;
   std::map<std::string, Value> captured;  // driver names, by value
   std::string tracerName;                 // the `as` name of the trace, if any
+  int64_t requests = 1;  // its prompts: one request each, numbered after the earlier invokes'
 };
 
 // What rank 0 reports after the trace.
@@ -72,6 +73,9 @@ class Interleaver : public PortObserver {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::shared_ptr<const Tokenizer>& sharedTokenizer() const { return tokenizer_; }
   bool reporter() const { return ctx_.rank == 0; }
+  // Why `name` is not defined for `asking` when another invoke assigns it but has not yet reached
+  // that line (a cross-invoke ordering error); empty when no other invoke assigns it.
+  std::string undefinedName(const Mediator& asking, const std::string& name) const;
   void print(const std::string& line) { printed_.push_back(line); }
   // The request's stop strings: tracer.result's text ends before them, as vLLM reports it.
   void setStopStrings(std::vector<std::string> stop) { stop_ = std::move(stop); }
@@ -97,6 +101,7 @@ class Interleaver : public PortObserver {
   std::vector<std::string> printed_;
   std::unordered_set<const void*> servedStorages_;  // storages of port values handed out
   std::vector<std::string> stop_;
+  std::vector<bool> requestEnded_;  // by request: it finished in an earlier step or this one
 };
 
 }  // namespace shardscope::trace

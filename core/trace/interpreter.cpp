@@ -306,12 +306,12 @@ void Interpreter::exec(const Stmt& s) {
           fail("assertion failed" + (s.message ? ": " + str(eval(*s.message)) : std::string()));
         break;
       case StmtKind::Import: {
-        static const std::set<std::string> modules = {"torch", "nnsight", "nnsight.modeling.vllm",
-                                                      "shardscope"};
+        static const std::set<std::string> modules = {
+            "torch", "nnsight", "nnsight.modeling.vllm", "shardscope", "vllm", "vllm.inputs"};
         if (!modules.count(s.op)) {
           fail("cannot import '" + s.op +
                "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
-               "(VLLM) and from nnsight LanguageModel");
+               "(VLLM), from nnsight LanguageModel, and from vllm or vllm.inputs TokensPrompt");
         }
         const bool from = !s.targets.empty();
         if (!from) {
@@ -322,10 +322,10 @@ void Interpreter::exec(const Stmt& s) {
           break;
         }
         for (const auto& n : s.names) {
-          static const std::set<std::string> names = {"VLLM", "LanguageModel"};
+          static const std::set<std::string> names = {"VLLM", "LanguageModel", "TokensPrompt"};
           if (!names.count(n))
             fail("cannot import '" + n + "' from " + s.op +
-                 ": available names are VLLM and LanguageModel");
+                 ": available names are VLLM, LanguageModel and TokensPrompt");
           env_->set(n, *globals_->find(n));
         }
         break;
@@ -396,7 +396,8 @@ Value Interpreter::eval(const Expr& e) {
       Value* v = env_->find(e.text);
       if (!v) {
         at_ = e.at;
-        fail("name '" + e.text + "' is not defined");
+        const std::string why = host_.undefinedName(e.text);
+        fail(why.empty() ? "name '" + e.text + "' is not defined" : why);
       }
       if ((*v)->type == Type::Unsaved) {
         at_ = e.at;

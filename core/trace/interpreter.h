@@ -55,6 +55,9 @@ class Host {
   virtual void print(const std::string& line) = 0;
   // Whether `t` views model memory (a port value): `.save()` copies such a tensor at once.
   virtual bool viewsModelMemory(const at::Tensor& t) const { return false; }
+  // Why `name` is not defined, where the host knows more than "not defined" (e.g. another invoke
+  // assigns it later); empty: the plain NameError.
+  virtual std::string undefinedName(const std::string&) { return {}; }
   // torch.Tensor for `model.tokenizer` etc. are reached through moduleAttribute of the root.
 };
 

@@ -10,6 +10,7 @@
 #include "../model/tokenizer.h"
 #include "interleaver.h"
 #include "interpreter.h"
+#include "prompt_forms.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
@@ -282,21 +283,6 @@ struct ScriptRunner::Impl : public Host {
     runTrace(in, with, context);
   }
 
-  std::vector<int64_t> promptIds(Interpreter& in, Engine& engine, const Value& prompt) {
-    if (prompt->type == Type::Str) {
-      auto tok = engine.tokenizer();
-      if (!tok) in.fail("this model has no tokenizer.json; give prompts as lists of token ids");
-      return tok->encode(prompt->str);
-    }
-    if (prompt->type == Type::List || prompt->type == Type::Tuple) {
-      std::vector<int64_t> ids;
-      for (const auto& i : prompt->items) ids.push_back(asInt(i, "token id"));
-      return ids;
-    }
-    in.fail("a prompt is a string or a list of token ids, got " +
-            std::string(typeName(prompt->type)));
-  }
-
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
     Engine& engine = *engineById.at(context->intValue - 1);
     std::string tracerName;
@@ -324,8 +310,9 @@ struct ScriptRunner::Impl : public Host {
       const Value prompt = context->attributes["prompt"];
       if (prompt->type == Type::None)
         in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
-      request.prompts.push_back(promptIds(in, engine, prompt));
-      invokes.push_back({with.body, {}, tracerName});
+      const auto prompts = normalizePrompts(prompt, engine.tokenizer().get());
+      request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
+      invokes.push_back({with.body, {}, tracerName, int64_t(prompts.size())});
     } else {
       for (const auto& s : with.body) {
         if (isInvoke(s)) break;
@@ -333,8 +320,15 @@ struct ScriptRunner::Impl : public Host {
       }
       for (const Stmt* s : invokeStmts) {
         if (s->value->items.empty()) in.fail("tracer.invoke() needs a prompt");
-        request.prompts.push_back(promptIds(in, engine, in.eval(*s->value->items[0])));
-        invokes.push_back({s->body, {}, tracerName});
+        const Value prompt = in.eval(*s->value->items[0]);
+        std::vector<std::vector<int64_t>> prompts;
+        try {
+          prompts = normalizePrompts(prompt, engine.tokenizer().get());
+        } catch (const RuntimeFailure& e) {  // named at the invoke, not at the trace
+          throw ScriptError(in.program().file, s->at, s->source, e.what());
+        }
+        request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
+        invokes.push_back({s->body, {}, tracerName, int64_t(prompts.size())});
       }
     }
     for (auto& inv : invokes) inv.captured = globals->vars();
@@ -453,6 +447,8 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     return v;
   };
   s.globals->set("nnsight", ns("nnsight"));
+  s.globals->set("vllm", vllmNamespace());  // `from vllm import TokensPrompt`
+  s.globals->set("TokensPrompt", vllmNamespace()->attributes.at("TokensPrompt"));
   in.run(program->body);
 }
 
