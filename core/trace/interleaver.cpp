@@ -4,6 +4,7 @@
 
 #include "../model/families/dense_decoder.h"
 #include "../model/tokenizer.h"
+#include "../parallel/collective_board.h"
 #include "coroutine.h"
 #include "interpreter.h"
 #include "trace_device.h"
@@ -305,6 +306,8 @@ class Mediator : public Host {
     const Parameter* p = m->parameter(name);
     if (!p) throw RuntimeFailure(m->path() + " has no parameter '" + name + "'");
     if (p->splitDim < 0) return tensor(p->shard.clone());
+    const std::string where = m->path() + "." + name + ".whole()";
+    CollectiveSite site(where, step);
     at::Tensor whole = owner_.rank().group.allGather(p->shard, p->splitDim);
     return tensor(
         whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
@@ -489,6 +492,8 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   if (!waited) return;
 
   const PortSpec& spec = module.port(role);
+  const std::string port = portName(&module, role);
+  CollectiveSite site(port, batch.step);
   std::vector<at::Tensor> wholes;
   for (const at::Tensor& t : value.items) wholes.push_back(gather(t, spec));
   takeTensorWrite();
