@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "../error.h"
+#include "../parallel/collective_board.h"
 
 namespace shardscope {
 
@@ -127,6 +128,11 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
     if (needed < 0) return begin;  // the observer cannot say: every port is visited
     end = std::clamp(needed, begin, layers);
   }
+  if (batch.failure) {  // an injected failure's layer runs eagerly on every rank
+    for (int64_t i = begin; i < end; ++i) {
+      if (batch.failure->targets(i, batch.step)) end = i;
+    }
+  }
   if (end == begin) return begin;
   const Layout layout = layoutOf(batch);
   Layout key{begin, end};
@@ -142,8 +148,15 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
     if (residual.defined()) it->second->residualIn.copy_(residual);
   }
   Graph& g = *it->second;
+  group_.throwIfAborted();  // its collectives would wait for ranks that have left
   g.graph.replay();
-  if (group_.size() > 1) group_.waitForStream("a replayed layer graph");
+  if (group_.size() > 1) {
+    const std::string where = "the CUDA graph of layers " + std::to_string(begin) + ".." +
+                              std::to_string(end - 1) + " (" + std::to_string(end - begin) +
+                              " layers, 2 all-reduces each)";
+    CollectiveSite site(where, batch.step);
+    group_.waitForStream("replayed graph");
+  }
   // The outputs' buffers are overwritten by this graph's next replay: with an observer, which
   // may keep what the later layers see, they are copied; without one the step is done with them
   // before that replay.

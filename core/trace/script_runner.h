@@ -27,6 +27,7 @@ struct RunOptions {
   std::string dtype;                             // overrides dtype
   std::string backend;                           // overrides the process group (auto, local, nccl)
   long long budget = 10'000'000;                 // evaluation steps per block
+  double collectiveTimeoutSeconds = 0;           // > 0: the engines' collective watchdog
   std::function<void(const std::string&)> out;   // receives printed lines (default: stdout)
   std::function<void(const std::string&)>
       note;                  // receives notices (ignored knobs; default: stderr)
