@@ -7,6 +7,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "../error.h"
 #include "../parallel/collective_board.h"
@@ -81,8 +82,13 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   fixed.observer = nullptr;
   fixed.replayer = nullptr;
 
-  // Capture runs on a side stream, after one eager warm-up there (cuBLAS workspaces, lazy
-  // initialisation); the warm-up writes the same keys and values the replay writes.
+  // Capture runs on a side stream, after kWarmups eager runs there (cuBLAS workspaces, cuDNN's
+  // lazy set-up); each writes the same keys and values the replay writes. One warm-up was not
+  // enough on two H200s: bf16 prefill attention goes to cuDNN, and when a process's first graph
+  // was a one-layer segment (a trace at layer 1) its capture failed with
+  // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED (issue 14's hang, with the abort that
+  // reached one rank only); longer segments had run the shape once per layer before. Three, as
+  // torch.cuda.make_graphed_callables does.
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
   const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
   at::cuda::CUDAEvent ready;
@@ -90,7 +96,12 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   ready.block(side);
   {
     c10::cuda::CUDAStreamGuard guard(side);
-    runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
+    static const int warmups = [] {
+      const char* v = std::getenv("SHARDSCOPE_GRAPH_WARMUPS");
+      return v && std::atoi(v) > 0 ? std::atoi(v) : kWarmups;
+    }();
+    for (int i = 0; i < warmups; ++i)
+      runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
 #if TORCH_VERSION_MAJOR >= 2
     // Thread-local: the other rank threads keep allocating and launching while this one records.
     g->graph.capture_begin(pool_->id, cudaStreamCaptureModeThreadLocal);
