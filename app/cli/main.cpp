@@ -42,10 +42,12 @@ constexpr const char* kModelOptions =
   --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
   --backend auto|local|nccl   process group (default auto: nccl for cuda with tp > 1)
   --threads N          CPU threads per rank (default: cores / tp)
+  --collective-timeout S   fail a job whose collective waits longer than S seconds (default 60,
+                       or SHARDSCOPE_COLLECTIVE_TIMEOUT)
 )";
 
-const std::set<std::string> kModelOptionNames = {"model", "tp",      "device",
-                                                 "dtype", "backend", "threads"};
+const std::set<std::string> kModelOptionNames = {
+    "model", "tp", "device", "dtype", "backend", "threads", "collective-timeout"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
@@ -60,7 +62,9 @@ EngineOptions engineOptions(const Arguments& a) {
   o.dtype = a.get("dtype");
   o.backend = a.get("backend", "auto");
   o.threadsPerRank = int(a.getInt("threads", 0));
+  o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
+  if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
 }
 
@@ -217,7 +221,7 @@ int tokenize(const std::vector<std::string>& args) {
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
                     {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
-                     "log", "session", "title", "value-cap-mb"},
+                     "log", "session", "title", "value-cap-mb", "collective-timeout"},
                     {"help"});
   if (a.has("help")) {
     std::cout
@@ -225,7 +229,7 @@ int runScript(const std::vector<std::string>& args) {
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
-           "                          [--value-cap-mb MB]]\n"
+           "                          [--value-cap-mb MB]] [--collective-timeout S]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
@@ -234,7 +238,9 @@ int runScript(const std::vector<std::string>& args) {
            "(default: half of the device's free memory). --log records the run in a session file "
            "(created if\n"
            "needed; session 'default' unless --session); saved values over --value-cap-mb\n"
-           "(default 256) are recorded as a summary.\n";
+           "(default 256) are recorded as a summary. --collective-timeout fails a trace whose\n"
+           "collective waits longer than S seconds (default 60, or "
+           "SHARDSCOPE_COLLECTIVE_TIMEOUT).\n";
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
@@ -247,6 +253,8 @@ int runScript(const std::vector<std::string>& args) {
   o.backend = a.get("backend");
   o.budget = a.getInt("budget", 10'000'000);
   o.memoryBudget = a.memoryBudgetBytes();
+  o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
+  if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   for (const auto& m : a.getAll("model-dir")) {
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq == 0)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../host_tensor.h"
+#include "../model/failure_injection.h"
 
 namespace shardscope {
 
@@ -61,6 +62,13 @@ struct EngineOptions {
   int threadsPerRank = 0;        // 0: the machine's cores divided by tp
   // On the GPU, decode steps and small prefills replay CUDA graphs (off: vLLM's enforce_eager).
   bool cudaGraphs = true;
+  // The collective watchdog: a collective (or a replayed graph of them) that waits longer fails
+  // the job with an error naming it and what every rank was waiting on. 0: the default, 60 s, or
+  // SHARDSCOPE_COLLECTIVE_TIMEOUT (seconds) when set.
+  double collectiveTimeoutSeconds = 0;
+  // Test hook, off by default: armed for the first job (SHARDSCOPE_INJECT_FAILURE=KIND:RANK:
+  // LAYER:STEP arms it too); Engine::injectFailure arms it for a later job.
+  FailureInjection failure;
 };
 
 // A port of the module tree as the UI and the CLI show it.

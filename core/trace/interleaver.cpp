@@ -5,6 +5,7 @@
 #include "../engine/generation.h"
 #include "../model/families/dense_decoder.h"
 #include "../model/tokenizer.h"
+#include "../parallel/collective_board.h"
 #include "coroutine.h"
 #include "interpreter.h"
 #include "trace_device.h"
@@ -53,8 +54,7 @@ class Mediator : public Host {
  public:
   Mediator(Interleaver& owner, int64_t invoke, int64_t firstRequest,
            std::shared_ptr<const Program> program, const InvokeSpec& spec,
-           std::shared_ptr<Environment> scope, long long budget,
-           int64_t memoryBudget)
+           std::shared_ptr<Environment> scope, long long budget, int64_t memoryBudget)
       : owner_(owner),
         invoke_(invoke),
         firstRequest_(firstRequest),
@@ -333,6 +333,8 @@ class Mediator : public Host {
     const Parameter* p = m->parameter(name);
     if (!p) throw RuntimeFailure(m->path() + " has no parameter '" + name + "'");
     if (p->splitDim < 0) return tensor(p->shard.clone());
+    const std::string where = m->path() + "." + name + ".whole()";
+    CollectiveSite site(where, step);
     at::Tensor whole = owner_.rank().group.allGather(p->shard, p->splitDim);
     return tensor(
         whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
@@ -523,6 +525,8 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   if (!waited) return;
 
   const PortSpec& spec = module.port(role);
+  const std::string port = portName(&module, role);
+  CollectiveSite site(port, batch.step);
   std::vector<at::Tensor> wholes;
   for (const at::Tensor& t : value.items) {
     wholes.push_back(gather(t, spec));

@@ -169,6 +169,8 @@ struct ScriptRunner::Impl : public Host {
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
+    if (options.collectiveTimeoutSeconds > 0)
+      o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
                             (o.cudaGraphs ? "" : "|eager");
     auto& slot = engines[key];

@@ -29,6 +29,7 @@ struct RunOptions {
   long long budget = 10'000'000;                 // evaluation steps per block
   int64_t memoryBudget = 0;  // bytes a block's values may hold; 0: half of the free memory of
                              // the device the block runs on (MemoryBudget)
+  double collectiveTimeoutSeconds = 0;          // > 0: the engines' collective watchdog
   std::function<void(const std::string&)> out;  // receives printed lines (default: stdout)
   std::function<void(const std::string&)>
       note;                  // receives notices (ignored knobs; default: stderr)
