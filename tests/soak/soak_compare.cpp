@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <set>
 
+#include "core/engine/sampler.h"
+#include "core/host_tensor_conversion.h"
 #include "trace_script_generator.h"
 
 namespace shardscope::soak {
@@ -43,6 +45,20 @@ double topTwoGap(const HostTensor& row) {
     }
   }
   return first - second;
+}
+
+// The id the engine's sampler (core/engine/sampler.h) takes at the last of `rows`, the logits
+// rows of request `request` from step 0 on: greedy is the argmax; sampling draws one number per
+// step, so the earlier rows advance the generator.
+int64_t drawnId(const SamplingParams& sampling, int request,
+                const std::vector<const HostTensor*>& rows) {
+  Sampler sampler(sampling, request);
+  int64_t id = -1;
+  for (const HostTensor* row : rows) {
+    const at::Tensor logits = fromHost(*row).to(at::kFloat).reshape({-1});  // [V]
+    id = sampling.temperature <= 0 ? logits.argmax().item<int64_t>() : sampler.sample(logits);
+  }
+  return id;
 }
 
 double maxAbsDiff(const HostTensor& a, const HostTensor& b) {
@@ -148,8 +164,8 @@ class Comparer {
       c_.mismatches.push_back(where + "invoke counts differ");
       return false;
     }
-    std::map<std::string, bool> checked;  // values compared while judging divergences
-    bool diverged = false;
+    std::set<std::string> checked;  // values compared while judging divergences
+    std::set<int> diverged;         // invokes whose ids differ
     for (size_t j = 0; j < a.invokes.size(); ++j) {
       const auto& ia = a.invokes[j];
       const auto& ib = b.invokes[j];
@@ -165,45 +181,21 @@ class Comparer {
                                 " in the candidate");
         continue;
       }
-      diverged = true;
-      // The logits of steps 0..k decided the ids; they must agree.
-      const std::string list = logitsListName(int(j));
-      bool logitsAgree = true;
-      for (size_t s = 0; s <= k; ++s) {
-        const std::string name = list + "[" + std::to_string(s) + "]";
-        const trace::SavedValue* la = find(a, name);
-        if (!la) {
-          c_.mismatches.push_back(inv + "ids differ at step " + std::to_string(k) + " and " + name +
-                                  " (its logits) was not saved");
-          logitsAgree = false;
-          break;
-        }
-        checked[name] = true;
-        logitsAgree &= compareValue(where, *la, find(b, name));
-      }
-      if (!logitsAgree) continue;
-      const std::string ids = "id " + std::to_string(ia.tokenIds[k]) + " vs " +
-                              std::to_string(ib.tokenIds[k]) + " at step " + std::to_string(k);
-      const HostTensor& ra = find(a, list + "[" + std::to_string(k) + "]")->tensor;
-      const HostTensor& rb = find(b, list + "[" + std::to_string(k) + "]")->tensor;
-      const double diff = maxAbsDiff(ra, rb);
-      if (a.sampling.temperature > 0) {
-        c_.nearTies.push_back(inv + ids + " (sampled; logits within the tolerance, max |diff| " +
-                              format("%.3g", diff) + ")");
-        continue;
-      }
-      const double gap = topTwoGap(ra);
-      if (gap < 2 * diff) {
-        c_.nearTies.push_back(inv + ids + " (greedy; top-2 gap " + format("%.3g", gap) +
-                              " < 2 x max |diff| " + format("%.3g", diff) + ")");
-      } else {
-        c_.mismatches.push_back(inv + ids + ": greedy ids differ although the top-2 gap " +
-                                format("%.3g", gap) + " is at least 2 x max |diff| " +
-                                format("%.3g", diff));
-      }
+      diverged.insert(int(j));
+      judgeDivergence(inv, where, a, b, int(j), k, checked);
     }
-    if (diverged) {
-      c_.valuesSkipped += int(a.values.size() - checked.size());
+    if (!diverged.empty()) {
+      // Later steps of a diverged invoke ran on other tokens; the other invokes' rows did not
+      // (requests in a batch do not see each other's tokens), so they are still compared.
+      for (const auto& v : a.values) {
+        if (checked.count(v.name)) continue;
+        const int owner = invokeOfValue(v.name);
+        if (owner < 0 || diverged.count(owner)) {
+          ++c_.valuesSkipped;
+          continue;
+        }
+        compareValue(where, v, find(b, v.name));
+      }
       return true;
     }
     std::vector<std::string> na, nb;
@@ -218,6 +210,56 @@ class Comparer {
     }
     for (const auto& v : a.values) compareValue(where, v, find(b, v.name));
     return false;
+  }
+
+  // Invoke j's ids first differ at step k. A near-tie when the logits of steps 0..k agree, each
+  // run's id is what the engine's sampler takes from that run's own logits, and (greedy) the
+  // reference's top-2 gap is below twice the rows' max |diff|.
+  void judgeDivergence(const std::string& inv, const std::string& where,
+                       const trace::TraceRecord& a, const trace::TraceRecord& b, int j, size_t k,
+                       std::set<std::string>& checked) {
+    const std::string list = logitsListName(j);
+    std::vector<const HostTensor*> rowsA, rowsB;
+    for (size_t s = 0; s <= k; ++s) {
+      const std::string name = list + "[" + std::to_string(s) + "]";
+      const trace::SavedValue* la = find(a, name);
+      const trace::SavedValue* lb = find(b, name);
+      if (!la || !la->hasData()) {
+        c_.mismatches.push_back(inv + "ids differ at step " + std::to_string(k) + " and " + name +
+                                " (its logits) was not saved");
+        return;
+      }
+      checked.insert(name);
+      if (!compareValue(where, *la, lb)) return;
+      rowsA.push_back(&la->tensor);
+      rowsB.push_back(&lb->tensor);
+    }
+    const auto& ia = a.invokes[size_t(j)];
+    const auto& ib = b.invokes[size_t(j)];
+    const std::string ids = "id " + std::to_string(ia.tokenIds[k]) + " vs " +
+                            std::to_string(ib.tokenIds[k]) + " at step " + std::to_string(k);
+    const int64_t drawnA = drawnId(a.sampling, j, rowsA), drawnB = drawnId(b.sampling, j, rowsB);
+    if (drawnA != ia.tokenIds[k] || drawnB != ib.tokenIds[k]) {
+      c_.mismatches.push_back(inv + ids + ": the sampler takes " + std::to_string(drawnA) +
+                              " from the reference's saved logits and " + std::to_string(drawnB) +
+                              " from the candidate's; an id does not follow from its logits");
+      return;
+    }
+    const double diff = maxAbsDiff(*rowsA.back(), *rowsB.back());
+    if (a.sampling.temperature > 0) {
+      c_.nearTies.push_back(inv + ids + " (sampled; logits within the tolerance, max |diff| " +
+                            format("%.3g", diff) + ")");
+      return;
+    }
+    const double gap = topTwoGap(*rowsA.back());
+    if (gap < 2 * diff) {
+      c_.nearTies.push_back(inv + ids + " (greedy; top-2 gap " + format("%.3g", gap) +
+                            " < 2 x max |diff| " + format("%.3g", diff) + ")");
+    } else {
+      c_.mismatches.push_back(inv + ids + ": greedy ids differ although the top-2 gap " +
+                              format("%.3g", gap) + " is at least 2 x max |diff| " +
+                              format("%.3g", diff));
+    }
   }
 };
 
@@ -243,6 +285,16 @@ double maxRelativeError(const HostTensor& a, const HostTensor& b) {
     scale = std::max(scale, std::abs(y));
   }
   return scale == 0 ? diff : diff / scale;
+}
+
+std::string knownIssueOf(const RunOutcome& reference, const RunOutcome& candidate) {
+  for (const RunOutcome* o : {&reference, &candidate}) {
+    const size_t at = o->error.find("token id ");
+    if (at != std::string::npos &&
+        o->error.find(" is outside the vocabulary [0, ", at) != std::string::npos)
+      return "decode-beyond-tokenizer";
+  }
+  return "";
 }
 
 Comparison compareOutcomes(const RunOutcome& reference, const RunOutcome& candidate,

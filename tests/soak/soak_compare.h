@@ -11,13 +11,14 @@
 //  - the generated ids are identical, or differ at a NEAR-TIE. Invoke j's logits are taken from
 //    the saved list named logitsListName(j) (one row per step from step 0, as the generator
 //    writes them). The ids of invoke j first differ at step k; that is a near-tie, not a failure,
-//    when the logits of steps 0..k agree within the tolerance and
-//      greedy:  the reference's top-2 gap at step k is below twice max |a - b| of that row;
-//      sampled: nothing more (the sampler draws one uniform number against the cumulative
-//               probabilities; logits within the tolerance can still fall on both sides of a
-//               boundary, and the engine makes the draw identical on every rank).
-//    After a near-tie the trace's other values and the script's printed lines are not compared
-//    (later steps ran on different tokens); they are counted as skipped.
+//    when the logits of steps 0..k agree within the tolerance, each run's id at step k is the one
+//    the engine's sampler takes from that run's own logits (greedy: the argmax; sampled: the same
+//    seeded draw, replayed), and, greedy, the reference's top-2 gap at step k is below twice the
+//    max |a - b| of that row. (Sampled ids can part at any gap: one uniform draw against
+//    cumulative probabilities that moved within the tolerance.)
+//    After a near-tie the diverged invoke's other values (by name: trace_script_generator.h's
+//    invokeOfValue) and the script's printed lines are not compared (later steps ran on other
+//    tokens); they are counted as skipped. The other invokes' values are still compared.
 #pragma once
 
 #include <string>
@@ -56,6 +57,14 @@ struct Comparison {
 
 Comparison compareOutcomes(const RunOutcome& reference, const RunOutcome& candidate,
                            const CompareOptions& options = {});
+
+// Failures the soak has found that are not tp=1 / tp=2 differences and are reported to be fixed
+// elsewhere: a script that hits one is counted and printed under this label, not failed. ""
+// when neither run hit one. Remove an entry once its bug is fixed.
+//   "decode-beyond-tokenizer": a generated id in the model's padded vocabulary (the demo model:
+//   151669 tokenizer ids, 151936 logits) makes Tokenizer::decode throw at the end of the trace
+//   ("token id N is outside the vocabulary"); Hugging Face's decode skips such ids.
+std::string knownIssueOf(const RunOutcome& reference, const RunOutcome& candidate);
 
 // max |a - b| / max |b| (max |a - b| when b is all zero); both must have the same element count.
 double maxRelativeError(const HostTensor& a, const HostTensor& b);

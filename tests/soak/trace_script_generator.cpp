@@ -1,6 +1,8 @@
 #include "trace_script_generator.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -348,7 +350,8 @@ class Generator {
   std::string saveRead(const Port& p, int invoke, const std::string& x) {
     const std::string j = std::to_string(invoke);
     const int how = rng_.below(20);
-    if (how == 0 && !p.readOnly) {
+    const bool fused = p.layout == Layout::FusedQkv || p.layout == Layout::FusedGateUp;
+    if (how == 0 && !p.readOnly && !fused) {  // a fused view is in rank order: not comparable
       feature("append-view");
       return "r" + j + ".append(" + x + ")";
     }
@@ -615,6 +618,19 @@ class Generator {
 
 std::string logitsListName(int invoke) {
   return "lg" + std::to_string(invoke);
+}
+
+int invokeOfValue(const std::string& name) {
+  for (const char* prefix : {"lg", "out", "r", "v"}) {
+    const size_t n = std::strlen(prefix);
+    if (name.compare(0, n, prefix) != 0) continue;
+    size_t i = n;
+    while (i < name.size() && std::isdigit((unsigned char)name[i])) ++i;
+    if (i == n || i - n > 3) return -1;
+    if (i < name.size() && name[i] != '[' && name[i] != '_') return -1;
+    return std::stoi(name.substr(n, i - n));
+  }
+  return -1;
 }
 
 uint64_t scriptSeed(uint64_t runSeed, uint64_t index) {

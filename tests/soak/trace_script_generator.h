@@ -56,6 +56,10 @@ GeneratedScript generateTraceScript(uint64_t seed, const GeneratorOptions& optio
 // The list invoke `invoke` of every trace appends its logits to, one [1, V] row per step.
 std::string logitsListName(int invoke);
 
+// The invoke a saved value of a generated script belongs to, from its name (r2[0], lg1[3],
+// v0_7, out2), or -1 for a name the generator does not make.
+int invokeOfValue(const std::string& savedName);
+
 // The seed of script `index` of a run started with `runSeed` (what the soak log prints).
 uint64_t scriptSeed(uint64_t runSeed, uint64_t index);
 

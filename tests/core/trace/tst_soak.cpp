@@ -115,6 +115,11 @@ class TestSoak : public QObject {
       }
     }
     QVERIFY(generateTraceScript(1).text != generateTraceScript(2).text);
+    QCOMPARE(invokeOfValue("r2[0]"), 2);
+    QCOMPARE(invokeOfValue("lg1[3]"), 1);
+    QCOMPARE(invokeOfValue("v0_7"), 0);
+    QCOMPARE(invokeOfValue("out2"), 2);
+    QCOMPARE(invokeOfValue("logits"), -1);
     for (const char* kind : {"ran-past", "unknown-module", "wrong-shape", "layer-out-of-range"})
       QVERIFY2(errors.count(kind), kind);
     QVERIFY2(errors[""] > 200, "most scripts hold no deliberate error");
@@ -138,6 +143,13 @@ class TestSoak : public QObject {
             i, (unsigned long long)g.seed, g.summary.c_str(), r.reference.seconds,
             r.candidate.seconds, c.valuesCompared, c.maxRelativeError, c.nearTies.size(),
             r.reference.error.empty() ? "" : ", error: ", r.reference.error.substr(0, 160).c_str());
+      const std::string known = knownIssueOf(r.reference, r.candidate);
+      if (!known.empty()) {
+        qWarning("script seed %llu hit the known issue %s (not a tp difference):\n%s\n%s",
+                 (unsigned long long)g.seed, known.c_str(), r.reference.error.c_str(),
+                 r.candidate.error.c_str());
+        continue;
+      }
       const bool unplanned = !r.reference.error.empty() && g.error.empty();
       unexpected += unplanned;
       if (!c.ok() || unplanned) {
@@ -189,11 +201,13 @@ class TestSoak : public QObject {
     QVERIFY2(c.ok(), c.ok() ? "" : c.mismatches[0].c_str());
     QCOMPARE(int(c.nearTies.size()), 1);
     QVERIFY(c.valuesSkipped > 0);  // r0[0] ran on different tokens
-    // The same ids change with logits that agree far better than the gap: a mismatch.
+    // The same ids change with logits that agree far better than the gap (so the candidate's id
+    // is not its own argmax): a mismatch.
     const RunOutcome close = synthetic({3, 2}, {{0, 0, 0, 9}, {0, 5.0f, 4.49f, 0}});
     c = compareOutcomes(ref, close, {0.1});
     QVERIFY(!c.ok());
-    QVERIFY2(c.mismatches[0].find("top-2 gap") != std::string::npos, c.mismatches[0].c_str());
+    QVERIFY2(c.mismatches[0].find("does not follow from its logits") != std::string::npos,
+             c.mismatches[0].c_str());
     // Logits beyond the tolerance are a mismatch even when the gap is small.
     c = compareOutcomes(ref, tie, {1e-4});
     QVERIFY(!c.ok());
