@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   char head[512];
   std::snprintf(head, sizeof head,
                 "soak_trace: seed %llu, %.1f minutes, model %s (%d layers), device %s, tp=1 "
-                "(local) vs tp=%d (%s), %s, %s, tolerance %.3g, timeout %.0f s, fresh engines "
+                "(local) vs tp=%d (%s), %s, %s, tolerance %.3g, timeout %g s, fresh engines "
                 "every %d scripts",
                 (unsigned long long)args.seed, args.minutes,
                 args.session.modelSpec.empty() ? "demo" : args.session.modelSpec.c_str(),
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
       totals.maxRel = std::max(totals.maxRel, c.maxRelativeError);
       if (c.errorsCompared) {
         ++totals.errorsCompared;
-        ++totals.errorKinds[g.error.empty() ? "unplanned" : g.error];
+        ++totals.errorKinds[!known.empty() ? known : g.error.empty() ? "unplanned" : g.error];
       }
     }
     const std::string verdict = !known.empty() ? "KNOWN"

@@ -1,6 +1,7 @@
 #include "soak_session.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/model/model_source.h"
 #include "core/trace/script_runner.h"
@@ -31,9 +32,10 @@ RunOutcome SoakSession::runOne(bool reference, const std::string& script,
   auto& runner = reference ? reference_ : candidate_;
   if (!runner) runner = makeRunner(reference);
   const int tp = reference ? config_.referenceTp : config_.tp;
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", config_.timeoutSeconds);
   watchdog_.arm(config_.timeoutSeconds,
-                "HANG: " + label + " ran past " + std::to_string(int(config_.timeoutSeconds)) +
-                    " s at tp=" + std::to_string(tp) + " (" +
+                "HANG: " + label + " ran past " + limit + " s at tp=" + std::to_string(tp) + " (" +
                     (reference ? config_.referenceBackend : config_.backend) + ", " +
                     config_.device + ", " + config_.dtype + "); the script:\n" + script);
   RunOutcome out;

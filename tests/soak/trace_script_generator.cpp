@@ -218,6 +218,14 @@ class Generator {
     return std::to_string(a) + ":" + std::to_string(b);
   }
 
+  // A slice to read: at least 16 columns (or all), so that its largest value sets a scale for
+  // the comparison rather than one element that may sit near zero.
+  std::string readSlice(int width) {
+    const int w = std::min(width, 16 + rng_.below(16));
+    const int a = rng_.below(width - w + 1);
+    return std::to_string(a) + ":" + std::to_string(a + w);
+  }
+
   std::string scale() {
     if (!scaleName_.empty() && rng_.chance(0.3)) return scaleName_;
     return rng_.pick(kScales);
@@ -249,7 +257,7 @@ class Generator {
             return x + ".clone()";
         }
       case Layout::Columns:
-        if (rng_.chance(0.4)) return x + "[:, " + slice(p.width) + "].clone()";
+        if (rng_.chance(0.4)) return x + "[:, " + readSlice(p.width) + "].clone()";
         return rng_.chance(0.3) ? x + "[-1:].clone()" : x + ".clone()";
       case Layout::OProjInput:
         if (rng_.chance(0.4)) {
@@ -257,7 +265,7 @@ class Generator {
           return attn + ".o_proj.head(" + x + ", " + std::to_string(rng_.below(m_.heads)) +
                  ").clone()";
         }
-        return rng_.chance(0.3) ? x + "[:, " + slice(p.width) + "].clone()" : x + ".clone()";
+        return rng_.chance(0.3) ? x + "[:, " + readSlice(p.width) + "].clone()" : x + ".clone()";
       case Layout::Heads:
         if (rng_.chance(0.4)) return x + "[:, " + std::to_string(rng_.below(p.width)) + "].clone()";
         return x + ".clone()";
