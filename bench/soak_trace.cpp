@@ -2,8 +2,7 @@
 // (tests/soak/trace_script_generator.h) for the demo model or --model, runs each at tp=1 (local
 // process group) and at --tp (default 2) over --backend, and compares them
 // (tests/soak/soak_compare.h). One log line per script, the failing scripts in full, and a
-// summary: scripts run, near-ties, mismatches, errors compared, hangs, known issues (failures
-// that are not tp differences, soak_compare.h's knownIssueOf). A script that runs past
+// summary: scripts run, near-ties, mismatches, errors compared, hangs. A script that runs past
 // --timeout is a hang: the summary so far and the script are printed and the process exits 124.
 //
 //   soak_trace --minutes 5 --seed 1 [--device cpu|cuda] [--backend local|nccl] [--dtype f32|bf16]
@@ -130,23 +129,21 @@ struct Totals {
   long long scripts = 0, mismatches = 0, unexpectedErrors = 0, nearTies = 0, nearTieScripts = 0,
             errorsCompared = 0, values = 0, skipped = 0;
   double maxRel = 0;
-  std::map<std::string, int> errorKinds, knownIssues;
+  std::map<std::string, int> errorKinds;
   std::string describe(double seconds, int hangs, double tolerance) {
     std::lock_guard<std::mutex> lock(mutex);
-    std::string kinds, known;
+    std::string kinds;
     for (const auto& [k, n] : errorKinds)
       kinds += (kinds.empty() ? "" : ", ") + k + " " + std::to_string(n);
-    for (const auto& [k, n] : knownIssues)
-      known += (known.empty() ? "" : ", ") + k + " " + std::to_string(n);
     char buf[1024];
     std::snprintf(buf, sizeof buf,
                   "summary: %lld scripts in %.0f s; mismatches %lld; unexpected errors %lld; "
                   "near-ties %lld (in %lld scripts); errors compared %lld (%s); hangs %d; values "
                   "compared %lld (skipped after near-ties %lld); max relative error %.3g "
-                  "(tolerance %.3g); known issues %s",
+                  "(tolerance %.3g)",
                   scripts, seconds, mismatches, unexpectedErrors, nearTies, nearTieScripts,
                   errorsCompared, kinds.empty() ? "none" : kinds.c_str(), hangs, values, skipped,
-                  maxRel, tolerance, known.empty() ? "none" : known.c_str());
+                  maxRel, tolerance);
     return buf;
   }
 };
@@ -205,14 +202,12 @@ int main(int argc, char** argv) {
     if (args.print) say(g.text);
     const ScriptReport r = session.run(g.text, "soak-" + std::to_string(seed));
     const Comparison& c = r.comparison;
-    const std::string known = knownIssueOf(r.reference, r.candidate);
-    const bool failed = known.empty() && !c.ok();
-    const bool unexpected = known.empty() && !r.reference.error.empty() && g.error.empty();
+    const bool failed = !c.ok();
+    const bool unexpected = !r.reference.error.empty() && g.error.empty();
     {
       std::lock_guard<std::mutex> lock(totals.mutex);
       ++totals.scripts;
       totals.mismatches += failed;
-      if (!known.empty()) ++totals.knownIssues[known];
       totals.unexpectedErrors += unexpected;
       totals.nearTies += long(c.nearTies.size());
       totals.nearTieScripts += !c.nearTies.empty();
@@ -221,13 +216,10 @@ int main(int argc, char** argv) {
       totals.maxRel = std::max(totals.maxRel, c.maxRelativeError);
       if (c.errorsCompared) {
         ++totals.errorsCompared;
-        ++totals.errorKinds[!known.empty() ? known : g.error.empty() ? "unplanned" : g.error];
+        ++totals.errorKinds[g.error.empty() ? "unplanned" : g.error];
       }
     }
-    const std::string verdict = !known.empty() ? "KNOWN"
-                                : failed       ? "MISMATCH"
-                                : unexpected   ? "UNEXPECTED-ERROR"
-                                               : "ok";
+    const std::string verdict = failed ? "MISMATCH" : unexpected ? "UNEXPECTED-ERROR" : "ok";
     char line[512];
     std::snprintf(line, sizeof line,
                   "[%5lld] %7.1f s seed %llu %-6s ref %.2f s cand %.2f s values %d skipped %d "
@@ -238,12 +230,7 @@ int main(int argc, char** argv) {
                   r.reference.error.empty() ? "-" : (g.error.empty() ? "?" : g.error.c_str()));
     say(line + g.summary + (c.worstValue.empty() ? "" : " | worst " + c.worstValue));
     for (const auto& t : c.nearTies) say("    near-tie: " + t);
-    if (!known.empty()) {
-      say("    known issue " + known + " (not a tp difference; soak_compare.h):");
-      say("    reference: " + (r.reference.error.empty() ? "(no error)" : r.reference.error));
-      say("    candidate: " + (r.candidate.error.empty() ? "(no error)" : r.candidate.error));
-    }
-    if (failed || unexpected || !known.empty()) {
+    if (failed || unexpected) {
       if (failed) {
         for (const auto& m : c.mismatches) say("    " + m);
       }

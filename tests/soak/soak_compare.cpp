@@ -287,16 +287,6 @@ double maxRelativeError(const HostTensor& a, const HostTensor& b) {
   return scale == 0 ? diff : diff / scale;
 }
 
-std::string knownIssueOf(const RunOutcome& reference, const RunOutcome& candidate) {
-  for (const RunOutcome* o : {&reference, &candidate}) {
-    const size_t at = o->error.find("token id ");
-    if (at != std::string::npos &&
-        o->error.find(" is outside the vocabulary [0, ", at) != std::string::npos)
-      return "decode-beyond-tokenizer";
-  }
-  return "";
-}
-
 Comparison compareOutcomes(const RunOutcome& reference, const RunOutcome& candidate,
                            const CompareOptions& options) {
   Comparison c;

@@ -58,14 +58,6 @@ struct Comparison {
 Comparison compareOutcomes(const RunOutcome& reference, const RunOutcome& candidate,
                            const CompareOptions& options = {});
 
-// Failures the soak has found that are not tp=1 / tp=2 differences and are reported to be fixed
-// elsewhere: a script that hits one is counted and printed under this label, not failed. ""
-// when neither run hit one. Remove an entry once its bug is fixed.
-//   "decode-beyond-tokenizer": a generated id in the model's padded vocabulary (the demo model:
-//   151669 tokenizer ids, 151936 logits) makes Tokenizer::decode throw at the end of the trace
-//   ("token id N is outside the vocabulary"); Hugging Face's decode skips such ids.
-std::string knownIssueOf(const RunOutcome& reference, const RunOutcome& candidate);
-
 // max |a - b| / max |b| (max |a - b| when b is all zero); both must have the same element count.
 double maxRelativeError(const HostTensor& a, const HostTensor& b);
 
