@@ -287,6 +287,7 @@ class TestMainWindow : public QObject {
       QSignalSpy shown(w.get(), &MainWindow::resultShown);
       w->readSelectedPort();
       QVERIFY(shown.wait(60000));
+      QVERIFY(waitIdle(*w));  // the result is shown before the worker's end reaches the GUI
       w->runLogitLens();
       QVERIFY(shown.wait(60000));
       QVERIFY(waitIdle(*w));
