@@ -11,37 +11,80 @@ namespace {
 
 using nlohmann::json;
 
-int64_t requireInt(const json& j, const char* key, const std::string& origin) {
+// Field readers: a field of the wrong type is refused with its name (nlohmann's own conversions
+// would throw type_error, or cast an out-of-range float to an integer). null counts as missing, as
+// in the configs transformers writes ("eos_token_id": null).
+const json* field(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) {
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+[[noreturn]] void wrongType(const std::string& origin, const char* key, const char* expected,
+                            const json& v) {
+  throw CheckpointError(origin + ": '" + key + "' must be " + expected + ", got " + v.dump());
+}
+
+int64_t requireInt(const json& j, const char* key, const std::string& origin) {
+  const json* v = field(j, key);
+  if (!v || !v->is_number_integer()) {
     throw CheckpointError(origin + ": '" + key + "' is missing or not an integer");
   }
-  return it->get<int64_t>();
+  return v->get<int64_t>();
+}
+
+int64_t optionalInt(const json& j, const char* key, int64_t fallback, const std::string& origin) {
+  const json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_number_integer()) wrongType(origin, key, "an integer", *v);
+  return v->get<int64_t>();
+}
+
+double optionalNumber(const json& j, const char* key, double fallback, const std::string& origin) {
+  const json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_number()) wrongType(origin, key, "a number", *v);
+  return v->get<double>();
+}
+
+bool optionalBool(const json& j, const char* key, bool fallback, const std::string& origin) {
+  const json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) wrongType(origin, key, "true or false", *v);
+  return v->get<bool>();
+}
+
+std::string optionalString(const json& j, const char* key, const std::string& fallback,
+                           const std::string& origin) {
+  const json* v = field(j, key);
+  if (!v) return fallback;
+  if (!v->is_string()) wrongType(origin, key, "a string", *v);
+  return v->get<std::string>();
 }
 
 void parseRope(const json& j, ModelConfig& c, const std::string& origin) {
   // transformers 5 writes rope settings into "rope_parameters"; older checkpoints use
   // "rope_theta" and "rope_scaling" at the top level.
   const json* scaling = nullptr;
-  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
-    scaling = &*it;
-    if (auto t = it->find("rope_theta"); t != it->end()) c.ropeTheta = t->get<double>();
+  if (const json* p = field(j, "rope_parameters"); p && p->is_object()) {
+    scaling = p;
+    c.ropeTheta = optionalNumber(*p, "rope_theta", c.ropeTheta, origin);
   }
-  if (auto it = j.find("rope_theta"); it != j.end() && it->is_number())
-    c.ropeTheta = it->get<double>();
-  if (auto it = j.find("rope_scaling"); it != j.end() && it->is_object()) scaling = &*it;
+  c.ropeTheta = optionalNumber(j, "rope_theta", c.ropeTheta, origin);
+  if (const json* s = field(j, "rope_scaling"); s && s->is_object()) scaling = s;
   if (!scaling) return;
-  std::string type = scaling->value("rope_type", scaling->value("type", std::string("default")));
+  const std::string type = optionalString(
+      *scaling, "rope_type", optionalString(*scaling, "type", "default", origin), origin);
   if (type == "default") return;
   if (type != "llama3") {
     throw CheckpointError(origin + ": rope scaling type '" + type +
                           "' is not supported (supported: default, llama3)");
   }
   c.ropeScaling.type = type;
-  c.ropeScaling.factor = scaling->value("factor", 8.0);
-  c.ropeScaling.lowFreqFactor = scaling->value("low_freq_factor", 1.0);
-  c.ropeScaling.highFreqFactor = scaling->value("high_freq_factor", 4.0);
-  c.ropeScaling.originalMaxPositions = scaling->value("original_max_position_embeddings", 8192);
+  c.ropeScaling.factor = optionalNumber(*scaling, "factor", 8.0, origin);
+  c.ropeScaling.lowFreqFactor = optionalNumber(*scaling, "low_freq_factor", 1.0, origin);
+  c.ropeScaling.highFreqFactor = optionalNumber(*scaling, "high_freq_factor", 4.0, origin);
+  c.ropeScaling.originalMaxPositions =
+      optionalInt(*scaling, "original_max_position_embeddings", 8192, origin);
 }
 
 }  // namespace
@@ -67,7 +110,7 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   }
   if (!j.is_object()) throw CheckpointError(origin + ": expected a JSON object");
   ModelConfig c;
-  const std::string modelType = j.value("model_type", std::string());
+  const std::string modelType = optionalString(j, "model_type", "", origin);
   if (modelType == "qwen3") {
     c.family = Family::Qwen3;
     c.qkNorm = true;
@@ -76,13 +119,14 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
     c.qkvBias = true;
   } else if (modelType == "llama") {
     c.family = Family::Llama;
-    c.qkvBias = j.value("attention_bias", false);
+    c.qkvBias = optionalBool(j, "attention_bias", false, origin);
   } else {
     throw CheckpointError(origin + ": model_type '" + modelType +
                           "' is not supported (supported: qwen3, qwen2, llama)");
   }
-  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty()) {
-    c.architecture = (*it)[0].get<std::string>();
+  if (const json* a = field(j, "architectures"); a && a->is_array() && !a->empty()) {
+    if (!(*a)[0].is_string()) wrongType(origin, "architectures", "a list of names", *a);
+    c.architecture = (*a)[0].get<std::string>();
   }
   c.vocabSize = requireInt(j, "vocab_size", origin);
   c.hiddenSize = requireInt(j, "hidden_size", origin);
@@ -90,19 +134,21 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   c.numLayers = requireInt(j, "num_hidden_layers", origin);
   c.numHeads = requireInt(j, "num_attention_heads", origin);
   c.numKvHeads =
-      j.contains("num_key_value_heads") ? requireInt(j, "num_key_value_heads", origin) : c.numHeads;
-  c.headDim = (j.contains("head_dim") && j["head_dim"].is_number_integer())
-                  ? j["head_dim"].get<int64_t>()
+      field(j, "num_key_value_heads") ? requireInt(j, "num_key_value_heads", origin) : c.numHeads;
+  const json* headDim = field(j, "head_dim");
+  c.headDim = headDim && headDim->is_number_integer()
+                  ? headDim->get<int64_t>()
                   : c.hiddenSize / std::max<int64_t>(c.numHeads, 1);
-  c.maxPositions = j.value("max_position_embeddings", int64_t(4096));
-  c.rmsNormEps = j.value("rms_norm_eps", 1e-6);
-  c.tieWordEmbeddings = j.value("tie_word_embeddings", false);
-  if (auto it = j.find("torch_dtype"); it != j.end() && it->is_string()) c.torchDtype = *it;
-  if (auto it = j.find("dtype"); it != j.end() && it->is_string()) c.torchDtype = *it;
-  if (auto it = j.find("eos_token_id"); it != j.end()) {
-    if (it->is_number_integer()) c.eosTokenIds.push_back(it->get<int64_t>());
-    if (it->is_array()) {
-      for (const auto& e : *it) c.eosTokenIds.push_back(e.get<int64_t>());
+  c.maxPositions = optionalInt(j, "max_position_embeddings", 4096, origin);
+  c.rmsNormEps = optionalNumber(j, "rms_norm_eps", 1e-6, origin);
+  c.tieWordEmbeddings = optionalBool(j, "tie_word_embeddings", false, origin);
+  c.torchDtype = optionalString(j, "torch_dtype", c.torchDtype, origin);
+  c.torchDtype = optionalString(j, "dtype", c.torchDtype, origin);
+  if (const json* eos = field(j, "eos_token_id")) {
+    const json list = eos->is_array() ? *eos : json::array({*eos});
+    for (const auto& e : list) {
+      if (!e.is_number_integer()) wrongType(origin, "eos_token_id", "an id or a list of ids", *eos);
+      c.eosTokenIds.push_back(e.get<int64_t>());
     }
   }
   parseRope(j, c, origin);

@@ -126,13 +126,23 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     }
     SafetensorsEntry e;
     e.name = name;
+    if (!v["dtype"].is_string()) throw CheckpointError(at + ": dtype must be a string");
     e.dtype = parseDType(v["dtype"].get<std::string>(), at);
-    int64_t numel = 1;
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) throw CheckpointError(at + ": bad shape");
+    // The byte count the shape needs must fit in size_t: a product that wraps around would let a
+    // huge shape pass as a few bytes.
+    size_t numel = 1;
+    const auto& shape = v["shape"];
+    if (!shape.is_array()) throw CheckpointError(at + ": shape must be a list of dimensions");
+    for (const auto& d : shape) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX) ||
+          __builtin_mul_overflow(numel, d.get<size_t>(), &numel)) {
+        throw CheckpointError(at + ": bad shape " + shape.dump());
+      }
       e.shape.push_back(d.get<int64_t>());
-      numel *= e.shape.back();
     }
+    size_t expected = 0;
+    if (__builtin_mul_overflow(numel, at::elementSize(e.dtype), &expected))
+      throw CheckpointError(at + ": bad shape " + shape.dump());
     const auto& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
         !off[1].is_number_unsigned()) {
@@ -144,7 +154,6 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
                             std::to_string(en) + "] lie outside the " + std::to_string(dataSize) +
                             " data bytes of the file (truncated?)");
     }
-    const size_t expected = size_t(numel) * at::elementSize(e.dtype);
     if (en - b != expected) {
       throw CheckpointError(at + ": holds " + std::to_string(en - b) +
                             " bytes but shape and dtype need " + std::to_string(expected));
@@ -167,7 +176,7 @@ at::Tensor SafetensorsFile::view(const SafetensorsEntry& e) const {
   if (reinterpret_cast<uintptr_t>(p) % at::elementSize(e.dtype) != 0) {
     // Misaligned data (allowed by the format): copy instead of viewing.
     at::Tensor t = at::empty(e.shape, opts);
-    std::memcpy(t.data_ptr(), p, e.end - e.begin);
+    if (e.end > e.begin) std::memcpy(t.data_ptr(), p, e.end - e.begin);  // empty: no storage
     return t;
   }
   return at::from_blob(p, e.shape, opts);

@@ -103,6 +103,19 @@ std::string where(const std::string& origin, const std::string& component) {
   return origin + ", " + component;
 }
 
+// Ids index a dense table up to the largest one, so they are bounded: 4M is 16 times the largest
+// vocabulary published (262,144). Hugging Face stores ids as u32.
+constexpr int64_t kMaxTokenId = (int64_t(1) << 22) - 1;
+
+int64_t tokenIdOf(const json& v, const std::string& where) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > kMaxTokenId) ||
+      v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxTokenId) {
+    throw Error(where + ": token id " + v.dump() + " is not an integer in [0, " +
+                std::to_string(kMaxTokenId) + "]");
+  }
+  return v.get<int64_t>();
+}
+
 [[noreturn]] void unsupported(const std::string& origin, const std::string& component,
                               const std::string& type, const std::string& supported) {
   throw Error(where(origin, component) + ": type '" + type +
@@ -280,7 +293,7 @@ void Tokenizer::Impl::parseModel(const json& j) {
     throw Error(where(origin, "model BPE") + ": byte_fallback is not supported");
   ignoreMerges = j.value("ignore_merges", false);
   for (const auto& [token, id] : j.at("vocab").items()) {
-    const int64_t i = id.get<int64_t>();
+    const int64_t i = tokenIdOf(id, where(origin, "model BPE vocab"));
     vocab.emplace(token, i);
     if (i < 0)
       throw Error(where(origin, "model BPE vocab") + ": '" + token + "' has a negative id");
@@ -324,9 +337,12 @@ void Tokenizer::Impl::parseModel(const json& j) {
 void Tokenizer::Impl::parseAddedTokens(const json& j) {
   if (j.is_null()) return;
   for (const auto& t : j) {
-    AddedToken a{t.at("id").get<int64_t>(), t.at("content").get<std::string>(),
-                 t.value("special", false), t.value("lstrip", false),
-                 t.value("rstrip", false),  t.value("normalized", false)};
+    AddedToken a{tokenIdOf(t.at("id"), where(origin, "added_tokens")),
+                 t.at("content").get<std::string>(),
+                 t.value("special", false),
+                 t.value("lstrip", false),
+                 t.value("rstrip", false),
+                 t.value("normalized", false)};
     if (t.value("single_word", false)) {
       throw Error(where(origin, "added_tokens") + ": '" + a.content +
                   "' has single_word=true, which is not supported");
@@ -372,7 +388,10 @@ void Tokenizer::Impl::parsePostProcessor(const json& j) {
       throw Error(where(origin, "post_processor TemplateProcessing") + ": special token '" + name +
                   "' is not defined");
     }
-    singleTemplate.push_back({specials[name].at("ids").get<std::vector<int64_t>>(), false});
+    std::vector<int64_t> ids;
+    for (const auto& id : specials[name].at("ids"))
+      ids.push_back(tokenIdOf(id, where(origin, "post_processor TemplateProcessing")));
+    singleTemplate.push_back({std::move(ids), false});
   }
 }
 

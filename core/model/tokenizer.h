@@ -7,6 +7,7 @@
 //   added tokens   matched before everything else (leftmost, longest), never split
 //   post_processor TemplateProcessing (single sequence), ByteLevel, null
 //   decoder        ByteLevel, null
+//   token ids      integers in [0, 2^22) (a dense table is kept up to the largest)
 // Regexes run through PCRE2 with UTF and Unicode properties. Plain C++: no LibTorch.
 // Thread-safe: encode and decode may be called concurrently.
 #pragma once

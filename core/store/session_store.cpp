@@ -63,8 +63,35 @@ std::string shapeJson(const std::vector<int64_t>& shape) {
   return nlohmann::json(shape).dump();
 }
 
-std::vector<int64_t> shapeFromJson(const std::string& s) {
-  return nlohmann::json::parse(s).get<std::vector<int64_t>>();
+// The rows of a file are checked as they are read: readers index a value's bytes by its shape, and
+// a file may have been edited or damaged by something else.
+[[noreturn]] void damaged(const std::filesystem::path& path, const std::string& what) {
+  throw StoreError(path.string() + " is damaged: " + what +
+                   "; it was left as it is. Restore a backup or start a new session file.");
+}
+
+// A JSON list of dimensions, each >= 0, whose product times 8 (the largest element) fits in int64.
+std::vector<int64_t> shapeFromJson(const std::string& s, const std::filesystem::path& path) {
+  const auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+  std::vector<int64_t> shape;
+  int64_t numel = 1;
+  bool ok = j.is_array();
+  for (size_t i = 0; ok && i < j.size(); ++i) {
+    ok = j[i].is_number_integer() &&
+         !(j[i].is_number_unsigned() && j[i].get<uint64_t>() > INT64_MAX) &&
+         j[i].get<int64_t>() >= 0 && !__builtin_mul_overflow(numel, j[i].get<int64_t>(), &numel);
+    if (ok) shape.push_back(j[i].get<int64_t>());
+  }
+  if (!ok || numel > INT64_MAX / 8) damaged(path, "a saved value's shape is '" + s + "'");
+  return shape;
+}
+
+// Runs' traces are numbered 0, 1, ...: a row that names another trace is damage.
+trace::TraceRecord& traceAt(trace::RunResult& r, int64_t index, const std::filesystem::path& path) {
+  if (index < 0 || index >= int64_t(r.traces.size()))
+    damaged(path, "a row refers to trace " + std::to_string(index) + " of a run with " +
+                      std::to_string(r.traces.size()));
+  return r.traces[size_t(index)];
 }
 
 bool hasSqliteHeader(const std::filesystem::path& path) {
@@ -166,6 +193,7 @@ void SessionStore::validateExisting() const {
                        " schema objects), not a ShardScope session; it was left as it is. Pass "
                        "a new file name to start a session.");
     }
+    if (version < 0) throw StoreError("schema version " + std::to_string(version));
     if (version > schemaVersion()) {
       throw StoreError(file + " was written by a newer ShardScope (session schema " +
                        std::to_string(version) + "; this build reads up to " +
@@ -399,7 +427,7 @@ void SessionStore::loadResult(int64_t id, bool withValueData, trace::RunResult& 
     r.tokenIds = idsFromBlob(inv.blob(2));
     r.text = inv.text(3);
     r.finishReason = inv.text(4);
-    out.traces.at(size_t(inv.integer(0))).invokes.push_back(std::move(r));
+    traceAt(out, inv.integer(0), path_).invokes.push_back(std::move(r));
   }
   const std::string data = withValueData ? "data" : "NULL";
   auto v = db_->prepare("SELECT trace_idx, name, kind, dtype, shape, " + data +
@@ -413,15 +441,26 @@ void SessionStore::loadResult(int64_t id, bool withValueData, trace::RunResult& 
     if (kind == "repr") {
       sv.repr = v.text(6);
     } else {
-      sv.tensor.dtype = dtypeFromName(v.text(3));
-      sv.tensor.shape = shapeFromJson(v.text(4));
+      try {
+        sv.tensor.dtype = dtypeFromName(v.text(3));
+      } catch (const Error&) {
+        damaged(path_, "saved value '" + sv.name + "' has dtype '" + v.text(3) + "'");
+      }
+      sv.tensor.shape = shapeFromJson(v.text(4), path_);
       sv.tensor.bytes = v.bytes(5);
+      const size_t expected = size_t(sv.tensor.numel()) * dtypeSize(sv.tensor.dtype);
+      const bool stored = kind == "tensor" && withValueData;
+      if (stored ? sv.tensor.bytes.size() != expected : !sv.tensor.bytes.empty()) {
+        damaged(path_, "saved value '" + sv.name + "' holds " +
+                           std::to_string(sv.tensor.bytes.size()) + " bytes for shape " +
+                           sv.tensor.shapeString() + " of " + dtypeName(sv.tensor.dtype));
+      }
     }
     if (kind == "summary") {
       sv.summary = trace::ValueSummary{v.real(7), v.real(8), v.real(9), v.real(10), v.integer(11)};
     }
     sv.note = v.text(12);
-    out.traces.at(size_t(v.integer(0))).values.push_back(std::move(sv));
+    traceAt(out, v.integer(0), path_).values.push_back(std::move(sv));
   }
 }
 
@@ -435,10 +474,19 @@ trace::SavedValue SessionStore::value(int64_t runId, const std::string& name,
       if (v.name != name) continue;
       std::lock_guard lock(mutex_);
       auto s = db_->prepare(
-          "SELECT data FROM saved_values WHERE run_id = ? AND trace_idx = ? AND name = ?");
+          "SELECT data FROM saved_values WHERE run_id = ? AND trace_idx = ? AND name = ? "
+          "ORDER BY idx");
       s.bind(1, runId).bind(2, int64_t(ti)).bind(3, name);
       trace::SavedValue out = v;
-      if (s.step() && out.hasData()) out.tensor.bytes = s.bytes(0);
+      if (out.hasData()) {
+        // The row was found by a scan of the run's values; a damaged index can hide it here.
+        if (!s.step()) damaged(path_, "saved value '" + name + "' cannot be read back");
+        out.tensor.bytes = s.bytes(0);
+        if (out.tensor.bytes.size() != size_t(out.tensor.numel()) * dtypeSize(out.tensor.dtype))
+          damaged(path_, "saved value '" + name + "' holds " +
+                             std::to_string(out.tensor.bytes.size()) + " bytes for shape " +
+                             out.tensor.shapeString() + " of " + dtypeName(out.tensor.dtype));
+      }
       return out;
     }
   }

@@ -10,6 +10,17 @@
 #include "../error.h"
 #include "trace_device.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SHARDSCOPE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SHARDSCOPE_ASAN 1
+#endif
+#endif
+#ifdef SHARDSCOPE_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace shardscope::trace {
 
 namespace {
@@ -73,6 +84,25 @@ void giveStack(void* p, size_t bytes) {
   }
 }
 
+// AddressSanitizer is told about every switch between the caller's stack and the coroutine's
+// (its fiber annotations); otherwise an exception thrown on the coroutine's stack makes it unpoison
+// the wrong stack and report errors that are not there. Without ASan these compile to nothing.
+void startSwitch(void** fakeStack, const void* bottom, size_t size) {
+#ifdef SHARDSCOPE_ASAN
+  __sanitizer_start_switch_fiber(fakeStack, bottom, size);
+#else
+  (void)fakeStack, (void)bottom, (void)size;
+#endif
+}
+
+void finishSwitch(void* fakeStack, const void** bottomOld, size_t* sizeOld) {
+#ifdef SHARDSCOPE_ASAN
+  __sanitizer_finish_switch_fiber(fakeStack, bottomOld, sizeOld);
+#else
+  (void)fakeStack, (void)bottomOld, (void)sizeOld;
+#endif
+}
+
 }  // namespace
 
 Coroutine::Coroutine(std::function<void()> body, size_t stackBytes)
@@ -96,22 +126,30 @@ Coroutine::~Coroutine() {
 
 void Coroutine::entry(unsigned lo, unsigned hi) {
   auto* self = reinterpret_cast<Coroutine*>(uintptr_t(lo) | (uintptr_t(hi) << 32));
+  finishSwitch(nullptr, &self->callerStack_, &self->callerStackBytes_);
   self->body_();
   self->finished_ = true;
   self->running_ = false;
-  // Returning switches to uc_link (the caller of the last resume()).
+  // Returning switches to uc_link (the caller of the last resume()); this stack is done with.
+  startSwitch(nullptr, self->callerStack_, self->callerStackBytes_);
 }
 
 void Coroutine::resume() {
   SS_ASSERT(!finished_ && !running_, "resume of a finished or running coroutine");
   running_ = true;
+  void* fakeStack = nullptr;
+  startSwitch(&fakeStack, static_cast<char*>(stack_) + pageSize(), stackBytes_);
   ::swapcontext(&caller_, &self_);
+  finishSwitch(fakeStack, nullptr, nullptr);
 }
 
 void Coroutine::yield() {
   SS_ASSERT(running_, "yield outside the coroutine");
   running_ = false;
+  void* fakeStack = nullptr;
+  startSwitch(&fakeStack, callerStack_, callerStackBytes_);
   ::swapcontext(&self_, &caller_);
+  finishSwitch(fakeStack, &callerStack_, &callerStackBytes_);
 }
 
 }  // namespace shardscope::trace

@@ -30,6 +30,8 @@ class Coroutine {
   void* stack_ = nullptr;
   size_t stackBytes_;
   ucontext_t self_{}, caller_{};
+  const void* callerStack_ = nullptr;  // the resuming thread's stack, for ASan's fiber switches
+  size_t callerStackBytes_ = 0;
   bool finished_ = false;
   bool running_ = false;
 };

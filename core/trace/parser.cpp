@@ -18,8 +18,9 @@ std::vector<std::string> splitLines(const std::string& s) {
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, const std::string& file, const std::string& source)
-      : t_(std::move(tokens)), file_(file), lines_(splitLines(source)) {}
+  Parser(std::vector<Token> tokens, const std::string& file, const std::string& source,
+         int nesting = 0)
+      : t_(std::move(tokens)), file_(file), lines_(splitLines(source)), nesting_(nesting) {}
 
   Block program() {
     Block b;
@@ -40,6 +41,31 @@ class Parser {
   }
 
  private:
+  // How deeply expressions and blocks may nest: brackets, operator chains (`a + b + ...` is a tree
+  // as deep as it is long), trailers, unary operators, `elif` chains, indented blocks. Parsing,
+  // running and freeing a tree recurse once per level, and an invoke's block runs on a
+  // coroutine's stack, so deeper input is refused here (CPython refuses deep nesting as well).
+  static constexpr int kMaxNesting = 200;
+
+  // One level deeper for as long as it lives.
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) { p_.deeper(); }
+    ~Nest() { --p_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
+  void deeper() {
+    if (nesting_ >= kMaxNesting) {
+      fail("expressions and blocks nest more than " + std::to_string(kMaxNesting) +
+           " levels deep here; split this into several statements");
+    }
+    ++nesting_;
+  }
+
   const Token& peek(int k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   bool at(TokenKind k) const { return peek().kind == k; }
   bool atOp(const char* op) const { return peek().kind == TokenKind::Op && peek().text == op; }
@@ -118,6 +144,7 @@ class Parser {
   }
 
   Block suite() {
+    Nest nest(*this);
     expectOp(":");
     Block b;
     if (!at(TokenKind::Newline)) {  // simple statements on the same line
@@ -192,6 +219,7 @@ class Parser {
   }
 
   StmtPtr ifStatement() {
+    Nest nest(*this);  // an elif chain nests
     auto s = make(StmtKind::If);
     ++i_;  // if / elif
     s->value = test();
@@ -336,6 +364,7 @@ class Parser {
   }
 
   ExprPtr test() {
+    Nest nest(*this);
     if (atName("lambda")) {
       auto e = makeExpr(ExprKind::Lambda, peek().at);
       ++i_;
@@ -359,29 +388,36 @@ class Parser {
   }
 
   ExprPtr orTest() {
+    const int outer = nesting_;
     ExprPtr e = andTest();
     while (atName("or")) {
+      deeper();
       auto o = makeExpr(ExprKind::Or, peek().at);
       ++i_;
       o->a = e;
       o->b = andTest();
       e = o;
     }
+    nesting_ = outer;
     return e;
   }
   ExprPtr andTest() {
+    const int outer = nesting_;
     ExprPtr e = notTest();
     while (atName("and")) {
+      deeper();
       auto o = makeExpr(ExprKind::And, peek().at);
       ++i_;
       o->a = e;
       o->b = notTest();
       e = o;
     }
+    nesting_ = outer;
     return e;
   }
   ExprPtr notTest() {
     if (atName("not")) {
+      Nest nest(*this);
       auto u = makeExpr(ExprKind::Unary, peek().at);
       ++i_;
       u->text = "not";
@@ -428,13 +464,18 @@ class Parser {
   }
 
   ExprPtr binary(ExprPtr (Parser::*next)(), std::initializer_list<const char*> ops) {
+    const int outer = nesting_;
     ExprPtr e = (this->*next)();
     for (;;) {
       const char* found = nullptr;
       for (const char* o : ops) {
         if (atOp(o)) found = o;
       }
-      if (!found) return e;
+      if (!found) {
+        nesting_ = outer;
+        return e;
+      }
+      deeper();
       auto b = makeExpr(ExprKind::Binary, peek().at);
       ++i_;
       b->text = found;
@@ -451,6 +492,7 @@ class Parser {
   ExprPtr term() { return binary(&Parser::factor, {"*", "/", "//", "%", "@"}); }
   ExprPtr factor() {
     if (atOp("-") || atOp("+") || atOp("~")) {
+      Nest nest(*this);
       auto u = makeExpr(ExprKind::Unary, peek().at);
       u->text = peek().text;
       ++i_;
@@ -462,6 +504,7 @@ class Parser {
   ExprPtr power() {
     ExprPtr base = trailers(atom());
     if (!atOp("**")) return base;
+    Nest nest(*this);  // right-associative: 2 ** 2 ** ... nests
     auto b = makeExpr(ExprKind::Binary, peek().at);
     ++i_;
     b->text = "**";
@@ -471,7 +514,9 @@ class Parser {
   }
 
   ExprPtr trailers(ExprPtr e) {
+    const int outer = nesting_;
     for (;;) {
+      if (atOp(".") || atOp("(") || atOp("[")) deeper();  // a.b(c)[d] nests like a chain
       if (atOp(".")) {
         ++i_;
         auto a = makeExpr(ExprKind::Attribute, peek().at);
@@ -505,6 +550,7 @@ class Parser {
         expectOp("]");
         e = s;
       } else {
+        nesting_ = outer;
         return e;
       }
     }
@@ -688,7 +734,7 @@ class Parser {
           break;
         }
       }
-      Parser sub(tokenize(inner, file_), file_, "");
+      Parser sub(tokenize(inner, file_), file_, "", nesting_);
       e->names.push_back(literal);
       literal.clear();
       e->items.push_back(sub.standaloneExpression());
@@ -703,6 +749,7 @@ class Parser {
   size_t i_ = 0;
   const std::string& file_;
   std::vector<std::string> lines_;
+  int nesting_ = 0;
 };
 
 }  // namespace

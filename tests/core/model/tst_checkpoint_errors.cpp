@@ -180,6 +180,17 @@ class TestCheckpointErrors : public QObject {
         "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
         "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"
         << "rope scaling type 'yarn' is not supported";
+    // Fields of the wrong type escaped as json type_error or UB (fuzz/regressions/model_config).
+    QTest::newRow("model_type not a string") << R"({"model_type": 5})"
+                                             << "'model_type' must be a string, got 5";
+    QTest::newRow("eos id out of range")
+        << R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
+             "num_hidden_layers": 1, "num_attention_heads": 2, "eos_token_id": [1e49]})"
+        << "'eos_token_id' must be an id or a list of ids";
+    QTest::newRow("positions not an integer")
+        << R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
+             "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 2.5})"
+        << "'max_position_embeddings' must be an integer, got 2.5";
   }
   void badConfigs() {
     QFETCH(QString, json);

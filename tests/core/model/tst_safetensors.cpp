@@ -109,6 +109,14 @@ class TestSafetensors : public QObject {
     QTest::newRow("not json") << "{not json" << 0 << "not valid JSON";
     QTest::newRow("entry without offsets")
         << R"({"w":{"dtype":"F32","shape":[2]}})" << 8 << "data_offsets";
+    // A byte count that wrapped around passed as 0 bytes (fuzz/regressions/safetensors).
+    QTest::newRow("shape bytes wrap around")
+        << R"({"w":{"dtype":"F32","shape":[2305843009213693952,2],"data_offsets":[0,0]}})" << 0
+        << "bad shape";
+    QTest::newRow("dtype not a string")
+        << R"({"w":{"dtype":5,"shape":[2],"data_offsets":[0,8]}})" << 8 << "dtype must be a string";
+    QTest::newRow("shape not a list")
+        << R"({"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})" << 8 << "shape must be a list";
   }
   void refusesBadFiles() {
     QFETCH(QString, header);

@@ -88,6 +88,18 @@ std::vector<BadTokenizer> badTokenizers() {
       {"not json", "{\"model\": ", "not valid JSON"},
       {"no model", "{}", "not a tokenizer.json"},
       {"malformed vocab", R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})",
+       "model BPE vocab: token id \"x\" is not an integer in [0, 4194303]"},
+      {"negative id", R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})",
+       "model BPE vocab: token id -1 is not an integer"},
+      {"id past the limit", R"({"model": {"type": "BPE", "vocab": {"a": 4194304}, "merges": []}})",
+       "model BPE vocab: token id 4194304 is not an integer"},
+      {"fractional added id",
+       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "added_tokens": [{"id": 1e30, "content": "<x>"}]})",
+       "added_tokens: token id 1e+30 is not an integer"},
+      {"malformed field",
+       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "added_tokens": [{"id": 0, "content": 5}]})",
        "malformed tokenizer.json"},
   };
 }

@@ -389,6 +389,52 @@ class TestSessionStore : public QObject {
     QCOMPARE(std::filesystem::file_size(path), sizeBefore);
   }
 
+  // Rows that disagree with each other (found by fuzz/fuzz_session_store.cpp: the readers indexed
+  // a value's bytes by its shape, and `show --value` read past them) are refused as damage.
+  void refusesDamagedRows_data() {
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("bytes shorter than the shape")
+        << "UPDATE saved_values SET shape = '[5, 4]' WHERE idx = 0"
+        << "holds 64 bytes for shape [5, 4] of float32";
+    QTest::newRow("shape bytes wrap around")
+        << "UPDATE saved_values SET shape = '[2305843009213693952]', data = x'' WHERE idx = 0"
+        << "a saved value's shape is '[2305843009213693952]'";
+    QTest::newRow("shape not a list")
+        << "UPDATE saved_values SET shape = '{\"a\": 1}' WHERE idx = 0"
+        << "a saved value's shape is";
+    QTest::newRow("invoke of a missing trace") << "UPDATE invokes SET trace_idx = 7"
+                                               << "a row refers to trace 7 of a run with 1";
+    QTest::newRow("negative schema version") << "PRAGMA user_version = -1"
+                                             << "schema version -1";
+  }
+  void refusesDamagedRows() {
+    QFETCH(QString, sql);
+    QFETCH(QString, message);
+    test::TempDir dir;
+    const auto path = dir.path() / "d.db";
+    int64_t id = 0;
+    {
+      SessionStore s(path);
+      id = s.beginRun("r", "x = 1", "r.py");
+      trace::RunResult result = patternResult(id, 1, 16);
+      result.traces[0].invokes.push_back({{1, 2}, {3}, "t", "length"});
+      s.finishRun(id, result, RunStatus::Done);
+    }
+    {
+      SqliteDatabase db(path, SqliteDatabase::Mode::ReadWrite, 1000);
+      db.exec(sql.toStdString());
+    }
+    try {
+      SessionStore s(path);
+      s.value(id, s.run(id).result.traces.at(0).values.at(0).name);
+      QFAIL("reading the damaged run should have failed");
+    } catch (const StoreError& e) {
+      QVERIFY2(QString(e.what()).contains(message), e.what());
+      QVERIFY2(QString(e.what()).contains("damaged"), e.what());
+    }
+  }
+
   // A writer killed in the middle of its commits: every run it finished is whole, the one it was
   // writing is marked interrupted, and the file passes SQLite's integrity check.
   void survivesAKilledWriter() {

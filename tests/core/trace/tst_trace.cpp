@@ -374,6 +374,10 @@ class TestTrace : public QObject {
     QTest::newRow("budget")
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    while True:\n        pass\n"
         << "instruction budget";
+    // 4,000 nested brackets overflowed the parser's stack (fuzz/regressions/trace_parse).
+    QTest::newRow("nested too deeply")
+        << "x = " + QString(300, '(') + "1" + QString(300, ')') + "\n"
+        << "syntax error: expressions and blocks nest more than 200 levels deep here";
     QTest::newRow("import") << "import os\n"
                             << "cannot import 'os'";
     QTest::newRow("unknown VLLM keyword")
