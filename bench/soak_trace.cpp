@@ -232,8 +232,8 @@ int main(int argc, char** argv) {
     const ScriptReport r = session.run(g.text, "soak-" + std::to_string(seed));
     const Comparison& c = r.comparison;
     std::string recheck;
-    const bool rechecked = !c.ok() && args.session.dtype != "f32" &&
-                           c.maxRelativeError <= kRecheckCeiling * tolerance;
+    const bool rechecked =
+        !c.ok() && args.session.dtype != "f32" && c.maxRelativeError <= kRecheckCeiling * tolerance;
     const bool failed =
         !c.ok() && !(rechecked && agreesInFp32(g.text, "soak-" + std::to_string(seed), recheck));
     const bool unexpected = !r.reference.error.empty() && g.error.empty();

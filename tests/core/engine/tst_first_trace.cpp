@@ -31,8 +31,9 @@ constexpr const char* kQwen25Config = R"({"architectures": ["Qwen2ForCausalLM"],
   "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
 
 std::string repro(bool eager) {
-  return std::string("from nnsight.modeling.vllm import VLLM\n"
-                     "model = VLLM(\"Qwen/Qwen2.5-1.5B\", tensor_parallel_size=2, dispatch=True") +
+  return std::string(
+             "from nnsight.modeling.vllm import VLLM\n"
+             "model = VLLM(\"Qwen/Qwen2.5-1.5B\", tensor_parallel_size=2, dispatch=True") +
          (eager ? ", enforce_eager=True" : "") +
          ")\n"
          "with model.trace(\"The mother tongue of Danielle Darrieux is\", temperature=0.0):\n"
