@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "arguments.h"
+#include "core/build_info.h"
 #include "core/engine/engine.h"
 #include "core/engine/port_probe.h"
 #include "core/error.h"
@@ -30,6 +31,8 @@ commands:
   show       show a recorded run, or one of its saved values
   replay     re-run a recorded run and compare its values and texts with the record
   export     write a recorded run's saved tensors as a safetensors file
+
+Run 'shardscope-cli --version' for the version and what it was built with.
 
 Run 'shardscope-cli <command> --help' for a command's options.
 )";
@@ -316,6 +319,13 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
+    return 0;
+  }
+  if (args[0] == "--version") {
+    const shardscope::BuildInfo b = shardscope::buildInfo();
+    std::cout << "shardscope-cli " << b.shardscope << " (LibTorch " << b.libtorch << ", CUDA "
+              << (b.cuda ? "yes, " + std::to_string(b.gpus) + " GPU(s)" : std::string("no"))
+              << ", NCCL " << (b.nccl ? b.ncclVersion : std::string("no")) << ")\n";
     return 0;
   }
   const std::string command = args[0];

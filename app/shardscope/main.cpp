@@ -1,5 +1,6 @@
 // shardscope: the desktop application. Options: --model SPEC --tp N --device cpu|cuda
-// --dtype bf16|f16|f32 --session-file FILE, and --screenshots DIR (drive the views, save PNGs, quit).
+// --dtype bf16|f16|f32 --session-file FILE (or the file as the only argument, as a file manager
+// passes it), and --screenshots DIR (drive the views, save PNGs, quit).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -24,13 +25,18 @@ int main(int argc, char** argv) {
       {"session-file", "Session file to record runs in (default: the last one).", "file"},
       {"screenshots", "Drive the views, save a PNG of each into DIR, and quit.", "dir"},
   });
+  parser.addPositionalArgument("session", "A session file to open (as --session-file).",
+                               "[SESSION.shardscope]");
   parser.process(app);
+  if (parser.positionalArguments().size() > 1) parser.showHelp(2);
   shardscope::ui::StartOptions options;
   options.model.model = parser.value("model").toStdString();
   options.model.tp = parser.value("tp").toInt();
   options.model.device = parser.value("device").toStdString();
   options.model.dtype = parser.value("dtype").toStdString();
-  options.sessionFile = parser.value("session-file");
+  options.sessionFile = parser.positionalArguments().isEmpty()
+                            ? parser.value("session-file")
+                            : parser.positionalArguments().first();
   options.restoreState = !parser.isSet("screenshots");
   if (options.model.tp < 1) parser.showHelp(2);
   shardscope::ui::MainWindow window(options);
