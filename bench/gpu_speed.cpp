@@ -1,10 +1,12 @@
 // GPU speed of the engine (issue 7): floors (device copy bandwidth, bf16 matmul rate), model
 // load (first and warm), prefill latency, decode latency and throughput, and the same decode with
 // a trace that reads o_proj.input of layer 10 every step or zeroes a head there every step.
-// Prints one JSON object; bench/peers/hf_eager_speed.py measures Hugging Face eager on the same
-// configuration and bench/report_gpu_speed.py prints both with ratios. --eager turns CUDA graphs
-// off (the engine's own peer); --scaling measures only what the tensor-parallel scaling table
-// needs (issue 8: prefill 2048, decode at batch 1, the cost of one gathered read per step).
+// Prints one JSON object, with the model's config.json and the decode case's prompt length and
+// steps so that bench/floors.py can compute the floors (the bytes a step streams, the FLOPs a
+// prefill computes); bench/peers/hf_speed.py measures Hugging Face (sdpa and eager attention) on
+// the same configuration and bench/report_gpu_speed.py prints both with ratios. --eager turns CUDA
+// graphs off (the engine's own peer); --scaling measures only what the tensor-parallel scaling
+// table needs (issue 8: prefill 2048, decode at batch 1, the cost of one gathered read per step).
 //
 //   gpu_speed --model DIR [--steps 64] [--tp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -211,6 +214,12 @@ int main(int argc, char** argv) {
     if (f.path().extension() == ".safetensors") checkpointBytes += f.file_size();
   }
   out["checkpoint_bytes"] = checkpointBytes;
+  {
+    std::ifstream config(std::filesystem::path(model) / "config.json");
+    const json parsed =
+        config.is_open() ? json::parse(config, nullptr, /*allow_exceptions=*/false) : json();
+    if (parsed.is_object()) out["config"] = parsed;
+  }
   EngineOptions eo;
   eo.model = model;
   eo.device = "cuda";
@@ -243,7 +252,10 @@ int main(int argc, char** argv) {
     }
   }
   out["weight_bytes"] = weightBytes;
-  out["matmul_params"] = (weightBytes / 2) - embeddingElements;  // the LM head stays in
+  // Before issue 15 the reports' floors were built from these two: every parameter's bytes for a
+  // decode step, and these parameters (the LM head included) times every prompt row for a
+  // prefill. bench/floors.py now counts what a step reads and computes, from "config".
+  out["matmul_params"] = (weightBytes / 2) - embeddingElements;
   out["layers"] = info.numLayers;
   out["hidden"] = info.hiddenSize;
 
@@ -255,6 +267,9 @@ int main(int argc, char** argv) {
 
   const std::vector<int64_t> prefills =
       scaling ? std::vector<int64_t>{2048} : std::vector<int64_t>{5, 128, 2048};
+  constexpr int64_t kDecodePromptTokens = 5;
+  out["decode_prompt_tokens"] = kDecodePromptTokens;
+  out["steps"] = steps;
   const std::vector<int64_t> batches =
       scaling ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 16, 64};
   for (int64_t n : prefills) {
@@ -270,7 +285,7 @@ int main(int argc, char** argv) {
   for (int64_t batch : batches) {
     std::vector<std::vector<int64_t>> prompts;
     for (int64_t b = 0; b < batch; ++b)
-      prompts.push_back(promptIds(5, info.vocabSize, uint64_t(b)));
+      prompts.push_back(promptIds(kDecodePromptTokens, info.vocabSize, uint64_t(b)));
     const double prefill = generateSeconds(e, prompts, 1, 3);
     int64_t graphLayers = 0;
     const double total = generateSeconds(e, prompts, steps + 1, 3, &graphLayers);

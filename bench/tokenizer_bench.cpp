@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   std::ofstream(corpusPath, std::ios::binary) << corpus;
   const double mb = double(corpus.size()) / 1e6;
 
+  // Load: best of three builds from the file in this process (the peer times its load alike).
   double load = 1e9;
   std::shared_ptr<const shardscope::Tokenizer> tok;
   for (int i = 0; i < 3; ++i) {
@@ -92,7 +93,9 @@ int main(int argc, char** argv) {
       "%.1fx floor time\n",
       mb / cold, mb / warm, floorGBps, floorGBps * 1e3, floorGBps * 1e3 / (mb / warm));
   if (argc < 5) return 0;
-  const std::string peer = std::string(argv[4]) + " " + name + " " + corpusPath;
+  // The peer builds its tokenizer from the same tokenizer.json, timed as ours (best of three).
+  const std::string peer =
+      std::string(argv[4]) + " " + name + " " + corpusPath + " " + tokenizerPath;
   FILE* p = ::popen(peer.c_str(), "r");
   if (!p) {
     std::cerr << "cannot run peer: " << peer << "\n";

@@ -654,10 +654,11 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
     if (const trace::SavedValue* v = findValue(o->result, "logits_0"))
       sweepTarget_ = ui::topK(lastRowProbabilities(*v), 1).front().first;
   }
-  status_->setText(tr("%1: done in %2 s (run %3).")
+  status_->setText(tr("%1: done in %2 s (run %3; traces %4).")
                        .arg(QString::fromStdString(o->title))
                        .arg(o->seconds, 0, 'f', 2)
-                       .arg(o->runId));
+                       .arg(o->runId)
+                       .arg(ui::traceTimeText(o->result)));
   showResult(o->runId, o->title, o->result);
 }
 

@@ -6,6 +6,24 @@
 
 namespace shardscope::ui {
 
+QString traceTimeText(std::optional<double> seconds, int64_t steps) {
+  if (!seconds) return QStringLiteral("-");
+  const QString time = *seconds < 1.0 ? QString("%1 ms").arg(*seconds * 1000.0, 0, 'f', 1)
+                                      : QString("%1 s").arg(*seconds, 0, 'f', 2);
+  return QString("%1, %2 %3").arg(time).arg(steps).arg(steps == 1 ? "step" : "steps");
+}
+
+QString traceTimeText(const trace::RunResult& result) {
+  std::optional<double> seconds;
+  int64_t steps = 0;
+  for (const auto& t : result.traces) {
+    if (!t.timing) continue;
+    seconds = seconds.value_or(0.0) + t.timing->wallSeconds;
+    steps += t.timing->steps;
+  }
+  return traceTimeText(seconds, steps);
+}
+
 void SessionLogModel::setRuns(std::vector<store::RunSummary> runs) {
   beginResetModel();
   runs_ = std::move(runs);
@@ -55,6 +73,8 @@ QVariant SessionLogModel::data(const QModelIndex& index, int role) const {
                  : QString("%1 tp=%2").arg(QString::fromStdString(r->model)).arg(r->tp);
     case StatusColumn:
       return QString::fromStdString(r->status);
+    case TraceTimeColumn:
+      return traceTimeText(r->traceSeconds, r->steps);
     default:
       return {};
   }
@@ -62,7 +82,7 @@ QVariant SessionLogModel::data(const QModelIndex& index, int role) const {
 
 QVariant SessionLogModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"Run", "Started", "What", "Model", "Status"};
+  static const char* names[] = {"Run", "Started", "What", "Model", "Status", "Trace time"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 

@@ -225,14 +225,14 @@ int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
                     {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
                      "log", "session", "title", "value-cap-mb", "collective-timeout"},
-                    {"help"});
+                    {"help", "timing"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
-           "                          [--value-cap-mb MB]] [--collective-timeout S]\n"
+           "                          [--value-cap-mb MB]] [--collective-timeout S] [--timing]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
@@ -243,7 +243,8 @@ int runScript(const std::vector<std::string>& args) {
            "needed; session 'default' unless --session); saved values over --value-cap-mb\n"
            "(default 256) are recorded as a summary. --collective-timeout fails a trace whose\n"
            "collective waits longer than S seconds (default 60, or "
-           "SHARDSCOPE_COLLECTIVE_TIMEOUT).\n";
+           "SHARDSCOPE_COLLECTIVE_TIMEOUT). --timing prints each trace's wall time and\n"
+           "generation steps to stderr when the script ends (the session log keeps them too).\n";
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
@@ -265,6 +266,17 @@ int runScript(const std::vector<std::string>& args) {
     o.modelDirs[m.substr(0, eq)] = m.substr(eq + 1);
   }
   trace::ScriptRunner runner(o);
+  // Printed on the way out too, so a failing script still shows the traces that finished.
+  struct TimingPrinter {
+    const trace::ScriptRunner& runner;
+    bool enabled;
+    ~TimingPrinter() {
+      if (!enabled) return;
+      const auto& traces = runner.result().traces;
+      for (size_t i = 0; i < traces.size(); ++i)
+        std::cerr << "trace " << i << ": " << timingText(traces[i].timing) << "\n";
+    }
+  } timing{runner, a.has("timing")};
   if (!a.has("log")) {
     runner.run(source, file);
     return 0;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "arguments.h"
 #include "core/store/replay.h"
@@ -21,6 +22,16 @@ std::string localTime(int64_t ms) {
   localtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// Milliseconds below a second, seconds above.
+std::string duration(double seconds) {
+  char buf[32];
+  if (seconds < 1.0)
+    std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1000.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", seconds);
   return buf;
 }
 
@@ -53,7 +64,12 @@ std::string sampling(const SamplingParams& s) {
   std::snprintf(buf, sizeof buf, "max_tokens=%lld temperature=%g top_k=%lld top_p=%g seed=%llu",
                 (long long)s.maxTokens, s.temperature, (long long)s.topK, s.topP,
                 (unsigned long long)s.seed);
-  return buf;
+  std::string out = buf;
+  if (!s.stop.empty()) {
+    out += " stop=" +
+           nlohmann::json(s.stop).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return out;
 }
 
 std::string ids(const std::vector<int64_t>& v) {
@@ -87,6 +103,12 @@ void printValueData(const trace::SavedValue& v, int64_t limit) {
 
 }  // namespace
 
+std::string timingText(const std::optional<trace::TraceTiming>& t) {
+  if (!t) return "not recorded";
+  return duration(t->wallSeconds) + ", " + std::to_string(t->steps) +
+         (t->steps == 1 ? " step" : " steps");
+}
+
 int logCommand(const std::vector<std::string>& args) {
   const Arguments a(args, {"session"}, {"help", "all"});
   if (a.has("help")) {
@@ -104,14 +126,18 @@ int logCommand(const std::vector<std::string>& args) {
     std::cout << ")\n";
     return 0;
   }
-  std::printf("%5s  %-19s  %-11s  %8s  %-3s  %-22s  %6s  %s\n", "RUN", "STARTED", "STATUS", "TIME",
-              "TP", "MODEL", "VALUES", "TITLE");
+  std::printf("%5s  %-19s  %-11s  %8s  %10s  %6s  %-3s  %-22s  %6s  %s\n", "RUN", "STARTED",
+              "STATUS", "TIME", "TRACE TIME", "STEPS", "TP", "MODEL", "VALUES", "TITLE");
   for (const auto& r : runs) {
     std::string title = r.title;
     if (r.replayOf) title += " (replay of " + std::to_string(*r.replayOf) + ")";
     if (a.has("all")) title = "[" + r.session + "] " + title;
-    std::printf("%5lld  %-19s  %-11s  %8s  %-3s  %-22s  %6lld  %s\n", (long long)r.id,
+    // TRACE TIME sums the run's traces (the rest of TIME is loading and the script around them).
+    const bool timed = r.traceSeconds.has_value();
+    std::printf("%5lld  %-19s  %-11s  %8s  %10s  %6s  %-3s  %-22s  %6lld  %s\n", (long long)r.id,
                 localTime(r.startedMs).c_str(), r.status.c_str(), seconds(r).c_str(),
+                timed ? duration(*r.traceSeconds).c_str() : "-",
+                timed ? std::to_string(r.steps).c_str() : "-",
                 r.tp ? std::to_string(r.tp).c_str() : "-", r.model.substr(0, 22).c_str(),
                 (long long)r.valueCount, title.c_str());
     if (!r.error.empty()) std::printf("       %s\n", r.error.substr(0, 200).c_str());
@@ -160,7 +186,8 @@ int showCommand(const std::vector<std::string>& args) {
   }
   for (size_t ti = 0; ti < r.result.traces.size(); ++ti) {
     const auto& t = r.result.traces[ti];
-    std::cout << "trace " << ti << ": " << sampling(t.sampling) << "\n";
+    std::cout << "trace " << ti << ": " << sampling(t.sampling) << "\n"
+              << "  time " << timingText(t.timing) << "\n";
     for (size_t ii = 0; ii < t.invokes.size(); ++ii) {
       const auto& inv = t.invokes[ii];
       std::cout << "  invoke " << ii << ": prompt " << inv.promptIds.size() << " tokens ["

@@ -82,6 +82,13 @@ ALTER TABLE runs ADD COLUMN replay_of INTEGER REFERENCES runs(id);
 CREATE INDEX runs_by_session ON runs(session_id, id);
 CREATE INDEX values_by_name ON saved_values(run_id, name);
 )sql",
+    // 3: each trace's wall time and generation steps (NULL for traces recorded before), and the
+    // sampling's stop strings as a JSON list (earlier builds did not keep them: '[]').
+    R"sql(
+ALTER TABLE traces ADD COLUMN wall_ms REAL;
+ALTER TABLE traces ADD COLUMN steps INTEGER;
+ALTER TABLE traces ADD COLUMN stop TEXT NOT NULL DEFAULT '[]';
+)sql",
 };
 
 }  // namespace

@@ -86,6 +86,19 @@ std::vector<int64_t> shapeFromJson(const std::string& s, const std::filesystem::
   return shape;
 }
 
+// A trace's stop strings: a JSON list of strings.
+std::vector<std::string> stopsFromJson(const std::string& s, const std::filesystem::path& path) {
+  const auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> stops;
+  bool ok = j.is_array();
+  for (size_t i = 0; ok && i < j.size(); ++i) {
+    ok = j[i].is_string();
+    if (ok) stops.push_back(j[i].get<std::string>());
+  }
+  if (!ok) damaged(path, "a trace's stop strings are '" + s + "'");
+  return stops;
+}
+
 // Runs' traces are numbered 0, 1, ...: a row that names another trace is damage.
 trace::TraceRecord& traceAt(trace::RunResult& r, int64_t index, const std::filesystem::path& path) {
   if (index < 0 || index >= int64_t(r.traces.size()))
@@ -130,10 +143,11 @@ SessionStore::SessionStore(const std::filesystem::path& path, StoreOptions optio
     if (!std::filesystem::exists(path_)) throw StoreError("no session file at " + path_.string());
     db_ = std::make_unique<SqliteDatabase>(path_, SqliteDatabase::Mode::ReadOnly,
                                            options_.busyTimeoutMs);
-    if (fileSchemaVersion(*db_) < schemaVersion()) {
-      throw StoreError(path_.string() + " was written by an older ShardScope (schema " +
-                       std::to_string(fileSchemaVersion(*db_)) +
-                       "); open it once for writing (e.g. `shardscope-cli log`) to upgrade it");
+    version_ = fileSchemaVersion(*db_);
+    if (version_ < 1) {
+      throw StoreError(path_.string() +
+                       " holds no session yet; record a run in it first (shardscope-cli run "
+                       "--log, or the GUI)");
     }
     auto s = db_->prepare("SELECT id FROM sessions WHERE name = ?");
     s.bind(1, options_.session);
@@ -151,6 +165,7 @@ SessionStore::SessionStore(const std::filesystem::path& path, StoreOptions optio
   db_->exec("PRAGMA synchronous = NORMAL");
   db_->exec("PRAGMA foreign_keys = ON");
   migrate(*db_);
+  version_ = fileSchemaVersion(*db_);
   {
     SqliteTransaction t(*db_, SqliteTransaction::Kind::Immediate);
     auto find = db_->prepare("SELECT id FROM sessions WHERE name = ?");
@@ -251,7 +266,10 @@ void SessionStore::finishRun(int64_t id, const trace::RunResult& result, RunStat
     model.run();
     model.reset();
   }
-  auto trace = db_->prepare("INSERT INTO traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto trace = db_->prepare(
+      "INSERT INTO traces(run_id, idx, model_idx, temperature, top_k, top_p, seed, max_tokens, "
+      "stop_token_ids, ignore_eos, wall_ms, steps, stop) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+      "?, ?)");
   auto invoke = db_->prepare("INSERT INTO invokes VALUES (?, ?, ?, ?, ?, ?, ?)");
   auto value = db_->prepare(
       "INSERT INTO saved_values(run_id, trace_idx, idx, name, kind, dtype, shape, data, repr, "
@@ -264,6 +282,15 @@ void SessionStore::finishRun(int64_t id, const trace::RunResult& result, RunStat
     trace.bind(1, id).bind(2, int64_t(ti)).bind(3, int64_t(tr.modelIndex)).bind(4, sp.temperature);
     trace.bind(5, sp.topK).bind(6, sp.topP).bind(7, int64_t(sp.seed)).bind(8, sp.maxTokens);
     trace.bindBlob(9, stops.data(), stops.size()).bind(10, int64_t(sp.ignoreEos));
+    if (tr.timing) {
+      trace.bind(11, tr.timing->wallSeconds * 1000.0).bind(12, tr.timing->steps);
+    } else {
+      trace.bindNull(11).bindNull(12);
+    }
+    // Stop strings come from script text; a byte that is not UTF-8 is kept as U+FFFD rather
+    // than failing the recording.
+    trace.bind(
+        13, nlohmann::json(sp.stop).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     trace.run();
     trace.reset();
     for (size_t ii = 0; ii < tr.invokes.size(); ++ii) {
@@ -331,10 +358,18 @@ std::vector<RunSummary> SessionStore::runs(bool allSessions) const {
 
 // Called with mutex_ held: the runs of this session (or all), or the one run `id`.
 std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<int64_t> id) const {
+  // A reader of an older file selects NULL for what its schema did not keep.
+  const bool timed = version_ >= 3;
+  const auto perTrace = [](const std::string& what) {
+    return "(SELECT " + what + " FROM traces t WHERE t.run_id = r.id)";
+  };
   auto s = db_->prepare(
       "SELECT r.id, s.name, r.title, r.script_file, r.status, r.error, r.started_ms, "
       "r.ended_ms, m.spec, m.tp, m.device, m.dtype, "
-      "(SELECT count(*) FROM saved_values v WHERE v.run_id = r.id), r.replay_of "
+      "(SELECT count(*) FROM saved_values v WHERE v.run_id = r.id), " +
+      std::string(version_ >= 2 ? "r.replay_of" : "NULL") + ", " + perTrace("count(*)") + ", " +
+      (timed ? perTrace("sum(t.wall_ms)") : "NULL") + ", " +
+      (timed ? perTrace("sum(t.steps)") : "NULL") + " " +
       "FROM runs r JOIN sessions s ON s.id = r.session_id "
       "LEFT JOIN models m ON m.run_id = r.id AND m.idx = 0 "
       "WHERE (? OR r.session_id = ?) AND (? OR r.id = ?) ORDER BY r.id");
@@ -357,6 +392,9 @@ std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<
     r.dtype = s.text(11);
     r.valueCount = s.integer(12);
     if (!s.isNull(13)) r.replayOf = s.integer(13);
+    r.traceCount = s.integer(14);
+    if (!s.isNull(15)) r.traceSeconds = s.real(15) / 1000.0;
+    r.steps = s.isNull(16) ? 0 : s.integer(16);
     out.push_back(std::move(r));
   }
   return out;
@@ -403,18 +441,24 @@ void SessionStore::loadResult(int64_t id, bool withValueData, trace::RunResult& 
     mi.engineVersion = m.text(10);
     out.models.push_back(std::move(mi));
   }
-  auto t = db_->prepare("SELECT * FROM traces WHERE run_id = ? ORDER BY idx");
+  auto t = db_->prepare(
+      "SELECT model_idx, temperature, top_k, top_p, seed, max_tokens, stop_token_ids, "
+      "ignore_eos, " +
+      std::string(version_ >= 3 ? "wall_ms, steps, stop" : "NULL, NULL, '[]'") +
+      " FROM traces WHERE run_id = ? ORDER BY idx");
   t.bind(1, id);
   while (t.step()) {
     trace::TraceRecord tr;
-    tr.modelIndex = int(t.integer(2));
-    tr.sampling.temperature = t.real(3);
-    tr.sampling.topK = t.integer(4);
-    tr.sampling.topP = t.real(5);
-    tr.sampling.seed = uint64_t(t.integer(6));
-    tr.sampling.maxTokens = t.integer(7);
-    tr.sampling.stopTokenIds = idsFromBlob(t.blob(8));
-    tr.sampling.ignoreEos = t.integer(9) != 0;
+    tr.modelIndex = int(t.integer(0));
+    tr.sampling.temperature = t.real(1);
+    tr.sampling.topK = t.integer(2);
+    tr.sampling.topP = t.real(3);
+    tr.sampling.seed = uint64_t(t.integer(4));
+    tr.sampling.maxTokens = t.integer(5);
+    tr.sampling.stopTokenIds = idsFromBlob(t.blob(6));
+    tr.sampling.ignoreEos = t.integer(7) != 0;
+    if (!t.isNull(8)) tr.timing = trace::TraceTiming{t.real(8) / 1000.0, t.integer(9)};
+    tr.sampling.stop = stopsFromJson(t.text(10), path_);
     out.traces.push_back(std::move(tr));
   }
   auto inv = db_->prepare(

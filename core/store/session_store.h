@@ -8,6 +8,12 @@
 // On disk: SQLite 3, WAL, 64 KiB pages, `PRAGMA application_id` 0x53534350 ("SSCP") and
 // `PRAGMA user_version` = schema version (schema.cpp lists the migrations). Token ids are
 // little-endian int64 blobs; a value is its dtype name, JSON shape and raw row-major bytes.
+// Since schema 3 a trace row also holds its wall time in milliseconds, its generation steps and
+// the sampling's stop strings (a JSON list of strings).
+//
+// Older files: a writer migrates them when it opens them; a reader (readOnly) reads them as they
+// are, without writing a byte: what an older schema did not keep reads as absent (no timing, no
+// stop strings, no replay link).
 //
 // WAL mode: readers (another thread, the GUI, another process) never block the writer and see
 // only committed runs. Each method is safe to call from any thread.
@@ -52,6 +58,9 @@ struct RunSummary {
   std::string device, dtype;
   int64_t valueCount = 0;
   std::optional<int64_t> replayOf;
+  int64_t traceCount = 0;
+  std::optional<double> traceSeconds;  // wall time of its traces summed; absent before schema 3
+  int64_t steps = 0;                   // generation steps of its traces summed
 };
 
 struct RunRecord {
@@ -100,6 +109,7 @@ class SessionStore {
   std::filesystem::path path_;
   StoreOptions options_;
   std::unique_ptr<SqliteDatabase> db_;
+  int version_ = 0;  // the file's schema version (a reader may hold an older file)
   int64_t sessionId_ = 0;
   mutable std::mutex mutex_;
 };

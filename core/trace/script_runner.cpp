@@ -1,6 +1,7 @@
 #include "script_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <iostream>
 
@@ -286,6 +287,7 @@ struct ScriptRunner::Impl : public Host {
   }
 
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
+    const auto started = std::chrono::steady_clock::now();
     Engine& engine = *engineById.at(context->intValue - 1);
     std::string tracerName;
     if (!with.targets.empty()) {
@@ -392,7 +394,10 @@ struct ScriptRunner::Impl : public Host {
         request.sampling.maxTokens);
     if (options.onJob) options.onJob(job);
     job.wait();
-    record(modelIndex.at(&engine), request.sampling, *generated, *output, tokenizer.get());
+    const double wallSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    record(modelIndex.at(&engine), request.sampling, *generated, *output, tokenizer.get(),
+           wallSeconds);
     for (const auto& line : output->printed) out(line);
     for (const auto& name : output->unsaved) {
       auto u = std::make_shared<Object>();
@@ -404,10 +409,11 @@ struct ScriptRunner::Impl : public Host {
   }
 
   void record(int modelIndex, const SamplingParams& sampling, const GenerateResult& generated,
-              const TraceOutput& output, const Tokenizer* tokenizer) {
+              const TraceOutput& output, const Tokenizer* tokenizer, double wallSeconds) {
     TraceRecord t;
     t.modelIndex = modelIndex;
     t.sampling = sampling;
+    t.timing = TraceTiming{wallSeconds, generated.steps};
     for (const RequestOutput& o : generated.outputs) {
       InvokeRecord r;
       r.promptIds = o.promptIds;

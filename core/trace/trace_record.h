@@ -55,9 +55,18 @@ struct InvokeRecord {
   std::string finishReason;
 };
 
+// How long one `with model.trace(...)` block took: wall time from entering the block to its
+// results being back on the driver (prompts, generation, interventions, copies), and the
+// generation steps it ran. Absent in runs recorded before session schema 3.
+struct TraceTiming {
+  double wallSeconds = 0;
+  int64_t steps = 0;
+};
+
 struct TraceRecord {
   int modelIndex = 0;  // into RunResult::models
   SamplingParams sampling;
+  std::optional<TraceTiming> timing;
   std::vector<InvokeRecord> invokes;
   std::vector<SavedValue> values;
 };

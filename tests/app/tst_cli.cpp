@@ -1,6 +1,7 @@
 // shardscope-cli end to end: generate (sampled ids past the tokenizer included), inspect, tokenize
-// and make-checkpoint, their --help, and usage errors (exit status 2, a message naming the
-// option, never a stack trace).
+// and make-checkpoint, the session-log commands (with each trace's time and stop strings, and
+// run --timing), their --help, and usage errors (exit status 2, a message naming the option,
+// never a stack trace).
 #include <QtTest>
 
 #include "common/test_support.h"
@@ -181,23 +182,38 @@ class TestCli : public QObject {
       QVERIFY(f.open(QIODevice::WriteOnly));
       f.write(
           "model = VLLM(\"demo\", tensor_parallel_size=2)\n"
-          "with model.trace(\"The capital of France is\", max_tokens=3):\n"
+          "with model.trace(\"The capital of France is\", max_tokens=3, stop=[\"@@@\"]):\n"
           "    h = model.model.layers[1].self_attn.o_proj.input.save()\n"
           "print(h.shape)\n");
     }
+    // A trace's time: "12.3 ms, 3 steps" (three tokens, one step each).
+    const QRegularExpression traceTime("\\d+\\.\\d+ m?s, 3 steps");
     for (int i = 0; i < 2; ++i) {
-      const Result r = cli({"run", script, "--log", db, "--title", "read o_proj"});
+      const QStringList timing = i == 0 ? QStringList{"--timing"} : QStringList{};
+      const Result r =
+          cli(QStringList{"run", script, "--log", db, "--title", "read o_proj"} + timing);
       QCOMPARE(r.code, 0);
       QVERIFY2(r.err.contains("recorded as run " + QString::number(i + 1)), qPrintable(r.err));
+      QCOMPARE(r.err.contains(QRegularExpression("trace 0: " + traceTime.pattern())), i == 0);
     }
+    const Result unlogged = cli({"run", script, "--timing"});
+    QCOMPARE(unlogged.code, 0);
+    QVERIFY2(unlogged.err.contains(QRegularExpression("trace 0: " + traceTime.pattern() + "\n")),
+             qPrintable(unlogged.err));
     const Result log = cli({"log", db});
     QCOMPARE(log.code, 0);
     QCOMPARE(log.out.count("read o_proj"), 2);
     QCOMPARE(log.out.count(" done "), 2);
+    QVERIFY2(log.out.contains("TRACE TIME   STEPS"), qPrintable(log.out));
+    QCOMPARE(log.out.count(QRegularExpression(" s +\\d+\\.\\d+ m?s +3  2 ")), 2);
     const Result show = cli({"show", db, "1"});
     QCOMPARE(show.code, 0);
     QVERIFY2(show.out.contains("saved h: float32 [5, 64]"), qPrintable(show.out));
     QVERIFY(show.out.contains("tp=2"));
+    QVERIFY2(show.out.contains(QRegularExpression("\n  time " + traceTime.pattern() + "\n")),
+             qPrintable(show.out));
+    QVERIFY2(show.out.contains("max_tokens=3 temperature=0 top_k=0 top_p=1 seed=0 stop=[\"@@@\"]"),
+             qPrintable(show.out));
     const Result value = cli({"show", db, "1", "--value", "h", "--limit", "3"});
     QCOMPARE(value.code, 0);
     QVERIFY2(value.out.startsWith("float32 [5, 64]  min"), qPrintable(value.out));

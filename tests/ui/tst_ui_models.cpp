@@ -111,6 +111,26 @@ class TestUiModels : public QObject {
              QString("demo tp=2"));
     QCOMPARE(model.data(model.index(1, SessionLogModel::TitleColumn), Qt::ToolTipRole).toString(),
              QString("gui.py:3:5: boom"));
+    // Trace time: absent before schema 3 ("-"), ms below a second, s above.
+    QCOMPARE(model.data(model.index(1, SessionLogModel::TraceTimeColumn)).toString(), QString("-"));
+    a.traceSeconds = 0.0412;
+    a.steps = 3;
+    b.traceSeconds = 2.5;
+    b.steps = 1;
+    model.setRuns({a, b});
+    QCOMPARE(model.data(model.index(0, SessionLogModel::TraceTimeColumn)).toString(),
+             QString("41.2 ms, 3 steps"));
+    QCOMPARE(model.data(model.index(1, SessionLogModel::TraceTimeColumn)).toString(),
+             QString("2.50 s, 1 step"));
+    QCOMPARE(model.headerData(SessionLogModel::TraceTimeColumn, Qt::Horizontal).toString(),
+             QString("Trace time"));
+    // The status bar's text for a finished run: its traces summed, untimed ones left out.
+    trace::RunResult result;
+    result.traces.resize(3);
+    result.traces[0].timing = trace::TraceTiming{0.5, 4};
+    result.traces[2].timing = trace::TraceTiming{0.75, 6};
+    QCOMPARE(traceTimeText(result), QString("1.25 s, 10 steps"));
+    QCOMPARE(traceTimeText(trace::RunResult{}), QString("-"));
   }
 
   void resultMath() {

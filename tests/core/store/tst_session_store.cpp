@@ -316,6 +316,115 @@ class TestSessionStore : public QObject {
     QVERIFY(schemaVersion() >= 2);
   }
 
+  // A file of schema 2 (before trace timing and stop strings): a reader reads it without writing a
+  // byte; a writer migrates it, the old run reads back without timing, and new runs keep theirs.
+  void readsASchema2FileUntouchedThenMigratesIt() {
+    test::TempDir dir;
+    const auto path = dir.path() / "v2.db";
+    {
+      SqliteDatabase db(path, SqliteDatabase::Mode::ReadWriteCreate, 1000);
+      migrate(db, 2);
+      db.exec("INSERT INTO sessions VALUES (1, 'default', 0)");
+      db.exec(
+          "INSERT INTO runs(id, session_id, title, script, script_file, status, started_ms, "
+          "ended_ms, host, pid, pid_start, replay_of) VALUES (1, 1, 'v2 run', 'x = 1', 'v2.py', "
+          "'done', 5, 9, 'h', 1, 1, NULL)");
+      db.exec("INSERT INTO traces VALUES (1, 0, 0, 0.5, 3, 0.8, 7, 6, x'', 1)");
+      QCOMPARE(fileSchemaVersion(db), 2);
+    }
+    const std::string before = fileSha(path);
+    {
+      SessionStore reader(path, {.readOnly = true});
+      const auto runs = reader.runs();
+      QCOMPARE(runs.size(), size_t(1));
+      QCOMPARE(runs[0].traceCount, int64_t(1));
+      QVERIFY(!runs[0].traceSeconds);
+      const RunRecord r = reader.run(1);
+      QCOMPARE(r.result.traces.size(), size_t(1));
+      QVERIFY(!r.result.traces[0].timing);
+      QVERIFY(r.result.traces[0].sampling.stop.empty());
+      QCOMPARE(r.result.traces[0].sampling.maxTokens, int64_t(6));
+      QCOMPARE(r.result.traces[0].sampling.topP, 0.8);
+    }
+    QCOMPARE(q(fileSha(path)), q(before));
+    QVERIFY(!std::filesystem::exists(path.string() + "-wal"));
+    {
+      SessionStore s(path);
+      QVERIFY(!s.run(1).result.traces.at(0).timing);
+      trace::RunResult timed;
+      timed.traces.resize(1);
+      timed.traces[0].timing = trace::TraceTiming{0.25, 4};
+      timed.traces[0].sampling.stop = {"\n\n", "The"};
+      const int64_t id = s.beginRun("v3 run", "", "v3.py");
+      s.finishRun(id, timed, RunStatus::Done);
+    }
+    SqliteDatabase db(path, SqliteDatabase::Mode::ReadOnly, 1000);
+    QCOMPARE(fileSchemaVersion(db), schemaVersion());
+    SessionStore reader(path, {.readOnly = true});
+    const auto runs = reader.runs();
+    QCOMPARE(runs.size(), size_t(2));
+    QVERIFY(!runs[0].traceSeconds);
+    QCOMPARE(runs[1].traceSeconds.value_or(-1), 0.25);
+    QCOMPARE(runs[1].steps, int64_t(4));
+    const RunRecord v3 = reader.run(2);
+    const auto& t = v3.result.traces.at(0);
+    QVERIFY(t.timing && t.timing->steps == 4);
+    QCOMPARE(t.sampling.stop, (std::vector<std::string>{"\n\n", "The"}));
+  }
+
+  // A run's traces keep their wall time and steps (absent stays absent) and their stop strings;
+  // the summary adds them up.
+  void roundTripsTimingAndStopStrings() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    trace::RunResult in;
+    in.traces.resize(3);
+    in.traces[0].timing = trace::TraceTiming{0.0123, 3};
+    in.traces[0].sampling.stop = {"\n", "caf\xc3\xa9", ""};
+    in.traces[2].timing = trace::TraceTiming{1.5, 40};
+    int64_t id = 0;
+    {
+      SessionStore s(path);
+      id = s.beginRun("timed", "", "t.py");
+      s.finishRun(id, in, RunStatus::Done);
+    }
+    SessionStore s(path, {.readOnly = true});
+    const RunRecord out = s.run(id);
+    QCOMPARE(out.result.traces.size(), size_t(3));
+    QCOMPARE(out.result.traces[0].timing->wallSeconds, 0.0123);
+    QCOMPARE(out.result.traces[0].timing->steps, int64_t(3));
+    QVERIFY(!out.result.traces[1].timing);
+    QCOMPARE(out.result.traces[2].timing->steps, int64_t(40));
+    QCOMPARE(out.result.traces[0].sampling.stop, in.traces[0].sampling.stop);
+    QVERIFY(out.result.traces[1].sampling.stop.empty());
+    QCOMPARE(out.summary.traceCount, int64_t(3));
+    QCOMPARE(out.summary.traceSeconds.value_or(-1), 1.5123);
+    QCOMPARE(out.summary.steps, int64_t(43));
+  }
+
+  // A trace's stop strings that are not a JSON list of strings are damage, named as such.
+  void refusesDamagedStopStrings() {
+    test::TempDir dir;
+    const auto path = dir.path() / "s.db";
+    {
+      SessionStore s(path);
+      trace::RunResult in;
+      in.traces.resize(1);
+      s.finishRun(s.beginRun("t", "", "t.py"), in, RunStatus::Done);
+    }
+    {
+      SqliteDatabase db(path, SqliteDatabase::Mode::ReadWriteCreate, 1000);
+      db.exec("UPDATE traces SET stop = '[1, 2]'");
+    }
+    SessionStore s(path, {.readOnly = true});
+    try {
+      s.run(1);
+      QFAIL("a damaged stop list was read");
+    } catch (const StoreError& e) {
+      QVERIFY2(q(e.what()).contains("stop strings are '[1, 2]'"), e.what());
+    }
+  }
+
   void refusesFilesItCannotUse_data() {
     QTest::addColumn<QString>("kind");
     QTest::addColumn<QString>("message");
@@ -592,6 +701,11 @@ class TestSessionStore : public QObject {
     const RecordedRun recorded = runRecorded(s, runner, demoScript(), "demo.py", "demo");
     QCOMPARE(int(recorded.status), int(RunStatus::Done));
     QCOMPARE(s.run(recorded.id).result.models.at(0).tp, 2);
+    // The trace's wall time and steps as the runner measured them (one request: a step a token).
+    const trace::TraceRecord& traced = s.run(recorded.id).result.traces.at(0);
+    QVERIFY(traced.timing && traced.timing->wallSeconds > 0);
+    QCOMPARE(traced.timing->steps, int64_t(traced.invokes.at(0).tokenIds.size()));
+    QVERIFY(traced.timing->steps >= 1);
 
     ReplayOptions o;
     o.run = demoOptions(model);
