@@ -44,6 +44,7 @@
 #include "saved_values.h"
 #include "script_editor.h"
 #include "session_log_model.h"
+#include "sweep_controller.h"
 #include "top_k_view.h"
 
 namespace shardscope::ui {
@@ -58,7 +59,10 @@ QString defaultSessionFile() {
 }  // namespace
 
 MainWindow::MainWindow(StartOptions options, QWidget* parent)
-    : QMainWindow(parent), controller_(new EngineController(this)), modelOptions_(options.model) {
+    : QMainWindow(parent),
+      controller_(new EngineController(this)),
+      sweep_(new SweepController(this)),
+      modelOptions_(options.model) {
   setWindowTitle("ShardScope");
   tabs_ = new QTabWidget(this);
   heatmap_ = new HeatmapView(this);
@@ -121,6 +125,23 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   connect(controller_, &EngineController::busyChanged, this, &MainWindow::onBusyChanged);
   connect(controller_, &EngineController::requestRefused, this,
           [this](const QString& why) { status_->setText(why); });
+  connect(controller_, &EngineController::runFinished, sweep_, &SweepController::onRunFinished);
+  connect(controller_, &EngineController::batchFinished, sweep_, &SweepController::onBatchFinished);
+  connect(sweep_, &SweepController::targetNeeded, this, &MainWindow::runTopK);
+  connect(sweep_, &SweepController::targetFound, this,
+          [this](qint64 token) { target_->setText("#" + QString::number(token)); });
+  connect(sweep_, &SweepController::started, this,
+          [this](const std::vector<ScriptRequest>& scripts) {
+            sweepGrid_->setShape(sweep_->effects().rows, sweep_->effects().cols);
+            tabs_->setCurrentWidget(sweepGrid_);
+            submit(scripts);
+          });
+  connect(sweep_, &SweepController::effectsChanged, this,
+          [this](const Matrix& effects, const QString& label) {
+            sweepGrid_->setEffects(effects, label);
+            headGrid_->setEffects(effects, label);
+            tabs_->setCurrentWidget(sweepGrid_);
+          });
   connect(headGrid_, &HeadGridView::cellClicked, this,
           [this](qint64 layer, qint64 head) { toggleHead(layer, head); });
   connect(sweepGrid_, &HeadGridView::cellClicked, this, [this](qint64 layer, qint64 head) {
@@ -218,16 +239,8 @@ QWidget* MainWindow::buildPromptBar() {
   connect(read, &QPushButton::clicked, this, &MainWindow::readSelectedPort);
   connect(ablate, &QPushButton::clicked, this, &MainWindow::runAblation);
   connect(sweep, &QPushButton::clicked, this, [this] {
-    std::vector<int64_t> layers;
     const int64_t n = controller_->hasModel() ? controller_->model().numLayers : 0;
-    for (const QString& part : sweepLayers_->text().split(',', Qt::SkipEmptyParts)) {
-      const QStringList range = part.trimmed().split('-');
-      const int64_t a = range[0].toLongLong(), b = range.size() > 1 ? range[1].toLongLong() : a;
-      for (int64_t l = a; l <= b && l < n; ++l) layers.push_back(l);
-    }
-    for (int64_t l = 0; layers.empty() && sweepLayers_->text().trimmed().isEmpty() && l < n; ++l)
-      layers.push_back(l);
-    runSweep(layers);
+    runSweep(SweepController::parseLayers(sweepLayers_->text(), n));
   });
   connect(lens, &QPushButton::clicked, this, &MainWindow::runLogitLens);
   connect(topk, &QPushButton::clicked, this, &MainWindow::runTopK);
@@ -413,9 +426,7 @@ void MainWindow::setTarget(const QString& target) {
 }
 
 std::optional<int64_t> MainWindow::sweepRun(int64_t layer) const {
-  auto it = sweepRuns_.find(layer);
-  if (it == sweepRuns_.end()) return std::nullopt;
-  return it->second;
+  return sweep_->runOf(layer);
 }
 
 GenerationSettings MainWindow::settings() const {
@@ -457,7 +468,7 @@ void MainWindow::onModelLoaded() {
   sweepGrid_->setShape(m.numLayers, m.numHeads);
   attentionHead_->setMaximum(int(m.numHeads - 1));
   ablated_.clear();
-  sweepRuns_.clear();
+  sweep_->setModel(m);
   status_->setText(tr("Loaded %1 (tp=%2, %3, %4).")
                        .arg(QString::fromStdString(m.spec))
                        .arg(m.tp)
@@ -552,24 +563,8 @@ std::optional<int64_t> MainWindow::resolveTarget(const trace::RunResult* baselin
 }
 
 void MainWindow::runSweep(const std::vector<int64_t>& layers) {
-  if (!controller_->hasModel() || layers.empty()) return;
-  const auto target = resolveTarget(nullptr);
-  if (!target) {  // find the greedy token first, then sweep
-    pendingSweep_ = layers;
-    runTopK();
-    return;
-  }
-  sweepTarget_ = *target;
-  const ScriptBuilder b(controller_->model());
-  std::vector<ScriptRequest> scripts;
-  for (int64_t l : layers) {
-    scripts.push_back({b.sweepLayer(l, *target, settings()),
-                       "Sweep layer " + std::to_string(l) + " target " + std::to_string(*target)});
-  }
-  sweepGrid_->setShape(controller_->model().numLayers, controller_->model().numHeads);
-  sweepRuns_.clear();
-  tabs_->setCurrentWidget(sweepGrid_);
-  submit(std::move(scripts));
+  if (!controller_->hasModel()) return;
+  sweep_->start(layers, resolveTarget(nullptr), settings());
 }
 
 void MainWindow::runLogitLens() {
@@ -602,7 +597,7 @@ void MainWindow::runEditorScript() {
 }
 
 void MainWindow::stop() {
-  pendingSweep_.clear();
+  sweep_->cancel();
   controller_->stop();
   status_->setText(tr("Stopping..."));
 }
@@ -647,12 +642,7 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
     if (o->errorLine) editor_->markError(o->errorLine, o->errorColumn);
     status_->setText(
         tr("%1 %2.").arg(QString::fromStdString(o->title)).arg(QString::fromStdString(o->status)));
-    if (o->status == "interrupted") pendingSweep_.clear();
     return;
-  }
-  if (!pendingSweep_.empty() && o->title == "Top-k") {
-    if (const trace::SavedValue* v = findValue(o->result, "logits_0"))
-      sweepTarget_ = ui::topK(lastRowProbabilities(*v), 1).front().first;
   }
   status_->setText(tr("%1: done in %2 s (run %3).")
                        .arg(QString::fromStdString(o->title))
@@ -662,17 +652,7 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
 }
 
 void MainWindow::onBatchFinished(bool cancelled) {
-  if (cancelled) {
-    status_->setText(tr("Stopped."));
-    pendingSweep_.clear();
-    return;
-  }
-  if (!pendingSweep_.empty() && sweepTarget_ >= 0) {
-    const auto layers = std::move(pendingSweep_);
-    pendingSweep_.clear();
-    target_->setText("#" + QString::number(sweepTarget_));
-    runSweep(layers);
-  }
+  if (cancelled) status_->setText(tr("Stopped."));
 }
 
 void MainWindow::openRun(int64_t runId) {

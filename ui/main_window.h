@@ -38,6 +38,7 @@ class ModuleTreeModel;
 class OutputDiffView;
 class ScriptEditor;
 class SessionLogModel;
+class SweepController;
 class TopKView;
 
 struct StartOptions {
@@ -75,6 +76,7 @@ class MainWindow : public QMainWindow {
 
   // State, for tests and the screenshot tour.
   EngineController* controller() const { return controller_; }
+  SweepController* sweep() const { return sweep_; }
   ScriptEditor* editor() const { return editor_; }
   HeatmapView* heatmap() const { return heatmap_; }
   HeadGridView* headGrid() const { return headGrid_; }
@@ -120,7 +122,6 @@ class MainWindow : public QMainWindow {
   void showResult(int64_t runId, const std::string& title, const trace::RunResult& result);
   void showRead(const std::string& title, const trace::RunResult& r);
   void showAblation(const trace::RunResult& r);
-  void showSweepLayer(int64_t runId, const std::string& title, const trace::RunResult& r);
   void showLens(const trace::RunResult& r);
   void showAttention(const std::string& title, const trace::RunResult& r);
   void showTopK(const trace::SavedValue& logits);
@@ -140,6 +141,7 @@ class MainWindow : public QMainWindow {
   void about();
 
   EngineController* controller_;
+  SweepController* sweep_;
   EngineOptions modelOptions_;
   ModuleTreeModel* tree_;
   QSortFilterProxyModel* treeFilter_;
@@ -174,9 +176,6 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QTimer* progressTimer_;
   HeadSet ablated_;
-  std::map<int64_t, int64_t> sweepRuns_;  // layer -> run id
-  std::vector<int64_t> pendingSweep_;     // layers waiting for the target to be known
-  int64_t sweepTarget_ = -1;
   int64_t shownRun_ = 0;
   QString currentJob_;
 };

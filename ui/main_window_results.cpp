@@ -17,6 +17,7 @@
 #include "main_window.h"
 #include "output_diff_view.h"
 #include "saved_values.h"
+#include "sweep_controller.h"
 #include "top_k_view.h"
 
 namespace shardscope::ui {
@@ -41,8 +42,8 @@ void MainWindow::showResult(int64_t runId, const std::string& title, const trace
   if (!r.printed.empty()) message(QString::fromStdString(r.printed).trimmed());
   if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
     showAblation(r);
-  } else if (findValue(r, "baseline") && findValue(r, "head_0")) {
-    showSweepLayer(runId, title, r);
+  } else if (SweepController::isLayerRun(r)) {
+    sweep_->addLayerRun(runId, title, r);
   } else if (findValue(r, "lens[0][0]")) {
     showLens(r);
   } else if (findValue(r, "q_head") && findValue(r, "k_head")) {
@@ -97,31 +98,6 @@ void MainWindow::showAblation(const trace::RunResult& r) {
                          tokenText(target), pb[size_t(target)], pa[size_t(target)]);
   }
   tabs_->setCurrentIndex(1);
-}
-
-void MainWindow::showSweepLayer(int64_t runId, const std::string& title,
-                                const trace::RunResult& r) {
-  static const QRegularExpression layerRe(R"(Sweep layer (\d+))");
-  const auto match = layerRe.match(QString::fromStdString(title));
-  if (!match.hasMatch() || !controller_->hasModel()) return;
-  const int64_t layer = match.captured(1).toLongLong();
-  const int64_t heads = controller_->model().numHeads;
-  Matrix effects = sweepGrid_->effects();
-  if (effects.rows != controller_->model().numLayers || effects.cols != heads) {
-    sweepGrid_->setShape(controller_->model().numLayers, heads);
-    effects = sweepGrid_->effects();
-  }
-  const double baseline = findValue(r, "baseline")->tensor.element(0);
-  for (int64_t h = 0; h < heads; ++h) {
-    if (const trace::SavedValue* v = findValue(r, "head_" + std::to_string(h)))
-      effects.data[size_t(layer * heads + h)] = v->tensor.element(0) - baseline;
-  }
-  sweepRuns_[layer] = runId;
-  const QString label =
-      tr("Change in P(target) when one head is zeroed (baseline %1).").arg(baseline, 0, 'f', 4);
-  sweepGrid_->setEffects(effects, label);
-  headGrid_->setEffects(effects, label);
-  tabs_->setCurrentWidget(sweepGrid_);
 }
 
 void MainWindow::showLens(const trace::RunResult& r) {
