@@ -12,13 +12,15 @@ SweepController::SweepController(QObject* parent) : QObject(parent) {}
 
 std::vector<int64_t> SweepController::parseLayers(const QString& text, int64_t numLayers) {
   std::vector<int64_t> layers;
+  if (text.trimmed().isEmpty()) {
+    for (int64_t l = 0; l < numLayers; ++l) layers.push_back(l);
+    return layers;
+  }
   for (const QString& part : text.split(',', Qt::SkipEmptyParts)) {
     const QStringList range = part.trimmed().split('-');
     const int64_t a = range[0].toLongLong(), b = range.size() > 1 ? range[1].toLongLong() : a;
     for (int64_t l = a; l <= b && l < numLayers; ++l) layers.push_back(l);
   }
-  for (int64_t l = 0; layers.empty() && text.trimmed().isEmpty() && l < numLayers; ++l)
-    layers.push_back(l);
   return layers;
 }
 
@@ -45,6 +47,7 @@ void SweepController::start(const std::vector<int64_t>& layers, std::optional<in
   if (!target) {  // find the greedy token first, then sweep
     pending_ = layers;
     pendingSettings_ = settings;
+    foundTarget_.reset();  // only this lookup's answer counts
     Q_EMIT targetNeeded();
     return;
   }
@@ -76,9 +79,10 @@ void SweepController::onBatchFinished(bool cancelled) {
     pending_.clear();
     return;
   }
-  if (pending_.empty() || !foundTarget_) return;
+  if (pending_.empty()) return;
   const std::vector<int64_t> layers = std::move(pending_);
   pending_.clear();
+  if (!foundTarget_) return;  // the lookup failed (its error is shown): no sweep
   const int64_t target = *foundTarget_;
   Q_EMIT targetFound(target);
   start(layers, target, pendingSettings_);
@@ -90,6 +94,7 @@ bool SweepController::addLayerRun(int64_t runId, const std::string& title,
   const auto match = layerRe.match(QString::fromStdString(title));
   if (!match.hasMatch() || !model_ || !isLayerRun(r)) return false;
   const int64_t layer = match.captured(1).toLongLong();
+  if (layer >= model_->numLayers) return false;  // a run of a deeper model, opened from the log
   const int64_t heads = model_->numHeads;
   if (effects_.rows != model_->numLayers || effects_.cols != heads) effects_ = blankEffects();
   const double baseline = findValue(r, "baseline")->tensor.element(0);

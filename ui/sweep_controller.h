@@ -32,7 +32,8 @@ class SweepController : public QObject {
   // The model sweeps run on; forgets the effects and runs of an earlier model.
   void setModel(const ModelInfo& model);
   // Sweeps `layers` for token `target` (emits started). Without a target, emits targetNeeded and
-  // sweeps with these settings once a Top-k run found the greedy token.
+  // sweeps with these settings once a Top-k run found the greedy token; if the lookup's batch
+  // ends without one, the sweep is dropped.
   void start(const std::vector<int64_t>& layers, std::optional<int64_t> target,
              const GenerationSettings& settings);
   // Forgets a sweep that waits for its target (Stop).
@@ -41,7 +42,8 @@ class SweepController : public QObject {
   void onRunFinished(const std::shared_ptr<const RunOutcome>& outcome);
   void onBatchFinished(bool cancelled);
   // Takes a sweep layer's run (live, or opened from the session log) into the effects and emits
-  // effectsChanged; false (and nothing changes) if the run is not one of the model's layers.
+  // effectsChanged; false (and nothing changes) if the run is not a sweep of one of the model's
+  // layers.
   bool addLayerRun(int64_t runId, const std::string& title, const trace::RunResult& r);
 
   // [layers, heads] changes in the target's probability; layers not swept are NaN.

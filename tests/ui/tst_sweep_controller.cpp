@@ -78,6 +78,8 @@ class TestSweepController : public QObject {
     using V = std::vector<int64_t>;
     QCOMPARE(SweepController::parseLayers("0-2", 4), V({0, 1, 2}));
     QCOMPARE(SweepController::parseLayers("1, 3", 4), V({1, 3}));
+    QCOMPARE(SweepController::parseLayers("", 4), V({0, 1, 2, 3}));  // was {0}
+    QCOMPARE(SweepController::parseLayers("  ", 3), V({0, 1, 2}));
     QCOMPARE(SweepController::parseLayers("2-9", 4), V({2, 3}));
     QCOMPARE(SweepController::parseLayers("7", 4), V{});  // named, but past the model
     QCOMPARE(SweepController::parseLayers("", 0), V{});
@@ -147,6 +149,33 @@ class TestSweepController : public QObject {
       c.onBatchFinished(false);
       QCOMPARE(started.count(), 0);
     }
+  }
+
+  void failedLookupDropsTheSweep() {
+    SweepController c;
+    c.setModel(smallModel());
+    QSignalSpy started(&c, &SweepController::started);
+    c.start({0}, 5, {{"x"}, 1, 0.0, 0});  // an earlier sweep's target
+    QCOMPARE(started.count(), 1);
+    c.start({1}, std::nullopt, {{"x"}, 1, 0.0, 0});
+    auto failed = std::make_shared<RunOutcome>(*topKRun(2));
+    failed->status = "failed";
+    c.onRunFinished(failed);
+    c.onBatchFinished(false);
+    QCOMPARE(started.count(), 1);  // not swept for the earlier target 5
+    QVERIFY(!c.waitingForTarget());
+    c.onRunFinished(topKRun(2));  // a later Top-k of the user's own starts nothing
+    c.onBatchFinished(false);
+    QCOMPARE(started.count(), 1);
+  }
+
+  void layerPastTheModelIsNotDrawn() {
+    SweepController c;
+    c.setModel(smallModel());  // 3 layers
+    QSignalSpy changed(&c, &SweepController::effectsChanged);
+    QVERIFY(!c.addLayerRun(4, "Sweep layer 3 target 1", layerRun(0.5f, {0.1f, 0.2f, 0.3f, 0.4f})));
+    QCOMPARE(changed.count(), 0);
+    QVERIFY(!c.runOf(3));
   }
 
   void layerRunBecomesItsRowOfEffects() {
