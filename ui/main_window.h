@@ -15,14 +15,11 @@
 
 class QCheckBox;
 class QDockWidget;
-class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
-class QPushButton;
 class QSortFilterProxyModel;
-class QSpinBox;
 class QTabWidget;
 class QTableView;
 class QTimer;
@@ -36,6 +33,7 @@ class HeatmapView;
 class LogitLensView;
 class ModuleTreeModel;
 class OutputDiffView;
+class PromptBar;
 class ScriptEditor;
 class SessionLogModel;
 class SweepController;
@@ -90,7 +88,7 @@ class MainWindow : public QMainWindow {
   QTreeView* moduleTree() const { return treeView_; }
   QTabWidget* tabs() const { return tabs_; }
   QPlainTextEdit* messages() const { return messages_; }
-  QCheckBox* perHeadNorms() const { return perHeadNorms_; }
+  QCheckBox* perHeadNorms() const;
   const HeadSet& ablatedHeads() const { return ablated_; }
   void setPrompts(const QStringList& prompts);
   void setMaxTokens(int n);
@@ -108,7 +106,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
-  QWidget* buildPromptBar();
+  void connectPromptBar();
   void buildDocks();
   GenerationSettings settings() const;
   void submit(std::vector<ScriptRequest> scripts);
@@ -148,17 +146,7 @@ class MainWindow : public QMainWindow {
   QTreeView* treeView_;
   QLineEdit* filterEdit_;
   EnginePanel* enginePanel_;
-  QPlainTextEdit* prompts_;
-  QSpinBox* maxTokens_;
-  QDoubleSpinBox* temperature_;
-  QSpinBox* seed_;
-  QSpinBox* step_;
-  QLineEdit* target_;
-  QLineEdit* sweepLayers_;
-  QSpinBox* attentionHead_;
-  QCheckBox* perHeadNorms_;
-  QPushButton* runButton_;
-  QPushButton* stopButton_;
+  PromptBar* promptBar_;
   QTabWidget* tabs_;
   HeatmapView* heatmap_;
   HeadGridView* headGrid_;

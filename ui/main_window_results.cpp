@@ -1,5 +1,5 @@
 // MainWindow, second half: drawing a run's results from what it saved (live, or opened from the
-// session log), and exporting values, plots and numbers.
+// session log), replay reports, and exporting values, plots and numbers.
 #include <qcustomplot.h>
 #include <QCheckBox>
 #include <QFile>
@@ -8,6 +8,7 @@
 #include <QPlainTextEdit>
 #include <QRegularExpression>
 #include <QTabWidget>
+#include <QTableView>
 
 #include "core/model/tokenizer.h"
 #include "core/store/value_export.h"
@@ -17,6 +18,8 @@
 #include "main_window.h"
 #include "output_diff_view.h"
 #include "saved_values.h"
+#include "script_editor.h"
+#include "session_log_model.h"
 #include "sweep_controller.h"
 #include "top_k_view.h"
 
@@ -66,7 +69,7 @@ void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
   QString columns = tr("feature");
   // Attention ports: a self_attn port as wide as all query heads (o_proj.input, attn.output).
   const bool attentionPort = title.find(".self_attn.") != std::string::npos;
-  if (perHeadNorms_->isChecked() && attentionPort && controller_->hasModel()) {
+  if (perHeadNorms()->isChecked() && attentionPort && controller_->hasModel()) {
     const int64_t heads = controller_->model().numHeads;
     if (m.cols == heads * controller_->model().headDim) {
       m = ui::perHeadNorms(m, heads);
@@ -136,6 +139,56 @@ void MainWindow::showTopK(const trace::SavedValue& logits) {
     bars.emplace_back(tokenText(id).toHtmlEscaped(), p);
   topK_->setTokens(bars, tr("next token (first invoke, step 0)"));
   tabs_->setCurrentWidget(topK_);
+}
+
+void MainWindow::openRun(int64_t runId) {
+  store::SessionStore* s = controller_->session();
+  if (!s) return;
+  try {
+    const store::RunRecord r = s->run(runId);
+    const int row = logModel_->rowOfRun(runId);
+    if (row >= 0) logView_->selectRow(row);
+    if (r.summary.status != "done") {
+      message(tr("Run %1 is %2: %3")
+                  .arg(runId)
+                  .arg(QString::fromStdString(r.summary.status))
+                  .arg(QString::fromStdString(r.summary.error)));
+    }
+    editor_->setPlainText(QString::fromStdString(r.script));
+    showResult(runId, r.summary.title, r.result);
+  } catch (const std::exception& e) {
+    message(QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::replayRun(int64_t runId) {
+  currentJob_ = tr("Replay of run %1").arg(runId);
+  controller_->replay(runId);
+}
+
+void MainWindow::onReplayFinished(const std::shared_ptr<const ReplayOutcome>& o) {
+  if (!o->error.empty()) {
+    message(tr("Replay failed: %1").arg(QString::fromStdString(o->error)));
+    status_->setText(tr("Replay failed (see Output)."));
+    tabs_->setCurrentWidget(messages_);
+    return;
+  }
+  const store::ReplayReport& r = o->report;
+  message(tr("Replay of run %1 (recorded as run %2): %3")
+              .arg(r.runId)
+              .arg(r.replayId)
+              .arg(r.identical() ? tr("identical") : tr("DIFFERS")));
+  for (const auto& n : r.notes) message("  note: " + QString::fromStdString(n));
+  for (const auto& v : r.values)
+    message(QString("  %1: %2")
+                .arg(QString::fromStdString(v.name), QString::fromStdString(v.diff.detail)));
+  for (const auto& t : r.texts)
+    message(
+        QString("  invoke %1 text %2").arg(t.invoke).arg(t.same ? tr("matches") : tr("differs")));
+  status_->setText(
+      tr("Replay of run %1: %2").arg(r.runId).arg(r.identical() ? tr("identical") : tr("differs")));
+  tabs_->setCurrentWidget(messages_);
+  Q_EMIT replayShown(r.identical());
 }
 
 QString MainWindow::saveValues(const QString& path) {
