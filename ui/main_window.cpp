@@ -7,7 +7,6 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -21,7 +20,6 @@
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSortFilterProxyModel>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -40,10 +38,12 @@
 #include "module_tree_model.h"
 #include "open_model_dialog.h"
 #include "output_diff_view.h"
+#include "prompt_bar.h"
 #include "result_math.h"
 #include "saved_values.h"
 #include "script_editor.h"
 #include "session_log_model.h"
+#include "sweep_controller.h"
 #include "top_k_view.h"
 
 namespace shardscope::ui {
@@ -58,7 +58,10 @@ QString defaultSessionFile() {
 }  // namespace
 
 MainWindow::MainWindow(StartOptions options, QWidget* parent)
-    : QMainWindow(parent), controller_(new EngineController(this)), modelOptions_(options.model) {
+    : QMainWindow(parent),
+      controller_(new EngineController(this)),
+      sweep_(new SweepController(this)),
+      modelOptions_(options.model) {
   setWindowTitle("ShardScope");
   tabs_ = new QTabWidget(this);
   heatmap_ = new HeatmapView(this);
@@ -86,11 +89,13 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   tabs_->addTab(messages_, tr("Output"));
   auto* centre = new QWidget(this);
   auto* layout = new QVBoxLayout(centre);
-  layout->addWidget(buildPromptBar());
+  promptBar_ = new PromptBar(centre);
+  layout->addWidget(promptBar_);
   layout->addWidget(tabs_, 1);
   setCentralWidget(centre);
   buildDocks();
   buildMenus();
+  connectPromptBar();
   progress_ = new QProgressBar(this);
   progress_->setMaximumWidth(240);
   progress_->setVisible(false);
@@ -121,6 +126,23 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   connect(controller_, &EngineController::busyChanged, this, &MainWindow::onBusyChanged);
   connect(controller_, &EngineController::requestRefused, this,
           [this](const QString& why) { status_->setText(why); });
+  connect(controller_, &EngineController::runFinished, sweep_, &SweepController::onRunFinished);
+  connect(controller_, &EngineController::batchFinished, sweep_, &SweepController::onBatchFinished);
+  connect(sweep_, &SweepController::targetNeeded, this, &MainWindow::runTopK);
+  connect(sweep_, &SweepController::targetFound, this,
+          [this](qint64 token) { promptBar_->setTarget("#" + QString::number(token)); });
+  connect(sweep_, &SweepController::started, this,
+          [this](const std::vector<ScriptRequest>& scripts) {
+            sweepGrid_->setShape(sweep_->effects().rows, sweep_->effects().cols);
+            tabs_->setCurrentWidget(sweepGrid_);
+            submit(scripts);
+          });
+  connect(sweep_, &SweepController::effectsChanged, this,
+          [this](const Matrix& effects, const QString& label) {
+            sweepGrid_->setEffects(effects, label);
+            headGrid_->setEffects(effects, label);
+            tabs_->setCurrentWidget(sweepGrid_);
+          });
   connect(headGrid_, &HeadGridView::cellClicked, this,
           [this](qint64 layer, qint64 head) { toggleHead(layer, head); });
   connect(sweepGrid_, &HeadGridView::cellClicked, this, [this](qint64 layer, qint64 head) {
@@ -149,100 +171,28 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
-QWidget* MainWindow::buildPromptBar() {
-  auto* bar = new QWidget(this);
-  auto* grid = new QGridLayout(bar);
-  grid->setContentsMargins(0, 0, 0, 0);
-  prompts_ = new QPlainTextEdit(bar);
-  prompts_->setPlaceholderText(tr("One prompt a line (each is an invoke)"));
-  prompts_->setPlainText("The capital of France is");
-  prompts_->setMaximumHeight(60);
-  maxTokens_ = new QSpinBox(bar);
-  maxTokens_->setRange(1, 4096);
-  maxTokens_->setValue(8);
-  temperature_ = new QDoubleSpinBox(bar);
-  temperature_->setRange(0, 5);
-  temperature_->setSingleStep(0.1);
-  seed_ = new QSpinBox(bar);
-  seed_->setRange(0, 1'000'000);
-  step_ = new QSpinBox(bar);
-  step_->setRange(0, 4095);
-  target_ = new QLineEdit(bar);
-  target_->setPlaceholderText(tr("greedy token"));
-  target_->setToolTip(
-      tr("Target token: text (its first token) or #id; empty: the model's own "
-         "top token"));
-  sweepLayers_ = new QLineEdit(bar);
-  sweepLayers_->setPlaceholderText(tr("all layers"));
-  sweepLayers_->setToolTip(tr("Layers to sweep, e.g. 0-3 or 1,5"));
-  attentionHead_ = new QSpinBox(bar);
-  attentionHead_->setRange(0, 1023);
-  perHeadNorms_ = new QCheckBox(tr("Per-head norms"), bar);
-  perHeadNorms_->setToolTip(tr("Show head-sharded ports as tokens x heads of L2 norms"));
-  runButton_ = new QPushButton(tr("Run"), bar);
-  runButton_->setToolTip(tr("Generate from every prompt (Ctrl+G)"));
-  stopButton_ = new QPushButton(tr("Stop"), bar);
-  stopButton_->setEnabled(false);
-  auto* read = new QPushButton(tr("Read"), bar);
-  auto* ablate = new QPushButton(tr("Zero heads"), bar);
-  auto* sweep = new QPushButton(tr("Sweep"), bar);
-  auto* lens = new QPushButton(tr("Logit lens"), bar);
-  auto* topk = new QPushButton(tr("Top-k"), bar);
-  auto* attn = new QPushButton(tr("Attention"), bar);
-  grid->addWidget(prompts_, 0, 0, 2, 1);
-  auto* knobs = new QHBoxLayout;
-  const auto labelled = [&](const QString& label, QWidget* w) {
-    knobs->addWidget(new QLabel(label, bar));
-    knobs->addWidget(w);
-  };
-  labelled(tr("Max tokens"), maxTokens_);
-  labelled(tr("Temperature"), temperature_);
-  labelled(tr("Seed"), seed_);
-  labelled(tr("Step"), step_);
-  labelled(tr("Target"), target_);
-  labelled(tr("Sweep layers"), sweepLayers_);
-  labelled(tr("Head"), attentionHead_);
-  knobs->addWidget(perHeadNorms_);
-  knobs->addStretch(1);
-  grid->addLayout(knobs, 0, 1);
-  grid->setColumnStretch(0, 1);
-  grid->setColumnStretch(1, 2);
-  prompts_->setMinimumWidth(260);
-  auto* buttons = new QHBoxLayout;
-  for (QPushButton* b : {runButton_, stopButton_, read, ablate, sweep, lens, topk, attn})
-    buttons->addWidget(b);
-  buttons->addStretch(1);
-  grid->addLayout(buttons, 1, 1);
-  connect(runButton_, &QPushButton::clicked, this, &MainWindow::runGeneration);
-  connect(stopButton_, &QPushButton::clicked, this, &MainWindow::stop);
-  connect(read, &QPushButton::clicked, this, &MainWindow::readSelectedPort);
-  connect(ablate, &QPushButton::clicked, this, &MainWindow::runAblation);
-  connect(sweep, &QPushButton::clicked, this, [this] {
-    std::vector<int64_t> layers;
+void MainWindow::connectPromptBar() {
+  connect(promptBar_, &PromptBar::generateClicked, this, &MainWindow::runGeneration);
+  connect(promptBar_, &PromptBar::stopClicked, this, &MainWindow::stop);
+  connect(promptBar_, &PromptBar::readClicked, this, &MainWindow::readSelectedPort);
+  connect(promptBar_, &PromptBar::zeroHeadsClicked, this, &MainWindow::runAblation);
+  connect(promptBar_, &PromptBar::sweepClicked, this, [this] {
     const int64_t n = controller_->hasModel() ? controller_->model().numLayers : 0;
-    for (const QString& part : sweepLayers_->text().split(',', Qt::SkipEmptyParts)) {
-      const QStringList range = part.trimmed().split('-');
-      const int64_t a = range[0].toLongLong(), b = range.size() > 1 ? range[1].toLongLong() : a;
-      for (int64_t l = a; l <= b && l < n; ++l) layers.push_back(l);
-    }
-    for (int64_t l = 0; layers.empty() && sweepLayers_->text().trimmed().isEmpty() && l < n; ++l)
-      layers.push_back(l);
-    runSweep(layers);
+    runSweep(SweepController::parseLayers(promptBar_->sweepLayers(), n));
   });
-  connect(lens, &QPushButton::clicked, this, &MainWindow::runLogitLens);
-  connect(topk, &QPushButton::clicked, this, &MainWindow::runTopK);
-  connect(attn, &QPushButton::clicked, this, [this] {
+  connect(promptBar_, &PromptBar::logitLensClicked, this, &MainWindow::runLogitLens);
+  connect(promptBar_, &PromptBar::topKClicked, this, &MainWindow::runTopK);
+  connect(promptBar_, &PromptBar::attentionClicked, this, [this] {
     const QModelIndex index = treeFilter_->mapToSource(treeView_->currentIndex());
     const std::string module =
         tree_->data(index, ModuleTreeModel::ModulePathRole).toString().toStdString();
     static const QRegularExpression layerRe(R"(layers\[(\d+)\])");
     const auto m = layerRe.match(QString::fromStdString(module));
-    runAttentionPattern(m.hasMatch() ? m.captured(1).toLongLong() : 0, attentionHead_->value());
+    runAttentionPattern(m.hasMatch() ? m.captured(1).toLongLong() : 0, promptBar_->attentionHead());
   });
-  connect(perHeadNorms_, &QCheckBox::toggled, this, [this] {
+  connect(promptBar_->perHeadNorms(), &QCheckBox::toggled, this, [this] {
     if (shownRun_ && controller_->session()) openRun(shownRun_);
   });
-  return bar;
 }
 
 void MainWindow::buildDocks() {
@@ -403,30 +353,24 @@ QString MainWindow::statusText() const {
 }
 
 void MainWindow::setPrompts(const QStringList& prompts) {
-  prompts_->setPlainText(prompts.join('\n'));
+  promptBar_->setPrompts(prompts);
 }
 void MainWindow::setMaxTokens(int n) {
-  maxTokens_->setValue(n);
+  promptBar_->setMaxTokens(n);
 }
 void MainWindow::setTarget(const QString& target) {
-  target_->setText(target);
+  promptBar_->setTarget(target);
+}
+QCheckBox* MainWindow::perHeadNorms() const {
+  return promptBar_->perHeadNorms();
 }
 
 std::optional<int64_t> MainWindow::sweepRun(int64_t layer) const {
-  auto it = sweepRuns_.find(layer);
-  if (it == sweepRuns_.end()) return std::nullopt;
-  return it->second;
+  return sweep_->runOf(layer);
 }
 
 GenerationSettings MainWindow::settings() const {
-  GenerationSettings g;
-  for (const QString& line : prompts_->toPlainText().split('\n', Qt::SkipEmptyParts))
-    g.prompts.push_back(line.toStdString());
-  if (g.prompts.empty()) g.prompts.push_back("The capital of France is");
-  g.maxTokens = maxTokens_->value();
-  g.temperature = temperature_->value();
-  g.seed = uint64_t(seed_->value());
-  return g;
+  return promptBar_->settings();
 }
 
 void MainWindow::openModel(const EngineOptions& options) {
@@ -455,9 +399,9 @@ void MainWindow::onModelLoaded() {
   enginePanel_->setModel(&m);
   headGrid_->setShape(m.numLayers, m.numHeads);
   sweepGrid_->setShape(m.numLayers, m.numHeads);
-  attentionHead_->setMaximum(int(m.numHeads - 1));
+  promptBar_->setHeadCount(m.numHeads);
   ablated_.clear();
-  sweepRuns_.clear();
+  sweep_->setModel(m);
   status_->setText(tr("Loaded %1 (tp=%2, %3, %4).")
                        .arg(QString::fromStdString(m.spec))
                        .arg(m.tp)
@@ -496,8 +440,8 @@ void MainWindow::readSelectedPort() {
   }
   const ScriptBuilder b(controller_->model());
   const std::string title = "Read " + port.module + "." + port.port + " [" + kind + "] step " +
-                            std::to_string(step_->value());
-  submit({{b.readPort(port, step_->value(), settings()), title}});
+                            std::to_string(promptBar_->step());
+  submit({{b.readPort(port, promptBar_->step(), settings()), title}});
 }
 
 void MainWindow::runGeneration() {
@@ -533,7 +477,7 @@ void MainWindow::runAblation() {
 }
 
 std::optional<int64_t> MainWindow::resolveTarget(const trace::RunResult* baseline) const {
-  const QString text = target_->text();
+  const QString text = promptBar_->target();
   if (text.startsWith('#')) return text.mid(1).toLongLong();
   if (!text.isEmpty()) {
     if (auto tok = controller_->tokenizer()) {
@@ -552,24 +496,8 @@ std::optional<int64_t> MainWindow::resolveTarget(const trace::RunResult* baselin
 }
 
 void MainWindow::runSweep(const std::vector<int64_t>& layers) {
-  if (!controller_->hasModel() || layers.empty()) return;
-  const auto target = resolveTarget(nullptr);
-  if (!target) {  // find the greedy token first, then sweep
-    pendingSweep_ = layers;
-    runTopK();
-    return;
-  }
-  sweepTarget_ = *target;
-  const ScriptBuilder b(controller_->model());
-  std::vector<ScriptRequest> scripts;
-  for (int64_t l : layers) {
-    scripts.push_back({b.sweepLayer(l, *target, settings()),
-                       "Sweep layer " + std::to_string(l) + " target " + std::to_string(*target)});
-  }
-  sweepGrid_->setShape(controller_->model().numLayers, controller_->model().numHeads);
-  sweepRuns_.clear();
-  tabs_->setCurrentWidget(sweepGrid_);
-  submit(std::move(scripts));
+  if (!controller_->hasModel()) return;
+  sweep_->start(layers, resolveTarget(nullptr), settings());
 }
 
 void MainWindow::runLogitLens() {
@@ -602,14 +530,13 @@ void MainWindow::runEditorScript() {
 }
 
 void MainWindow::stop() {
-  pendingSweep_.clear();
+  sweep_->cancel();
   controller_->stop();
   status_->setText(tr("Stopping..."));
 }
 
 void MainWindow::onBusyChanged(bool busy) {
-  stopButton_->setEnabled(busy);
-  runButton_->setEnabled(!busy);
+  promptBar_->setBusy(busy);
   progress_->setVisible(busy);
   if (busy) {
     progressTimer_->start();
@@ -647,12 +574,7 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
     if (o->errorLine) editor_->markError(o->errorLine, o->errorColumn);
     status_->setText(
         tr("%1 %2.").arg(QString::fromStdString(o->title)).arg(QString::fromStdString(o->status)));
-    if (o->status == "interrupted") pendingSweep_.clear();
     return;
-  }
-  if (!pendingSweep_.empty() && o->title == "Top-k") {
-    if (const trace::SavedValue* v = findValue(o->result, "logits_0"))
-      sweepTarget_ = ui::topK(lastRowProbabilities(*v), 1).front().first;
   }
   status_->setText(tr("%1: done in %2 s (run %3; traces %4).")
                        .arg(QString::fromStdString(o->title))
@@ -663,67 +585,7 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
 }
 
 void MainWindow::onBatchFinished(bool cancelled) {
-  if (cancelled) {
-    status_->setText(tr("Stopped."));
-    pendingSweep_.clear();
-    return;
-  }
-  if (!pendingSweep_.empty() && sweepTarget_ >= 0) {
-    const auto layers = std::move(pendingSweep_);
-    pendingSweep_.clear();
-    target_->setText("#" + QString::number(sweepTarget_));
-    runSweep(layers);
-  }
-}
-
-void MainWindow::openRun(int64_t runId) {
-  store::SessionStore* s = controller_->session();
-  if (!s) return;
-  try {
-    const store::RunRecord r = s->run(runId);
-    const int row = logModel_->rowOfRun(runId);
-    if (row >= 0) logView_->selectRow(row);
-    if (r.summary.status != "done") {
-      message(tr("Run %1 is %2: %3")
-                  .arg(runId)
-                  .arg(QString::fromStdString(r.summary.status))
-                  .arg(QString::fromStdString(r.summary.error)));
-    }
-    editor_->setPlainText(QString::fromStdString(r.script));
-    showResult(runId, r.summary.title, r.result);
-  } catch (const std::exception& e) {
-    message(QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::replayRun(int64_t runId) {
-  currentJob_ = tr("Replay of run %1").arg(runId);
-  controller_->replay(runId);
-}
-
-void MainWindow::onReplayFinished(const std::shared_ptr<const ReplayOutcome>& o) {
-  if (!o->error.empty()) {
-    message(tr("Replay failed: %1").arg(QString::fromStdString(o->error)));
-    status_->setText(tr("Replay failed (see Output)."));
-    tabs_->setCurrentWidget(messages_);
-    return;
-  }
-  const store::ReplayReport& r = o->report;
-  message(tr("Replay of run %1 (recorded as run %2): %3")
-              .arg(r.runId)
-              .arg(r.replayId)
-              .arg(r.identical() ? tr("identical") : tr("DIFFERS")));
-  for (const auto& n : r.notes) message("  note: " + QString::fromStdString(n));
-  for (const auto& v : r.values)
-    message(QString("  %1: %2")
-                .arg(QString::fromStdString(v.name), QString::fromStdString(v.diff.detail)));
-  for (const auto& t : r.texts)
-    message(
-        QString("  invoke %1 text %2").arg(t.invoke).arg(t.same ? tr("matches") : tr("differs")));
-  status_->setText(
-      tr("Replay of run %1: %2").arg(r.runId).arg(r.identical() ? tr("identical") : tr("differs")));
-  tabs_->setCurrentWidget(messages_);
-  Q_EMIT replayShown(r.identical());
+  if (cancelled) status_->setText(tr("Stopped."));
 }
 
 void MainWindow::refreshLog() {

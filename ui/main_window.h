@@ -15,14 +15,11 @@
 
 class QCheckBox;
 class QDockWidget;
-class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
-class QPushButton;
 class QSortFilterProxyModel;
-class QSpinBox;
 class QTabWidget;
 class QTableView;
 class QTimer;
@@ -36,8 +33,10 @@ class HeatmapView;
 class LogitLensView;
 class ModuleTreeModel;
 class OutputDiffView;
+class PromptBar;
 class ScriptEditor;
 class SessionLogModel;
+class SweepController;
 class TopKView;
 
 struct StartOptions {
@@ -75,6 +74,7 @@ class MainWindow : public QMainWindow {
 
   // State, for tests and the screenshot tour.
   EngineController* controller() const { return controller_; }
+  SweepController* sweep() const { return sweep_; }
   ScriptEditor* editor() const { return editor_; }
   HeatmapView* heatmap() const { return heatmap_; }
   HeadGridView* headGrid() const { return headGrid_; }
@@ -88,7 +88,7 @@ class MainWindow : public QMainWindow {
   QTreeView* moduleTree() const { return treeView_; }
   QTabWidget* tabs() const { return tabs_; }
   QPlainTextEdit* messages() const { return messages_; }
-  QCheckBox* perHeadNorms() const { return perHeadNorms_; }
+  QCheckBox* perHeadNorms() const;
   const HeadSet& ablatedHeads() const { return ablated_; }
   void setPrompts(const QStringList& prompts);
   void setMaxTokens(int n);
@@ -106,7 +106,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildMenus();
-  QWidget* buildPromptBar();
+  void connectPromptBar();
   void buildDocks();
   GenerationSettings settings() const;
   void submit(std::vector<ScriptRequest> scripts);
@@ -120,7 +120,6 @@ class MainWindow : public QMainWindow {
   void showResult(int64_t runId, const std::string& title, const trace::RunResult& result);
   void showRead(const std::string& title, const trace::RunResult& r);
   void showAblation(const trace::RunResult& r);
-  void showSweepLayer(int64_t runId, const std::string& title, const trace::RunResult& r);
   void showLens(const trace::RunResult& r);
   void showAttention(const std::string& title, const trace::RunResult& r);
   void showTopK(const trace::SavedValue& logits);
@@ -140,23 +139,14 @@ class MainWindow : public QMainWindow {
   void about();
 
   EngineController* controller_;
+  SweepController* sweep_;
   EngineOptions modelOptions_;
   ModuleTreeModel* tree_;
   QSortFilterProxyModel* treeFilter_;
   QTreeView* treeView_;
   QLineEdit* filterEdit_;
   EnginePanel* enginePanel_;
-  QPlainTextEdit* prompts_;
-  QSpinBox* maxTokens_;
-  QDoubleSpinBox* temperature_;
-  QSpinBox* seed_;
-  QSpinBox* step_;
-  QLineEdit* target_;
-  QLineEdit* sweepLayers_;
-  QSpinBox* attentionHead_;
-  QCheckBox* perHeadNorms_;
-  QPushButton* runButton_;
-  QPushButton* stopButton_;
+  PromptBar* promptBar_;
   QTabWidget* tabs_;
   HeatmapView* heatmap_;
   HeadGridView* headGrid_;
@@ -174,9 +164,6 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QTimer* progressTimer_;
   HeadSet ablated_;
-  std::map<int64_t, int64_t> sweepRuns_;  // layer -> run id
-  std::vector<int64_t> pendingSweep_;     // layers waiting for the target to be known
-  int64_t sweepTarget_ = -1;
   int64_t shownRun_ = 0;
   QString currentJob_;
 };

@@ -1,5 +1,5 @@
 // MainWindow, second half: drawing a run's results from what it saved (live, or opened from the
-// session log), and exporting values, plots and numbers.
+// session log), replay reports, and exporting values, plots and numbers.
 #include <qcustomplot.h>
 #include <QCheckBox>
 #include <QFile>
@@ -8,6 +8,7 @@
 #include <QPlainTextEdit>
 #include <QRegularExpression>
 #include <QTabWidget>
+#include <QTableView>
 
 #include "core/model/tokenizer.h"
 #include "core/store/value_export.h"
@@ -17,6 +18,9 @@
 #include "main_window.h"
 #include "output_diff_view.h"
 #include "saved_values.h"
+#include "script_editor.h"
+#include "session_log_model.h"
+#include "sweep_controller.h"
 #include "top_k_view.h"
 
 namespace shardscope::ui {
@@ -41,8 +45,8 @@ void MainWindow::showResult(int64_t runId, const std::string& title, const trace
   if (!r.printed.empty()) message(QString::fromStdString(r.printed).trimmed());
   if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
     showAblation(r);
-  } else if (findValue(r, "baseline") && findValue(r, "head_0")) {
-    showSweepLayer(runId, title, r);
+  } else if (SweepController::isLayerRun(r)) {
+    sweep_->addLayerRun(runId, title, r);
   } else if (findValue(r, "lens[0][0]")) {
     showLens(r);
   } else if (findValue(r, "q_head") && findValue(r, "k_head")) {
@@ -65,7 +69,7 @@ void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
   QString columns = tr("feature");
   // Attention ports: a self_attn port as wide as all query heads (o_proj.input, attn.output).
   const bool attentionPort = title.find(".self_attn.") != std::string::npos;
-  if (perHeadNorms_->isChecked() && attentionPort && controller_->hasModel()) {
+  if (perHeadNorms()->isChecked() && attentionPort && controller_->hasModel()) {
     const int64_t heads = controller_->model().numHeads;
     if (m.cols == heads * controller_->model().headDim) {
       m = ui::perHeadNorms(m, heads);
@@ -97,31 +101,6 @@ void MainWindow::showAblation(const trace::RunResult& r) {
                          tokenText(target), pb[size_t(target)], pa[size_t(target)]);
   }
   tabs_->setCurrentIndex(1);
-}
-
-void MainWindow::showSweepLayer(int64_t runId, const std::string& title,
-                                const trace::RunResult& r) {
-  static const QRegularExpression layerRe(R"(Sweep layer (\d+))");
-  const auto match = layerRe.match(QString::fromStdString(title));
-  if (!match.hasMatch() || !controller_->hasModel()) return;
-  const int64_t layer = match.captured(1).toLongLong();
-  const int64_t heads = controller_->model().numHeads;
-  Matrix effects = sweepGrid_->effects();
-  if (effects.rows != controller_->model().numLayers || effects.cols != heads) {
-    sweepGrid_->setShape(controller_->model().numLayers, heads);
-    effects = sweepGrid_->effects();
-  }
-  const double baseline = findValue(r, "baseline")->tensor.element(0);
-  for (int64_t h = 0; h < heads; ++h) {
-    if (const trace::SavedValue* v = findValue(r, "head_" + std::to_string(h)))
-      effects.data[size_t(layer * heads + h)] = v->tensor.element(0) - baseline;
-  }
-  sweepRuns_[layer] = runId;
-  const QString label =
-      tr("Change in P(target) when one head is zeroed (baseline %1).").arg(baseline, 0, 'f', 4);
-  sweepGrid_->setEffects(effects, label);
-  headGrid_->setEffects(effects, label);
-  tabs_->setCurrentWidget(sweepGrid_);
 }
 
 void MainWindow::showLens(const trace::RunResult& r) {
@@ -160,6 +139,56 @@ void MainWindow::showTopK(const trace::SavedValue& logits) {
     bars.emplace_back(tokenText(id).toHtmlEscaped(), p);
   topK_->setTokens(bars, tr("next token (first invoke, step 0)"));
   tabs_->setCurrentWidget(topK_);
+}
+
+void MainWindow::openRun(int64_t runId) {
+  store::SessionStore* s = controller_->session();
+  if (!s) return;
+  try {
+    const store::RunRecord r = s->run(runId);
+    const int row = logModel_->rowOfRun(runId);
+    if (row >= 0) logView_->selectRow(row);
+    if (r.summary.status != "done") {
+      message(tr("Run %1 is %2: %3")
+                  .arg(runId)
+                  .arg(QString::fromStdString(r.summary.status))
+                  .arg(QString::fromStdString(r.summary.error)));
+    }
+    editor_->setPlainText(QString::fromStdString(r.script));
+    showResult(runId, r.summary.title, r.result);
+  } catch (const std::exception& e) {
+    message(QString::fromStdString(e.what()));
+  }
+}
+
+void MainWindow::replayRun(int64_t runId) {
+  currentJob_ = tr("Replay of run %1").arg(runId);
+  controller_->replay(runId);
+}
+
+void MainWindow::onReplayFinished(const std::shared_ptr<const ReplayOutcome>& o) {
+  if (!o->error.empty()) {
+    message(tr("Replay failed: %1").arg(QString::fromStdString(o->error)));
+    status_->setText(tr("Replay failed (see Output)."));
+    tabs_->setCurrentWidget(messages_);
+    return;
+  }
+  const store::ReplayReport& r = o->report;
+  message(tr("Replay of run %1 (recorded as run %2): %3")
+              .arg(r.runId)
+              .arg(r.replayId)
+              .arg(r.identical() ? tr("identical") : tr("DIFFERS")));
+  for (const auto& n : r.notes) message("  note: " + QString::fromStdString(n));
+  for (const auto& v : r.values)
+    message(QString("  %1: %2")
+                .arg(QString::fromStdString(v.name), QString::fromStdString(v.diff.detail)));
+  for (const auto& t : r.texts)
+    message(
+        QString("  invoke %1 text %2").arg(t.invoke).arg(t.same ? tr("matches") : tr("differs")));
+  status_->setText(
+      tr("Replay of run %1: %2").arg(r.runId).arg(r.identical() ? tr("identical") : tr("differs")));
+  tabs_->setCurrentWidget(messages_);
+  Q_EMIT replayShown(r.identical());
 }
 
 QString MainWindow::saveValues(const QString& path) {

@@ -1,0 +1,399 @@
+// Interpreter, expressions: evaluating expressions, operators (arithmetic and comparison), calls,
+// `.save()` and f-string fields.
+#include "format_spec.h"
+#include "interpreter.h"
+
+#include <climits>
+#include <cmath>
+
+namespace shardscope::trace {
+namespace {
+
+long long checkedInt(long long a, long long b, const std::string& op) {
+  long long r = 0;
+  bool overflow = false;
+  if (op == "+")
+    overflow = __builtin_add_overflow(a, b, &r);
+  else if (op == "-")
+    overflow = __builtin_sub_overflow(a, b, &r);
+  else if (op == "*")
+    overflow = __builtin_mul_overflow(a, b, &r);
+  if (overflow)
+    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " " + op + " " +
+                         std::to_string(b) + " (ints are 64-bit)");
+  return r;
+}
+
+long long floorDiv(long long a, long long b) {
+  if (b == 0) throw RuntimeFailure("integer division or modulo by zero");
+  long long q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+bool isNumber(const Value& v) {
+  return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
+}
+
+}  // namespace
+
+Value Interpreter::eval(const Expr& e) {
+  tick();
+  switch (e.kind) {
+    case ExprKind::Name: {
+      Value* v = env_->find(e.text);
+      if (!v) {
+        at_ = e.at;
+        const std::string why = host_.undefinedName(e.text);
+        fail(why.empty() ? "name '" + e.text + "' is not defined" : why);
+      }
+      if ((*v)->type == Type::Unsaved) {
+        at_ = e.at;
+        fail("'" + e.text +
+             "' was assigned inside the trace but not saved, so it is not visible after it; "
+             "add .save() where it is assigned");
+      }
+      return *v;
+    }
+    case ExprKind::Int:
+      return integer(e.intValue);
+    case ExprKind::Float:
+      return floating(e.floatValue);
+    case ExprKind::Str:
+      return string(e.text);
+    case ExprKind::Bool:
+      return boolean(e.intValue != 0);
+    case ExprKind::None:
+      return none();
+    case ExprKind::Ellipsis: {
+      static const Value v = [] {
+        auto o = std::make_shared<Object>();
+        o->type = Type::Ellipsis;
+        return o;
+      }();
+      return v;
+    }
+    case ExprKind::FString: {
+      std::string out = e.names[0];
+      for (size_t i = 0; i < e.items.size(); ++i) {
+        out += formatValue(eval(*e.items[i]), e.formats[i])->str;
+        out += e.names[i + 1];
+      }
+      return charged(string(out));
+    }
+    case ExprKind::Tuple:
+    case ExprKind::List: {
+      std::vector<Value> items;
+      for (const auto& i : e.items) items.push_back(eval(*i));
+      return e.kind == ExprKind::Tuple ? tuple(std::move(items)) : list(std::move(items));
+    }
+    case ExprKind::Dict: {
+      auto d = std::make_shared<Object>();
+      d->type = Type::Dict;
+      for (size_t i = 0; i < e.items.size(); ++i) setItem(d, eval(*e.items[i]), eval(*e.values[i]));
+      return d;
+    }
+    case ExprKind::Attribute:
+      return getAttr(eval(*e.a), e.text);
+    case ExprKind::Subscript:
+      return getItem(eval(*e.a), eval(*e.b));
+    case ExprKind::Slice: {
+      auto s = std::make_shared<Object>();
+      s->type = Type::Slice;
+      s->items = {e.a ? eval(*e.a) : none(), e.b ? eval(*e.b) : none(), e.c ? eval(*e.c) : none()};
+      return s;
+    }
+    case ExprKind::Call:
+      return evalCall(e);
+    case ExprKind::Unary: {
+      Value v = eval(*e.a);
+      if (e.text == "not") return boolean(!truthy(v));
+      if (v->type == Type::Tensor) {
+        if (e.text == "-") return tensor(-v->tensor);
+        if (e.text == "~") return tensor(~v->tensor);
+        return v;
+      }
+      if (e.text == "-")
+        return v->type == Type::Float ? floating(-v->floatValue)
+                                      : integer(checkedInt(0, asInt(v, "operand of -"), "-"));
+      if (e.text == "~") return integer(~asInt(v, "operand of ~"));
+      if (!isNumber(v)) fail(std::string("bad operand type for unary +: ") + typeName(v->type));
+      return v;
+    }
+    case ExprKind::Binary:
+      return binary(e.text, eval(*e.a), eval(*e.b));
+    case ExprKind::Compare: {
+      Value left = eval(*e.items[0]);
+      Value result = boolean(true);
+      for (size_t i = 0; i < e.names.size(); ++i) {
+        Value right = eval(*e.items[i + 1]);
+        result = compare(e.names[i], left, right);
+        if (result->type != Type::Tensor && !truthy(result)) return result;
+        left = right;
+      }
+      return result;
+    }
+    case ExprKind::And: {
+      Value a = eval(*e.a);
+      return truthy(a) ? eval(*e.b) : a;
+    }
+    case ExprKind::Or: {
+      Value a = eval(*e.a);
+      return truthy(a) ? a : eval(*e.b);
+    }
+    case ExprKind::IfElse:
+      return truthy(eval(*e.b)) ? eval(*e.a) : eval(*e.c);
+    case ExprKind::Lambda:
+      return makeFunction("<lambda>", e.params, {}, e.a);
+  }
+  fail("unsupported expression");
+}
+
+bool Interpreter::holdsModelMemory(const Value& v) const {
+  if (v->type == Type::Tensor) return host_.viewsModelMemory(v->tensor);
+  for (const auto& item : v->items) {
+    if (holdsModelMemory(item)) return true;
+  }
+  for (const auto& [k, x] : v->dict) {
+    if (holdsModelMemory(x)) return true;
+  }
+  return false;
+}
+
+// TRACE section 6: `.save()` returns its receiver and marks it; a value that views model memory
+// is copied at once (later kernels reuse that memory). A bare `x.save()` marks the name `x`.
+Value Interpreter::save(const Expr& receiverExpr) {
+  Value receiver = eval(receiverExpr);
+  if (receiver->type == Type::Module)
+    fail("a module cannot be saved; save one of its ports (.output, .input)");
+  Value saved;
+  switch (receiver->type) {
+    case Type::Tensor:
+    case Type::List:
+    case Type::Tuple:
+    case Type::Dict:
+      saved = holdsModelMemory(receiver) ? snapshot(receiver) : receiver;
+      break;
+    default:  // immutable values may be shared objects (None, True): mark a copy
+      saved = std::make_shared<Object>(*receiver);
+      break;
+  }
+  saved->saved = true;
+  if (receiverExpr.kind == ExprKind::Name && saved != receiver && env_ == globals_)
+    savedSnapshots_[receiverExpr.text] = saved;
+  return saved;
+}
+
+Value Interpreter::evalCall(const Expr& e) {
+  // `x.save()` is handled here so that saving works on every kind of value.
+  if (e.a->kind == ExprKind::Attribute && e.a->text == "save" && e.items.empty()) {
+    return save(*e.a->a);
+  }
+  Value fn = eval(*e.a);
+  CallArgs args;
+  args.at = e.at;
+  for (const auto& a : e.items) args.positional.push_back(eval(*a));
+  for (size_t i = 0; i < e.names.size(); ++i)
+    args.keywords.emplace_back(e.names[i], eval(*e.values[i]));
+  return call(fn, args);
+}
+
+Value Interpreter::compare(const std::string& op, const Value& a, const Value& b) {
+  if (op == "is") return boolean(a == b || (a->type == Type::None && b->type == Type::None));
+  if (op == "is not") return boolean(!(a == b || (a->type == Type::None && b->type == Type::None)));
+  if (op == "in" || op == "not in") {
+    bool found = false;
+    if (b->type == Type::Str) {
+      if (a->type != Type::Str) fail("'in <string>' requires a string on the left");
+      found = b->str.find(a->str) != std::string::npos;
+    } else if (b->type == Type::Dict) {
+      for (const auto& kv : b->dict) found |= equal(kv.first, a);
+    } else if (b->type == Type::Tuple || b->type == Type::List || b->type == Type::Size) {
+      for (const auto& i : b->items) found |= equal(i, a);
+    } else if (b->type == Type::Range) {
+      const long long x = asInt(a, "value");
+      found = b->rangeStep > 0 ? (x >= b->rangeStart && x < b->rangeStop &&
+                                  (x - b->rangeStart) % b->rangeStep == 0)
+                               : (x <= b->rangeStart && x > b->rangeStop &&
+                                  (b->rangeStart - x) % -b->rangeStep == 0);
+    } else {
+      fail(std::string("argument of type '") + typeName(b->type) + "' is not iterable");
+    }
+    return boolean(op == "in" ? found : !found);
+  }
+  if (a->type == Type::Tensor || b->type == Type::Tensor) {
+    const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
+    at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
+    at::Tensor y = b->type == Type::Tensor ? b->tensor : toTensor(b, &like);
+    if (op == "==") return tensor(x == y);
+    if (op == "!=") return tensor(x != y);
+    if (op == "<") return tensor(x < y);
+    if (op == "<=") return tensor(x <= y);
+    if (op == ">") return tensor(x > y);
+    return tensor(x >= y);
+  }
+  if (op == "==") return boolean(equal(a, b));
+  if (op == "!=") return boolean(!equal(a, b));
+  int c = 0;
+  if (isNumber(a) && isNumber(b)) {
+    const double x = asNumber(a, "operand"), y = asNumber(b, "operand");
+    c = x < y ? -1 : x > y ? 1 : 0;
+  } else if (a->type == Type::Str && b->type == Type::Str) {
+    c = a->str.compare(b->str);
+  } else if ((a->type == Type::Tuple || a->type == Type::List) && a->type == b->type) {
+    size_t i = 0;
+    while (i < a->items.size() && i < b->items.size() && equal(a->items[i], b->items[i])) ++i;
+    if (i < a->items.size() && i < b->items.size()) return compare(op, a->items[i], b->items[i]);
+    c = a->items.size() < b->items.size() ? -1 : a->items.size() > b->items.size() ? 1 : 0;
+  } else {
+    fail("'" + op + "' not supported between " + typeName(a->type) + " and " + typeName(b->type));
+  }
+  if (op == "<") return boolean(c < 0);
+  if (op == "<=") return boolean(c <= 0);
+  if (op == ">") return boolean(c > 0);
+  return boolean(c >= 0);
+}
+
+Value Interpreter::binary(const std::string& op, const Value& a, const Value& b) {
+  return charged(arithmetic(op, a, b));
+}
+
+Value Interpreter::arithmetic(const std::string& op, const Value& a, const Value& b) {
+  if (a->type == Type::Tensor || b->type == Type::Tensor) {
+    const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
+    at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
+    at::Tensor y = b->type == Type::Tensor ? b->tensor : toTensor(b, &like);
+    if (op == "+") return tensor(x + y);
+    if (op == "-") return tensor(x - y);
+    if (op == "*") return tensor(x * y);
+    if (op == "/") return tensor(at::div(x, y));
+    if (op == "//") return tensor(at::floor_divide(x, y));
+    if (op == "%") return tensor(at::remainder(x, y));
+    if (op == "**") return tensor(at::pow(x, y));
+    if (op == "@") return tensor(at::matmul(x, y));
+    if (op == "&") return tensor(x & y);
+    if (op == "|") return tensor(x | y);
+    if (op == "^") return tensor(x ^ y);
+    fail("operator " + op + " is not supported on tensors");
+  }
+  if (isNumber(a) && isNumber(b)) {
+    const bool ints = a->type != Type::Float && b->type != Type::Float;
+    if (ints) {
+      const long long x = asInt(a, "operand"), y = asInt(b, "operand");
+      if (op == "+" || op == "-" || op == "*") return integer(checkedInt(x, y, op));
+      if (op == "//") return integer(floorDiv(x, y));
+      if (op == "%") {
+        if (y == 0) fail("integer division or modulo by zero");
+        return integer(x - floorDiv(x, y) * y);
+      }
+      if (op == "/") {
+        if (y == 0) fail("division by zero");
+        return floating(double(x) / double(y));
+      }
+      if (op == "**") {
+        if (y < 0) return floating(std::pow(double(x), double(y)));
+        long long r = 1, base = x;  // by squaring: 1 ** 10**18 takes 60 steps, not 10**18
+        for (long long e = y; e > 0; e >>= 1) {
+          if (e & 1) r = checkedInt(r, base, "*");
+          if (e > 1) base = checkedInt(base, base, "*");
+        }
+        return integer(r);
+      }
+      if (op == "&") return integer(x & y);
+      if (op == "|") return integer(x | y);
+      if (op == "^") return integer(x ^ y);
+      if (op == "<<" || op == ">>") {
+        if (y < 0) fail("negative shift count");
+        if (op == ">>") return integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
+        if (x != 0 && (y >= 63 || (x > 0 ? x > (LLONG_MAX >> y) : x < (LLONG_MIN >> y))))
+          fail("integer overflow in " + std::to_string(x) + " << " + std::to_string(y) +
+               " (ints are 64-bit)");
+        return integer(x == 0 ? 0 : (long long)((unsigned long long)x << y));
+      }
+    }
+    const double x = asNumber(a, "operand"), y = asNumber(b, "operand");
+    if (op == "+") return floating(x + y);
+    if (op == "-") return floating(x - y);
+    if (op == "*") return floating(x * y);
+    if (op == "/") {
+      if (y == 0) fail("float division by zero");
+      return floating(x / y);
+    }
+    if (op == "//") return floating(std::floor(x / y));
+    if (op == "%") return floating(x - std::floor(x / y) * y);
+    if (op == "**") return floating(std::pow(x, y));
+  }
+  if (op == "+" && a->type == Type::Str && b->type == Type::Str) {
+    requestMemory(int64_t(a->str.size() + b->str.size()));
+    return string(a->str + b->str);
+  }
+  if (op == "+" && (a->type == Type::List || a->type == Type::Tuple) && a->type == b->type) {
+    requestMemory(int64_t((a->items.size() + b->items.size()) * sizeof(Value)));
+    std::vector<Value> items = a->items;
+    items.insert(items.end(), b->items.begin(), b->items.end());
+    return a->type == Type::List ? list(items) : tuple(items);
+  }
+  if (op == "*" && (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
+      b->type == Type::Int) {
+    const long long times = std::max(0LL, b->intValue);
+    const size_t length = a->type == Type::Str ? a->str.size() : a->items.size();
+    const size_t unit = a->type == Type::Str ? 1 : sizeof(Value);
+    long long bytes = 0;
+    if (__builtin_mul_overflow((long long)(length * unit), times, &bytes))
+      fail("a sequence of " + std::to_string(length) + " repeated " + std::to_string(times) +
+           " times would be too large");
+    requestMemory(bytes);
+    if (a->type == Type::Str) {
+      std::string s;
+      s.reserve(size_t(bytes));
+      for (long long i = 0; i < times && length; ++i) s += a->str;
+      return string(s);
+    }
+    std::vector<Value> items;
+    items.reserve(size_t(bytes) / sizeof(Value));
+    for (long long i = 0; i < times && length; ++i)
+      items.insert(items.end(), a->items.begin(), a->items.end());
+    return a->type == Type::List ? list(items) : tuple(items);
+  }
+  if (op == "%" && a->type == Type::Str)
+    fail("'%' string formatting is not supported; use an f-string");
+  fail("unsupported operand types for " + op + ": " + typeName(a->type) + " and " +
+       typeName(b->type));
+}
+
+Value Interpreter::formatValue(const Value& v, const std::string& format) {
+  // `format` is what followed the expression in its field: "", "!r", "!s", ":spec" or "!r:spec".
+  std::string spec = format;
+  Value value = v;
+  if (!spec.empty() && spec[0] == '!') {
+    const std::string conversion = spec.substr(0, 2);
+    if (conversion != "!r" && conversion != "!s" && conversion != "!a")
+      fail("f-string conversion '" + conversion + "' is not supported (use !r, !s or !a)");
+    value = string(conversion == "!s" ? str(v) : repr(v));
+    spec = spec.substr(2);
+    if (!spec.empty() && spec[0] != ':')
+      fail("f-string field: expected ':' or '}' after '" + conversion + "', got '" + spec + "'");
+  }
+  if (!spec.empty()) spec = spec.substr(1);  // the ':'
+  if (spec.empty()) return string(str(value));
+  const FormatSpec parsed = parseFormatSpec(spec);
+  if (value->type == Type::Tensor && value->tensor.numel() == 1)  // as torch: the element's format
+    value = value->tensor.is_floating_point() ? floating(value->tensor.item<double>())
+                                              : integer(value->tensor.item<int64_t>());
+  switch (value->type) {
+    case Type::Int:
+    case Type::Bool:
+      return string(
+          formatInteger(value->type == Type::Bool ? value->boolValue : value->intValue, parsed));
+    case Type::Float:
+      return string(formatFloat(value->floatValue, parsed));
+    case Type::Str:
+      return string(formatString(value->str, parsed));
+    default:
+      fail(std::string("format spec '") + spec + "' does not apply to a '" + typeName(value->type) +
+           "' (format specs apply to int, float, str and one-element tensors; use str(x) or "
+           "repr(x) first)");
+  }
+}
+
+}  // namespace shardscope::trace

@@ -1,0 +1,283 @@
+// Interpreter, objects: attributes of values (methods of list, tuple, dict and str; module,
+// tracer and tensor attributes through the host and builtins) and subscripts (indexing, slicing,
+// item assignment), with Python's semantics.
+#include "interpreter.h"
+#include "trace_device.h"
+
+#include <c10/util/Exception.h>
+#include <algorithm>
+#include <cctype>
+
+namespace shardscope::trace {
+namespace {
+
+long long normalizeIndex(long long i, size_t n) {
+  const long long k = i < 0 ? i + (long long)n : i;
+  if (k < 0 || k >= (long long)n)
+    throw RuntimeFailure("index " + std::to_string(i) + " out of range for length " +
+                         std::to_string(n));
+  return k;
+}
+
+// Python slice semantics over a sequence of length n.
+std::vector<long long> sliceIndices(const Value& s, size_t n) {
+  const long long step = s->items[2]->type == Type::None ? 1 : asInt(s->items[2], "slice step");
+  if (step == 0) throw RuntimeFailure("slice step cannot be zero");
+  const long long len = (long long)n;
+  const auto bound = [&](const Value& v, long long dflt) {
+    if (v->type == Type::None) return dflt;
+    long long i = asInt(v, "slice index");
+    if (i < 0) i += len;
+    return step > 0 ? std::clamp(i, 0LL, len) : std::clamp(i, -1LL, len - 1);
+  };
+  const long long start = bound(s->items[0], step > 0 ? 0 : len - 1);
+  const long long stop = bound(s->items[1], step > 0 ? len : -1);
+  std::vector<long long> out;
+  for (long long i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
+  return out;
+}
+
+// list.index / list.count (and tuple's): Python's semantics, `index(x[, start[, end]])`.
+Value sequenceSearch(const Value& seq, const std::string& name) {
+  return builtin(name, [seq, name](CallArgs& a) {
+    const Value& x = a.required(0, "value");
+    const auto& items = seq->items;
+    if (name == "count") {
+      return integer((long long)std::count_if(items.begin(), items.end(),
+                                              [&](const Value& v) { return equal(v, x); }));
+    }
+    const long long n = (long long)items.size();
+    const auto bound = [n](const Value* v, long long dflt) {
+      if (!v) return dflt;
+      long long i = asInt(*v, "index bound");
+      if (i < 0) i += n;
+      return std::clamp(i, 0LL, n);
+    };
+    const long long start = bound(a.get(1, "start"), 0), end = bound(a.get(2, "end"), n);
+    for (long long i = start; i < end; ++i) {
+      if (equal(items[size_t(i)], x)) return integer(i);
+    }
+    throw RuntimeFailure(repr(x) + " is not in " + typeName(seq->type));
+  });
+}
+
+}  // namespace
+
+Value Interpreter::getAttr(const Value& obj, const std::string& name) {
+  switch (obj->type) {
+    case Type::Module:
+      return host_.moduleAttribute(*this, obj, name);
+    case Type::Tracer:
+      return host_.tracerAttribute(*this, obj, name);
+    case Type::Tensor:
+      return tensorAttribute(*this, obj, name);
+    case Type::List:
+      if (name == "append")
+        return builtin("append", [obj](CallArgs& a) {
+          obj->items.push_back(a.required(0));
+          return none();
+        });
+      if (name == "extend") {
+        return builtin("extend", [obj](CallArgs& a) {
+          const std::vector<Value> added = a.required(0)->items;  // `x.extend(x)` is safe
+          obj->items.insert(obj->items.end(), added.begin(), added.end());
+          return none();
+        });
+      }
+      if (name == "index" || name == "count") return sequenceSearch(obj, name);
+      if (name == "pop") {
+        return builtin("pop", [obj](CallArgs& a) {
+          if (obj->items.empty()) throw RuntimeFailure("pop from empty list");
+          const long long i = a.positional.empty() ? -1 : asInt(a.positional[0], "index");
+          const long long k = normalizeIndex(i, obj->items.size());
+          Value v = obj->items[k];
+          obj->items.erase(obj->items.begin() + k);
+          return v;
+        });
+      }
+      break;
+    case Type::Tuple:
+      if (name == "index" || name == "count") return sequenceSearch(obj, name);
+      break;
+    case Type::Dict:
+      if (name == "keys" || name == "values" || name == "items") {
+        return builtin(name, [obj, name](CallArgs&) {
+          std::vector<Value> out;
+          for (const auto& [k, v] : obj->dict)
+            out.push_back(name == "keys" ? k : name == "values" ? v : tuple({k, v}));
+          return list(out);
+        });
+      }
+      if (name == "get") {
+        return builtin("get", [obj](CallArgs& a) {
+          for (const auto& [k, v] : obj->dict) {
+            if (equal(k, a.required(0))) return v;
+          }
+          return a.positional.size() > 1 ? a.positional[1] : none();
+        });
+      }
+      break;
+    case Type::Str:
+      if (name == "join") {
+        return builtin("join", [obj](CallArgs& a) {
+          std::string s;
+          const auto& items = a.required(0)->items;
+          for (size_t i = 0; i < items.size(); ++i) s += (i ? obj->str : "") + str(items[i]);
+          return string(s);
+        });
+      }
+      if (name == "upper" || name == "lower" || name == "strip") {
+        return builtin(name, [obj, name](CallArgs&) {
+          std::string s = obj->str;
+          if (name == "strip") {
+            const auto b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
+            return string(b == std::string::npos ? "" : s.substr(b, e - b + 1));
+          }
+          for (auto& c : s) c = char(name == "upper" ? std::toupper(c) : std::tolower(c));
+          return string(s);
+        });
+      }
+      if (name == "startswith" || name == "endswith") {
+        return builtin(name, [obj, name](CallArgs& a) {
+          const std::string& p = a.required(0)->str;
+          const std::string& s = obj->str;
+          return boolean(s.size() >= p.size() &&
+                         (name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                               : s.compare(s.size() - p.size(), p.size(), p) == 0));
+        });
+      }
+      if (name == "replace") {
+        return builtin("replace", [obj](CallArgs& a) {
+          std::string s = obj->str;
+          const std::string from = a.required(0)->str, to = a.required(1)->str;
+          if (from.empty()) return string(s);
+          for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+            s.replace(p, from.size(), to);
+          return string(s);
+        });
+      }
+      break;
+    default:
+      break;
+  }
+  if (obj->type == Type::ResultObject || obj->type == Type::Namespace) {
+    auto it = obj->attributes.find(name);
+    if (it != obj->attributes.end()) return it->second;
+    std::string known;
+    for (const auto& [k, v] : obj->attributes) known += (known.empty() ? "" : ", ") + k;
+    fail("'" + obj->str + "' has no attribute '" + name + "' (it has: " + known + ")");
+  }
+  fail(std::string("'") + typeName(obj->type) + "' object has no attribute '" + name + "'");
+}
+
+Value Interpreter::getItem(const Value& obj, const Value& index) {
+  switch (obj->type) {
+    case Type::Tuple:
+    case Type::List:
+    case Type::Size:
+    case Type::Str: {
+      const size_t n = obj->type == Type::Str ? obj->str.size() : obj->items.size();
+      if (index->type == Type::Slice) {
+        const auto idx = sliceIndices(index, n);
+        if (obj->type == Type::Str) {
+          std::string s;
+          for (long long i : idx) s += obj->str[i];
+          return string(s);
+        }
+        std::vector<Value> items;
+        for (long long i : idx) items.push_back(obj->items[i]);
+        if (obj->type == Type::Size) {
+          auto v = std::make_shared<Object>(*obj);
+          v->items = items;
+          return v;
+        }
+        return obj->type == Type::List ? list(items) : tuple(items);
+      }
+      const long long k = normalizeIndex(asInt(index, "index"), n);
+      return obj->type == Type::Str ? string(std::string(1, obj->str[k])) : obj->items[k];
+    }
+    case Type::Dict:
+      for (const auto& [k, v] : obj->dict) {
+        if (equal(k, index)) return v;
+      }
+      fail("key " + repr(index) + " not found");
+    case Type::Tensor:
+      return tensor(obj->tensor.index(tensorIndices(index)));
+    case Type::Module:
+      return host_.moduleIndex(*this, obj, asInt(index, "module index"));
+    case Type::IterRange: {
+      auto r = std::make_shared<Object>(*obj);
+      if (index->type == Type::Slice) {
+        if (index->items[2]->type != Type::None && asInt(index->items[2], "step") != 1)
+          fail("tracer.iter does not take a step");
+        r->rangeStart =
+            index->items[0]->type == Type::None ? 0 : asInt(index->items[0], "first step");
+        r->unbounded = index->items[1]->type == Type::None;
+        r->rangeStop = r->unbounded ? -1 : asInt(index->items[1], "last step");
+      } else {
+        r->rangeStart = asInt(index, "step");
+        r->rangeStop = r->rangeStart + 1;
+      }
+      if (r->rangeStart < 0 || (!r->unbounded && r->rangeStop < r->rangeStart))
+        fail("tracer.iter takes steps >= 0");
+      r->str = "range";
+      return r;
+    }
+    case Type::Range: {
+      const long long len = std::max(
+          0LL, (obj->rangeStop - obj->rangeStart + obj->rangeStep - (obj->rangeStep > 0 ? 1 : -1)) /
+                   obj->rangeStep);
+      return integer(obj->rangeStart +
+                     normalizeIndex(asInt(index, "index"), size_t(len)) * obj->rangeStep);
+    }
+    default:
+      fail(std::string("'") + typeName(obj->type) + "' object is not subscriptable");
+  }
+}
+
+void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) {
+  switch (obj->type) {
+    case Type::List:
+      obj->items[normalizeIndex(asInt(index, "index"), obj->items.size())] = v;
+      return;
+    case Type::Dict:
+      for (auto& kv : obj->dict) {
+        if (equal(kv.first, index)) {
+          kv.second = v;
+          return;
+        }
+      }
+      obj->dict.emplace_back(index, v);
+      return;
+    case Type::Tensor: {
+      noteTensorWrite();
+      const auto idx = tensorIndices(index);
+      if (v->type == Type::Tensor) {
+        if (v->tensor.scalar_type() != obj->tensor.scalar_type() &&
+            host_.viewsModelMemory(obj->tensor))
+          fail("cannot write a tensor of dtype " + dtypeRepr(v->tensor.scalar_type()) +
+               " into a port value of dtype " + dtypeRepr(obj->tensor.scalar_type()) +
+               "; convert it first with .to(" + dtypeRepr(obj->tensor.scalar_type()) + ")");
+        at::Tensor target = obj->tensor.index(idx);
+        if (!target.sizes().equals(v->tensor.sizes()) && v->tensor.numel() != 1) {
+          // Broadcasting as torch would, but a clear message when it cannot.
+          try {
+            obj->tensor.index_put_(idx, v->tensor.to(obj->tensor.options()));
+          } catch (const c10::Error&) {
+            fail("cannot write a tensor of shape " + repr(sizeOf(v->tensor)) +
+                 " into a slice of shape " + repr(sizeOf(target)));
+          }
+          return;
+        }
+        obj->tensor.index_put_(idx, v->tensor.to(obj->tensor.options()));
+      } else {
+        obj->tensor.index_put_(idx, asNumber(v, "value"));
+      }
+      return;
+    }
+    default:
+      fail(std::string("'") + typeName(obj->type) + "' object does not support item assignment");
+  }
+}
+
+}  // namespace shardscope::trace
