@@ -168,18 +168,18 @@ class TestCheckpointErrors : public QObject {
         R"({"model_type": "qwen3_moe", "vocab_size": 100, "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 8, "head_dim": 8, "num_experts": 6, "num_experts_per_tok": 2,
-        "moe_intermediate_size": 24, "decoder_sparse_step": 2, "mlp_only_layers": [3]})",
+        "moe_intermediate_size": 20, "decoder_sparse_step": 2, "mlp_only_layers": [3]})",
         "test config");
     QCOMPARE(c.moe.numExperts, int64_t(6));
     QVERIFY(!c.isSparseLayer(0) && c.isSparseLayer(1) && !c.isSparseLayer(2) &&
             !c.isSparseLayer(3));
-    c.checkTensorParallel(4);        // 24 % 4 == 0
+    c.checkTensorParallel(4);        // 20 % 4 == 0
     c.checkTensorParallel(2, true);  // 6 % 2 == 0
     try {
       c.checkTensorParallel(8);
-      QFAIL("tp=8 should not divide moe_intermediate_size 24");
+      QFAIL("tp=8 should not divide moe_intermediate_size 20");
     } catch (const CheckpointError& e) {
-      QVERIFY_CONTAINS(std::string(e.what()), "does not divide moe_intermediate_size (24)");
+      QVERIFY_CONTAINS(std::string(e.what()), "does not divide moe_intermediate_size (20)");
       QVERIFY_CONTAINS(std::string(e.what()), "sizes that work for this model: 1, 2, 4");
     }
     try {
