@@ -47,6 +47,8 @@ constexpr const char* kModelOptions =
   --threads N          CPU threads per rank (default: cores / tp)
   --collective-timeout S   fail a job whose collective waits longer than S seconds (default 60,
                        or SHARDSCOPE_COLLECTIVE_TIMEOUT)
+  --enable-expert-parallel   MoE models: each rank holds num_experts / tp whole experts
+                       (default: every rank holds a slice of every expert)
 )";
 
 const std::set<std::string> kModelOptionNames = {
@@ -66,6 +68,7 @@ EngineOptions engineOptions(const Arguments& a) {
   o.backend = a.get("backend", "auto");
   o.threadsPerRank = int(a.getInt("threads", 0));
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
+  o.expertParallel = a.has("enable-expert-parallel");
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
   if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
@@ -92,7 +95,7 @@ void printLoadProgress(const std::string& what, int done, int total) {
 int generate(const std::vector<std::string>& args) {
   const Arguments a(
       args, withModel({"max-tokens", "temperature", "top-k", "top-p", "seed", "ids", "stop-ids"}),
-      {"help", "ignore-eos", "quiet"});
+      {"help", "ignore-eos", "quiet", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout << "usage: shardscope-cli generate [options] \"prompt\" [\"prompt\" ...]\n\n"
               << kModelOptions
@@ -158,7 +161,7 @@ std::string joinShapes(const std::vector<std::vector<int64_t>>& shapes, bool tup
 }
 
 int inspect(const std::vector<std::string>& args) {
-  const Arguments a(args, withModel({"prompt"}), {"help"});
+  const Arguments a(args, withModel({"prompt"}), {"help", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli inspect [options]\n\n"
@@ -178,8 +181,8 @@ int inspect(const std::vector<std::string>& args) {
   }
   const auto shapes = probePortShapes(engine, ids);
   std::cout << info.spec << ": " << info.family << ", " << info.numLayers
-            << " layers, tp=" << info.tp << ", " << info.dtype << ", " << ids.size()
-            << "-token prompt\n"
+            << " layers, tp=" << info.tp << (info.expertParallel ? " (expert parallel)" : "")
+            << ", " << info.dtype << ", " << ids.size() << "-token prompt\n"
             << "shapes are rank 0's shard -> the gathered whole\n";
   for (const ModuleInfo& m : info.modules) {
     std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
@@ -225,7 +228,7 @@ int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
                     {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
                      "log", "session", "title", "value-cap-mb", "collective-timeout"},
-                    {"help", "timing"});
+                    {"help", "timing", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
@@ -233,10 +236,12 @@ int runScript(const std::vector<std::string>& args) {
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
            "                          [--value-cap-mb MB]] [--collective-timeout S] [--timing]\n"
+           "                          [--enable-expert-parallel]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
-           "--tp overrides tensor_parallel_size; --budget bounds the evaluation steps of each\n"
+           "--tp overrides tensor_parallel_size, --enable-expert-parallel turns\n"
+           "enable_expert_parallel on; --budget bounds the evaluation steps of each\n"
            "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
            "(default: half of the device's free memory). --log records the run in a session file "
            "(created if\n"
@@ -255,6 +260,7 @@ int runScript(const std::vector<std::string>& args) {
   o.device = a.get("device");
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");
+  o.expertParallel = a.has("enable-expert-parallel");
   o.budget = a.getInt("budget", 10'000'000);
   o.memoryBudget = a.memoryBudgetBytes();
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);

@@ -305,6 +305,7 @@ void Engine::Impl::buildInfo() {
   info.device = options.device;
   info.backend = wantsNccl(options) ? "nccl" : "local";
   info.tp = options.tp;
+  info.expertParallel = options.expertParallel;
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
   info.numHeads = c.numHeads;
@@ -345,7 +346,7 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
              0, s.options.tp);
   s.source = openModelSource(s.options.model);
-  s.source.config.checkTensorParallel(s.options.tp);
+  s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
     s.dtype = scalarTypeOf(parseDType(s.options.dtype));
@@ -385,7 +386,10 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     s.rankThreads.emplace_back([this, r, &loaded, &progress] {
       Impl& st = *impl_;
       impl_->rankMain(r, [&st, r, &loaded, &progress] {
-        LoadContext ctx{*st.source.weights, {r, st.options.tp}, st.dtype, st.devices[r]};
+        LoadContext ctx{*st.source.weights,
+                        {r, st.options.tp, st.options.expertParallel},
+                        st.dtype,
+                        st.devices[r]};
         st.models[r] = buildCausalLM(st.source.config, ctx);
         const int done = ++loaded;
         if (progress) progress("loaded rank " + std::to_string(r), done, st.options.tp);

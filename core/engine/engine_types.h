@@ -56,6 +56,9 @@ struct JobProgress {
 struct EngineOptions {
   std::string model;  // see ModelSource: "" = demo, path, HF name, random:CONFIG.json
   int tp = 1;
+  // vLLM's enable_expert_parallel: each rank holds num_experts / tp whole MoE experts instead of a
+  // slice of every expert. No effect on dense models.
+  bool expertParallel = false;
   std::string device = "cpu";    // cpu | cuda
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
@@ -101,6 +104,7 @@ struct ModelInfo {
   std::string device;
   std::string backend;  // process group: local or nccl
   int tp = 1;
+  bool expertParallel = false;
   int64_t vocabSize = 0;
   int64_t numLayers = 0;
   int64_t numHeads = 0;

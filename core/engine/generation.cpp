@@ -166,7 +166,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     batch.positions = device.narrow(0, T, T);
     if (decodeOnly && ctx.device.is_cuda())
       prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
-    if (ctx.device.is_cuda()) batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
+    if (ctx.device.is_cuda() && ctx.model.graphCapturable())
+      batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
     if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;
     at::Tensor hidden = ctx.model.forward(device.narrow(0, 0, T), batch);
     // In a decode step every row is its request's last.

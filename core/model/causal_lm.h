@@ -27,6 +27,9 @@ class CausalLM : public Module {
   // The step ports "model.logits" and "model.samples".
   virtual const Module& logitsPort() const = 0;
   virtual const Module& samplesPort() const = 0;
+  // Whether a decode step's layers may be captured as CUDA graphs (not when routing decides on
+  // the host which experts run).
+  virtual bool graphCapturable() const { return true; }
 
   // Every module of the tree by its path ("model.model.layers[3].mlp"), built once.
   const std::map<std::string, const Module*>& modulesByPath() const;

@@ -1,7 +1,9 @@
 #include "model_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "../error.h"
 #include "../file_tree.h"
@@ -87,6 +89,50 @@ void parseRope(const json& j, ModelConfig& c, const std::string& origin) {
       optionalInt(*scaling, "original_max_position_embeddings", 8192, origin);
 }
 
+// Qwen3-MoE's expert fields; transformers 5 writes num_experts as num_local_experts.
+void parseMoe(const json& j, ModelConfig& c, const std::string& origin) {
+  MoeConfig& m = c.moe;
+  m.numExperts = field(j, "num_experts") ? requireInt(j, "num_experts", origin)
+                                         : requireInt(j, "num_local_experts", origin);
+  m.numExpertsPerTok = requireInt(j, "num_experts_per_tok", origin);
+  m.intermediateSize = requireInt(j, "moe_intermediate_size", origin);
+  m.normTopkProb = optionalBool(j, "norm_topk_prob", false, origin);
+  m.decoderSparseStep = optionalInt(j, "decoder_sparse_step", 1, origin);
+  if (const json* layers = field(j, "mlp_only_layers")) {
+    if (!layers->is_array())
+      wrongType(origin, "mlp_only_layers", "a list of layer indices", *layers);
+    for (const auto& l : *layers) {
+      if (!l.is_number_integer())
+        wrongType(origin, "mlp_only_layers", "a list of layer indices", *layers);
+      m.mlpOnlyLayers.push_back(l.get<int64_t>());
+    }
+  }
+}
+
+void validateMoe(const ModelConfig& c, const std::string& origin) {
+  const MoeConfig& m = c.moe;
+  const auto fail = [&](const std::string& what) { throw CheckpointError(origin + ": " + what); };
+  if (m.numExperts <= 0)
+    fail("'num_experts' must be positive, got " + std::to_string(m.numExperts));
+  if (m.numExpertsPerTok < 1 || m.numExpertsPerTok > m.numExperts) {
+    fail("'num_experts_per_tok' (" + std::to_string(m.numExpertsPerTok) +
+         ") must be between 1 and num_experts (" + std::to_string(m.numExperts) + ")");
+  }
+  if (m.intermediateSize <= 0) {
+    fail("'moe_intermediate_size' must be positive, got " + std::to_string(m.intermediateSize));
+  }
+  if (m.decoderSparseStep < 1) {
+    fail("'decoder_sparse_step' must be at least 1 (1: every layer sparse), got " +
+         std::to_string(m.decoderSparseStep));
+  }
+  for (int64_t l : m.mlpOnlyLayers) {
+    if (l < 0 || l >= c.numLayers) {
+      fail("'mlp_only_layers' names layer " + std::to_string(l) + ", but the layers are 0.." +
+           std::to_string(c.numLayers - 1));
+    }
+  }
+}
+
 }  // namespace
 
 const char* familyName(Family f) {
@@ -97,6 +143,8 @@ const char* familyName(Family f) {
       return "qwen2";
     case Family::Llama:
       return "llama";
+    case Family::Qwen3Moe:
+      return "qwen3_moe";
   }
   return "?";
 }
@@ -120,9 +168,13 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   } else if (modelType == "llama") {
     c.family = Family::Llama;
     c.qkvBias = optionalBool(j, "attention_bias", false, origin);
+  } else if (modelType == "qwen3_moe") {
+    c.family = Family::Qwen3Moe;
+    c.qkNorm = true;
+    parseMoe(j, c, origin);
   } else {
     throw CheckpointError(origin + ": model_type '" + modelType +
-                          "' is not supported (supported: qwen3, qwen2, llama)");
+                          "' is not supported (supported: qwen3, qwen2, llama, qwen3_moe)");
   }
   if (const json* a = field(j, "architectures"); a && a->is_array() && !a->empty()) {
     if (!(*a)[0].is_string()) wrongType(origin, "architectures", "a list of names", *a);
@@ -171,6 +223,7 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   }
   if (c.headDim % 2 != 0)
     throw CheckpointError(origin + ": head_dim must be even for rotary embeddings");
+  if (c.family == Family::Qwen3Moe) validateMoe(c, origin);
   return c;
 }
 
@@ -180,26 +233,52 @@ ModelConfig ModelConfig::load(const std::filesystem::path& path) {
   return parse(readFile(path), path.string());
 }
 
-void ModelConfig::checkTensorParallel(int tp) const {
-  const auto fail = [&](const std::string& what, int64_t n) {
-    std::string divisors;
-    for (int d = 1; d <= 8; d *= 2) {
-      if (numHeads % d == 0 && intermediateSize % d == 0 &&
-          (numKvHeads % d == 0 || d % numKvHeads == 0)) {
-        divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
-      }
-    }
-    throw CheckpointError("tensor_parallel_size " + std::to_string(tp) + " does not divide " +
-                          what + " (" + std::to_string(n) +
-                          "); sizes that work for this model: " + divisors);
-  };
-  if (tp < 1) throw Error("tensor_parallel_size must be at least 1, got " + std::to_string(tp));
-  if (numHeads % tp != 0) fail("num_attention_heads", numHeads);
-  if (intermediateSize % tp != 0) fail("intermediate_size", intermediateSize);
-  // KV heads are split when tp <= numKvHeads and replicated when tp exceeds them (as vLLM does).
-  if (tp <= numKvHeads ? numKvHeads % tp != 0 : tp % numKvHeads != 0) {
-    fail("num_key_value_heads", numKvHeads);
+bool ModelConfig::isSparseLayer(int64_t layer) const {
+  if (moe.numExperts == 0) return false;
+  const auto& only = moe.mlpOnlyLayers;
+  if (std::find(only.begin(), only.end(), layer) != only.end()) return false;
+  return (layer + 1) % moe.decoderSparseStep == 0;
+}
+
+bool ModelConfig::hasSparseLayers() const {
+  for (int64_t i = 0; i < numLayers; ++i) {
+    if (isSparseLayer(i)) return true;
   }
+  return false;
+}
+
+void ModelConfig::checkTensorParallel(int tp, bool expertParallel) const {
+  if (tp < 1) throw Error("tensor_parallel_size must be at least 1, got " + std::to_string(tp));
+  bool dense = false;
+  for (int64_t i = 0; i < numLayers && !dense; ++i) dense = !isSparseLayer(i);
+  const bool sparse = hasSparseLayers();
+  // The first field that size d cannot shard (its name and value), or none.
+  const auto blocker = [&](int64_t d) -> std::optional<std::pair<std::string, int64_t>> {
+    if (numHeads % d != 0) return std::make_pair("num_attention_heads", numHeads);
+    if (dense && intermediateSize % d != 0)
+      return std::make_pair("intermediate_size", intermediateSize);
+    // KV heads are split when tp <= numKvHeads and replicated when tp exceeds them (as vLLM does).
+    if (d <= numKvHeads ? numKvHeads % d != 0 : d % numKvHeads != 0)
+      return std::make_pair("num_key_value_heads", numKvHeads);
+    if (sparse && expertParallel && moe.numExperts % d != 0)
+      return std::make_pair("num_experts", moe.numExperts);
+    if (sparse && !expertParallel && moe.intermediateSize % d != 0)
+      return std::make_pair("moe_intermediate_size", moe.intermediateSize);
+    return std::nullopt;
+  };
+  const auto failed = blocker(tp);
+  if (!failed) return;
+  std::string divisors;
+  for (int d = 1; d <= 8; d *= 2) {
+    if (!blocker(d)) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+  }
+  const bool experts = failed->first == "num_experts";
+  throw CheckpointError(
+      std::string(experts ? "enable_expert_parallel: " : "") + "tensor_parallel_size " +
+      std::to_string(tp) + " does not divide " + failed->first + " (" +
+      std::to_string(failed->second) + "); sizes that work for this model" +
+      (expertParallel ? " with expert parallelism" : "") + ": " + divisors +
+      (experts ? " (or leave enable_expert_parallel off to split every expert)" : ""));
 }
 
 }  // namespace shardscope

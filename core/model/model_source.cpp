@@ -145,9 +145,21 @@ void writeRandomCheckpoint(const std::string& configJson, const std::filesystem:
       add(p + ".self_attn.q_norm.weight", {hd});
       add(p + ".self_attn.k_norm.weight", {hd});
     }
-    add(p + ".mlp.gate_proj.weight", {I, H});
-    add(p + ".mlp.up_proj.weight", {I, H});
-    add(p + ".mlp.down_proj.weight", {H, I});
+    if (!config.isSparseLayer(l)) {
+      add(p + ".mlp.gate_proj.weight", {I, H});
+      add(p + ".mlp.up_proj.weight", {I, H});
+      add(p + ".mlp.down_proj.weight", {H, I});
+      continue;
+    }
+    // Qwen3-MoE: the router and per-expert tensors, named as in the Hub's checkpoints.
+    const int64_t moeI = config.moe.intermediateSize;
+    add(p + ".mlp.gate.weight", {config.moe.numExperts, H});
+    for (int64_t e = 0; e < config.moe.numExperts; ++e) {
+      const std::string x = p + ".mlp.experts." + std::to_string(e);
+      add(x + ".gate_proj.weight", {moeI, H});
+      add(x + ".up_proj.weight", {moeI, H});
+      add(x + ".down_proj.weight", {H, moeI});
+    }
   }
   add("model.norm.weight", {H});
   if (!config.tieWordEmbeddings) add("lm_head.weight", {config.vocabSize, H});

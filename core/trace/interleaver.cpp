@@ -193,7 +193,7 @@ class Mediator : public Host {
       return tensor(vec ? out.squeeze(0) : out);
     }
     if (const auto* norm = dynamic_cast<const RMSNorm*>(m)) return tensor(norm->apply(input(0)));
-    if (const auto* mlp = dynamic_cast<const DecoderMLP*>(m))
+    if (const auto* mlp = dynamic_cast<const FeedForward*>(m))  // dense or MoE mlp blocks
       return tensor(mlp->forward(input(0), plain));
     in.fail("calling " + m->path() + " (" + m->kind() +
             ") from a trace is not supported; callable modules: "

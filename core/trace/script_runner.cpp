@@ -18,8 +18,9 @@ namespace shardscope::trace {
 namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
-const std::set<std::string> kModelKeywords = {"tensor_parallel_size", "dispatch", "dtype", "device",
-                                              "enforce_eager"};
+const std::set<std::string> kModelKeywords = {
+    "tensor_parallel_size",  "dispatch", "dtype", "device", "enforce_eager",
+    "enable_expert_parallel"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "trust_remote_code",
                                                 "max_model_len",
@@ -165,7 +166,9 @@ struct ScriptRunner::Impl : public Host {
       if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
       if (k == "device") o.device = str(v);
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
+      if (k == "enable_expert_parallel") o.expertParallel = truthy(v);
     }
+    if (options.expertParallel) o.expertParallel = true;
     if (options.tp > 0) o.tp = options.tp;
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
@@ -173,7 +176,7 @@ struct ScriptRunner::Impl : public Host {
     if (options.collectiveTimeoutSeconds > 0)
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
-                            (o.cudaGraphs ? "" : "|eager");
+                            (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "");
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);

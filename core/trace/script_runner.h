@@ -26,6 +26,7 @@ struct RunOptions {
   std::string device;                            // overrides the device ("cpu", "cuda")
   std::string dtype;                             // overrides dtype
   std::string backend;                           // overrides the process group (auto, local, nccl)
+  bool expertParallel = false;                   // turns enable_expert_parallel on for every model
   long long budget = 10'000'000;                 // evaluation steps per block
   int64_t memoryBudget = 0;  // bytes a block's values may hold; 0: half of the free memory of
                              // the device the block runs on (MemoryBudget)

@@ -2,6 +2,7 @@
 
 #include "../../error.h"
 #include "../weight_source.h"
+#include "qwen3_moe.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"
 #endif
@@ -100,7 +101,8 @@ at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::
 #endif
 }
 
-DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp) : Module("mlp", parent) {
+DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp)
+    : FeedForward("mlp", parent) {
   gateUpProj = child<MergedColumnParallelLinear>(
       "gate_up_proj", this, c.hiddenSize, c.intermediateSize,
       std::vector<std::string>{"gate_proj", "up_proj"}, false, tp);
@@ -129,7 +131,11 @@ DecoderLayer::DecoderLayer(Module* parent, const ModelConfig& c, int64_t layer, 
   selfAttn = child<DecoderAttention>(this, c, layer, tp);
   postAttentionLayernorm =
       child<RMSNorm>("post_attention_layernorm", this, c.hiddenSize, c.rmsNormEps);
-  mlp = child<DecoderMLP>(this, c, tp);
+  if (c.isSparseLayer(layer)) {
+    mlp = child<Qwen3MoeSparseMoeBlock>(this, c, tp);
+  } else {
+    mlp = child<DecoderMLP>(this, c, tp);
+  }
 }
 
 void DecoderLayer::load(LoadContext& ctx) {
@@ -200,7 +206,7 @@ void DecoderModel::runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
 
 DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)
     : CausalLM("model", nullptr), config_(c) {
-  c.checkTensorParallel(tp.size);
+  c.checkTensorParallel(tp.size, tp.expertParallel);
   model = child<DecoderModel>(this, c, tp);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
   logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
@@ -218,6 +224,8 @@ const char* DenseCausalLM::kind() const {
       return "Qwen2ForCausalLM";
     case Family::Llama:
       return "LlamaForCausalLM";
+    case Family::Qwen3Moe:
+      return "Qwen3MoeForCausalLM";
   }
   return "CausalLM";
 }

@@ -1,7 +1,10 @@
-// Dense decoder families: Qwen3, Qwen2 and Llama, mirroring vLLM's qwen3.py / qwen2.py / llama.py.
-// They share one forward; a family differs only in what its config switches on:
+// Decoder families: Qwen3, Qwen2 and Llama, mirroring vLLM's qwen3.py / qwen2.py / llama.py, and
+// Qwen3-MoE (qwen3_moe.py). They share one forward; a family differs only in what its config
+// switches on:
 //   Qwen3: per-head q_norm/k_norm before RoPE.   Qwen2: bias on q/k/v.
 //   Llama: llama3 RoPE scaling, tied embeddings in small models.
+//   Qwen3-MoE: Qwen3's attention; `mlp` is the sparse block (qwen3_moe.h, mlp.{gate, experts})
+//   in the layers ModelConfig::isSparseLayer names, the dense MLP in the others.
 // Module tree (vLLM names):
 //   model.model.embed_tokens, model.model.layers[i].{input_layernorm, self_attn.{qkv_proj, q_norm,
 //   k_norm, rotary_emb, attn, o_proj}, post_attention_layernorm, mlp.{gate_up_proj, act_fn,
@@ -18,6 +21,7 @@
 #include "../layers/row_parallel_linear.h"
 #include "../layers/silu_and_mul.h"
 #include "../layers/vocab_parallel_embedding.h"
+#include "feed_forward.h"
 
 namespace shardscope {
 
@@ -43,13 +47,13 @@ class DecoderAttention : public Module {
   int64_t qSize_, kvSize_, headDim_;
 };
 
-// "mlp": [T, H] -> [T, H].
-class DecoderMLP : public Module {
+// "mlp" of a dense layer: [T, H] -> [T, H].
+class DecoderMLP : public FeedForward {
  public:
   DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp);
   const char* kind() const override { return "MLP"; }
-  void load(LoadContext& ctx, const std::string& hfPrefix);
-  at::Tensor forward(const at::Tensor& x, const ForwardBatch& b) const;
+  void load(LoadContext& ctx, const std::string& hfPrefix) override;
+  at::Tensor forward(const at::Tensor& x, const ForwardBatch& b) const override;
 
   MergedColumnParallelLinear* gateUpProj;
   SiluAndMul* actFn;
@@ -69,7 +73,7 @@ class DecoderLayer : public Module {
   RMSNorm* inputLayernorm;
   DecoderAttention* selfAttn;
   RMSNorm* postAttentionLayernorm;
-  DecoderMLP* mlp;
+  FeedForward* mlp;  // DecoderMLP, or Qwen3-MoE's sparse block
 
  private:
   int64_t layer_;
@@ -102,6 +106,7 @@ class DenseCausalLM : public CausalLM {
 
   const ModelConfig& config() const override { return config_; }
   int64_t kvHeadsPerRank() const override { return kvHeadsPerRank_; }
+  bool graphCapturable() const override { return !config_.hasSparseLayers(); }
   at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const override;
   at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& b) const override;
 

@@ -8,6 +8,9 @@ namespace shardscope {
 struct TpRank {
   int rank = 0;
   int size = 1;
+  // vLLM's enable_expert_parallel: MoE experts are split whole across the group's ranks instead
+  // of every rank holding a slice of every expert.
+  bool expertParallel = false;
 };
 
 // What every layer's load() needs: where shards come from, and how to store them.

@@ -1,7 +1,9 @@
 // The engine against Hugging Face transformers: tiny random Qwen3, Qwen2 (qkv bias) and Llama
-// (llama3 RoPE scaling, tied embeddings, sharded checkpoint) made by tests/golden/make_golden.py.
-// At tp=1, 2 and 4: prefill logits at every position and 8 decode steps through the KV cache
-// within 1e-4 relative error (max |ours - HF| / max |HF|), greedy ids identical.
+// (llama3 RoPE scaling, tied embeddings, sharded checkpoint) made by tests/golden/make_golden.py,
+// and Qwen3-MoE (8 experts, top-2, one dense layer) made by tests/golden/qwen3_moe/make_golden.py.
+// At tp=1, 2 and 4 (MoE: in both expert layouts): prefill logits at every position and 8 decode
+// steps through the KV cache within 1e-4 relative error (max |ours - HF| / max |HF|), greedy ids
+// identical; MoE requests batched equal each alone.
 #include <QtTest>
 
 #include <cstring>
@@ -87,6 +89,74 @@ class TestHfGolden : public QObject {
     Engine engine(o);
     if (dtype == "bf16") return checkBf16(engine, g, model, tp);
 
+    checkF32(engine, g, model, tp);
+  }
+
+  // Qwen3-MoE: the default layout (every rank a slice of every expert) and expert parallel.
+  void qwen3MoeMatchesTransformers_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<bool>("expertParallel");
+    for (int tp : {1, 2, 4}) {
+      QTest::newRow(qPrintable("tp" + QString::number(tp))) << tp << false;
+      QTest::newRow(qPrintable("ep_tp" + QString::number(tp))) << tp << true;
+    }
+  }
+  void qwen3MoeMatchesTransformers() {
+    QFETCH(int, tp);
+    QFETCH(bool, expertParallel);
+    const Golden g = loadGolden("qwen3-moe-tiny", "f32");
+    EngineOptions o = moeOptions(tp, expertParallel);
+    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    Engine engine(o);
+    QCOMPARE(QString::fromStdString(engine.info().family), QString("qwen3_moe"));
+    checkF32(engine, g, expertParallel ? "qwen3-moe-tiny (expert parallel)" : "qwen3-moe-tiny", tp);
+  }
+
+  // Two requests of different lengths in one batch give each one's ids and logits alone.
+  void qwen3MoeBatchingEqualsAlone_data() {
+    QTest::addColumn<bool>("expertParallel");
+    QTest::newRow("default") << false;
+    QTest::newRow("expert_parallel") << true;
+  }
+  void qwen3MoeBatchingEqualsAlone() {
+    QFETCH(bool, expertParallel);
+    EngineOptions o = moeOptions(2, expertParallel);
+    if (o.backend == "nccl" && int(at::getNumGPUs()) < 2) QSKIP("NCCL needs one GPU per rank");
+    Engine engine(o);
+    const std::vector<std::vector<int64_t>> prompts = {{3, 17, 42, 99, 123, 200, 7},
+                                                       {5, 9, 240, 31}};
+    GenerateRequest r;
+    r.sampling.maxTokens = 6;
+    r.sampling.ignoreEos = true;
+    r.returnLogits = true;
+    r.prompts = prompts;
+    const GenerateResult both = Engine::generateResult(engine.generate(r));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      r.prompts = {prompts[i]};
+      const GenerateResult alone = Engine::generateResult(engine.generate(r));
+      QCOMPARE(both.outputs[i].tokenIds, alone.outputs[0].tokenIds);
+      const double err = test::maxRelativeError(fromHostFloat(both.outputs[i].logits),
+                                                fromHostFloat(alone.outputs[0].logits));
+      QVERIFY2(err <= 1e-5,
+               ("batched against alone: relative error " + std::to_string(err)).c_str());
+    }
+  }
+
+ private:
+  static EngineOptions moeOptions(int tp, bool expertParallel) {
+    EngineOptions o;
+    o.model = test::goldenModel("qwen3-moe-tiny").string();
+    o.tp = tp;
+    o.expertParallel = expertParallel;
+    o.device = test::device();
+    o.dtype = "f32";
+    o.backend = test::backend();
+    return o;
+  }
+
+  // fp32 against transformers' fp32 run: prefill at every position, the generation loop's
+  // prefill row and decode steps, and the greedy ids.
+  static void checkF32(Engine& engine, const Golden& g, const QString& model, int tp) {
     const at::Tensor prefill = prefillLogitsAllPositions(engine, g.inputIds);
     const double prefillErr = test::maxRelativeError(prefill, g.prefill);
     QVERIFY2(prefillErr <= 1e-4, ("prefill relative error " + std::to_string(prefillErr)).c_str());
@@ -108,7 +178,6 @@ class TestHfGolden : public QObject {
           decodeErr);
   }
 
- private:
   // bf16 against transformers' own bf16 run. Logits along transformers' greedy path (teacher
   // forced: prompt + its tokens in one prefill) within a bf16 tolerance; greedy ids identical
   // except at near-ties, where one bf16 rounding may pick either token (the tiny random models

@@ -162,6 +162,37 @@ class TestCheckpointErrors : public QObject {
     }
   }
 
+  // Qwen3-MoE: which layers are sparse, and the tp each expert layout takes.
+  void moeLayersAndTensorParallel() {
+    const ModelConfig c = ModelConfig::parse(
+        R"({"model_type": "qwen3_moe", "vocab_size": 100, "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "head_dim": 8, "num_experts": 6, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 20, "decoder_sparse_step": 2, "mlp_only_layers": [3]})",
+        "test config");
+    QCOMPARE(c.moe.numExperts, int64_t(6));
+    QVERIFY(!c.isSparseLayer(0) && c.isSparseLayer(1) && !c.isSparseLayer(2) &&
+            !c.isSparseLayer(3));
+    c.checkTensorParallel(4);        // 20 % 4 == 0
+    c.checkTensorParallel(2, true);  // 6 % 2 == 0
+    try {
+      c.checkTensorParallel(8);
+      QFAIL("tp=8 should not divide moe_intermediate_size 20");
+    } catch (const CheckpointError& e) {
+      QVERIFY_CONTAINS(std::string(e.what()), "does not divide moe_intermediate_size (20)");
+      QVERIFY_CONTAINS(std::string(e.what()), "sizes that work for this model: 1, 2, 4");
+    }
+    try {
+      c.checkTensorParallel(4, true);
+      QFAIL("tp=4 should not divide 6 experts under expert parallelism");
+    } catch (const CheckpointError& e) {
+      QVERIFY_CONTAINS(std::string(e.what()),
+                       "enable_expert_parallel: tensor_parallel_size 4 does not divide "
+                       "num_experts (6); sizes that work for this model with expert "
+                       "parallelism: 1, 2");
+    }
+  }
+
   void badConfigs_data() {
     QTest::addColumn<QString>("json");
     QTest::addColumn<QString>("message");
@@ -191,6 +222,27 @@ class TestCheckpointErrors : public QObject {
         << R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 8,
              "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 2.5})"
         << "'max_position_embeddings' must be an integer, got 2.5";
+    // Qwen3-MoE's expert fields.
+    const QString moe = R"({"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8,
+        "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, )";
+    QTest::newRow("moe without experts")
+        << moe + R"("num_experts_per_tok": 2, "moe_intermediate_size": 4})"
+        << "'num_local_experts' is missing or not an integer";
+    QTest::newRow("moe top-k above the experts")
+        << moe + R"("num_experts": 4, "num_experts_per_tok": 5, "moe_intermediate_size": 4})"
+        << "'num_experts_per_tok' (5) must be between 1 and num_experts (4)";
+    QTest::newRow("moe sparse step zero")
+        << moe + R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4,
+        "decoder_sparse_step": 0})"
+        << "'decoder_sparse_step' must be at least 1";
+    QTest::newRow("moe dense layer out of range")
+        << moe + R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4,
+        "mlp_only_layers": [2]})"
+        << "'mlp_only_layers' names layer 2, but the layers are 0..1";
+    QTest::newRow("moe dense layers not a list")
+        << moe + R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4,
+        "mlp_only_layers": 1})"
+        << "'mlp_only_layers' must be a list of layer indices";
   }
   void badConfigs() {
     QFETCH(QString, json);

@@ -3,7 +3,8 @@
 // 11 layers, small intermediate size, random weights). `shardscope-cli run --tp 2` prints exactly
 // the seed's shapes, and the values equal tp=1's. With SHARDSCOPE_QWEN3_8B naming a checkpoint of
 // the full Qwen3-8B configuration (scripts/gpu/multi-gpu writes one with random bf16 weights), the
-// four scripts also run on it in bf16 and in fp32 at tp=1 and tp=2 (issue 8).
+// four scripts also run on it in bf16 and in fp32 at tp=1 and tp=2 (issue 8). The seed's MoE
+// sentence is seed_5_moe.py, on a small random Qwen3-MoE (tests/trace/qwen3-moe-small.json).
 #include <QtTest>
 
 #include <ATen/ATen.h>
@@ -36,11 +37,12 @@ std::filesystem::path script(const char* name) {
 }
 
 // The test model: its config beside the real Qwen3 tokenizer (for model.tokenizer.decode).
-std::string modelSpec(const test::TempDir& dir) {
-  std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / "qwen3-8b-widths.json",
-                             dir.path() / "config.json");
-  std::filesystem::create_symlink(qwen3TokenizerAsset(), dir.path() / "tokenizer.json");
-  return "random:" + (dir.path() / "config.json").string() + "@1";
+std::string modelSpec(const std::filesystem::path& dir,
+                      const char* config = "qwen3-8b-widths.json") {
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / config, dir / "config.json");
+  std::filesystem::create_symlink(qwen3TokenizerAsset(), dir / "tokenizer.json");
+  return "random:" + (dir / "config.json").string() + "@1";
 }
 
 struct Runner {
@@ -48,9 +50,12 @@ struct Runner {
   std::unique_ptr<trace::ScriptRunner> runner;
 
   Runner(const std::string& spec, int tp, const std::string& dtype = "f32",
-         const std::string& device = test::device(), const std::string& backend = test::backend()) {
+         const std::string& device = test::device(), const std::string& backend = test::backend(),
+         bool expertParallel = false) {
     trace::RunOptions o;
     o.modelDirs["Qwen/Qwen3-8B"] = spec;
+    o.modelDirs["Qwen/Qwen3-30B-A3B"] = spec;  // seed_5_moe.py
+    o.expertParallel = expertParallel;
     o.tp = tp;
     o.device = device;
     o.dtype = dtype;
@@ -125,7 +130,10 @@ std::string fullModelSpec(const test::TempDir& dir) {
 class TestSeedExamples : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void initTestCase() { spec_ = modelSpec(dir_); }
+  void initTestCase() {
+    spec_ = modelSpec(dir_.path());
+    moeSpec_ = modelSpec(dir_.path() / "moe", "qwen3-moe-small.json");
+  }
 
   void cliPrintsTheSeedShapesAtTp2_data() {
     QTest::addColumn<QString>("file");
@@ -184,6 +192,50 @@ class TestSeedExamples : public QObject {
     Runner four(spec_, 4);
     QCOMPARE(four.run("seed_2_zero_head.py"), text1);
     QCOMPARE(four.run("seed_4_parameters.py"), std::string("((4096, 1024), (37984, 4096))"));
+  }
+
+  // The seed's MoE sentence (seed_5_moe.py) on a small random Qwen3-MoE (16 experts, top-4) with
+  // the real tokenizer: at tp=2 the router logits and the experts' output print whole shapes in
+  // both expert layouts.
+  void cliPrintsWholeMoeShapesAtTp2_data() {
+    QTest::addColumn<bool>("expertParallel");
+    QTest::newRow("default") << false;
+    QTest::newRow("expert_parallel") << true;
+  }
+  void cliPrintsWholeMoeShapesAtTp2() {
+    QFETCH(bool, expertParallel);
+    QStringList args = {"run",         QString::fromStdString(script("seed_5_moe.py").string()),
+                        "--tp",        "2",
+                        "--dtype",     "f32",
+                        "--model-dir", QString::fromStdString("Qwen/Qwen3-30B-A3B=" + moeSpec_)};
+    if (expertParallel) args << "--enable-expert-parallel";
+    QProcess p;
+    p.start(SHARDSCOPE_CLI, args);
+    QVERIFY(p.waitForFinished(600000));
+    const QString out = QString::fromUtf8(p.readAllStandardOutput());
+    QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    QVERIFY2(out.startsWith("torch.Size([5, 16]) torch.Size([5, 128])"), qPrintable(out));
+  }
+
+  // seed_5_moe.py's values at tp=2 (both layouts) equal tp=1's.
+  void moeValuesEqualTp1() {
+    Runner one(moeSpec_, 1);
+    one.run("seed_5_moe.py");
+    const at::Tensor router1 = one.tensor("router"), experts1 = one.tensor("experts"),
+                     logits1 = one.tensor("logits");
+    QCOMPARE(router1.sizes().vec(), (std::vector<int64_t>{5, 16}));
+    for (bool ep : {false, true}) {
+      Runner two(moeSpec_, 2, "f32", test::device(), test::backend(), ep);
+      two.run("seed_5_moe.py");
+      for (const auto& [name, ref] : {std::pair{"router", router1}, std::pair{"experts", experts1},
+                                      std::pair{"logits", logits1}}) {
+        const at::Tensor got = two.tensor(name);
+        QVERIFY2(test::closeToScale(got, ref),
+                 (std::string(name) + (ep ? " (expert parallel): " : ": ") +
+                  test::closeToScaleMessage(got, ref))
+                     .c_str());
+      }
+    }
   }
 
   // The full Qwen3-8B configuration in bf16 on the GPU (NCCL when there are two GPUs): tp=2
@@ -273,7 +325,7 @@ class TestSeedExamples : public QObject {
 
  private:
   test::TempDir dir_;
-  std::string spec_;
+  std::string spec_, moeSpec_;
 };
 
 QTEST_GUILESS_MAIN(TestSeedExamples)

@@ -1,0 +1,23 @@
+// FeedForward: what a decoder layer's `mlp` is to the layer: [T, H] whole in, [T, H] whole out.
+// The dense SwiGLU MLP (dense_decoder.h) and Qwen3-MoE's sparse block (qwen3_moe.h) implement it,
+// so DecoderLayer holds either without knowing which.
+#pragma once
+
+#include <string>
+
+#include "../forward_batch.h"
+#include "../layers/tp_rank.h"
+#include "../module.h"
+
+namespace shardscope {
+
+class FeedForward : public Module {
+ public:
+  using Module::Module;
+  // `hfPrefix` is the block in HF naming ("model.layers.3.mlp").
+  virtual void load(LoadContext& ctx, const std::string& hfPrefix) = 0;
+  // x: [T, H] whole  ->  [T, H] whole. Visits the block's ports and its children's.
+  virtual at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const = 0;
+};
+
+}  // namespace shardscope

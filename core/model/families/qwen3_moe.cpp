@@ -1,0 +1,32 @@
+#include "qwen3_moe.h"
+
+#include "../../parallel/collective_board.h"
+
+namespace shardscope {
+
+Qwen3MoeSparseMoeBlock::Qwen3MoeSparseMoeBlock(Module* parent, const ModelConfig& c, TpRank tp)
+    : FeedForward("mlp", parent) {
+  gate = child<ReplicatedLinear>("gate", this, c.hiddenSize, c.moe.numExperts);
+  experts = child<FusedMoE>("experts", this, c, tp);
+}
+
+void Qwen3MoeSparseMoeBlock::load(LoadContext& ctx, const std::string& hf) {
+  gate->load(ctx, hf + ".gate");
+  experts->load(ctx, hf + ".experts");
+}
+
+at::Tensor Qwen3MoeSparseMoeBlock::forward(const at::Tensor& x, const ForwardBatch& b) const {
+  PortValue in = PortValue::single(x);
+  b.visit(*this, PortRole::Input, in);
+  const at::Tensor routerLogits = gate->forward(in.items[0], b);
+  at::Tensor y = experts->forward(in.items[0], routerLogits, b);
+  {
+    CollectiveSite site(experts->path(), b.step);
+    b.group.allReduceSum(y);
+  }
+  PortValue out = PortValue::single(y);
+  b.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+}  // namespace shardscope
