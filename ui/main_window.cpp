@@ -40,6 +40,7 @@
 #include "output_diff_view.h"
 #include "prompt_bar.h"
 #include "result_math.h"
+#include "routing_view.h"
 #include "saved_values.h"
 #include "script_editor.h"
 #include "session_log_model.h"
@@ -70,6 +71,7 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
                                this);
   diff_ = new OutputDiffView(this);
   auto* heads = new QSplitter(Qt::Vertical, this);
+  headsTab_ = heads;
   heads->addWidget(headGrid_);
   heads->addWidget(diff_);
   sweepGrid_ = new HeadGridView(tr("Sweep: each head ablated alone; colour = change in the "
@@ -78,6 +80,12 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   lens_ = new LogitLensView(this);
   topK_ = new TopKView(this);
   attention_ = new HeatmapView(this);
+  routing_ = new RoutingView(this);
+  routingDiff_ = new OutputDiffView(this);
+  auto* routing = new QSplitter(Qt::Vertical, this);
+  routing->addWidget(routing_);
+  routing->addWidget(routingDiff_);
+  routingTab_ = routing;
   messages_ = new QPlainTextEdit(this);
   messages_->setReadOnly(true);
   tabs_->addTab(heatmap_, tr("Activations"));
@@ -86,6 +94,7 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   tabs_->addTab(lens_, tr("Logit lens"));
   tabs_->addTab(topK_, tr("Top-k"));
   tabs_->addTab(attention_, tr("Attention"));
+  tabs_->addTab(routingTab_, tr("Routing"));
   tabs_->addTab(messages_, tr("Output"));
   auto* centre = new QWidget(this);
   auto* layout = new QVBoxLayout(centre);
@@ -145,6 +154,9 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
           });
   connect(headGrid_, &HeadGridView::cellClicked, this,
           [this](qint64 layer, qint64 head) { toggleHead(layer, head); });
+  connect(routing_, &RoutingView::routeRequested, this, &MainWindow::runRouting);
+  connect(routing_, &RoutingView::expertClicked, this,
+          [this](qint64 layer, qint64 expert) { runExpertAblation(layer, expert); });
   connect(sweepGrid_, &HeadGridView::cellClicked, this, [this](qint64 layer, qint64 head) {
     if (auto id = sweepRun(layer)) {
       openRun(*id);
@@ -474,6 +486,22 @@ void MainWindow::runAblation() {
   }
   submit({{ScriptBuilder(controller_->model()).zeroHeads(ablated_, settings()),
            "Zero heads " + parts.join("; ").toStdString()}});
+}
+
+void MainWindow::runRouting() {
+  if (!controller_->hasModel()) return;
+  const std::vector<int64_t> layers = sparseLayers(controller_->model());
+  if (layers.empty()) {
+    status_->setText(tr("This model has no MoE layers to route (Qwen3-MoE has)."));
+    return;
+  }
+  submit({{ScriptBuilder(controller_->model()).routing(layers, settings()), "Routing"}});
+}
+
+void MainWindow::runExpertAblation(int64_t layer, int64_t expert) {
+  if (!controller_->hasModel()) return;
+  submit({{ScriptBuilder(controller_->model()).ablateExpert(layer, expert, settings()),
+           "Ablate expert " + std::to_string(expert) + " of layer " + std::to_string(layer)}});
 }
 
 std::optional<int64_t> MainWindow::resolveTarget(const trace::RunResult* baseline) const {

@@ -34,6 +34,7 @@ class LogitLensView;
 class ModuleTreeModel;
 class OutputDiffView;
 class PromptBar;
+class RoutingView;
 class ScriptEditor;
 class SessionLogModel;
 class SweepController;
@@ -59,6 +60,9 @@ class MainWindow : public QMainWindow {
   void toggleHead(int64_t layer, int64_t head);
   void runAblation();
   void runSweep(const std::vector<int64_t>& layers);
+  // MoE: the routing of the first prompt, and an expert's ablation (its router logit -inf).
+  void runRouting();
+  void runExpertAblation(int64_t layer, int64_t expert);
   void runLogitLens();
   void runTopK();
   void runAttentionPattern(int64_t layer, int64_t head);
@@ -79,6 +83,8 @@ class MainWindow : public QMainWindow {
   HeatmapView* heatmap() const { return heatmap_; }
   HeadGridView* headGrid() const { return headGrid_; }
   HeadGridView* sweepGrid() const { return sweepGrid_; }
+  RoutingView* routingView() const { return routing_; }
+  OutputDiffView* routingDiff() const { return routingDiff_; }
   OutputDiffView* outputView() const { return diff_; }
   LogitLensView* logitLens() const { return lens_; }
   TopKView* topK() const { return topK_; }
@@ -119,7 +125,9 @@ class MainWindow : public QMainWindow {
   void pollProgress();
   void showResult(int64_t runId, const std::string& title, const trace::RunResult& result);
   void showRead(const std::string& title, const trace::RunResult& r);
-  void showAblation(const trace::RunResult& r);
+  // `diff` is the comparison view to fill, `tab` the tab holding it.
+  void showAblation(const trace::RunResult& r, OutputDiffView* diff, QWidget* tab);
+  void showRouting(const trace::RunResult& r);
   void showLens(const trace::RunResult& r);
   void showAttention(const std::string& title, const trace::RunResult& r);
   void showTopK(const trace::SavedValue& logits);
@@ -155,6 +163,10 @@ class MainWindow : public QMainWindow {
   LogitLensView* lens_;
   TopKView* topK_;
   HeatmapView* attention_;
+  RoutingView* routing_;
+  OutputDiffView* routingDiff_;
+  QWidget* routingTab_;
+  QWidget* headsTab_;
   QPlainTextEdit* messages_;
   ScriptEditor* editor_;
   QLabel* errorLabel_;

@@ -17,6 +17,7 @@
 #include "logit_lens_view.h"
 #include "main_window.h"
 #include "output_diff_view.h"
+#include "routing_view.h"
 #include "saved_values.h"
 #include "script_editor.h"
 #include "session_log_model.h"
@@ -43,8 +44,12 @@ void MainWindow::showResult(int64_t runId, const std::string& title, const trace
     for (const auto& inv : t.invokes) texts << QString::fromStdString(inv.text);
   }
   if (!r.printed.empty()) message(QString::fromStdString(r.printed).trimmed());
+  const bool expertAblation = title.rfind("Ablate expert", 0) == 0;
   if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
-    showAblation(r);
+    showAblation(r, expertAblation ? routingDiff_ : diff_,
+                 expertAblation ? routingTab_ : headsTab_);
+  } else if (expertRoutingOf(r)) {
+    showRouting(r);
   } else if (SweepController::isLayerRun(r)) {
     sweep_->addLayerRun(runId, title, r);
   } else if (findValue(r, "lens[0][0]")) {
@@ -90,17 +95,26 @@ void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
   tabs_->setCurrentWidget(heatmap_);
 }
 
-void MainWindow::showAblation(const trace::RunResult& r) {
+void MainWindow::showAblation(const trace::RunResult& r, OutputDiffView* diff, QWidget* tab) {
   const auto* base = invoke(r, 0);
   const auto* ablated = invoke(r, 1);
   const auto pb = lastRowProbabilities(*findValue(r, "baseline_logits"));
   const auto pa = lastRowProbabilities(*findValue(r, "ablated_logits"));
   const int64_t target = resolveTarget(&r).value_or(0);
   if (base && ablated && target < int64_t(pb.size())) {
-    diff_->setComparison(base->tokenIds, ablated->tokenIds, controller_->tokenizer(),
-                         tokenText(target), pb[size_t(target)], pa[size_t(target)]);
+    diff->setComparison(base->tokenIds, ablated->tokenIds, controller_->tokenizer(),
+                        tokenText(target), pb[size_t(target)], pa[size_t(target)]);
   }
-  tabs_->setCurrentIndex(1);
+  tabs_->setCurrentWidget(tab);
+}
+
+void MainWindow::showRouting(const trace::RunResult& r) {
+  const auto routing = expertRoutingOf(r);
+  const auto* inv = invoke(r, 0);
+  const int64_t experts = controller_->hasModel() ? controller_->model().numExperts : 0;
+  routing_->setRouting(*routing, inv ? tokenLabels(inv->promptIds) : QStringList(),
+                       std::max<int64_t>(experts, 1 + maxExpert(*routing)));
+  tabs_->setCurrentWidget(routingTab_);
 }
 
 void MainWindow::showLens(const trace::RunResult& r) {

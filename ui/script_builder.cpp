@@ -30,8 +30,9 @@ std::string ScriptBuilder::quote(const std::string& text) {
 
 std::string ScriptBuilder::header() const {
   return "model = VLLM(" + quote(model_.spec) +
-         ", tensor_parallel_size=" + std::to_string(model_.tp) + ", dtype=" + quote(model_.dtype) +
-         ", device=" + quote(model_.device) + ")\n";
+         ", tensor_parallel_size=" + std::to_string(model_.tp) +
+         (model_.expertParallel ? ", enable_expert_parallel=True" : "") +
+         ", dtype=" + quote(model_.dtype) + ", device=" + quote(model_.device) + ")\n";
 }
 
 std::string ScriptBuilder::traceLine(const GenerationSettings& g, int64_t maxTokens) const {
@@ -127,6 +128,34 @@ std::string ScriptBuilder::attentionPattern(int64_t layer, int64_t head,
     << "    qk = " << layerPath(layer) << ".self_attn.rotary_emb.output\n"
     << "    q_head = qk[0][:, " << head << " * d:" << head + 1 << " * d].save()\n"
     << "    k_head = qk[1][:, " << kSlot << " * d:" << kSlot + 1 << " * d].save()\n";
+  return s.str();
+}
+
+std::string ScriptBuilder::routing(const std::vector<int64_t>& sparseLayers,
+                                   const GenerationSettings& g) const {
+  std::ostringstream s;
+  s << header() << "with model.trace(" << quote(g.prompts.at(0)) << ", max_tokens=1):\n";
+  for (int64_t l : sparseLayers) {
+    const std::string mlp = layerPath(l) + ".mlp";
+    // The router is vLLM's ReplicatedLinear: its output is (logits, None).
+    s << "    route_" << l << " = " << mlp << ".experts.select_experts(" << mlp
+      << ".gate.output[0]).save()\n";
+  }
+  return s.str();
+}
+
+std::string ScriptBuilder::ablateExpert(int64_t layer, int64_t expert,
+                                        const GenerationSettings& g) const {
+  const std::string prompt = quote(g.prompts.at(0));
+  std::ostringstream s;
+  s << header() << traceLine(g, g.maxTokens) << "    with tracer.invoke(" << prompt << "):\n"
+    << "        baseline_logits = model.logits.save()\n"
+    << "    with tracer.invoke(" << prompt << "):\n"
+    << "        for step in tracer.iter[:]:\n"
+    << "            " << layerPath(layer) << ".mlp.gate.output[0][:, " << expert
+    << "] = float(\"-inf\")\n"
+    << "            if step == 0:\n"
+    << "                ablated_logits = model.logits.save()\n";
   return s.str();
 }
 

@@ -47,6 +47,13 @@ class ScriptBuilder {
   std::string logitLens(const GenerationSettings& g) const;
   // Gathered q and k after RoPE of one head at step 0: saved as q_head and k_head.
   std::string attentionPattern(int64_t layer, int64_t head, const GenerationSettings& g) const;
+  // MoE routing of the first prompt at step 0: for each layer in `sparseLayers`, the top-k
+  // (weights, expert ids) the experts module chose from the router logits, saved as route_L.
+  std::string routing(const std::vector<int64_t>& sparseLayers, const GenerationSettings& g) const;
+  // Baseline and ablated invokes of the first prompt: the ablated one sets `expert`'s router logit
+  // in `layer` (mlp.gate.output[0][:, expert]) to -inf at every step, so no token routes to it.
+  // Saves baseline_logits and ablated_logits (step 0).
+  std::string ablateExpert(int64_t layer, int64_t expert, const GenerationSettings& g) const;
 
   static std::string quote(const std::string& text);  // a Python string literal
 

@@ -312,6 +312,8 @@ void Engine::Impl::buildInfo() {
   info.numKvHeads = c.numKvHeads;
   info.headDim = c.headDim;
   info.hiddenSize = c.hiddenSize;
+  info.numExperts = c.moe.numExperts;
+  info.expertsPerToken = c.moe.numExpertsPerTok;
   info.eosTokenIds = source.eosTokenIds;
   std::function<void(const Module&, int)> walk = [&](const Module& m, int depth) {
     ModuleInfo mi;

@@ -111,6 +111,8 @@ struct ModelInfo {
   int64_t numKvHeads = 0;
   int64_t headDim = 0;
   int64_t hiddenSize = 0;
+  int64_t numExperts = 0;       // MoE experts per sparse layer (0: dense)
+  int64_t expertsPerToken = 0;  // top-k of the MoE router
   std::vector<int64_t> eosTokenIds;
   std::vector<ModuleInfo> modules;  // depth-first, parents before children
 };

@@ -1,0 +1,149 @@
+// The MoE routing view's plain parts: the scripts it asks for (routing and expert ablation), the
+// routing read back from a run's saved values, the sparse layers of a model, and the view itself
+// (hover read-out, a click on a cell names its layer and top expert, the Route button).
+// tst_main_window runs the scripts on a Qwen3-MoE model end to end.
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QtTest>
+#include <cstring>
+
+#include "ui/expert_routing.h"
+#include "ui/routing_view.h"
+#include "ui/script_builder.h"
+
+using namespace shardscope;
+using namespace shardscope::ui;
+
+namespace {
+
+HostTensor tensor(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.bytes.resize(values.size() * dtypeSize(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::I64) {
+      const int64_t v = int64_t(values[i]);
+      std::memcpy(t.bytes.data() + i * 8, &v, 8);
+    } else {
+      const float v = float(values[i]);
+      std::memcpy(t.bytes.data() + i * 4, &v, 4);
+    }
+  }
+  return t;
+}
+
+// A routing run of 3 tokens, top-2, in layers 1 and 3 (saved as ScriptBuilder::routing names it).
+trace::RunResult routingRun() {
+  trace::RunResult r;
+  r.traces.emplace_back();
+  auto& values = r.traces.back().values;
+  const auto add = [&](const std::string& name, HostTensor t) {
+    trace::SavedValue v;
+    v.name = name;
+    v.tensor = std::move(t);
+    values.push_back(v);
+  };
+  add("route_1[0]", tensor(DType::F32, {3, 2}, {0.7, 0.3, 0.6, 0.4, 0.9, 0.1}));
+  add("route_1[1]", tensor(DType::I64, {3, 2}, {5, 1, 2, 0, 7, 5}));
+  add("route_3[0]", tensor(DType::F32, {3, 2}, {0.5, 0.5, 0.8, 0.2, 0.55, 0.45}));
+  add("route_3[1]", tensor(DType::I64, {3, 2}, {3, 4, 6, 1, 0, 2}));
+  return r;
+}
+
+ModelInfo moeModel() {
+  ModelInfo m;
+  m.spec = "moe";
+  m.dtype = "float32";
+  m.device = "cpu";
+  m.tp = 2;
+  m.expertParallel = true;
+  m.numLayers = 4;
+  m.numExperts = 8;
+  m.expertsPerToken = 2;
+  m.modules = {{"model.model.layers[0].mlp", "mlp", "Qwen3MoeMLP", 3, {}, {}},
+               {"model.model.layers[1].mlp.experts", "experts", "FusedMoE", 4, {}, {}},
+               {"model.model.layers[3].mlp.experts", "experts", "FusedMoE", 4, {}, {}},
+               {"model.model.layers[3].mlp.gate", "gate", "ReplicatedLinear", 4, {}, {}}};
+  return m;
+}
+
+}  // namespace
+
+class TestRoutingView : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void sparseLayersAreTheLayersWithExperts() {
+    QCOMPARE(sparseLayers(moeModel()), (std::vector<int64_t>{1, 3}));
+    ModelInfo dense;
+    dense.modules = {{"model.model.layers[0].mlp", "mlp", "MLP", 3, {}, {}}};
+    QVERIFY(sparseLayers(dense).empty());
+  }
+
+  void routingScriptSavesEachSparseLayersChoice() {
+    const ModelInfo m = moeModel();
+    GenerationSettings g;
+    g.prompts = {"The capital of France is"};
+    const std::string s = ScriptBuilder(m).routing({1, 3}, g);
+    QVERIFY2(s.find("enable_expert_parallel=True") != std::string::npos, s.c_str());
+    QVERIFY2(s.find("route_1 = model.model.layers[1].mlp.experts.select_experts("
+                    "model.model.layers[1].mlp.gate.output[0]).save()") != std::string::npos,
+             s.c_str());
+    QVERIFY(s.find("route_3 = ") != std::string::npos);
+    QVERIFY(s.find("route_0") == std::string::npos);
+  }
+
+  void ablationScriptSetsTheRouterLogitToMinusInfinity() {
+    GenerationSettings g;
+    g.prompts = {"Paris"};
+    g.maxTokens = 4;
+    const std::string s = ScriptBuilder(moeModel()).ablateExpert(3, 6, g);
+    QVERIFY2(s.find("model.model.layers[3].mlp.gate.output[0][:, 6] = float(\"-inf\")") !=
+                 std::string::npos,
+             s.c_str());
+    QVERIFY(s.find("baseline_logits = model.logits.save()") != std::string::npos);
+    QVERIFY(s.find("ablated_logits = model.logits.save()") != std::string::npos);
+  }
+
+  void routingIsReadBackFromSavedValues() {
+    const auto routing = expertRoutingOf(routingRun());
+    QVERIFY(routing.has_value());
+    QCOMPARE(routing->layers, (std::vector<int64_t>{1, 3}));
+    QCOMPARE(routing->tokens, int64_t(3));
+    QCOMPARE(routing->topK, int64_t(2));
+    QCOMPARE(routing->expert(0, 2, 0), int64_t(7));
+    QCOMPARE(routing->expert(1, 1, 1), int64_t(1));
+    QCOMPARE(routing->weight(1, 0, 1), 0.5);
+    QCOMPARE(maxExpert(*routing), int64_t(7));
+  }
+
+  void otherRunsHaveNoRouting() {
+    trace::RunResult none;
+    QVERIFY(!expertRoutingOf(none).has_value());
+    trace::RunResult r = routingRun();
+    r.traces.back().values[3].tensor = tensor(DType::I64, {2, 2}, {1, 2, 3, 4});  // 2 tokens
+    QVERIFY(!expertRoutingOf(r).has_value());
+  }
+
+  void viewReadsOutAndClicksNameTheTopExpert() {
+    RoutingView view;
+    view.resize(600, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
+    QCOMPARE(view.readOut(0, 2), QString("layer 1, token ' is': expert 7 (0.90), 5 (0.10)"));
+    QCOMPARE(view.readOut(1, 0), QString("layer 3, token 'The': expert 3 (0.50), 4 (0.50)"));
+    QSignalSpy clicked(&view, &RoutingView::expertClicked);
+    QTest::mouseClick(view.canvas(), Qt::LeftButton, {}, view.cellCentre(1, 1));
+    QCOMPARE(clicked.count(), 1);
+    QCOMPARE(clicked.at(0).at(0).toLongLong(), 3LL);  // layer 3
+    QCOMPARE(clicked.at(0).at(1).toLongLong(), 6LL);  // its top expert for token 1
+    QSignalSpy route(&view, &RoutingView::routeRequested);
+    view.routeButton()->click();
+    QCOMPARE(route.count(), 1);
+  }
+};
+
+QTEST_MAIN(TestRoutingView)
+#include "tst_routing_view.moc"
