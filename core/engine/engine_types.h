@@ -9,6 +9,7 @@
 
 #include "../host_tensor.h"
 #include "../model/failure_injection.h"
+#include "../parallel/head_layout.h"
 
 namespace shardscope {
 
@@ -109,6 +110,9 @@ struct ModelInfo {
   int64_t hiddenSize = 0;
   std::vector<int64_t> eosTokenIds;
   std::vector<ModuleInfo> modules;  // depth-first, parents before children
+
+  // Where each attention head lies in gathered qkv_proj and rotary_emb values.
+  HeadLayout headLayout() const { return HeadLayout(numHeads, numKvHeads, headDim, tp); }
 };
 
 }  // namespace shardscope

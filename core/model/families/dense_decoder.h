@@ -48,6 +48,9 @@ class DecoderMLP : public Module {
  public:
   DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp);
   const char* kind() const override { return "MLP"; }
+  // mlp(x) from a trace: the block on a whole [T, H] (its own all-reduce included).
+  bool callableWithWhole() const override { return true; }
+  std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
   void load(LoadContext& ctx, const std::string& hfPrefix);
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& b) const;
 
