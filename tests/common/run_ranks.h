@@ -15,7 +15,7 @@ namespace shardscope::test {
 template <class F>
 std::vector<std::string> runRanks(int size, F fn) {
   auto groups = LocalGroup::create(size);
-  std::vector<std::string> errors(size_t(size));
+  std::vector<std::string> errors(static_cast<size_t>(size));
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {

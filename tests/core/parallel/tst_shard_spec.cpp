@@ -34,7 +34,8 @@ struct Layout {
 void checkLayout(const Layout& l, int tp) {
   const at::Tensor whole = values(l.wholeShape);
   const at::Tensor edited = values(l.wholeShape, 1000);
-  std::vector<at::Tensor> gathered(size_t(tp)), written(size_t(tp)), locals(size_t(tp));
+  std::vector<at::Tensor> gathered(static_cast<size_t>(tp)), written(static_cast<size_t>(tp)),
+      locals(static_cast<size_t>(tp));
   const auto errors = test::runRanks(tp, [&](int r, ProcessGroup& g) {
     at::Tensor local = l.shardOf(whole, r, tp).clone();
     locals[size_t(r)] = local.clone();
@@ -67,7 +68,7 @@ class TestShardSpec : public QObject {
   void replicatedIsTheLocalTensor() {
     QFETCH(int, tp);
     checkLayout({ShardSpec::whole(), [](const at::Tensor& w, int, int) { return w; }, {3, 8}}, tp);
-    std::vector<char> same(size_t(tp));
+    std::vector<char> same(static_cast<size_t>(tp));
     test::runRanks(tp, [&](int r, ProcessGroup& g) {
       at::Tensor local = values({2, 3});
       same[size_t(r)] = gather(local, ShardSpec::whole(), g).is_same(local);
@@ -121,7 +122,7 @@ class TestShardSpec : public QObject {
     for (int r = 0; r < tp; ++r) shards.push_back(rankShard(r));
     const at::Tensor whole = at::cat(shards, 1);
     const ShardSpec spec = ShardSpec::fused({qPerRank * d, kvPerRank * d, kvPerRank * d});
-    std::vector<at::Tensor> gathered(size_t(tp)), written(size_t(tp));
+    std::vector<at::Tensor> gathered(static_cast<size_t>(tp)), written(static_cast<size_t>(tp));
     const at::Tensor edited = whole + 1000;
     const auto errors = test::runRanks(tp, [&](int r, ProcessGroup& g) {
       at::Tensor local = shards[size_t(r)].clone();
@@ -168,8 +169,8 @@ class TestShardSpec : public QObject {
     at::Tensor sum = at::zeros({2, 3});
     for (int r = 0; r < tp; ++r) sum += part(r);
     const at::Tensor edited = values({2, 3}, -50) * 3;
-    std::vector<at::Tensor> gathered(size_t(tp)), reduced(size_t(tp));
-    std::vector<char> untouched(size_t(tp));
+    std::vector<at::Tensor> gathered(static_cast<size_t>(tp)), reduced(static_cast<size_t>(tp));
+    std::vector<char> untouched(static_cast<size_t>(tp));
     const auto errors = test::runRanks(tp, [&](int r, ProcessGroup& g) {
       at::Tensor local = part(r);
       at::Tensor w = gather(local, ShardSpec::partialSum(), g);
