@@ -118,15 +118,16 @@ std::string ScriptBuilder::logitLens(const GenerationSettings& g) const {
 
 std::string ScriptBuilder::attentionPattern(int64_t layer, int64_t head,
                                             const GenerationSettings& g) const {
-  const int64_t d = model_.headDim;
-  // The gathered k holds the KV heads once per rank that needs them when tp > num_kv_heads.
-  const int64_t kvSlots = std::max<int64_t>(model_.numKvHeads, model_.tp);
-  const int64_t kSlot = head / (model_.numHeads / kvSlots);
+  const HeadLayout heads = model_.headLayout();
+  const int64_t d = heads.headDim();
+  // Columns in units of head_dim, so the script reads as "head * d".
+  const int64_t qSlot = heads.rotaryQueryColumns(head).start / d;
+  const int64_t kSlot = heads.rotaryKeyColumnsFor(head).start / d;
   std::ostringstream s;
   s << header() << "d = " << d << "\n"
     << "with model.trace(" << quote(g.prompts.at(0)) << ", max_tokens=1):\n"
     << "    qk = " << layerPath(layer) << ".self_attn.rotary_emb.output\n"
-    << "    q_head = qk[0][:, " << head << " * d:" << head + 1 << " * d].save()\n"
+    << "    q_head = qk[0][:, " << qSlot << " * d:" << qSlot + 1 << " * d].save()\n"
     << "    k_head = qk[1][:, " << kSlot << " * d:" << kSlot + 1 << " * d].save()\n";
   return s.str();
 }

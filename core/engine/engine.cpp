@@ -322,7 +322,7 @@ void Engine::Impl::buildInfo() {
     mi.kind = m.kind();
     mi.depth = depth;
     for (PortRole r : {PortRole::Input, PortRole::Output}) {
-      mi.ports.push_back({m.port(r).name, shardKindName(m.port(r).kind)});
+      mi.ports.push_back({m.port(r).name, m.port(r).shard.name()});
     }
     for (const Parameter& p : m.parameters())
       mi.parameters.push_back({p.name, p.shard.sizes().vec(), p.fullShape});

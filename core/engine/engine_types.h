@@ -9,6 +9,7 @@
 
 #include "../host_tensor.h"
 #include "../model/failure_injection.h"
+#include "../parallel/head_layout.h"
 
 namespace shardscope {
 
@@ -115,6 +116,9 @@ struct ModelInfo {
   int64_t expertsPerToken = 0;  // top-k of the MoE router
   std::vector<int64_t> eosTokenIds;
   std::vector<ModuleInfo> modules;  // depth-first, parents before children
+
+  // Where each attention head lies in gathered qkv_proj and rotary_emb values.
+  HeadLayout headLayout() const { return HeadLayout(numHeads, numKvHeads, headDim, tp); }
 };
 
 }  // namespace shardscope

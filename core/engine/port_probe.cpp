@@ -1,5 +1,6 @@
 #include "port_probe.h"
 
+#include "../parallel/shard_spec.h"
 #include "generation.h"
 
 namespace shardscope {
@@ -14,19 +15,12 @@ class ShapeRecorder : public PortObserver {
     PortShape s;
     s.module = m.path();
     s.port = spec.name;
-    s.shardKind = shardKindName(spec.kind);
+    s.shardKind = spec.shard.name();
     s.tuple = value.tuple;
     for (const at::Tensor& t : value.items) {
       std::vector<int64_t> shard = t.defined() ? t.sizes().vec() : std::vector<int64_t>{};
-      std::vector<int64_t> whole = shard;
-      const bool split = spec.kind != ShardKind::Whole && spec.kind != ShardKind::PartialSum;
-      if (split && !whole.empty()) {
-        const int64_t dim =
-            spec.splitDim < 0 ? int64_t(whole.size()) + spec.splitDim : spec.splitDim;
-        whole[dim] = whole[dim] * tp_ / spec.replicas;
-      }
+      s.whole.push_back(wholeShape(shard, spec.shard, tp_));
       s.shard.push_back(std::move(shard));
-      s.whole.push_back(std::move(whole));
     }
     shapes.push_back(std::move(s));
   }

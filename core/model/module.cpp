@@ -4,28 +4,9 @@
 
 #include "../error.h"
 #include "causal_lm.h"
+#include "module_call.h"
 
 namespace shardscope {
-
-const char* shardKindName(ShardKind k) {
-  switch (k) {
-    case ShardKind::Whole:
-      return "whole";
-    case ShardKind::Column:
-      return "column";
-    case ShardKind::FusedColumn:
-      return "fused";
-    case ShardKind::RowInput:
-      return "row";
-    case ShardKind::Head:
-      return "head";
-    case ShardKind::PartialSum:
-      return "partial";
-    case ShardKind::Vocab:
-      return "vocab";
-  }
-  return "?";
-}
 
 Module::Module(std::string name, Module* parent, std::optional<int64_t> index)
     : name_(std::move(name)), index_(index), parent_(parent) {
@@ -36,9 +17,12 @@ Module::Module(std::string name, Module* parent, std::optional<int64_t> index)
   } else {
     path_ = parent_->path_ + "." + name_;
   }
-  if (parent_) parent_->children_.push_back(this);
-  ports_[0] = {"input", ShardKind::Whole, -1, 1};
-  ports_[1] = {"output", ShardKind::Whole, -1, 1};
+  if (parent_) {
+    parent_->children_.push_back(this);
+    layer_ = parent_->layer_;
+  }
+  ports_[0] = {"input", ShardSpec::whole()};
+  ports_[1] = {"output", ShardSpec::whole()};
 }
 
 Module::~Module() = default;
@@ -50,9 +34,23 @@ void Module::setPorts(PortSpec input, PortSpec output) {
   ports_[1] = std::move(output);
 }
 
-void Module::setReplicas(int replicas) {
-  ports_[0].replicas = replicas;
-  ports_[1].replicas = replicas;
+void Module::setPorts(ShardSpec input, ShardSpec output, bool perRequest) {
+  setPorts(PortSpec{"", std::move(input), perRequest}, PortSpec{"", std::move(output), perRequest});
+}
+
+void Module::addMethod(ModuleMethod m) {
+  methods_.push_back(std::move(m));
+}
+
+const ModuleMethod* Module::method(const std::string& name) const {
+  for (const auto& m : methods_) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<at::Tensor> Module::callWhole(const ModuleCall&) const {
+  throw ModuleCallError(path() + " (" + kind() + ") cannot be called from a trace");
 }
 
 void Module::addParameter(Parameter p) {

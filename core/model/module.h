@@ -5,32 +5,31 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "../parallel/shard_spec.h"
+
 namespace shardscope {
 
-// How a port's value is laid out across tensor-parallel ranks (SPEC section 2).
-enum class ShardKind {
-  Whole,        // every rank holds the whole value
-  Column,       // split along the last dimension, gathered in rank order
-  FusedColumn,  // several column outputs fused (qkv, gate_up): gathered in rank order
-  RowInput,     // input of a row-parallel layer: split along the last dimension
-  Head,         // split by attention heads (dimension 1 of [T, heads, d], or last of [T, heads*d])
-  PartialSum,   // each rank holds a partial sum; reading all-reduces
-  Vocab,        // split along the vocabulary
-};
-
-const char* shardKindName(ShardKind k);
+class ModuleCall;
 
 struct PortSpec {
-  std::string name;  // "input" or "output"
-  ShardKind kind = ShardKind::Whole;
-  int64_t splitDim = -1;  // dimension the shards are cut along (for split kinds)
-  int replicas = 1;       // ranks holding each distinct shard (KV heads replicated when tp > n_kv)
+  std::string name;         // "input" or "output"
+  ShardSpec shard;          // how every tensor of the port's value is laid out across ranks
   bool perRequest = false;  // rows are requests (logits, samples), not the step's tokens
+};
+
+// A method trace scripts can call on a module (q_head on qkv_proj, head on o_proj): tensors and
+// integers in, tensors out (one is returned as a tensor, several as a tuple). Views of an argument
+// stay views, so `o_proj.head(z, 3)[:] = 0` writes into z.
+struct ModuleMethod {
+  std::string name;   // "q_head"
+  std::string usage;  // "q_head(qkv_output, head)", for error messages
+  std::function<std::vector<at::Tensor>(const ModuleCall&)> call;
 };
 
 struct Parameter {
@@ -59,13 +58,31 @@ class Module {
   const Parameter* parameter(const std::string& name) const;
   // The module at `relativePath` below this one ("layers[3].self_attn"), or nullptr.
   const Module* find(const std::string& relativePath) const;
-  // Ranks that hold each distinct shard of the ports (KV heads replicated when tp > n_kv).
-  void setReplicas(int replicas);
   // vLLM class name, shown in the tree ("QKVParallelLinear").
   virtual const char* kind() const = 0;
 
+  // The decoder layer this module belongs to (declared by the layer, inherited by its children);
+  // nullopt outside the layers (embedding, final norm, lm_head).
+  std::optional<int64_t> layer() const { return layer_; }
+  // The methods trace scripts can call on this module, and one of them by name (or nullptr).
+  const std::vector<ModuleMethod>& methods() const { return methods_; }
+  const ModuleMethod* method(const std::string& name) const;
+  // Whether a trace script can call the module itself with whole tensors (`model.model.norm(h)`);
+  // callWhole runs it without visiting ports and returns its outputs.
+  virtual bool callableWithWhole() const { return false; }
+  virtual std::vector<at::Tensor> callWhole(const ModuleCall& call) const;
+  // A port a script reads by naming the module (model.logits): the name stands for its output.
+  virtual bool readsAsValue() const { return false; }
+  // Why the forward never visits this module's ports (lm_head: the logits processor uses its
+  // weight), with what to read instead; empty for modules the forward runs.
+  virtual std::string neverVisitedReason() const { return {}; }
+
  protected:
   void setPorts(PortSpec input, PortSpec output);
+  void setPorts(ShardSpec input, ShardSpec output, bool perRequest = false);
+  void addMethod(ModuleMethod m);
+  // Marks this module as decoder layer `layer`; call before creating its children.
+  void setLayer(int64_t layer) { layer_ = layer; }
   void addParameter(Parameter p);
   // Owned children are registered by their constructor through the parent pointer.
   template <class T, class... Args>
@@ -80,11 +97,13 @@ class Module {
   std::string name_;
   std::string path_;
   std::optional<int64_t> index_;
+  std::optional<int64_t> layer_;
   Module* parent_;
   std::vector<Module*> children_;
   std::vector<std::unique_ptr<Module>> owned_;
   PortSpec ports_[2];
   std::vector<Parameter> params_;
+  std::vector<ModuleMethod> methods_;
 };
 
 // A port that is not a layer: model.logits ([requests, V] before sampling) and model.samples
@@ -93,10 +112,10 @@ class StepPort : public Module {
  public:
   StepPort(std::string name, Module* parent, const char* kind)
       : Module(std::move(name), parent), kind_(kind) {
-    PortSpec p{"", ShardKind::Whole, -1, 1, true};
-    setPorts(p, p);
+    setPorts(ShardSpec::whole(), ShardSpec::whole(), true);
   }
   const char* kind() const override { return kind_; }
+  bool readsAsValue() const override { return true; }
 
  private:
   const char* kind_;

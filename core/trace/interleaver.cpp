@@ -3,9 +3,10 @@
 #include <algorithm>
 
 #include "../engine/generation.h"
-#include "../model/families/dense_decoder.h"
+#include "../model/module_call.h"
 #include "../model/tokenizer.h"
 #include "../parallel/collective_board.h"
+#include "../parallel/shard_spec.h"
 #include "coroutine.h"
 #include "interpreter.h"
 #include "trace_device.h"
@@ -46,6 +47,39 @@ Value toCpu(const Value& v) {
     return c;
   }
   return v;
+}
+
+// A script's arguments to a module or module method, at tensor level.
+std::vector<CallArg> callArgs(const CallArgs& args, const std::string& callee,
+                              const Interleaver& owner) {
+  std::vector<CallArg> out;
+  for (size_t i = 0; i < args.positional.size(); ++i) {
+    const Value& v = args.positional[i];
+    CallArg a;
+    if (v->type == Type::Tensor) {
+      a.tensor = v->tensor;
+    } else if (v->type == Type::Int || v->type == Type::Bool) {
+      a.integer = v->type == Type::Bool ? int64_t(v->boolValue) : int64_t(v->intValue);
+    } else if (v->type == Type::Module && owner.findModule(v->str)) {
+      a.module = owner.findModule(v->str);
+    } else {
+      throw RuntimeFailure(callee + "(): argument " + std::to_string(i + 1) +
+                           " must be a tensor, an int or a module, got " + typeName(v->type));
+    }
+    out.push_back(std::move(a));
+  }
+  if (!args.keywords.empty())
+    throw RuntimeFailure(callee + "() takes positional arguments only, got " +
+                         args.keywords[0].first + "=");
+  return out;
+}
+
+// One returned tensor is a tensor; several are a tuple (select_experts: weights and ids).
+Value callResult(const std::vector<at::Tensor>& results) {
+  if (results.size() == 1) return tensor(results[0]);
+  std::vector<Value> items;
+  for (const at::Tensor& t : results) items.push_back(tensor(t));
+  return tuple(items);
 }
 
 }  // namespace
@@ -99,9 +133,8 @@ class Mediator : public Host {
   bool viewsModelMemory(const at::Tensor& t) const override { return owner_.viewsPortValue(t); }
   Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) override {
     const Module* m = resolve(in, module->str);
-    if (m->path() == "model" && (name == "logits" || name == "samples")) {
-      return readPort(in, owner_.findModule("model." + name), PortRole::Output);
-    }
+    if (const Module* c = owner_.findModule(m->path() + "." + name); c && c->readsAsValue())
+      return readPort(in, c, PortRole::Output);
     if (name == "output") return readPort(in, m, PortRole::Output);
     if (name == "input") return readPort(in, m, PortRole::Input);
     if (name == "inputs") return tuple({readPort(in, m, PortRole::Input)});
@@ -109,24 +142,19 @@ class Mediator : public Host {
     if (name == "whole")
       return builtin("whole",
                      [this, m](CallArgs& a) { return wholeParameter(m, str(a.required(0))); });
-    if (const auto* qkv = dynamic_cast<const QKVParallelLinear*>(m)) {
-      if (name == "q_head" || name == "k_head" || name == "v_head") {
-        return builtin(name, [this, qkv, name](CallArgs& a) {
-          return qkvHead(*qkv, name[0], a.required(0), asInt(a.required(1, "head"), "head"));
-        });
-      }
-    }
-    if (dynamic_cast<const RowParallelLinear*>(m) && m->name() == "o_proj" && name == "head") {
-      return builtin("head", [this](CallArgs& a) {
-        const auto& c = owner_.rank().model.config();
-        const long long h = asInt(a.required(1, "head"), "head");
-        if (h < 0 || h >= c.numHeads)
-          throw RuntimeFailure("head " + std::to_string(h) + " out of range [0, " +
-                               std::to_string(c.numHeads) + ")");
-        return tensor(a.required(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
+    if (const ModuleMethod* method = m->method(name)) {
+      return builtin(name, [this, m, method](CallArgs& a) {
+        const std::string callee = m->path() + "." + method->name;
+        const ForwardBatch batch = plain();
+        try {
+          return callResult(method->call(ModuleCall(callee, callArgs(a, callee, owner_), batch)));
+        } catch (const ModuleCallError& e) {
+          throw RuntimeFailure(std::string(e.what()) + " (usage: " + m->path() + "." +
+                               method->usage + ")");
+        }
       });
     }
-    if (m->path() == "model" && name == "tokenizer") return tokenizerObject(in);
+    if (!m->parent() && name == "tokenizer") return tokenizerObject(in);
     return moduleProxyOrFail(in, m, m->path() + "." + name, name);
   }
 
@@ -174,30 +202,13 @@ class Mediator : public Host {
 
   Value callModule(Interpreter& in, const Value& module, CallArgs& args) override {
     const Module* m = resolve(in, module->str);
-    RankContext& r = owner_.rank();
-    ForwardBatch plain{r.group, at::Tensor(), {}, nullptr, step, {}, {}};
-    const auto input = [&](size_t i) {
-      if (i >= args.positional.size() || args.positional[i]->type != Type::Tensor)
-        in.fail(m->path() + "() expects a tensor argument");
-      return args.positional[i]->tensor;
-    };
-    if (const auto* lp = dynamic_cast<const LogitsProcessor*>(m)) {
-      const auto* head = dynamic_cast<const ParallelLMHead*>(owner_.findModule("model.lm_head"));
-      if (args.positional.empty() || args.positional[0]->type != Type::Module ||
-          args.positional[0]->str != "model.lm_head") {
-        in.fail("call it as model.logits_processor(model.lm_head, h)");
-      }
-      at::Tensor h = input(1);
-      const bool vec = h.dim() == 1;
-      at::Tensor out = lp->forward(*head, vec ? h.unsqueeze(0) : h, plain);
-      return tensor(vec ? out.squeeze(0) : out);
+    if (!m->callableWithWhole()) {
+      in.fail("calling " + m->path() + " (" + m->kind() +
+              ") from a trace is not supported; callable modules: " + owner_.callableKinds());
     }
-    if (const auto* norm = dynamic_cast<const RMSNorm*>(m)) return tensor(norm->apply(input(0)));
-    if (const auto* mlp = dynamic_cast<const FeedForward*>(m))  // dense or MoE mlp blocks
-      return tensor(mlp->forward(input(0), plain));
-    in.fail("calling " + m->path() + " (" + m->kind() +
-            ") from a trace is not supported; callable modules: "
-            "norms (RMSNorm), mlp blocks, and model.logits_processor(model.lm_head, h)");
+    const ForwardBatch batch = plain();
+    return callResult(
+        m->callWhole(ModuleCall(m->path(), callArgs(args, m->path(), owner_), batch)));
   }
 
   Value tracerAttribute(Interpreter& in, const Value&, const std::string& name) override {
@@ -335,37 +346,16 @@ class Mediator : public Host {
     if (p->splitDim < 0) return tensor(p->shard.clone());
     const std::string where = m->path() + "." + name + ".whole()";
     CollectiveSite site(where, step);
-    at::Tensor whole = owner_.rank().group.allGather(p->shard, p->splitDim);
-    return tensor(
-        whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
+    const int64_t dim = p->splitDim;
+    ProcessGroup& group = owner_.rank().group;
+    at::Tensor whole = gather(
+        p->shard, ShardSpec::padded(ShardKind::Column, dim, p->fullShape[size_t(dim)]), group);
+    return tensor(group.size() == 1 ? whole.clone() : whole);  // never a view of the weights
   }
 
-  Value qkvHead(const QKVParallelLinear& qkv, char which, const Value& v, long long h) {
-    if (v->type != Type::Tensor)
-      throw RuntimeFailure("q_head/k_head/v_head take the qkv_proj output tensor");
-    const auto& c = owner_.rank().model.config();
-    const int tp = owner_.rank().group.size();
-    const int64_t d = c.headDim, qh = qkv.headsPerRank(), kvh = qkv.kvHeadsPerRank();
-    const int64_t perRank = (qh + 2 * kvh) * d;
-    if (v->tensor.size(-1) != perRank * tp) {
-      throw RuntimeFailure("expected the gathered qkv_proj output with " +
-                           std::to_string(perRank * tp) + " columns, got " +
-                           std::to_string(v->tensor.size(-1)));
-    }
-    const int64_t heads = which == 'q' ? c.numHeads : c.numKvHeads;
-    if (h < 0 || h >= heads)
-      throw RuntimeFailure(std::string(1, which) + " head " + std::to_string(h) +
-                           " out of range [0, " + std::to_string(heads) + ")");
-    int64_t rank, offset;
-    if (which == 'q') {
-      rank = h / qh;
-      offset = (h % qh) * d;
-    } else {
-      const int replicas = qkv.kvReplicas();
-      rank = replicas > 1 ? h * replicas : h / kvh;  // the first rank holding this KV head
-      offset = qh * d + (which == 'v' ? kvh * d : 0) + (replicas > 1 ? 0 : (h % kvh) * d);
-    }
-    return tensor(v->tensor.narrow(-1, rank * perRank + offset, d));
+  // The step's group and step, observed by nobody: a module called from a script visits no ports.
+  ForwardBatch plain() const {
+    return ForwardBatch{owner_.rank().group, at::Tensor(), {}, nullptr, step, {}, {}};
   }
 
   Value tokenizerObject(Interpreter& in) {
@@ -422,14 +412,23 @@ const Module* Interleaver::findModule(const std::string& path) const {
   return it == extra_.end() ? nullptr : it->second;
 }
 
+std::string Interleaver::callableKinds() const {
+  std::set<std::string> kinds;
+  for (const auto* modules : {index_, &extra_}) {
+    for (const auto& [path, m] : *modules) {
+      if (m->callableWithWhole()) kinds.insert(m->kind());
+    }
+  }
+  std::string list;
+  for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + k;
+  return list.empty() ? "none in this model" : list;
+}
+
 namespace {
 
-// The decoder layer a module belongs to ("model.model.layers[3].mlp" -> 3), or -1.
+// The decoder layer a module belongs to, or -1.
 int64_t layerOf(const Module* m) {
-  for (; m && m->parent(); m = m->parent()) {
-    if (m->index() && m->parent()->name() == "layers") return *m->index();
-  }
-  return -1;
+  return m->layer().value_or(-1);
 }
 
 }  // namespace
@@ -470,45 +469,6 @@ void Interleaver::start() {
   for (auto& m : mediators_) resume(*m);
 }
 
-at::Tensor Interleaver::gather(const at::Tensor& local, const PortSpec& spec) {
-  if (!local.defined()) return local;
-  ProcessGroup& g = ctx_.group;
-  switch (spec.kind) {
-    case ShardKind::Whole:
-      return local;
-    case ShardKind::PartialSum: {
-      at::Tensor t = local.clone();
-      g.allReduceSum(t);
-      return t;
-    }
-    default: {
-      if (g.size() == 1) return local;
-      const int64_t dim = spec.splitDim < 0 ? local.dim() + spec.splitDim : spec.splitDim;
-      at::Tensor whole = g.allGather(local.contiguous(), dim);
-      if (spec.replicas <= 1) return whole;
-      std::vector<at::Tensor> distinct;  // one copy of each replicated shard
-      auto parts = whole.chunk(g.size(), dim);
-      for (int r = 0; r < g.size(); r += spec.replicas) distinct.push_back(parts[r]);
-      return at::cat(distinct, dim);
-    }
-  }
-}
-
-void Interleaver::scatter(at::Tensor& local, const at::Tensor& whole, const PortSpec& spec) {
-  if (!local.defined() || spec.kind == ShardKind::Whole)
-    return;  // whole ports were edited in place
-  ProcessGroup& g = ctx_.group;
-  if (spec.kind == ShardKind::PartialSum) {
-    local.copy_(whole / double(g.size()));  // the block's own reduce sums it exactly once
-    return;
-  }
-  if (g.size() == 1) return;  // the whole is the local tensor
-  const int64_t dim = spec.splitDim < 0 ? local.dim() + spec.splitDim : spec.splitDim;
-  const int64_t chunk = local.size(dim);
-  const int64_t index = spec.replicas > 1 ? g.rank() / spec.replicas : g.rank();
-  local.copy_(whole.narrow(dim, index * chunk, chunk));
-}
-
 void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
                         const ForwardBatch& batch) {
   if (batch.step != currentStep_) {
@@ -524,12 +484,13 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   }
   if (!waited) return;
 
-  const PortSpec& spec = module.port(role);
+  const ShardSpec& shard = module.port(role).shard;
+  const bool perRequest = module.port(role).perRequest;
   const std::string port = portName(&module, role);
   CollectiveSite site(port, batch.step);
   std::vector<at::Tensor> wholes;
   for (const at::Tensor& t : value.items) {
-    wholes.push_back(gather(t, spec));
+    wholes.push_back(gather(t, shard, ctx_.group));
     if (wholes.back().defined() && wholes.back().has_storage())
       servedStorages_.insert(wholes.back().storage().unsafeGetStorageImpl());
   }
@@ -554,7 +515,7 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
     for (const at::Tensor& w : wholes) {
       if (!w.defined()) {
         items.push_back(none());
-      } else if (spec.perRequest) {
+      } else if (perRequest) {
         items.push_back(tensor(w.narrow(0, first, spans)));
       } else {
         items.push_back(tensor(w.narrow(0, batch.spans[first].tokenStart, tokens)));
@@ -569,7 +530,8 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
     m->serving = false;
   }
   if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
-  for (size_t i = 0; i < value.items.size(); ++i) scatter(value.items[i], wholes[i], spec);
+  for (size_t i = 0; i < value.items.size(); ++i)
+    scatterBack(value.items[i], wholes[i], shard, ctx_.group);
 }
 
 void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {
@@ -593,12 +555,11 @@ void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& fi
     if (m->wait != Mediator::Wait::Port) continue;
     const std::string port = portName(m->waitModule, m->waitRole);
     if (m->step == batch.step) {
-      const bool lmHead = m->waitModule->path() == "model.lm_head";
-      m->interpreter().fail("waited on " + port + " at step " + std::to_string(m->step) +
-                            ", but the model never reached it in that step" +
-                            (lmHead ? "; lm_head is never called: read model.logits or use "
-                                      "model.logits_processor(model.lm_head, h)"
-                                    : "; check the module path and that the step exists"));
+      const std::string never = m->waitModule->neverVisitedReason();
+      m->interpreter().fail(
+          "waited on " + port + " at step " + std::to_string(m->step) +
+          ", but the model never reached it in that step" +
+          (never.empty() ? "; check the module path and that the step exists" : "; " + never));
     }
     if (endedNow(*m)) {
       if (m->unbounded > 0) {

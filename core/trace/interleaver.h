@@ -82,10 +82,10 @@ class Interleaver : public PortObserver {
   // Whether `t` shares storage with a port value handed to a block (model memory or a gathered
   // buffer that is scattered back): saving it must copy it.
   bool viewsPortValue(const at::Tensor& t) const;
+  // The kinds of the modules a script can call with whole tensors, for error messages.
+  std::string callableKinds() const;
 
  private:
-  at::Tensor gather(const at::Tensor& local, const PortSpec& spec);
-  void scatter(at::Tensor& local, const at::Tensor& whole, const PortSpec& spec);
   void resume(Mediator& m);
 
   RankContext& ctx_;

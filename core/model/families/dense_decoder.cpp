@@ -1,6 +1,7 @@
 #include "dense_decoder.h"
 
 #include "../../error.h"
+#include "../module_call.h"
 #include "../weight_source.h"
 #include "qwen3_moe.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
@@ -19,18 +20,20 @@ DecoderAttention::DecoderAttention(Module* parent, const ModelConfig& c, int64_t
     : Module("self_attn", parent), headDim_(c.headDim) {
   qkvProj = child<QKVParallelLinear>("qkv_proj", this, c.hiddenSize, c.headDim, c.numHeads,
                                      c.numKvHeads, c.qkvBias, tp);
-  const int replicas = qkvProj->kvReplicas();
   if (c.qkNorm) {
-    qNorm = child<RMSNorm>("q_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
-    kNorm = child<RMSNorm>("k_norm", this, c.headDim, c.rmsNormEps, ShardKind::Head, 1);
+    // [T, heads, d]; a KV head replicated on several ranks is read once.
+    qNorm = child<RMSNorm>("q_norm", this, c.headDim, c.rmsNormEps,
+                           ShardSpec::split(ShardKind::Head, 1));
+    kNorm = child<RMSNorm>("k_norm", this, c.headDim, c.rmsNormEps,
+                           ShardSpec::split(ShardKind::Head, 1, qkvProj->kvReplicas()));
   }
   rotaryEmb = child<RotaryEmbedding>("rotary_emb", this, c);
   attn = child<Attention>("attn", this, layer, qkvProj->headsPerRank(), qkvProj->kvHeadsPerRank(),
                           c.headDim);
   oProj = child<RowParallelLinear>("o_proj", this, c.numHeads * c.headDim, c.hiddenSize, false, tp);
+  oProj->declareInputHeads(c.numHeads, c.headDim);
   qSize_ = qkvProj->headsPerRank() * c.headDim;
   kvSize_ = qkvProj->kvHeadsPerRank() * c.headDim;
-  if (kNorm) kNorm->setReplicas(replicas);
 }
 
 void DecoderAttention::load(LoadContext& ctx, const std::string& hf) {
@@ -127,6 +130,7 @@ at::Tensor DecoderMLP::forward(const at::Tensor& x, const ForwardBatch& b) const
 
 DecoderLayer::DecoderLayer(Module* parent, const ModelConfig& c, int64_t layer, TpRank tp)
     : Module("layers", parent, layer), layer_(layer) {
+  setLayer(layer);
   inputLayernorm = child<RMSNorm>("input_layernorm", this, c.hiddenSize, c.rmsNormEps);
   selfAttn = child<DecoderAttention>(this, c, layer, tp);
   postAttentionLayernorm =

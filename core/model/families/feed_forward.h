@@ -4,10 +4,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "../forward_batch.h"
 #include "../layers/tp_rank.h"
 #include "../module.h"
+#include "../module_call.h"
 
 namespace shardscope {
 
@@ -18,6 +20,11 @@ class FeedForward : public Module {
   virtual void load(LoadContext& ctx, const std::string& hfPrefix) = 0;
   // x: [T, H] whole  ->  [T, H] whole. Visits the block's ports and its children's.
   virtual at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const = 0;
+  // mlp(x) from a trace: the block on a whole [T, H] (its own all-reduce included).
+  bool callableWithWhole() const override { return true; }
+  std::vector<at::Tensor> callWhole(const ModuleCall& call) const override {
+    return {forward(call.tensor(0, "x"), call.batch())};
+  }
 };
 
 }  // namespace shardscope

@@ -17,7 +17,7 @@ Attention::Attention(std::string name, Module* parent, int64_t layer, int64_t he
       kvHeads_(kvHeadsPerRank),
       headDim_(headDim),
       scale_(1.0 / std::sqrt(double(headDim))) {
-  setPorts({"", ShardKind::Head, -1}, {"", ShardKind::Head, -1});
+  setPorts(ShardSpec::split(ShardKind::Head), ShardSpec::split(ShardKind::Head));
 }
 
 at::Tensor Attention::attendSpan(const at::Tensor& q, const at::Tensor& keys,

@@ -1,6 +1,7 @@
 #include "column_parallel_linear.h"
 
 #include "../../error.h"
+#include "../module_call.h"
 #include "../weight_source.h"
 #include "linear.h"
 
@@ -14,7 +15,7 @@ ColumnParallelLinear::ColumnParallelLinear(std::string name, Module* parent, int
       hasBias_(bias),
       tp_(tp) {
   SS_ASSERT(outFeatures % tp.size == 0, path() + ": output features not divisible by tp");
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::Column, -1});
+  setPorts(ShardSpec::whole(), ShardSpec::split(ShardKind::Column));
 }
 
 void ColumnParallelLinear::setShard(at::Tensor weight, at::Tensor bias,
@@ -51,7 +52,8 @@ MergedColumnParallelLinear::MergedColumnParallelLinear(std::string name, Module*
                            bias, tp),
       outEach_(outEach),
       parts_(std::move(parts)) {
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::FusedColumn, -1});
+  setPorts(ShardSpec::whole(),
+           ShardSpec::fused(std::vector<int64_t>(parts_.size(), outEach_ / tp.size)));
 }
 
 void MergedColumnParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
@@ -73,20 +75,43 @@ QKVParallelLinear::QKVParallelLinear(std::string name, Module* parent, int64_t h
     : ColumnParallelLinear(std::move(name), parent, hidden,
                            (numHeads + std::max<int64_t>(numKvHeads, tp.size) * 2) * headDim, bias,
                            tp),
-      headDim_(headDim),
-      numHeads_(numHeads),
-      numKvHeads_(numKvHeads),
-      qHeads_(numHeads / tp.size),
-      kvHeads_(std::max<int64_t>(numKvHeads / tp.size, 1)),
-      kvReplicas_(tp.size > numKvHeads ? int(tp.size / numKvHeads) : 1) {
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::FusedColumn, -1});
+      layout_(numHeads, numKvHeads, headDim, tp.size) {
+  const int64_t q = layout_.qHeadsPerRank() * headDim, kv = layout_.kvHeadsPerRank() * headDim;
+  setPorts(ShardSpec::whole(), ShardSpec::fused({q, kv, kv}));
+  addHeadMethod("q_head", HeadPart::Query);
+  addHeadMethod("k_head", HeadPart::Key);
+  addHeadMethod("v_head", HeadPart::Value);
+}
+
+void QKVParallelLinear::addHeadMethod(const char* name, HeadPart part) {
+  const std::string usage = std::string(name) + "(qkv_output, head)";
+  addMethod({name, usage, [this, name, part](const ModuleCall& call) {
+               const at::Tensor& out = call.tensor(0, "the qkv_proj output");
+               const int64_t h = call.integer(1, "head");
+               if (out.dim() == 0 || out.size(-1) != layout_.gatheredQkvColumns()) {
+                 throw ModuleCallError(
+                     call.callee() + "(): expected the gathered qkv_proj output with " +
+                     std::to_string(layout_.gatheredQkvColumns()) + " columns, got " +
+                     (out.dim() == 0 ? std::string("a scalar") : std::to_string(out.size(-1))));
+               }
+               if (!layout_.contains(part, h)) {
+                 throw ModuleCallError(std::string(1, name[0]) + " head " + std::to_string(h) +
+                                       " out of range [0, " +
+                                       std::to_string(layout_.numHeads(part)) + ")");
+               }
+               const HeadColumns c = layout_.qkvColumns(part, h);
+               return std::vector<at::Tensor>{out.narrow(-1, c.start, c.size)};
+             }});
 }
 
 void QKVParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
-  const int64_t q = numHeads_ * headDim_, kv = numKvHeads_ * headDim_;
-  const auto qSlice = SliceSpec::along(0, tp_.rank * qHeads_ * headDim_, qHeads_ * headDim_);
-  const int64_t kvHead0 = (tp_.rank / kvReplicas_) * kvHeads_;
-  const auto kvSlice = SliceSpec::along(0, kvHead0 * headDim_, kvHeads_ * headDim_);
+  const int64_t headDim = layout_.headDim();
+  const int64_t q = layout_.numHeads(HeadPart::Query) * headDim;
+  const int64_t kv = layout_.numHeads(HeadPart::Key) * headDim;
+  const int64_t qPerRank = layout_.qHeadsPerRank() * headDim;
+  const auto qSlice = SliceSpec::along(0, tp_.rank * qPerRank, qPerRank);
+  const int64_t kvPerRank = layout_.kvHeadsPerRank() * headDim;
+  const auto kvSlice = SliceSpec::along(0, layout_.firstKvHeadOf(tp_.rank) * headDim, kvPerRank);
   const auto get = [&](const char* proj, const char* what, std::vector<int64_t> shape,
                        const SliceSpec& s) {
     return ctx.source.load(prefix + "." + proj + "." + what, shape, s, ctx.dtype);

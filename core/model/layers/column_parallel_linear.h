@@ -6,12 +6,13 @@
 //                               rank: rank r holds [gate_r | up_r].
 //   QKVParallelLinear           q_proj, k_proj, v_proj split by heads and fused per rank:
 //                               [q_r | k_r | v_r]. When tp exceeds the KV heads, KV heads are
-//                               replicated: rank r holds KV head r / (tp / n_kv).
+//                               replicated: rank r holds KV head r / (tp / n_kv) (HeadLayout).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "../../parallel/head_layout.h"
 #include "../forward_batch.h"
 #include "../module.h"
 #include "tp_rank.h"
@@ -65,14 +66,16 @@ class QKVParallelLinear : public ColumnParallelLinear {
   // `prefix` is the attention block in HF naming ("model.layers.0.self_attn").
   void load(LoadContext& ctx, const std::string& prefix) override;
 
-  int64_t headsPerRank() const { return qHeads_; }
-  int64_t kvHeadsPerRank() const { return kvHeads_; }
-  int kvReplicas() const { return kvReplicas_; }
+  int64_t headsPerRank() const { return layout_.qHeadsPerRank(); }
+  int64_t kvHeadsPerRank() const { return layout_.kvHeadsPerRank(); }
+  int kvReplicas() const { return layout_.kvReplicas(); }
+  const HeadLayout& headLayout() const { return layout_; }
 
  private:
-  int64_t headDim_, numHeads_, numKvHeads_;
-  int64_t qHeads_, kvHeads_;
-  int kvReplicas_;
+  // q_head / k_head / v_head(output, head): one head's columns of the gathered output, a view.
+  void addHeadMethod(const char* name, HeadPart part);
+
+  HeadLayout layout_;
 };
 
 }  // namespace shardscope

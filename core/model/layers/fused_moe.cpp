@@ -1,6 +1,7 @@
 #include "fused_moe.h"
 
 #include "../../error.h"
+#include "../module_call.h"
 #include "../weight_source.h"
 #include "linear.h"
 
@@ -25,7 +26,19 @@ FusedMoE::FusedMoE(std::string name, Module* parent, const ModelConfig& c, TpRan
     firstExpert_ = 0;
     iPerRank_ = intermediate_ / tp.size;
   }
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::PartialSum});
+  setPorts(ShardSpec::whole(), ShardSpec::partialSum());
+  // select_experts(router_logits) from a trace (vLLM's FusedMoE.select_experts): which experts
+  // each token chose and with what weight, without re-deriving the routing.
+  addMethod({"select_experts", "select_experts(router_logits)", [this](const ModuleCall& call) {
+               const at::Tensor& logits = call.tensor(0, "the router logits (mlp.gate.output[0])");
+               if (logits.dim() != 2 || logits.size(1) != numExperts_) {
+                 throw ModuleCallError(call.callee() + "(): expected router logits of shape [T, " +
+                                       std::to_string(numExperts_) +
+                                       "] (mlp.gate.output[0]), got " + c10::str(logits.sizes()));
+               }
+               auto [weights, ids] = selectExperts(logits);
+               return std::vector<at::Tensor>{weights, ids};
+             }});
 }
 
 void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {

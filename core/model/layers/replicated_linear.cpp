@@ -8,7 +8,7 @@ namespace shardscope {
 ReplicatedLinear::ReplicatedLinear(std::string name, Module* parent, int64_t inFeatures,
                                    int64_t outFeatures)
     : Module(std::move(name), parent), in_(inFeatures), out_(outFeatures) {
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::Whole});
+  setPorts(ShardSpec::whole(), ShardSpec::whole());
 }
 
 void ReplicatedLinear::load(LoadContext& ctx, const std::string& prefix) {

@@ -1,5 +1,6 @@
 #include "rms_norm.h"
 
+#include "../module_call.h"
 #include "../weight_source.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"
@@ -7,10 +8,13 @@
 
 namespace shardscope {
 
-RMSNorm::RMSNorm(std::string name, Module* parent, int64_t dim, double eps, ShardKind portKind,
-                 int64_t splitDim)
+RMSNorm::RMSNorm(std::string name, Module* parent, int64_t dim, double eps, ShardSpec ports)
     : Module(std::move(name), parent), dim_(dim), eps_(eps) {
-  setPorts({"", portKind, splitDim}, {"", portKind, splitDim});
+  setPorts(ports, ports);
+}
+
+std::vector<at::Tensor> RMSNorm::callWhole(const ModuleCall& call) const {
+  return {apply(call.tensor(0, "x"))};
 }
 
 void RMSNorm::load(LoadContext& ctx, const std::string& hfName) {

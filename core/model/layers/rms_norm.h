@@ -16,8 +16,11 @@ namespace shardscope {
 class RMSNorm : public Module {
  public:
   RMSNorm(std::string name, Module* parent, int64_t dim, double eps,
-          ShardKind portKind = ShardKind::Whole, int64_t splitDim = -1);
+          ShardSpec ports = ShardSpec::whole());
   const char* kind() const override { return "RMSNorm"; }
+  // norm(x) from a trace: the normalisation alone.
+  bool callableWithWhole() const override { return true; }
+  std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
   void load(LoadContext& ctx, const std::string& hfName);
 
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const;

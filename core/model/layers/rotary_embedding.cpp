@@ -53,7 +53,7 @@ std::pair<at::Tensor, at::Tensor> RotaryEmbedding::tables(at::Device device,
 
 RotaryEmbedding::RotaryEmbedding(std::string name, Module* parent, const ModelConfig& config)
     : Module(std::move(name), parent), headDim_(config.headDim), config_(config) {
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::Head, -1});
+  setPorts(ShardSpec::whole(), ShardSpec::split(ShardKind::Head));
   const RopeScaling& r = config.ropeScaling;
   ropeKey_ = std::to_string(config.ropeTheta) + "|" + std::to_string(config.headDim) + "|" +
              std::to_string(config.maxPositions) + "|" + r.type + "|" + std::to_string(r.factor) +

@@ -2,6 +2,7 @@
 
 #include "../../error.h"
 #include "../../parallel/collective_board.h"
+#include "../module_call.h"
 #include "../weight_source.h"
 #include "linear.h"
 
@@ -15,7 +16,19 @@ RowParallelLinear::RowParallelLinear(std::string name, Module* parent, int64_t i
       hasBias_(bias),
       tp_(tp) {
   SS_ASSERT(inFeatures % tp.size == 0, path() + ": input features not divisible by tp");
-  setPorts({"", ShardKind::RowInput, -1}, {"", ShardKind::Whole});
+  setPorts(ShardSpec::split(ShardKind::RowInput), ShardSpec::whole());
+}
+
+void RowParallelLinear::declareInputHeads(int64_t numHeads, int64_t headDim) {
+  addMethod({"head", "head(input, head)", [numHeads, headDim](const ModuleCall& call) {
+               const at::Tensor& z = call.tensor(0, "the gathered input");
+               const int64_t h = call.integer(1, "head");
+               if (h < 0 || h >= numHeads) {
+                 throw ModuleCallError("head " + std::to_string(h) + " out of range [0, " +
+                                       std::to_string(numHeads) + ")");
+               }
+               return std::vector<at::Tensor>{z.narrow(-1, h * headDim, headDim)};
+             }});
 }
 
 void RowParallelLinear::load(LoadContext& ctx, const std::string& prefix) {

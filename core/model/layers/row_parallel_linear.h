@@ -18,6 +18,9 @@ class RowParallelLinear : public Module {
                     bool bias, TpRank tp);
   const char* kind() const override { return "RowParallelLinear"; }
   void load(LoadContext& ctx, const std::string& prefix);
+  // The input is `numHeads` attention heads of `headDim` (o_proj): adds the method
+  // head(input, h), head h's columns of the gathered input as a view.
+  void declareInputHeads(int64_t numHeads, int64_t headDim);
   // x: [T, in/tp] this rank's columns  ->  [T, out] whole.
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const;
 

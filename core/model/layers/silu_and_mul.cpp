@@ -7,7 +7,7 @@
 namespace shardscope {
 
 SiluAndMul::SiluAndMul(std::string name, Module* parent) : Module(std::move(name), parent) {
-  setPorts({"", ShardKind::FusedColumn, -1}, {"", ShardKind::Column, -1});
+  setPorts(ShardSpec(ShardKind::FusedColumn), ShardSpec::split(ShardKind::Column));
 }
 
 at::Tensor SiluAndMul::forward(const at::Tensor& x, const ForwardBatch& batch) const {

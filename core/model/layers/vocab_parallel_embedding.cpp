@@ -1,6 +1,7 @@
 #include "vocab_parallel_embedding.h"
 
 #include "../../parallel/collective_board.h"
+#include "../module_call.h"
 #include "../weight_source.h"
 #include "linear.h"
 
@@ -17,7 +18,7 @@ VocabParallelEmbedding::VocabParallelEmbedding(std::string name, Module* parent,
       hidden_(hidden),
       perRank_(paddedVocab(vocab) / tp.size),
       tp_(tp) {
-  setPorts({"", ShardKind::Whole}, {"", ShardKind::Whole});
+  setPorts(ShardSpec::whole(), ShardSpec::whole());
 }
 
 at::Tensor VocabParallelEmbedding::loadShard(LoadContext& ctx, const std::string& hfName) {
@@ -70,7 +71,17 @@ void ParallelLMHead::tie(const VocabParallelEmbedding& embedding) {
 
 LogitsProcessor::LogitsProcessor(std::string name, Module* parent, int64_t vocab)
     : Module(std::move(name), parent), vocab_(vocab) {
-  setPorts({"", ShardKind::Whole, -1, 1, true}, {"", ShardKind::Whole, -1, 1, true});
+  setPorts(ShardSpec::whole(), ShardSpec::whole(), true);
+}
+
+std::vector<at::Tensor> LogitsProcessor::callWhole(const ModuleCall& call) const {
+  const auto* head = dynamic_cast<const ParallelLMHead*>(call.moduleAt(0));
+  if (!head) throw ModuleCallError("call it as model.logits_processor(model.lm_head, h)");
+  const at::Tensor& h = call.tensor(1, "h");
+  const bool vec = h.dim() == 1;
+  const ForwardBatch& b = call.batch();
+  at::Tensor out = forward(*head, vec ? h.unsqueeze(0) : h, b);
+  return {vec ? out.squeeze(0) : out};
 }
 
 at::Tensor LogitsProcessor::forward(const ParallelLMHead& head, const at::Tensor& hidden,

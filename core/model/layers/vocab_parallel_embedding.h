@@ -38,6 +38,10 @@ class ParallelLMHead : public VocabParallelEmbedding {
  public:
   using VocabParallelEmbedding::VocabParallelEmbedding;
   const char* kind() const override { return "ParallelLMHead"; }
+  std::string neverVisitedReason() const override {
+    return "lm_head is never called: read model.logits or use "
+           "model.logits_processor(model.lm_head, h)";
+  }
   // Tied embeddings share the input embedding's shard.
   void tie(const VocabParallelEmbedding& embedding);
 };
@@ -49,6 +53,9 @@ class LogitsProcessor : public Module {
   // hidden: [R, H] whole  ->  [R, V] whole logits.
   at::Tensor forward(const ParallelLMHead& head, const at::Tensor& hidden,
                      const ForwardBatch& batch) const;
+  // logits_processor(lm_head, h) from a trace, h [R, H] or [H] whole.
+  bool callableWithWhole() const override { return true; }
+  std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
 
  private:
   int64_t vocab_;

@@ -15,6 +15,7 @@
 #include "core/engine/rank_context.h"
 #include "core/host_tensor_conversion.h"
 #include "core/model/model_source.h"
+#include "core/model/module_call.h"
 #include "core/model/port_observer.h"
 #include "core/trace/interleaver.h"
 #include "core/trace/script_runner.h"
@@ -335,6 +336,7 @@ class TestTrace : public QObject {
   }
 
   void syntheticPartialSumPortDividesWrites();
+  void moduleUnknownToTheTraceLayerDeclaresMethodsAndCalls();
 
   void errorsNameTheLineAndTheNextJobWorks_data() {
     QTest::addColumn<QString>("script");
@@ -489,6 +491,95 @@ void TestTrace::syntheticPartialSumPortDividesWrites() {
       QVERIFY(at::equal((*locals)[2], at::arange(6, at::kFloat).view({2, 3}) * 3));  // untouched
     }
   }
+}
+
+namespace {
+
+// A module the trace layer has never heard of: it declares a method returning two tensors, a
+// method returning a view, and a call with a whole tensor, the way an MoE block would.
+class ScaleProbe : public Module {
+ public:
+  ScaleProbe() : Module("scaler", nullptr) {
+    setPorts(ShardSpec::whole(), ShardSpec::whole());
+    addMethod({"top", "top(x, k)", [](const ModuleCall& c) {
+                 auto [values, ids] = c.tensor(0, "x").topk(c.integer(1, "k"), -1);
+                 return std::vector<at::Tensor>{values, ids};
+               }});
+    addMethod({"column", "column(x, i)", [](const ModuleCall& c) {
+                 return std::vector<at::Tensor>{c.tensor(0, "x").narrow(-1, c.integer(1, "i"), 1)};
+               }});
+  }
+  const char* kind() const override { return "ScaleProbe"; }
+  bool callableWithWhole() const override { return true; }
+  std::vector<at::Tensor> callWhole(const ModuleCall& c) const override {
+    // Sums over the group so that the call's batch is seen to carry the rank's process group.
+    at::Tensor t = c.tensor(0, "x") * 2 + double(c.integer(1, "shift"));
+    c.batch().group.allReduceSum(t);
+    return {t};
+  }
+};
+
+}  // namespace
+
+void TestTrace::moduleUnknownToTheTraceLayerDeclaresMethodsAndCalls() {
+  EngineOptions o;
+  o.tp = 2;
+  o.dtype = "f32";
+  o.backend = "local";
+  o.device = test::device();
+  Engine engine(o);
+  const auto runScript = [&](const std::string& source, at::Tensor* after,
+                             std::map<std::string, at::Tensor>* saved) {
+    auto program = trace::parseProgram(source, "probe.py");
+    std::vector<trace::InvokeSpec> invokes{
+        {program->body, {{"scaler", trace::moduleProxy("scaler")}}, ""}};
+    std::string error;
+    engine
+        .submit([&](RankContext& ctx) {
+          ScaleProbe probe;
+          trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
+          il.registerModule(probe);
+          il.start();
+          ForwardBatch batch{
+              ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0, {}, {}};
+          PortValue v = PortValue::single(at::arange(6, at::kFloat).view({2, 3}).to(ctx.device));
+          try {
+            batch.visit(probe, PortRole::Output, v);
+          } catch (const std::exception& e) {
+            if (ctx.rank == 0) error = e.what();
+            return;
+          }
+          if (ctx.rank != 0) return;
+          *after = v.items[0].to(at::kCPU);
+          for (const auto& [name, value] : il.output().saved) (*saved)[name] = value->tensor;
+        })
+        .wait();
+    return error;
+  };
+  at::Tensor after;
+  std::map<std::string, at::Tensor> saved;
+  const std::string error = runScript(
+      "x = scaler.output\n"
+      "w, ids = scaler.top(x, 2)\n"
+      "top_w = w.save()\n"
+      "top_ids = ids.save()\n"
+      "called = scaler(x, 1).clone().save()\n"
+      "scaler.column(x, 1)[:] = 0\n",
+      &after, &saved);
+  QVERIFY2(error.empty(), error.c_str());
+  const at::Tensor x = at::arange(6, at::kFloat).view({2, 3});
+  QVERIFY(at::equal(saved.at("top_w"), at::tensor({2.0f, 1.0f, 5.0f, 4.0f}).view({2, 2})));
+  QVERIFY(at::equal(saved.at("top_ids"), at::tensor({2, 1, 2, 1}, at::kLong).view({2, 2})));
+  QVERIFY(at::equal(saved.at("called"), (x * 2 + 1) * 2));  // summed over both ranks
+  at::Tensor zeroed = x.clone();
+  zeroed.select(1, 1).zero_();
+  QVERIFY(at::equal(after, zeroed));  // the method's view wrote into the port
+
+  const std::string missing = runScript("w = scaler.top(scaler.output)\n", &after, &saved);
+  QVERIFY2(missing.find("scaler.top(): argument 2 (k) must be an int") != std::string::npos,
+           missing.c_str());
+  const std::string keyword = runScript("w = scaler(scaler.output, shift=1)\n", &after, &saved);
+  QVERIFY2(keyword.find("positional arguments only") != std::string::npos, keyword.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestTrace)
