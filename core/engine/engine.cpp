@@ -68,7 +68,10 @@ struct Engine::Impl {
   uint64_t epoch = 0;
   uint64_t groupsBuilt = 0;  // bumped by makeGroups: graphs recorded with older groups are dropped
   int running = 0;
-  bool stopping = false;
+  bool stopping = false;  // the dispatcher takes no further job
+  // The rank threads leave. Set only once the dispatcher has ended: a job it is still finishing
+  // (a cancelled one's cleanup) needs every rank, and a rank that left on `stopping` alone hung it.
+  bool ranksExit = false;
   std::exception_ptr firstError;
   bool firstErrorIsAbort = false;
   std::chrono::milliseconds collectiveTimeout{std::chrono::seconds(60)};
@@ -173,8 +176,8 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
     std::shared_ptr<JobState> job;
     {
       std::unique_lock lock(mutex);
-      cv.wait(lock, [&] { return stopping || epoch != seen; });
-      if (epoch == seen) return;  // stopping, and no job was started for this rank
+      cv.wait(lock, [&] { return ranksExit || epoch != seen; });
+      if (epoch == seen) return;  // exiting, and no job was started for this rank
       seen = epoch;
       job = current;
       if (groupsSeen != groupsBuilt) decode.reset();  // its graphs hold the old communicator
@@ -416,6 +419,7 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     {
       std::lock_guard lock(s.mutex);
       s.stopping = true;
+      s.ranksExit = true;  // no dispatcher was started
     }
     s.cv.notify_all();
     for (auto& t : s.rankThreads) t.join();
@@ -432,6 +436,11 @@ Engine::~Engine() {
   }
   impl_->cv.notify_all();
   if (impl_->dispatcher.joinable()) impl_->dispatcher.join();
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->ranksExit = true;
+  }
+  impl_->cv.notify_all();
   for (auto& t : impl_->rankThreads) {
     if (t.joinable()) t.join();
   }

@@ -4,6 +4,7 @@
 // succeed.
 #include <QtTest>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -223,6 +224,31 @@ class TestEngine : public QObject {
     // The engine serves the next job.
     const auto next = Engine::generateResult(engine->generate(request(*engine, {"again"}, 4)));
     QCOMPARE(next.outputs[0].tokenIds.size(), size_t(4));
+  }
+
+  // Destroying the engine right after a job failed: the dispatcher still runs the failed job's
+  // cleanup on every rank, so no rank may leave before it. A rank that left on the shutdown flag
+  // alone made the destructor wait forever (seen in tst_script_safety's hostile replays).
+  void destroyingTheEngineAfterAFailedJobReturns() {
+    for (int i = 0; i < 40; ++i) {
+      auto engine = demoEngine(2);
+      JobHandle job = engine->submit([](RankContext& ctx) {
+        throw Error("planned failure on rank " + std::to_string(ctx.rank));
+      });
+      QVERIFY_THROWS_EXCEPTION(Error, job.wait());
+      std::atomic<bool> destroyed{false};
+      std::thread destroyer([&] {
+        engine.reset();
+        destroyed = true;
+      });
+      for (int ms = 0; ms < 30000 && !destroyed; ms += 10)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!destroyed) {
+        qCritical("iteration %d: the engine's destructor did not return within 30 s", i);
+        std::_Exit(1);  // the destroyer thread is stuck: nothing can clean up
+      }
+      destroyer.join();
+    }
   }
 
   void failureOnOneRankFailsTheJobOnceThenTheEngineServesTheNext() {
