@@ -12,7 +12,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for tool in cpack dpkg-deb dpkg-shlibdeps; do
   command -v $tool >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
 done
-torch_lib=$(ldd "$build/bin/shardscope-cli" | awk '/libtorch_cpu|libtorch\.so/ {print $3; exit}')
+# awk reads all of ldd's output (an early exit would SIGPIPE ldd and fail the pipeline).
+torch_lib=$(ldd "$build/bin/shardscope-cli" | awk '/libtorch_cpu|libtorch\.so/ && !n++ {print $3}')
 if [[ -n $torch_lib ]] && ! dpkg -S "$(readlink -f "$torch_lib")" >/dev/null 2>&1 &&
   ! dpkg -S "$torch_lib" >/dev/null 2>&1; then
   echo "SKIP: $torch_lib is not from a Debian package"
@@ -23,7 +24,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$build"
 cpack -G DEB -B "$scratch/out" > "$scratch/cpack.log" 2>&1 || { cat "$scratch/cpack.log"; fail "cpack"; }
-deb=$(ls "$scratch"/out/shardscope_*.deb 2>/dev/null | head -1)
+deb=$(find "$scratch/out" -maxdepth 1 -name 'shardscope_*.deb' | sort | tail -1)
 [[ -f $deb ]] || { cat "$scratch/cpack.log"; fail "no .deb written"; }
 echo "package: $(basename "$deb"), $(du -h "$deb" | cut -f1)"
 
