@@ -25,6 +25,13 @@ class CollectiveAborted : public Error {
   using Error::Error;
 };
 
+// A collective that did not complete within the group's timeout (the watchdog); the message names
+// the collective, its layer or port, and what every rank was waiting on.
+class CollectiveTimeout : public Error {
+ public:
+  using Error::Error;
+};
+
 // A job stopped by its caller.
 class Cancelled : public Error {
  public:

@@ -23,7 +23,7 @@ namespace shardscope::ui {
 
 QString MainWindow::tokenText(int64_t id) const {
   auto tok = controller_->tokenizer();
-  return tok ? QString::fromStdString(tok->decode({id})) : QString("#%1").arg(id);
+  return tok ? QString::fromStdString(tok->tokenPiece(id)) : QString("#%1").arg(id);
 }
 
 QStringList MainWindow::tokenLabels(const std::vector<int64_t>& ids) const {

@@ -25,7 +25,8 @@ OutputDiffView::OutputDiffView(QWidget* parent)
 namespace {
 
 QString tokenHtml(const std::shared_ptr<const Tokenizer>& tok, int64_t id, bool changed) {
-  const QString text = tok ? QString::fromStdString(tok->decode({id})) : QString::number(id) + " ";
+  const QString text =
+      tok ? QString::fromStdString(tok->tokenPiece(id)) : QString::number(id) + " ";
   const QString escaped = text.toHtmlEscaped().replace("\n", "&#8629;<br>");
   return changed ? "<span style='background:#ffcc80'>" + escaped + "</span>" : escaped;
 }
@@ -48,8 +49,8 @@ void OutputDiffView::setComparison(const std::vector<int64_t>& baseline,
   }
   baseline_->setHtml(a);
   ablated_->setHtml(b);
-  baselineText_ = tokenizer ? QString::fromStdString(tokenizer->decode(baseline, true)) : a;
-  ablatedText_ = tokenizer ? QString::fromStdString(tokenizer->decode(ablated, true)) : b;
+  baselineText_ = tokenizer ? QString::fromStdString(tokenizer->displayText(baseline, true)) : a;
+  ablatedText_ = tokenizer ? QString::fromStdString(tokenizer->displayText(ablated, true)) : b;
   summary_->setText(tr("%1 of %2 generated tokens changed. P(%3) at the first step: %4 -> %5 "
                        "(%6%7)")
                         .arg(changed_)

@@ -66,4 +66,13 @@ double Arguments::getDouble(const std::string& name, double fallback) const {
   throw UsageError("--" + name + " expects a number, got '" + text + "'");
 }
 
+int64_t Arguments::memoryBudgetBytes() const {
+  if (!has("memory-budget-mb")) return 0;
+  const double mb = getDouble("memory-budget-mb", 0);
+  if (!(mb > 0) || mb > 1e9)
+    throw UsageError("--memory-budget-mb expects a positive number of megabytes, got '" +
+                     get("memory-budget-mb") + "'");
+  return int64_t(mb * (1 << 20));
+}
+
 }  // namespace shardscope::cli

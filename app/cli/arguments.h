@@ -3,6 +3,7 @@
 // options and missing values are usage errors that name the option and the subcommand's usage.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -28,6 +29,8 @@ class Arguments {
   std::vector<std::string> getAll(const std::string& name) const;
   long long getInt(const std::string& name, long long fallback) const;
   double getDouble(const std::string& name, double fallback) const;
+  // --memory-budget-mb MB as bytes; 0 when not given (the default budget).
+  int64_t memoryBudgetBytes() const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

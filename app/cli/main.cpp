@@ -42,10 +42,12 @@ constexpr const char* kModelOptions =
   --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
   --backend auto|local|nccl   process group (default auto: nccl for cuda with tp > 1)
   --threads N          CPU threads per rank (default: cores / tp)
+  --collective-timeout S   fail a job whose collective waits longer than S seconds (default 60,
+                       or SHARDSCOPE_COLLECTIVE_TIMEOUT)
 )";
 
-const std::set<std::string> kModelOptionNames = {"model", "tp",      "device",
-                                                 "dtype", "backend", "threads"};
+const std::set<std::string> kModelOptionNames = {
+    "model", "tp", "device", "dtype", "backend", "threads", "collective-timeout"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
@@ -60,7 +62,9 @@ EngineOptions engineOptions(const Arguments& a) {
   o.dtype = a.get("dtype");
   o.backend = a.get("backend", "auto");
   o.threadsPerRank = int(a.getInt("threads", 0));
+  o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
+  if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
 }
 
@@ -96,7 +100,9 @@ int generate(const std::vector<std::string>& args) {
                  "  --ids 1,2,3          a prompt given as token ids instead of text\n"
                  "  --stop-ids 1,2       extra stop token ids\n"
                  "  --ignore-eos         do not stop at the model's EOS tokens\n"
-                 "  --quiet              print only the generated text\n";
+                 "  --quiet              print only the generated text\n\n"
+                 "Sampled ids the tokenizer has no token for (a model may have more rows than its\n"
+                 "tokenizer has ids) print as <|id N|>.\n";
     return 0;
   }
   if (a.positional().empty() && !a.has("ids"))
@@ -124,7 +130,7 @@ int generate(const std::vector<std::string>& args) {
   const GenerateResult result = Engine::generateResult(job);
   for (const RequestOutput& out : result.outputs) {
     if (tokenizer) {
-      std::cout << tokenizer->decode(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
+      std::cout << tokenizer->displayText(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
     } else {
       for (size_t i = 0; i < out.tokenIds.size(); ++i)
         std::cout << (i ? "," : "") << out.tokenIds[i];
@@ -214,22 +220,27 @@ int tokenize(const std::vector<std::string>& args) {
 
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
-                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "log", "session",
-                     "title", "value-cap-mb"},
+                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
+                     "log", "session", "title", "value-cap-mb", "collective-timeout"},
                     {"help"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
-           "                          [--budget STEPS] [--log S.db [--session NAME] [--title T]\n"
-           "                          [--value-cap-mb MB]]\n"
+           "                          [--budget STEPS] [--memory-budget-mb MB]\n"
+           "                          [--log S.db [--session NAME] [--title T]\n"
+           "                          [--value-cap-mb MB]] [--collective-timeout S]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
            "--tp overrides tensor_parallel_size; --budget bounds the evaluation steps of each\n"
-           "block (default 10000000). --log records the run in a session file (created if\n"
+           "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
+           "(default: half of the device's free memory). --log records the run in a session file "
+           "(created if\n"
            "needed; session 'default' unless --session); saved values over --value-cap-mb\n"
-           "(default 256) are recorded as a summary.\n";
+           "(default 256) are recorded as a summary. --collective-timeout fails a trace whose\n"
+           "collective waits longer than S seconds (default 60, or "
+           "SHARDSCOPE_COLLECTIVE_TIMEOUT).\n";
     return 0;
   }
   if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
@@ -241,6 +252,9 @@ int runScript(const std::vector<std::string>& args) {
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");
   o.budget = a.getInt("budget", 10'000'000);
+  o.memoryBudget = a.memoryBudgetBytes();
+  o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
+  if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   for (const auto& m : a.getAll("model-dir")) {
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq == 0)

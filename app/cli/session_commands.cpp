@@ -181,13 +181,15 @@ int showCommand(const std::vector<std::string>& args) {
 }
 
 int replayCommand(const std::vector<std::string>& args) {
-  const Arguments a(args, {"session"}, {"help", "no-log"});
+  const Arguments a(args, {"session", "budget", "memory-budget-mb"}, {"help", "no-log"});
   if (a.has("help")) {
-    std::cout << "usage: shardscope-cli replay S.db RUN [--no-log]\n"
+    std::cout << "usage: shardscope-cli replay S.db RUN [--no-log] [--budget STEPS] "
+                 "[--memory-budget-mb MB]\n"
                  "Re-runs a recorded script on the same model (path, dtype, tp, device as "
                  "recorded) and\ncompares every saved value and generated text. The replay is "
-                 "recorded as a new run\nunless --no-log. Exit status: 0 identical, 3 differences, "
-                 "1 errors.\n";
+                 "recorded as a new run\nunless --no-log. --budget and --memory-budget-mb bound "
+                 "each block as in `run` (a session\nfrom someone else is untrusted input). Exit "
+                 "status: 0 identical, 3 differences, 1 errors.\n";
     return 0;
   }
   if (a.positional().size() != 2) throw UsageError("replay needs a session file and a run id");
@@ -195,6 +197,8 @@ int replayCommand(const std::vector<std::string>& args) {
   store::ReplayOptions o;
   o.record = !a.has("no-log");
   o.run.out = [](const std::string&) {};  // the script's prints were recorded the first time
+  o.run.budget = a.getInt("budget", o.run.budget);
+  o.run.memoryBudget = a.memoryBudgetBytes();
   const int64_t id = runId(a.positional()[1]);
   const store::ReplayReport report = store::replayRun(s, id, o);
   for (const auto& n : report.notes) std::cout << "note: " << n << "\n";

@@ -4,6 +4,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/InferenceMode.h>
 
+#include <cstdlib>
 #include <deque>
 #include <thread>
 
@@ -70,10 +71,19 @@ struct Engine::Impl {
   bool stopping = false;
   std::exception_ptr firstError;
   bool firstErrorIsAbort = false;
+  std::chrono::milliseconds collectiveTimeout{std::chrono::seconds(60)};
+  FailureInjection armedFailure;  // for the next job
+  std::exception_ptr broken;      // the group could not be rebuilt: every later job fails with it
 
   void makeGroups();
   void rankMain(int rank, std::function<void()> load);
   void dispatchMain();
+  // Runs `job` on every rank; returns its first error once every rank has left it, or, when a
+  // rank has not left within the watchdog time after the first error, reports the job failed
+  // through `report` and then waits for that rank.
+  std::exception_ptr runOnRanks(const std::shared_ptr<JobState>& job,
+                                const std::function<void(std::exception_ptr)>& report);
+  void validateFailure(const FailureInjection& f) const;
   void recordError(int rank, std::exception_ptr e);
   void buildInfo();
 };
@@ -109,12 +119,14 @@ void Engine::Impl::makeGroups() {
   if (wantsNccl(options)) {
 #ifdef SHARDSCOPE_WITH_NCCL
     for (auto& g : NcclGroup::create(options.tp)) groups.push_back(std::move(g));
+    for (auto& g : groups) g->setOptions({collectiveTimeout});
     return;
 #else
     throw Error("the NCCL backend is not built in (LibTorch without CUDA); use --backend local");
 #endif
   }
   for (auto& g : LocalGroup::create(options.tp)) groups.push_back(std::move(g));
+  for (auto& g : groups) g->setOptions({collectiveTimeout});
 }
 
 void Engine::Impl::recordError(int rank, std::exception_ptr e) {
@@ -133,6 +145,7 @@ void Engine::Impl::recordError(int rank, std::exception_ptr e) {
       firstErrorIsAbort = isAbort;
     }
   }
+  cv.notify_all();
   if (!isAbort)
     groups[rank]->abort("rank " + std::to_string(rank) + " failed: " + describeException(e));
 }
@@ -161,7 +174,7 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
     {
       std::unique_lock lock(mutex);
       cv.wait(lock, [&] { return stopping || epoch != seen; });
-      if (stopping) return;
+      if (epoch == seen) return;  // stopping, and no job was started for this rank
       seen = epoch;
       job = current;
       if (groupsSeen != groupsBuilt) decode.reset();  // its graphs hold the old communicator
@@ -183,57 +196,103 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
   }
 }
 
+std::exception_ptr Engine::Impl::runOnRanks(const std::shared_ptr<JobState>& job,
+                                            const std::function<void(std::exception_ptr)>& report) {
+  std::unique_lock lock(mutex);
+  current = job;
+  firstError = nullptr;
+  firstErrorIsAbort = false;
+  running = options.tp;
+  ++epoch;
+  cv.notify_all();
+  cv.wait(lock, [&] { return running == 0 || firstError; });
+  if (running > 0 && !cv.wait_for(lock, collectiveTimeout, [&] { return running == 0; })) {
+    // A rank is lost in its own work and never reaches the abort: the caller hears now.
+    std::exception_ptr first = firstError;
+    const std::string message =
+        describeException(first) + " (" + std::to_string(running) +
+        " rank(s) had not left the job " + std::to_string(collectiveTimeout.count() / 1000.0) +
+        " s after this error; the engine runs no further job until they do)";
+    lock.unlock();
+    report(std::make_exception_ptr(Error(message)));
+    lock.lock();
+    cv.wait(lock, [&] { return running == 0; });
+    current.reset();
+    return nullptr;  // reported
+  }
+  current.reset();
+  return firstError;
+}
+
 void Engine::Impl::dispatchMain() {
+  const auto finish = [](const std::shared_ptr<JobState>& job, std::exception_ptr error) {
+    {
+      std::lock_guard lock(job->mutex);
+      if (job->finished) return;
+      job->finished = true;
+      job->error = error;
+    }
+    job->cv.notify_all();
+  };
   for (;;) {
     std::shared_ptr<JobState> job;
+    std::exception_ptr brokenError;
     {
       std::unique_lock lock(mutex);
       cv.wait(lock, [&] { return stopping || !queue.empty(); });
       if (stopping) break;
       job = queue.front();
       queue.pop_front();
-      current = job;
-      firstError = nullptr;
-      firstErrorIsAbort = false;
-      running = options.tp;
-      ++epoch;
+      job->failure = armedFailure;
+      armedFailure = {};
+      brokenError = broken;
     }
-    cv.notify_all();
-    std::exception_ptr error;
-    {
-      std::unique_lock lock(mutex);
-      cv.wait(lock, [&] { return running == 0; });
-      error = firstError;
-      current.reset();
+    if (brokenError) {
+      finish(job, brokenError);
+      continue;
     }
-    if (error) {
-      // Every rank has left the job: the group can be cleared (or rebuilt) for the next one.
-      try {
-        if (groups[0]->reusableAfterAbort()) {
-          for (auto& g : groups) g->reset();
-        } else {
-          makeGroups();
-        }
-      } catch (...) {
-        error = std::current_exception();
+    bool reported = false;
+    std::exception_ptr error = runOnRanks(job, [&](std::exception_ptr e) {
+      reported = true;
+      finish(job, e);
+    });
+    if (!reported) finish(job, error);  // the caller hears before the group is rebuilt
+    if (!error && !reported) continue;
+    // Every rank has left the job. Graphs recorded during it, or with the group about to be
+    // replaced, are dropped on every rank first (NCCL frees an aborted communicator only once the
+    // graphs recorded with it are gone); then the group is cleared or rebuilt for the next job.
+    auto cleanup = std::make_shared<JobState>();
+    cleanup->run = [](RankContext& ctx) { ctx.decode.reset(); };
+    runOnRanks(cleanup, [](std::exception_ptr) {});
+    try {
+      if (groups[0]->reusableAfterAbort()) {
+        for (auto& g : groups) g->reset();
+      } else {
+        makeGroups();
       }
+    } catch (const std::exception& e) {
+      std::lock_guard lock(mutex);
+      broken = std::make_exception_ptr(
+          Error(std::string("the process group could not be rebuilt after a failed job: ") +
+                e.what() + "; restart the engine (reload the model)"));
     }
-    {
-      std::lock_guard lock(job->mutex);
-      job->finished = true;
-      job->error = error;
-    }
-    job->cv.notify_all();
   }
   // Fail whatever is still queued so no caller waits forever.
   std::lock_guard lock(mutex);
   for (auto& job : queue) {
-    std::lock_guard jl(job->mutex);
-    job->finished = true;
-    job->error = std::make_exception_ptr(Cancelled("the engine shut down before this job ran"));
-    job->cv.notify_all();
+    finish(job, std::make_exception_ptr(Cancelled("the engine shut down before this job ran")));
   }
   queue.clear();
+}
+
+void Engine::Impl::validateFailure(const FailureInjection& f) const {
+  if (!f.armed()) return;
+  if (f.rank >= options.tp)
+    throw Error("failure injection (" + f.describe() +
+                ") names a rank the engine does not have (tp=" + std::to_string(options.tp) + ")");
+  if (f.kind == FailureInjection::Kind::Stuck && options.tp == 1)
+    throw Error("failure injection (" + f.describe() +
+                "): a single rank has no collective to miss; use tp >= 2");
 }
 
 void Engine::Impl::buildInfo() {
@@ -295,6 +354,24 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
               : s.source.config.torchDtype == "float16" ? at::kHalf
                                                         : at::kBFloat16;
   }
+  if (s.options.collectiveTimeoutSeconds > 0) {
+    s.collectiveTimeout = std::chrono::milliseconds(
+        std::max<int64_t>(1, int64_t(s.options.collectiveTimeoutSeconds * 1000)));
+  } else if (const char* t = std::getenv("SHARDSCOPE_COLLECTIVE_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    const double seconds = std::strtod(t, &end);
+    if (end == t || *end || !(seconds > 0))
+      throw Error(std::string("SHARDSCOPE_COLLECTIVE_TIMEOUT must be a positive number of "
+                              "seconds, got '") +
+                  t + "'");
+    s.collectiveTimeout = std::chrono::milliseconds(std::max<int64_t>(1, int64_t(seconds * 1000)));
+  }
+  if (!s.options.failure.armed()) {
+    if (const char* f = std::getenv("SHARDSCOPE_INJECT_FAILURE"); f && *f)
+      s.options.failure = FailureInjection::parse(f);
+  }
+  s.validateFailure(s.options.failure);
+  s.armedFailure = s.options.failure;
   const bool nccl = wantsNccl(s.options);
   for (int r = 0; r < s.options.tp; ++r) {
     s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
@@ -373,6 +450,12 @@ JobHandle Engine::submit(std::function<void(RankContext&)> fn, int64_t totalStep
   }
   impl_->cv.notify_all();
   return JobHandle(job);
+}
+
+void Engine::injectFailure(const FailureInjection& failure) {
+  impl_->validateFailure(failure);
+  std::lock_guard lock(impl_->mutex);
+  impl_->armedFailure = failure;
 }
 
 JobHandle Engine::generate(GenerateRequest request) {

@@ -59,6 +59,10 @@ class Engine {
   // Internal seam for other core layers (trace interleaver) and tests: runs `fn` on every rank.
   JobHandle submit(std::function<void(RankContext&)> fn, int64_t totalSteps = 0);
 
+  // Test hook: the next job that starts runs with `failure` (see FailureInjection); throws Error
+  // when it names a rank the engine does not have, or asks a single rank to get stuck.
+  void injectFailure(const FailureInjection& failure);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

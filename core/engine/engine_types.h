@@ -3,12 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "../host_tensor.h"
+#include "../model/failure_injection.h"
 
 namespace shardscope {
+
+class Tokenizer;
 
 struct SamplingParams {
   double temperature = 0.0;  // 0: greedy
@@ -18,12 +22,16 @@ struct SamplingParams {
   int64_t maxTokens = 16;
   std::vector<int64_t> stopTokenIds;  // in addition to the model's EOS ids
   bool ignoreEos = false;
+  // vLLM's `stop`: a request ends once its text contains one of these; the reported text ends
+  // before it (token ids keep every generated token). Needs the model's tokenizer.
+  std::vector<std::string> stop;
 };
 
 struct GenerateRequest {
   std::vector<std::vector<int64_t>> prompts;  // one request per prompt, batched in each step
   SamplingParams sampling;
   bool returnLogits = false;  // keep each step's [V] logits of every request (float32)
+  std::shared_ptr<const Tokenizer> tokenizer;  // decodes generated text for stop strings
 };
 
 struct RequestOutput {
@@ -54,6 +62,13 @@ struct EngineOptions {
   int threadsPerRank = 0;        // 0: the machine's cores divided by tp
   // On the GPU, decode steps and small prefills replay CUDA graphs (off: vLLM's enforce_eager).
   bool cudaGraphs = true;
+  // The collective watchdog: a collective (or a replayed graph of them) that waits longer fails
+  // the job with an error naming it and what every rank was waiting on. 0: the default, 60 s, or
+  // SHARDSCOPE_COLLECTIVE_TIMEOUT (seconds) when set.
+  double collectiveTimeoutSeconds = 0;
+  // Test hook, off by default: armed for the first job (SHARDSCOPE_INJECT_FAILURE=KIND:RANK:
+  // LAYER:STEP arms it too); Engine::injectFailure arms it for a later job.
+  FailureInjection failure;
 };
 
 // A port of the module tree as the UI and the CLI show it.

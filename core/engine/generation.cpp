@@ -6,6 +6,8 @@
 
 #include "../error.h"
 #include "../host_tensor_conversion.h"
+#include "../model/tokenizer.h"
+#include "../parallel/collective_board.h"
 #include "sampler.h"
 
 namespace shardscope {
@@ -38,10 +40,40 @@ void prepareDecode(const KvCache& cache, const std::vector<int64_t>& slots,
       std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
 }
 
+// Whether the request's generated text now contains one of its stop strings. Every rank decides
+// alike: the ids are the same on every rank, and so is their text.
+bool containsStopString(const GenerateRequest& request, const Sequence& s) {
+  if (request.sampling.stop.empty()) return false;
+  const std::vector<int64_t> generated(s.tokens.begin() + s.promptLength, s.tokens.end());
+  const std::string text = request.tokenizer->decode(generated, /*skipSpecialTokens=*/true);
+  for (const std::string& stop : request.sampling.stop) {
+    if (text.find(stop) != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
+                           const std::vector<std::string>& stop, TextForm form) {
+  if (!tokenizer) return "";
+  std::string text = form == TextForm::Display
+                         ? tokenizer->displayText(ids, /*skipSpecialTokens=*/true)
+                         : tokenizer->decode(ids, /*skipSpecialTokens=*/true);
+  size_t cut = text.size();
+  for (const std::string& s : stop) cut = std::min(cut, text.find(s));
+  return text.substr(0, cut);
+}
 
 void validateRequest(const GenerateRequest& request, const ModelConfig& config) {
   if (request.prompts.empty()) throw Error("generate: no prompts given");
+  if (!request.sampling.stop.empty() && !request.tokenizer)
+    throw Error(
+        "stop strings need the model's tokenizer, and this model has no tokenizer.json; "
+        "use stop_token_ids instead");
+  for (const std::string& s : request.sampling.stop) {
+    if (s.empty()) throw Error("a stop string must not be empty");
+  }
   if (request.sampling.maxTokens < 1) {
     throw Error("max_tokens must be at least 1, got " + std::to_string(request.sampling.maxTokens));
   }
@@ -135,6 +167,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     if (decodeOnly && ctx.device.is_cuda())
       prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
     if (ctx.device.is_cuda()) batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
+    if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;
     at::Tensor hidden = ctx.model.forward(device.narrow(0, 0, T), batch);
     // In a decode step every row is its request's last.
     at::Tensor last = decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
@@ -146,18 +179,27 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     }
     for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
 
-    // Rank 0 samples; the ids and its cancel decision reach every rank in one broadcast.
-    at::Tensor decision = at::zeros({int64_t(active.size()) + 1}, longOptions);
+    // Rank 0 samples; the ids, its cancel decision and which requests' logits hold a NaN reach
+    // every rank in one broadcast: [ids R][cancel][NaN R]. (-inf is a legal logit: a trace may
+    // ban a token with it.)
+    const int64_t R2 = int64_t(active.size());
+    at::Tensor decision = at::zeros({2 * R2 + 1}, longOptions);
     if (ctx.rank == 0) {
       auto* d = decision.data_ptr<int64_t>();
+      const at::Tensor nonFinite = at::isnan(logits).any(-1).to(at::kLong);
       if (sp.temperature <= 0.0) {
         // Greedy: one argmax and one device-to-host copy for all (in the activation dtype: the
         // cast to fp32 keeps every value and so the first maximum).
-        const at::Tensor greedy = logits.argmax(-1).to(at::kCPU).contiguous();
-        std::memcpy(d, greedy.data_ptr<int64_t>(), active.size() * sizeof(int64_t));
+        const at::Tensor greedy = at::cat({logits.argmax(-1), nonFinite}).to(at::kCPU).contiguous();
+        std::memcpy(d, greedy.data_ptr<int64_t>(), size_t(R2) * sizeof(int64_t));
+        std::memcpy(d + R2 + 1, greedy.data_ptr<int64_t>() + R2, size_t(R2) * sizeof(int64_t));
       } else {
+        const at::Tensor bad = nonFinite.to(at::kCPU).contiguous();
+        std::memcpy(d + R2 + 1, bad.data_ptr<int64_t>(), size_t(R2) * sizeof(int64_t));
         logits = logits.to(at::kFloat);
-        for (size_t r = 0; r < active.size(); ++r) d[r] = samplers[active[r]].sample(logits[r]);
+        for (size_t r = 0; r < active.size(); ++r) {
+          if (d[R2 + 1 + int64_t(r)] == 0) d[r] = samplers[active[r]].sample(logits[r]);
+        }
       }
       d[active.size()] = ctx.cancelRequested() ? 1 : 0;
       if (request.returnLogits) {
@@ -169,6 +211,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     // rank's plain step keeps its decision on the host (two copies and a wait less per token).
     if (ctx.group.size() > 1 || observer) {
       at::Tensor shared = decision.to(ctx.device);
+      static const std::string kSite = "model.samples (rank 0's sampled tokens)";
+      CollectiveSite site(kSite, step);
       ctx.group.broadcast(shared, 0);
       if (observer) {  // a write to model.samples forces the token on every rank alike
         PortValue sv = PortValue::single(shared.narrow(0, 0, int64_t(active.size())));
@@ -180,11 +224,24 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       decision = shared.to(at::kCPU);
     }
     const auto* d = decision.data_ptr<int64_t>();
+    std::string nonFiniteRequests;
+    for (size_t r = 0; r < active.size(); ++r) {
+      if (d[R2 + 1 + int64_t(r)] != 0)
+        nonFiniteRequests += (nonFiniteRequests.empty() ? "" : ", ") + std::to_string(active[r]);
+    }
+    if (!nonFiniteRequests.empty()) {  // every rank sees the same flags and fails alike
+      throw Error("the logits of step " + std::to_string(step) + " hold NaN for request(s) " +
+                  nonFiniteRequests +
+                  ": a NaN reached the model's output (a weight or input that is not finite, a "
+                  "trace write of NaN, or an overflow in fp16: try bf16 or f32); generation "
+                  "stopped");
+    }
     for (size_t r = 0; r < active.size(); ++r) {
       Sequence& s = seqs[active[r]];
       s.tokens.push_back(d[r]);
       const int64_t generated = int64_t(s.tokens.size()) - s.promptLength;
-      if (std::find(stopIds.begin(), stopIds.end(), d[r]) != stopIds.end()) {
+      if (std::find(stopIds.begin(), stopIds.end(), d[r]) != stopIds.end() ||
+          containsStopString(request, s)) {
         s.finished = true;
         s.finishReason = "stop";
       } else if (generated >= sp.maxTokens) {

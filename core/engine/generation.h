@@ -10,6 +10,15 @@ namespace shardscope {
 // Throws Error before any collective if the request is invalid (the same on every rank).
 void validateRequest(const GenerateRequest& request, const ModelConfig& config);
 
+// Vllm: the text vLLM reports (an id without a token adds nothing); Display: for people (such an
+// id shows as <|id N|>, Tokenizer::displayText).
+enum class TextForm { Vllm, Display };
+
+// The text of generated `ids`: decoded without special tokens and cut before the first of the
+// `stop` strings it contains. Empty without a tokenizer.
+std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
+                           const std::vector<std::string>& stop, TextForm form = TextForm::Vllm);
+
 // Runs the request on this rank; rank 0 fills `result`. `observer`, if any, sees every port visit.
 void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
                    PortObserver* observer = nullptr);

@@ -7,8 +7,10 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "../error.h"
+#include "../parallel/collective_board.h"
 
 namespace shardscope {
 
@@ -80,8 +82,13 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   fixed.observer = nullptr;
   fixed.replayer = nullptr;
 
-  // Capture runs on a side stream, after one eager warm-up there (cuBLAS workspaces, lazy
-  // initialisation); the warm-up writes the same keys and values the replay writes.
+  // Capture runs on a side stream, after kWarmups eager runs there (cuBLAS workspaces, cuDNN's
+  // lazy set-up); each writes the same keys and values the replay writes. One warm-up was not
+  // enough on two H200s: bf16 prefill attention goes to cuDNN, and when a process's first graph
+  // was a one-layer segment (a trace at layer 1) its capture failed with
+  // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED (issue 14's hang, with the abort that
+  // reached one rank only); longer segments had run the shape once per layer before. Three, as
+  // torch.cuda.make_graphed_callables does.
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
   const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
   at::cuda::CUDAEvent ready;
@@ -89,7 +96,12 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   ready.block(side);
   {
     c10::cuda::CUDAStreamGuard guard(side);
-    runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
+    static const int warmups = [] {
+      const char* v = std::getenv("SHARDSCOPE_GRAPH_WARMUPS");
+      return v && std::atoi(v) > 0 ? std::atoi(v) : kWarmups;
+    }();
+    for (int i = 0; i < warmups; ++i)
+      runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
 #if TORCH_VERSION_MAJOR >= 2
     // Thread-local: the other rank threads keep allocating and launching while this one records.
     g->graph.capture_begin(pool_->id, cudaStreamCaptureModeThreadLocal);
@@ -127,6 +139,11 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
     if (needed < 0) return begin;  // the observer cannot say: every port is visited
     end = std::clamp(needed, begin, layers);
   }
+  if (batch.failure) {  // an injected failure's layer runs eagerly on every rank
+    for (int64_t i = begin; i < end; ++i) {
+      if (batch.failure->targets(i, batch.step)) end = i;
+    }
+  }
   if (end == begin) return begin;
   const Layout layout = layoutOf(batch);
   Layout key{begin, end};
@@ -142,8 +159,15 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
     if (residual.defined()) it->second->residualIn.copy_(residual);
   }
   Graph& g = *it->second;
+  group_.throwIfAborted();  // its collectives would wait for ranks that have left
   g.graph.replay();
-  if (group_.size() > 1) group_.waitForStream("a replayed layer graph");
+  if (group_.size() > 1) {
+    const std::string where = "the CUDA graph of layers " + std::to_string(begin) + ".." +
+                              std::to_string(end - 1) + " (" + std::to_string(end - begin) +
+                              " layers, 2 all-reduces each)";
+    CollectiveSite site(where, batch.step);
+    group_.waitForStream("replayed graph");
+  }
   // The outputs' buffers are overwritten by this graph's next replay: with an observer, which
   // may keep what the later layers see, they are copied; without one the step is done with them
   // before that replay.

@@ -31,6 +31,7 @@ struct JobState {
   bool finished = false;
   std::exception_ptr error;
   std::shared_ptr<void> result;  // job-specific, set by rank 0
+  FailureInjection failure;      // the test hook, armed for this job or not
 };
 
 struct RankContext {

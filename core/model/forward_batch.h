@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../parallel/process_group.h"
+#include "failure_injection.h"
 #include "kv_cache.h"
 #include "layer_replayer.h"
 #include "port_observer.h"
@@ -38,6 +39,8 @@ struct ForwardBatch {
   bool decodeSlotsInOrder = false;  // slots are 0..R-1: the cache rows are read as a view
   // Replays CUDA graphs over the decoder layers the observer does not need (GPU steps).
   LayerReplayer* replayer = nullptr;
+  // The test hook (core/model/failure_injection.h), or nullptr.
+  const FailureInjection* failure = nullptr;
 
   int64_t numTokens() const { return positions.size(0); }
   // The hook point: one branch when nothing listens.

@@ -195,6 +195,7 @@ struct Tokenizer::Impl {
   // BPE model
   std::unordered_map<std::string, int64_t> vocab;
   std::vector<std::string> idToToken;
+  std::vector<bool> hasToken;  // per id below idToToken.size(): false for holes in the ids
   std::unordered_map<uint64_t, std::pair<int32_t, int64_t>>
       merges;  // (left, right) -> (rank, merged)
   bool ignoreMerges = false;
@@ -294,8 +295,14 @@ void Tokenizer::Impl::parseModel(const json& j) {
   for (const auto& [token, id] : j.at("vocab").items()) {
     const int64_t i = tokenIdOf(id, where(origin, "model BPE vocab"));
     vocab.emplace(token, i);
-    if (i >= int64_t(idToToken.size())) idToToken.resize(i + 1);
+    if (i < 0)
+      throw Error(where(origin, "model BPE vocab") + ": '" + token + "' has a negative id");
+    if (i >= int64_t(idToToken.size())) {
+      idToToken.resize(i + 1);
+      hasToken.resize(i + 1);
+    }
     idToToken[i] = token;
+    hasToken[i] = true;
   }
   if (j.contains("unk_token") && j["unk_token"].is_string()) {
     auto it = vocab.find(j["unk_token"].get<std::string>());
@@ -341,7 +348,13 @@ void Tokenizer::Impl::parseAddedTokens(const json& j) {
                   "' has single_word=true, which is not supported");
     }
     if (a.content.empty()) throw Error(where(origin, "added_tokens") + ": an added token is empty");
-    if (a.id >= int64_t(idToToken.size())) idToToken.resize(a.id + 1);
+    if (a.id < 0)
+      throw Error(where(origin, "added_tokens") + ": '" + a.content + "' has a negative id");
+    if (a.id >= int64_t(idToToken.size())) {
+      idToToken.resize(a.id + 1);
+      hasToken.resize(a.id + 1);
+    }
+    hasToken[a.id] = true;
     addedById[a.id] = added.size();
     added.push_back(std::move(a));
   }
@@ -551,18 +564,31 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, bool addSpecialTok
 }
 
 std::string Tokenizer::tokenText(int64_t id) const {
+  if (!hasToken(id)) {
+    throw Error("token id " + std::to_string(id) + " has no token in this tokenizer (its ids are " +
+                "[0, " + std::to_string(vocabSize()) + "); a model may have more rows than that)");
+  }
   if (auto it = impl_->addedById.find(id); it != impl_->addedById.end())
     return impl_->added[it->second].content;
-  if (id < 0 || id >= int64_t(impl_->idToToken.size())) {
-    throw Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                std::to_string(vocabSize()) + ")");
-  }
-  return impl_->idToToken[id];
+  return impl_->idToToken[size_t(id)];
 }
 
-std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skipSpecialTokens) const {
+std::string Tokenizer::unknownIdMarker(int64_t id) {
+  return "<|id " + std::to_string(id) + "|>";
+}
+
+std::string Tokenizer::decodeIds(const std::vector<int64_t>& ids, bool skipSpecialTokens,
+                                 bool markUnknownIds) const {
   std::string bytes;
   for (int64_t id : ids) {
+    if (id < 0) {
+      throw Error("cannot decode token id " + std::to_string(id) +
+                  ": token ids are never negative");
+    }
+    if (!hasToken(id)) {
+      if (markUnknownIds) bytes += unknownIdMarker(id);
+      continue;
+    }
     if (skipSpecialTokens && isSpecial(id)) continue;
     const std::string token = tokenText(id);
     std::string raw;
@@ -575,8 +601,16 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skipSpecialT
   return replaceInvalidUtf8(bytes);
 }
 
+std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skipSpecialTokens) const {
+  return decodeIds(ids, skipSpecialTokens, /*markUnknownIds=*/false);
+}
+
+std::string Tokenizer::displayText(const std::vector<int64_t>& ids, bool skipSpecialTokens) const {
+  return decodeIds(ids, skipSpecialTokens, /*markUnknownIds=*/true);
+}
+
 std::string Tokenizer::tokenPiece(int64_t id) const {
-  return decode({id});
+  return displayText({id});
 }
 
 std::optional<int64_t> Tokenizer::tokenId(std::string_view token) const {
@@ -586,6 +620,10 @@ std::optional<int64_t> Tokenizer::tokenId(std::string_view token) const {
   auto it = impl_->vocab.find(std::string(token));
   if (it == impl_->vocab.end()) return std::nullopt;
   return it->second;
+}
+
+bool Tokenizer::hasToken(int64_t id) const {
+  return id >= 0 && id < vocabSize() && impl_->hasToken[size_t(id)];
 }
 
 bool Tokenizer::isSpecial(int64_t id) const {

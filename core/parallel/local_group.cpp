@@ -4,17 +4,23 @@
 #include <mutex>
 
 #include "../error.h"
+#include "collective_board.h"
 
 namespace shardscope {
 
-// A reusable barrier with abort and timeout, plus one slot per rank for exchanged tensors.
+// A reusable barrier with abort and timeout, plus one slot per rank for exchanged tensors and the
+// group's collective board.
 class LocalGroupState {
  public:
-  explicit LocalGroupState(int size) : size_(size), slots_(size) {}
+  explicit LocalGroupState(int size) : size_(size), slots_(size), board_(size) {}
 
   int size() const { return size_; }
+  CollectiveBoard& board() { return board_; }
 
-  void arriveAndWait(const char* op, std::chrono::milliseconds timeout) {
+  // `again`: the second wait of one collective (every rank has read the slots).
+  void arriveAndWait(int rank, const char* op, std::chrono::milliseconds timeout,
+                     bool again = false) {
+    board_.enter(rank, op, again);
     std::unique_lock lock(mutex_);
     throwIfAborted();
     const uint64_t generation = generation_;
@@ -22,19 +28,28 @@ class LocalGroupState {
       arrived_ = 0;
       ++generation_;
       cv_.notify_all();
+      lock.unlock();
+      board_.leave(rank);
       return;
     }
     const bool done =
         cv_.wait_for(lock, timeout, [&] { return generation_ != generation || aborted_; });
     if (aborted_) throwIfAborted();
     if (!done) {
+      const std::string what = board_.collectiveOf(rank);
+      const std::string message =
+          "collective " + what + " timed out after " + std::to_string(timeout.count()) +
+          " ms on rank " + std::to_string(rank) +
+          ": a rank did not reach the same collective (every rank must call the same "
+          "collectives in the same order); what each rank was doing:" +
+          board_.describe();
       aborted_ = true;
-      reason_ = std::string("timed out after ") + std::to_string(timeout.count()) + " ms in " + op +
-                ": a rank did not reach the same collective (every rank must call the same "
-                "collectives in the same order)";
+      reason_ = message;
       cv_.notify_all();
-      throwIfAborted();
+      throw CollectiveTimeout(message);
     }
+    lock.unlock();
+    board_.leave(rank);
   }
 
   void abort(const std::string& reason) {
@@ -44,6 +59,16 @@ class LocalGroupState {
     cv_.notify_all();
   }
 
+  bool aborted() const {
+    std::lock_guard lock(mutex_);
+    return aborted_;
+  }
+
+  std::string reason() const {
+    std::lock_guard lock(mutex_);
+    return reason_;
+  }
+
   void reset() {
     std::lock_guard lock(mutex_);
     aborted_ = false;
@@ -51,6 +76,7 @@ class LocalGroupState {
     arrived_ = 0;
     ++generation_;
     for (auto& s : slots_) s = at::Tensor();
+    board_.clear();
   }
 
   std::vector<at::Tensor>& slots() { return slots_; }
@@ -61,13 +87,14 @@ class LocalGroupState {
   }
 
   const int size_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   int arrived_ = 0;
   uint64_t generation_ = 0;
   bool aborted_ = false;
   std::string reason_;
   std::vector<at::Tensor> slots_;
+  CollectiveBoard board_;
 };
 
 std::vector<std::unique_ptr<LocalGroup>> LocalGroup::create(int size) {
@@ -89,12 +116,12 @@ int LocalGroup::size() const {
 
 const std::vector<at::Tensor>& LocalGroup::exchange(const at::Tensor& t, const char* op) {
   state_->slots()[rank_] = t;
-  state_->arriveAndWait(op, options().timeout);
+  state_->arriveAndWait(rank_, op, options().timeout);
   return state_->slots();
 }
 
 void LocalGroup::release(const char* op) {
-  state_->arriveAndWait(op, options().timeout);
+  state_->arriveAndWait(rank_, op, options().timeout, /*again=*/true);
 }
 
 at::Tensor LocalGroup::allGather(const at::Tensor& local, int64_t dim) {
@@ -124,11 +151,19 @@ void LocalGroup::broadcast(at::Tensor& tensor, int root) {
 
 void LocalGroup::barrier() {
   if (size() == 1) return;
-  state_->arriveAndWait("barrier", options().timeout);
+  state_->arriveAndWait(rank_, "barrier", options().timeout);
 }
 
 void LocalGroup::abort(const std::string& reason) {
   state_->abort(reason);
+}
+
+bool LocalGroup::aborted() const {
+  return state_->aborted();
+}
+
+std::string LocalGroup::abortReason() const {
+  return state_->reason();
 }
 
 void LocalGroup::reset() {

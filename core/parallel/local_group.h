@@ -24,10 +24,14 @@ class LocalGroup : public ProcessGroup {
   void broadcast(at::Tensor& tensor, int root) override;
   void barrier() override;
   void abort(const std::string& reason) override;
+  bool aborted() const override;
   void reset() override;
 
   LocalGroup(int rank, std::shared_ptr<LocalGroupState> state);
   ~LocalGroup() override;
+
+ protected:
+  std::string abortReason() const override;
 
  private:
   // Publishes `t` in this rank's slot and waits until every rank has published.

@@ -3,9 +3,13 @@
 //
 // Contract (as in c10d): every rank calls the same collectives in the same order with tensors of
 // the same shape and dtype. Each call blocks its caller until its result is ready to read on the
-// calling rank's current stream. A collective waits at most `timeout`; abort() makes every pending
-// and future collective on every rank throw CollectiveAborted until reset() is called, which the
-// engine does once all ranks have left the failed job.
+// calling rank's current stream. A collective waits at most `timeout` (the watchdog): then the rank
+// throws CollectiveTimeout, whose message names the collective, where it was called
+// (CollectiveSite) and what every rank was waiting on, and aborts the group. abort(), from any
+// rank or thread, makes every pending and future collective on every rank throw
+// CollectiveAborted(reason) until reset() (local) or until the group is replaced (NCCL: every
+// communicator of the group is aborted with ncclCommAbort); the engine does either once all ranks
+// have left the failed job.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,7 +20,8 @@
 namespace shardscope {
 
 struct CollectiveOptions {
-  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  // The watchdog: how long one collective (or one replayed graph of collectives) may wait.
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };
 
 class ProcessGroup {
@@ -37,6 +42,9 @@ class ProcessGroup {
   // Wakes every rank waiting in a collective with CollectiveAborted(reason). Callable from any
   // thread.
   virtual void abort(const std::string& reason) = 0;
+  // Whether abort() was called (by any rank); throwIfAborted() throws CollectiveAborted then.
+  virtual bool aborted() const = 0;
+  void throwIfAborted() const;
   // Clears an abort; call only when no rank is inside a collective.
   virtual void reset() = 0;
   // False when an aborted group cannot be reset in place (NCCL): the owner then builds a new one.
@@ -45,10 +53,14 @@ class ProcessGroup {
   virtual bool graphCapturable() const { return size() == 1; }
   // Blocks until the current stream's work (a replayed graph's collectives) is done, with the
   // same abort and timeout as a collective.
-  virtual void waitForStream(const char* what) {}
+  virtual void waitForStream(const char* what) { throwIfAborted(); }
 
   const CollectiveOptions& options() const { return options_; }
   void setOptions(const CollectiveOptions& o) { options_ = o; }
+
+ protected:
+  // The reason given to the first abort() (empty before).
+  virtual std::string abortReason() const = 0;
 
  private:
   CollectiveOptions options_;

@@ -117,6 +117,10 @@ Value makeNamespace(const std::string& name, std::map<std::string, Value> member
 
 }  // namespace
 
+std::string dtypeRepr(at::ScalarType t) {
+  return dtypeValue(t)->str;
+}
+
 at::Tensor toTensor(const Value& v, const at::Tensor* like) {
   const auto opts = like ? like->options() : at::TensorOptions().device(currentDevice());
   switch (v->type) {
@@ -246,11 +250,11 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
       {"view", [](const at::Tensor& x, Args& a) { return tensor(x.view(shapeArgs(a, 0))); }},
       {"reshape", [](const at::Tensor& x, Args& a) { return tensor(x.reshape(shapeArgs(a, 0))); }},
       {"permute", [](const at::Tensor& x, Args& a) { return tensor(x.permute(shapeArgs(a, 0))); }},
-      {"transpose", [](const at::Tensor& x, Args& a) { return tensor(x.transpose(asInt(a.positional.at(0), "dim0"), asInt(a.positional.at(1), "dim1"))); }},
+      {"transpose", [](const at::Tensor& x, Args& a) { return tensor(x.transpose(asInt(a.required(0, "dim0"), "dim0"), asInt(a.required(1, "dim1"), "dim1"))); }},
       {"unsqueeze", [](const at::Tensor& x, Args& a) { return tensor(x.unsqueeze(dimArg(a, 0, 0))); }},
       {"squeeze", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.squeeze(dimArg(a, 0, 0)) : x.squeeze()); }},
       {"flatten", [](const at::Tensor& x, Args& a) { return tensor(x.flatten(dimArg(a, 0, 0), a.get(1, "end_dim") ? asInt(*a.get(1, "end_dim"), "end_dim") : -1)); }},
-      {"narrow", [](const at::Tensor& x, Args& a) { return tensor(x.narrow(asInt(a.positional.at(0), "dim"), asInt(a.positional.at(1), "start"), asInt(a.positional.at(2), "length"))); }},
+      {"narrow", [](const at::Tensor& x, Args& a) { return tensor(x.narrow(asInt(a.required(0, "dim"), "dim"), asInt(a.required(1, "start"), "start"), asInt(a.required(2, "length"), "length"))); }},
       {"sum", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.sum(dimArg(a, 0, 0), keepdim(a, 1)) : x.sum()); }},
       {"mean", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.mean(dimArg(a, 0, 0), keepdim(a, 1)) : x.mean()); }},
       {"std", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.std(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.std()); }},
@@ -276,8 +280,8 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
       {"sigmoid", [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }},
       {"tanh", [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }},
       {"relu", [](const at::Tensor& x, Args&) { return tensor(x.relu()); }},
-      {"pow", [](const at::Tensor& x, Args& a) { return tensor(x.pow(asNumber(a.positional.at(0), "exponent"))); }},
-      {"matmul", [](const at::Tensor& x, Args& a) { return tensor(at::matmul(x, toTensor(a.positional.at(0)))); }},
+      {"pow", [](const at::Tensor& x, Args& a) { return tensor(x.pow(asNumber(a.required(0, "exponent"), "exponent"))); }},
+      {"matmul", [](const at::Tensor& x, Args& a) { return tensor(at::matmul(x, toTensor(a.required(0)))); }},
       {"any", [](const at::Tensor& x, Args&) { return tensor(x.any()); }},
       {"all", [](const at::Tensor& x, Args&) { return tensor(x.all()); }},
       {"item", [](const at::Tensor& x, Args&) {
@@ -285,18 +289,19 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
          return fromTensorList(x.reshape({}));
        }},
       {"tolist", [](const at::Tensor& x, Args&) { return fromTensorList(x.to(at::kCPU)); }},
-      {"index_select", [](const at::Tensor& x, Args& a) { return tensor(x.index_select(asInt(a.positional.at(0), "dim"), toTensor(a.positional.at(1)))); }},
+      {"gather", [](const at::Tensor& x, Args& a) { return tensor(x.gather(asInt(a.required(0, "dim"), "dim"), toTensor(arg(a, 1, "index", "gather")).to(at::kLong))); }},
+      {"index_select", [](const at::Tensor& x, Args& a) { return tensor(x.index_select(asInt(a.required(0, "dim"), "dim"), toTensor(a.required(1)))); }},
       {"chunk", [](const at::Tensor& x, Args& a) {
          std::vector<Value> parts;
-         for (const auto& c : x.chunk(asInt(a.positional.at(0), "chunks"), dimArg(a, 1, 0))) parts.push_back(tensor(c));
+         for (const auto& c : x.chunk(asInt(a.required(0, "chunks"), "chunks"), dimArg(a, 1, 0))) parts.push_back(tensor(c));
          return tuple(parts);
        }},
       {"zero_", [](const at::Tensor& x, Args&) { noteTensorWrite(); at::Tensor y = x; y.zero_(); return tensor(y); }},
-      {"fill_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.fill_(asNumber(a.positional.at(0), "value")); return tensor(y); }},
-      {"copy_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.copy_(toTensor(a.positional.at(0))); return tensor(y); }},
-      {"mul_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.mul_(toTensor(a.positional.at(0), &x)); return tensor(y); }},
-      {"add_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.add_(toTensor(a.positional.at(0), &x)); return tensor(y); }},
-      {"masked_fill", [](const at::Tensor& x, Args& a) { return tensor(x.masked_fill(toTensor(a.positional.at(0)), asNumber(a.positional.at(1), "value"))); }},
+      {"fill_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.fill_(asNumber(a.required(0, "value"), "value")); return tensor(y); }},
+      {"copy_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.copy_(toTensor(a.required(0))); return tensor(y); }},
+      {"mul_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.mul_(toTensor(a.required(0), &x)); return tensor(y); }},
+      {"add_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.add_(toTensor(a.required(0), &x)); return tensor(y); }},
+      {"masked_fill", [](const at::Tensor& x, Args& a) { return tensor(x.masked_fill(toTensor(a.required(0)), asNumber(a.required(1, "value"), "value"))); }},
   };
   auto it = methods.find(name);
   if (it == methods.end()) {
@@ -329,7 +334,7 @@ Value tokenizerValue(std::shared_ptr<const Tokenizer> tok) {
   ns->type = Type::Namespace;
   ns->str = "tokenizer";
   ns->attributes["decode"] = builtin("decode", [tok](Args& a) {
-    const Value& v = a.positional.at(0);
+    const Value& v = a.required(0);
     std::vector<int64_t> ids;
     if (v->type == Type::Tensor) {
       at::Tensor t = v->tensor.to(at::kCPU, at::kLong).flatten();
@@ -343,7 +348,7 @@ Value tokenizerValue(std::shared_ptr<const Tokenizer> tok) {
   });
   ns->attributes["encode"] = builtin("encode", [tok](Args& a) {
     std::vector<Value> ids;
-    for (int64_t id : tok->encode(str(a.positional.at(0)))) ids.push_back(integer(id));
+    for (int64_t id : tok->encode(str(a.required(0)))) ids.push_back(integer(id));
     return list(ids);
   });
   return ns;
@@ -544,7 +549,7 @@ void installBuiltins(Environment& env) {
   std::map<std::string, Value> torch;
   for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
   const auto like = [](const char* fn, auto op) {
-    return builtin(fn, [op](Args& a) { return tensor(op(toTensor(a.positional.at(0)))); });
+    return builtin(fn, [op](Args& a) { return tensor(op(toTensor(a.required(0)))); });
   };
   torch["zeros_like"] = like("zeros_like", [](const at::Tensor& x) { return at::zeros_like(x); });
   torch["ones_like"] = like("ones_like", [](const at::Tensor& x) { return at::ones_like(x); });
@@ -569,7 +574,7 @@ void installBuiltins(Environment& env) {
     const auto o = at::TensorOptions().device(currentDevice()).dtype(at::kLong);
     if (a.positional.size() == 1) return tensor(at::arange(asInt(a.positional[0], "end"), o));
     return tensor(
-        at::arange(asInt(a.positional.at(0), "start"), asInt(a.positional.at(1), "end"), o));
+        at::arange(asInt(a.required(0, "start"), "start"), asInt(a.required(1, "end"), "end"), o));
   });
   torch["cat"] = builtin("cat", [](Args& a) {
     return tensor(at::cat(tensorList(arg(a, 0, "tensors", "cat"), "cat"), dimArg(a, 1, 0)));
@@ -578,41 +583,45 @@ void installBuiltins(Environment& env) {
     return tensor(at::stack(tensorList(arg(a, 0, "tensors", "stack"), "stack"), dimArg(a, 1, 0)));
   });
   torch["matmul"] = builtin("matmul", [](Args& a) {
-    return tensor(at::matmul(toTensor(a.positional.at(0)), toTensor(a.positional.at(1))));
+    return tensor(at::matmul(toTensor(a.required(0)), toTensor(a.required(1))));
   });
   torch["softmax"] = builtin("softmax", [](Args& a) {
-    return tensor(at::softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1)));
+    return tensor(at::softmax(toTensor(a.required(0)), dimArg(a, 1, -1)));
   });
   torch["log_softmax"] = builtin("log_softmax", [](Args& a) {
-    return tensor(at::log_softmax(toTensor(a.positional.at(0)), dimArg(a, 1, -1)));
+    return tensor(at::log_softmax(toTensor(a.required(0)), dimArg(a, 1, -1)));
   });
   torch["argmax"] = builtin("argmax", [](Args& a) {
-    const at::Tensor x = toTensor(a.positional.at(0));
+    const at::Tensor x = toTensor(a.required(0));
     return tensor(a.get(1, "dim") ? x.argmax(dimArg(a, 1, 0), keepdim(a, 2)) : x.argmax());
   });
   torch["topk"] = builtin("topk", [](Args& a) {
     return valuesIndices(
-        toTensor(a.positional.at(0)).topk(asInt(arg(a, 1, "k", "topk"), "k"), dimArg(a, 2, -1)));
+        toTensor(a.required(0)).topk(asInt(arg(a, 1, "k", "topk"), "k"), dimArg(a, 2, -1)));
   });
   torch["allclose"] = builtin("allclose", [](Args& a) {
     const double rtol = asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
                  atol = asNumber(optional(a, 3, "atol", floating(1e-8)), "atol");
-    return boolean(
-        at::allclose(toTensor(a.positional.at(0)), toTensor(a.positional.at(1)), rtol, atol));
+    return boolean(at::allclose(toTensor(a.required(0)), toTensor(a.required(1)), rtol, atol));
   });
   torch["equal"] = builtin("equal", [](Args& a) {
-    return boolean(at::equal(toTensor(a.positional.at(0)), toTensor(a.positional.at(1))));
+    return boolean(at::equal(toTensor(a.required(0)), toTensor(a.required(1))));
   });
   torch["norm"] =
-      builtin("norm", [](Args& a) { return tensor(at::norm(toTensor(a.positional.at(0)))); });
+      builtin("norm", [](Args& a) { return tensor(at::norm(toTensor(a.required(0)))); });
+  torch["gather"] = builtin("gather", [](Args& a) {
+    return tensor(toTensor(a.required(0, "input"))
+                      .gather(asInt(arg(a, 1, "dim", "gather"), "dim"),
+                              toTensor(arg(a, 2, "index", "gather")).to(at::kLong)));
+  });
   torch["where"] = builtin("where", [](Args& a) {
-    const at::Tensor c = toTensor(a.positional.at(0)), x = toTensor(a.positional.at(1));
-    return tensor(at::where(c, x, toTensor(a.positional.at(2), &x)));
+    const at::Tensor c = toTensor(a.required(0)), x = toTensor(a.required(1));
+    return tensor(at::where(c, x, toTensor(a.required(2), &x)));
   });
   torch["einsum"] = builtin("einsum", [](Args& a) {
     std::vector<at::Tensor> ops;
     for (size_t i = 1; i < a.positional.size(); ++i) ops.push_back(toTensor(a.positional[i]));
-    return tensor(at::einsum(a.positional.at(0)->str, ops));
+    return tensor(at::einsum(a.required(0)->str, ops));
   });
   torch["no_grad"] = builtin("no_grad", [](Args&) { return none(); });
   Value functional = makeNamespace(

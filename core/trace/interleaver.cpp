@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "../engine/generation.h"
 #include "../model/families/dense_decoder.h"
 #include "../model/tokenizer.h"
+#include "../parallel/collective_board.h"
 #include "coroutine.h"
 #include "interpreter.h"
 #include "trace_device.h"
@@ -50,16 +52,23 @@ Value toCpu(const Value& v) {
 
 class Mediator : public Host {
  public:
-  Mediator(Interleaver& owner, int64_t request, std::shared_ptr<const Program> program,
-           const InvokeSpec& spec, std::shared_ptr<Environment> scope, long long budget)
-      : owner_(owner), request_(request), body_(spec.body), env_(std::move(scope)) {
-    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget);
+  Mediator(Interleaver& owner, int64_t invoke, int64_t firstRequest,
+           std::shared_ptr<const Program> program, const InvokeSpec& spec,
+           std::shared_ptr<Environment> scope, long long budget, int64_t memoryBudget)
+      : owner_(owner),
+        invoke_(invoke),
+        firstRequest_(firstRequest),
+        requests_(spec.requests),
+        body_(spec.body),
+        env_(std::move(scope)) {
+    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget, memoryBudget);
     co_ = std::make_unique<Coroutine>([this] { run(); });
   }
 
   // ---- state the interleaver reads ----
   enum class Wait { None, Port, Result, StepStart };
   Wait wait = Wait::None;
+  Wait resumedFrom = Wait::None;  // what the block last waited on (None: it has not waited yet)
   const Module* waitModule = nullptr;
   PortRole waitRole = PortRole::Output;
   int64_t step = 0;
@@ -73,13 +82,21 @@ class Mediator : public Host {
   PortRole servedRole = PortRole::Output;
   int64_t servedStep = -1;
 
-  int64_t request() const { return request_; }
+  int64_t invoke() const { return invoke_; }
+  // Its requests are firstRequest() .. firstRequest() + requests() - 1: one a prompt.
+  int64_t firstRequest() const { return firstRequest_; }
+  int64_t requests() const { return requests_; }
+  bool covers(int64_t request) const {
+    return request >= firstRequest_ && request < firstRequest_ + requests_;
+  }
+  const Block& body() const { return body_; }
   bool done() const { return co_->finished(); }
   void resume() { co_->resume(); }
   Interpreter& interpreter() { return *interp_; }
   Environment& env() { return *env_; }
 
   // ---- Host ----
+  bool viewsModelMemory(const at::Tensor& t) const override { return owner_.viewsPortValue(t); }
   Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) override {
     const Module* m = resolve(in, module->str);
     if (m->path() == "model" && (name == "logits" || name == "samples")) {
@@ -91,22 +108,22 @@ class Mediator : public Host {
     if (const Parameter* p = m->parameter(name)) return tensor(p->shard);
     if (name == "whole")
       return builtin("whole",
-                     [this, m](CallArgs& a) { return wholeParameter(m, str(a.positional.at(0))); });
+                     [this, m](CallArgs& a) { return wholeParameter(m, str(a.required(0))); });
     if (const auto* qkv = dynamic_cast<const QKVParallelLinear*>(m)) {
       if (name == "q_head" || name == "k_head" || name == "v_head") {
         return builtin(name, [this, qkv, name](CallArgs& a) {
-          return qkvHead(*qkv, name[0], a.positional.at(0), asInt(a.positional.at(1), "head"));
+          return qkvHead(*qkv, name[0], a.required(0), asInt(a.required(1, "head"), "head"));
         });
       }
     }
     if (dynamic_cast<const RowParallelLinear*>(m) && m->name() == "o_proj" && name == "head") {
       return builtin("head", [this](CallArgs& a) {
         const auto& c = owner_.rank().model.config();
-        const long long h = asInt(a.positional.at(1), "head");
+        const long long h = asInt(a.required(1, "head"), "head");
         if (h < 0 || h >= c.numHeads)
           throw RuntimeFailure("head " + std::to_string(h) + " out of range [0, " +
                                std::to_string(c.numHeads) + ")");
-        return tensor(a.positional.at(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
+        return tensor(a.required(0)->tensor.narrow(-1, h * c.headDim, c.headDim));
       });
     }
     if (m->path() == "model" && name == "tokenizer") return tokenizerObject(in);
@@ -122,6 +139,12 @@ class Mediator : public Host {
     const auto write = [&](const Value& dst, const Value& src) {
       if (dst->type == Type::None) return;
       at::Tensor s = src->type == Type::Tensor ? src->tensor : toTensor(src, &dst->tensor);
+      if (s.scalar_type() != dst->tensor.scalar_type()) {
+        in.fail("cannot write a value of dtype " + dtypeRepr(s.scalar_type()) + " into " +
+                portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
+                ", whose value has dtype " + dtypeRepr(dst->tensor.scalar_type()) +
+                "; convert it first with .to(" + dtypeRepr(dst->tensor.scalar_type()) + ")");
+      }
       if (!dst->tensor.sizes().equals(s.sizes())) {
         in.fail("cannot write a value of shape " + repr(sizeOf(s)) + " into " +
                 portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
@@ -185,9 +208,7 @@ class Mediator : public Host {
       return f;
     }
     if (name == "result") {
-      wait = Wait::Result;
-      co_->yield();
-      wait = Wait::None;
+      suspend(Wait::Result);
       return served;
     }
     if (name == "stop")
@@ -235,6 +256,10 @@ class Mediator : public Host {
     if (owner_.reporter()) owner_.print(line);
   }
 
+  std::string undefinedName(const std::string& name) override {
+    return owner_.undefinedName(*this, name);
+  }
+
  private:
   void run() {
     setCurrentDevice(owner_.rank().device);
@@ -248,10 +273,15 @@ class Mediator : public Host {
     wait = Wait::None;
   }
 
-  void awaitStepStart() {
-    wait = Wait::StepStart;
+  void suspend(Wait what) {
+    wait = what;
     co_->yield();
+    resumedFrom = what;
     wait = Wait::None;
+  }
+
+  void awaitStepStart() {
+    suspend(Wait::StepStart);
     if (ended) {
       ended = false;
       throw RequestEnded{};
@@ -265,11 +295,9 @@ class Mediator : public Host {
       in.fail("already ran past " + portName(m, role) + " at step " + std::to_string(step) +
               "; read ports in the order the model runs them, or move this read to a later step");
     }
-    wait = Wait::Port;
     waitModule = m;
     waitRole = role;
-    co_->yield();
-    wait = Wait::None;
+    suspend(Wait::Port);
     if (ended) {
       ended = false;
       throw RequestEnded{};
@@ -305,6 +333,8 @@ class Mediator : public Host {
     const Parameter* p = m->parameter(name);
     if (!p) throw RuntimeFailure(m->path() + " has no parameter '" + name + "'");
     if (p->splitDim < 0) return tensor(p->shard.clone());
+    const std::string where = m->path() + "." + name + ".whole()";
+    CollectiveSite site(where, step);
     at::Tensor whole = owner_.rank().group.allGather(p->shard, p->splitDim);
     return tensor(
         whole.narrow(p->splitDim, 0, p->fullShape[p->splitDim]));  // trims vocabulary padding
@@ -344,7 +374,9 @@ class Mediator : public Host {
   }
 
   Interleaver& owner_;
-  int64_t request_;
+  int64_t invoke_;
+  int64_t firstRequest_;
+  int64_t requests_;
   Block body_;
   std::shared_ptr<Environment> env_;
   std::unique_ptr<Interpreter> interp_;
@@ -353,7 +385,8 @@ class Mediator : public Host {
 
 Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
                          const std::vector<InvokeSpec>& invokes,
-                         std::shared_ptr<const Tokenizer> tokenizer, long long budget)
+                         std::shared_ptr<const Tokenizer> tokenizer, long long budget,
+                         int64_t memoryBudget)
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
   scope_ = std::make_shared<Environment>(builtinScope());
@@ -368,10 +401,13 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
       scope_->set(invokes[0].tracerName, t);
     }
   }
+  int64_t request = 0;
   for (size_t i = 0; i < invokes.size(); ++i) {
-    mediators_.push_back(
-        std::make_unique<Mediator>(*this, int64_t(i), program_, invokes[i], scope_, budget));
+    mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), request, program_,
+                                                    invokes[i], scope_, budget, memoryBudget));
+    request += invokes[i].requests;
   }
+  requestEnded_.assign(size_t(request), false);
 }
 
 void Interleaver::registerModule(const Module& m) {
@@ -489,27 +525,39 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   if (!waited) return;
 
   const PortSpec& spec = module.port(role);
+  const std::string port = portName(&module, role);
+  CollectiveSite site(port, batch.step);
   std::vector<at::Tensor> wholes;
-  for (const at::Tensor& t : value.items) wholes.push_back(gather(t, spec));
+  for (const at::Tensor& t : value.items) {
+    wholes.push_back(gather(t, spec));
+    if (wholes.back().defined() && wholes.back().has_storage())
+      servedStorages_.insert(wholes.back().storage().unsafeGetStorageImpl());
+  }
   takeTensorWrite();
   for (auto& m : mediators_) {
     if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
           m->step == batch.step))
       continue;
-    int64_t span = -1;
+    // The invoke's requests still in the step: consecutive spans, so their rows are one run.
+    int64_t first = -1, spans = 0, tokens = 0;
     for (size_t k = 0; k < batch.spans.size(); ++k) {
-      if (batch.spans[k].request == m->request()) span = int64_t(k);
+      if (!m->covers(batch.spans[k].request)) continue;
+      if (first < 0) first = int64_t(k);
+      SS_ASSERT(int64_t(k) == first + spans &&
+                    batch.spans[k].tokenStart == batch.spans[first].tokenStart + tokens,
+                "an invoke's spans are not consecutive");
+      ++spans;
+      tokens += batch.spans[k].tokenCount;
     }
-    if (span < 0) continue;  // this request is not in the step (it has ended)
+    if (first < 0) continue;  // every request of this invoke has ended
     std::vector<Value> items;
     for (const at::Tensor& w : wholes) {
       if (!w.defined()) {
         items.push_back(none());
       } else if (spec.perRequest) {
-        items.push_back(tensor(w.narrow(0, span, 1)));
+        items.push_back(tensor(w.narrow(0, first, spans)));
       } else {
-        items.push_back(
-            tensor(w.narrow(0, batch.spans[span].tokenStart, batch.spans[span].tokenCount)));
+        items.push_back(tensor(w.narrow(0, batch.spans[first].tokenStart, tokens)));
       }
     }
     m->served = value.tuple ? tuple(items) : items[0];
@@ -525,9 +573,21 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
 }
 
 void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {
+  for (size_t r = 0; r < finished.size() && r < requestEnded_.size(); ++r) {
+    if (finished[r]) requestEnded_[r] = true;
+  }
+  // An invoke ends with the step in which the last of its requests ends.
+  const auto endedNow = [&](const Mediator& m) {
+    bool now = false;
+    for (int64_t r = m.firstRequest(); r < m.firstRequest() + m.requests(); ++r) {
+      if (!requestEnded_.at(size_t(r))) return false;
+      now |= r < int64_t(finished.size()) && finished[size_t(r)];
+    }
+    return now;
+  };
   for (auto& m : mediators_) {
     if (m->wait == Mediator::Wait::StepStart && m->step == batch.step + 1) {
-      m->ended = m->request() < int64_t(finished.size()) && finished[m->request()];
+      m->ended = endedNow(*m);
       resume(*m);
     }
     if (m->wait != Mediator::Wait::Port) continue;
@@ -540,22 +600,31 @@ void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& fi
                                       "model.logits_processor(model.lm_head, h)"
                                     : "; check the module path and that the step exists"));
     }
-    if (m->request() < int64_t(finished.size()) && finished[m->request()]) {
+    if (endedNow(*m)) {
       if (m->unbounded > 0) {
         m->ended = true;
         resume(*m);
         continue;
       }
       m->interpreter().fail(
-          "waits for " + port + " at step " + std::to_string(m->step) +
-          ", but the request ended after step " + std::to_string(batch.step) +
+          "waits for " + port + " at step " + std::to_string(m->step) + ", but " +
+          (m->requests() > 1 ? "the invoke's requests" : "the request") + " ended after step " +
+          std::to_string(batch.step) +
           "; raise max_tokens or use tracer.iter[:] to follow the request to its end");
     }
   }
 }
 
+bool Interleaver::viewsPortValue(const at::Tensor& t) const {
+  return t.defined() && t.has_storage() &&
+         servedStorages_.count(t.storage().unsafeGetStorageImpl()) > 0;
+}
+
 bool Interleaver::stopRequested(int64_t request) const {
-  return request < int64_t(mediators_.size()) && mediators_[request]->stop;
+  for (const auto& m : mediators_) {
+    if (m->covers(request)) return m->stop;
+  }
+  return false;
 }
 
 void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
@@ -569,20 +638,24 @@ void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
                             std::to_string(m->step) + ", but generation ended before it");
     }
     if (m->wait != Mediator::Wait::Result) continue;
-    const auto& ids = generated.at(m->request());
-    std::vector<Value> idValues;
-    for (int64_t id : ids) idValues.push_back(integer(id));
-    auto completion = std::make_shared<Object>();
-    completion->type = Type::ResultObject;
-    completion->str = "CompletionOutput";
-    completion->attributes["text"] = string(tokenizer_ ? tokenizer_->decode(ids, true) : "");
-    completion->attributes["token_ids"] = list(idValues);
-    auto result = std::make_shared<Object>();
-    result->type = Type::ResultObject;
-    result->str = "RequestOutput";
-    result->attributes["outputs"] = list({completion});
-    result->attributes["token_ids"] = list(idValues);
-    m->served = result;
+    std::vector<Value> results;  // one RequestOutput a prompt
+    for (int64_t r = m->firstRequest(); r < m->firstRequest() + m->requests(); ++r) {
+      const auto& ids = generated.at(size_t(r));
+      std::vector<Value> idValues;
+      for (int64_t id : ids) idValues.push_back(integer(id));
+      auto completion = std::make_shared<Object>();
+      completion->type = Type::ResultObject;
+      completion->str = "CompletionOutput";
+      completion->attributes["text"] = string(completionText(tokenizer_.get(), ids, stop_));
+      completion->attributes["token_ids"] = list(idValues);
+      auto result = std::make_shared<Object>();
+      result->type = Type::ResultObject;
+      result->str = "RequestOutput";
+      result->attributes["outputs"] = list({completion});
+      result->attributes["token_ids"] = list(idValues);
+      results.push_back(result);
+    }
+    m->served = results.size() == 1 ? results[0] : list(results);
     resume(*m);
   }
   for (auto& m : mediators_) {
@@ -592,6 +665,97 @@ void Interleaver::finish(const std::vector<std::vector<int64_t>>& generated) {
   }
 }
 
+namespace {
+
+bool binds(const Expr& target, const std::string& name) {
+  if (target.kind == ExprKind::Name) return target.text == name;
+  if (target.kind != ExprKind::Tuple && target.kind != ExprKind::List) return false;
+  return std::any_of(target.items.begin(), target.items.end(),
+                     [&](const ExprPtr& t) { return t && binds(*t, name); });
+}
+
+// The first statement of `body` that binds `name` in the block's own scope (not inside a def).
+const Stmt* assignmentOf(const Block& body, const std::string& name) {
+  for (const auto& s : body) {
+    if (s->kind == StmtKind::Def) {
+      if (s->op == name) return s.get();
+      continue;
+    }
+    if (s->kind == StmtKind::Assign || s->kind == StmtKind::AugAssign || s->kind == StmtKind::For ||
+        s->kind == StmtKind::With) {
+      for (const auto& t : s->targets) {
+        if (t && binds(*t, name)) return s.get();
+      }
+    }
+    if (const Stmt* inner = assignmentOf(s->body, name)) return inner;
+    if (const Stmt* inner = assignmentOf(s->orElse, name)) return inner;
+  }
+  return nullptr;
+}
+
+std::string stepSuffix(int64_t step, bool show) {
+  return show ? " at step " + std::to_string(step) : "";
+}
+
+}  // namespace
+
+std::string Interleaver::undefinedName(const Mediator& asking, const std::string& name) const {
+  for (const auto& m : mediators_) {
+    if (m.get() == &asking) continue;
+    const Stmt* assignment = assignmentOf(m->body(), name);
+    if (!assignment) continue;
+    const std::string other = "invoke " + std::to_string(m->invoke() + 1);
+    const std::string self = "invoke " + std::to_string(asking.invoke() + 1);
+    const std::string head = "name '" + name + "' is not defined yet: it is assigned by " + other +
+                             " (line " + std::to_string(assignment->at.line) + ")";
+    const std::string advice =
+        " (a cross-invoke ordering error: invokes share names, but each "
+        "runs when the model reaches its ports); use it in " +
+        self + " at a port the model reaches later, or assign it in " + other +
+        " at an earlier one";
+    // Where the asking invoke is now.
+    const bool atPort = asking.resumedFrom == Mediator::Wait::Port && asking.serving;
+    const bool stepsDiffer = !atPort || m->wait != Mediator::Wait::Port || m->step != asking.step;
+    std::string here;
+    if (atPort) {
+      here = portName(asking.servedModule, asking.servedRole) +
+             stepSuffix(asking.servedStep, stepsDiffer);
+    } else if (asking.resumedFrom == Mediator::Wait::None) {
+      here = "the start of the trace, before the model runs";
+    } else if (asking.resumedFrom == Mediator::Wait::StepStart) {
+      here = "the start of step " + std::to_string(asking.step);
+    } else {
+      here = "the end of generation";
+    }
+    const std::string cannot =
+        ", so " + self + " cannot use it " + (atPort ? "there" : "at " + here);
+    switch (m->wait) {
+      case Mediator::Wait::Port: {
+        const bool samePort = atPort && m->waitModule == asking.servedModule &&
+                              m->waitRole == asking.servedRole && m->step == asking.servedStep;
+        std::string reach;
+        if (samePort) {
+          reach = ", which is served to " + other + " after " + self +
+                  " (at one port invokes are served in order)";
+        } else if (atPort) {
+          reach = ", which the model reaches after " + here;
+        }
+        return head + " at " + portName(m->waitModule, m->waitRole) +
+               stepSuffix(m->step, stepsDiffer) + reach + cannot + advice;
+      }
+      case Mediator::Wait::StepStart:
+        return head + " in step " + std::to_string(m->step) + cannot + advice;
+      case Mediator::Wait::Result:
+        return head + " after generation ends (it waits for tracer.result)" + cannot + advice;
+      case Mediator::Wait::None:
+        return "name '" + name + "' is not defined: " + other + " assigns it (line " +
+               std::to_string(assignment->at.line) + ") but ended without running that line, so " +
+               self + " cannot use it";
+    }
+  }
+  return {};
+}
+
 TraceOutput Interleaver::output() const {
   TraceOutput out;
   out.printed = printed_;
@@ -599,8 +763,13 @@ TraceOutput Interleaver::output() const {
     for (const auto& name : m->interpreter().assignedGlobals()) {
       const Value* v = m->env().find(name);
       if (!v) continue;
+      const auto& snapshots = m->interpreter().savedSnapshots();
+      const auto snapshot = snapshots.find(name);
       if ((*v)->saved) {
         out.saved[name] = toCpu(*v);
+        out.unsaved.erase(name);
+      } else if (snapshot != snapshots.end()) {
+        out.saved[name] = toCpu(snapshot->second);
         out.unsaved.erase(name);
       } else if (!out.saved.count(name)) {
         out.unsaved.insert(name);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "../engine/rank_context.h"
@@ -32,6 +33,7 @@ struct InvokeSpec {
   Block body;
   std::map<std::string, Value> captured;  // driver names, by value
   std::string tracerName;                 // the `as` name of the trace, if any
+  int64_t requests = 1;  // its prompts: one request each, numbered after the earlier invokes'
 };
 
 // What rank 0 reports after the trace.
@@ -45,7 +47,7 @@ class Interleaver : public PortObserver {
  public:
   Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
               const std::vector<InvokeSpec>& invokes, std::shared_ptr<const Tokenizer> tokenizer,
-              long long budget);
+              long long budget, int64_t memoryBudget = 0);
   ~Interleaver() override;
 
   // Makes a module outside the model's tree addressable by its path (test seam for synthetic
@@ -71,7 +73,15 @@ class Interleaver : public PortObserver {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::shared_ptr<const Tokenizer>& sharedTokenizer() const { return tokenizer_; }
   bool reporter() const { return ctx_.rank == 0; }
+  // Why `name` is not defined for `asking` when another invoke assigns it but has not yet reached
+  // that line (a cross-invoke ordering error); empty when no other invoke assigns it.
+  std::string undefinedName(const Mediator& asking, const std::string& name) const;
   void print(const std::string& line) { printed_.push_back(line); }
+  // The request's stop strings: tracer.result's text ends before them, as vLLM reports it.
+  void setStopStrings(std::vector<std::string> stop) { stop_ = std::move(stop); }
+  // Whether `t` shares storage with a port value handed to a block (model memory or a gathered
+  // buffer that is scattered back): saving it must copy it.
+  bool viewsPortValue(const at::Tensor& t) const;
 
  private:
   at::Tensor gather(const at::Tensor& local, const PortSpec& spec);
@@ -89,6 +99,9 @@ class Interleaver : public PortObserver {
   std::vector<std::pair<const Module*, PortRole>> visited_;
   int64_t replayedThrough_ = 0;  // layers below this ran as a graph in the current step
   std::vector<std::string> printed_;
+  std::unordered_set<const void*> servedStorages_;  // storages of port values handed out
+  std::vector<std::string> stop_;
+  std::vector<bool> requestEnded_;  // by request: it finished in an earlier step or this one
 };
 
 }  // namespace shardscope::trace

@@ -1,11 +1,14 @@
 #include "interpreter.h"
 
+#include "format_spec.h"
 #include "trace_device.h"
 
 #include <c10/util/Exception.h>
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
+#include <climits>
 #include <cmath>
 
 namespace shardscope::trace {
@@ -69,6 +72,30 @@ bool isNumber(const Value& v) {
   return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
 }
 
+// list.index / list.count (and tuple's): Python's semantics, `index(x[, start[, end]])`.
+Value sequenceSearch(const Value& seq, const std::string& name) {
+  return builtin(name, [seq, name](CallArgs& a) {
+    const Value& x = a.required(0, "value");
+    const auto& items = seq->items;
+    if (name == "count") {
+      return integer((long long)std::count_if(items.begin(), items.end(),
+                                              [&](const Value& v) { return equal(v, x); }));
+    }
+    const long long n = (long long)items.size();
+    const auto bound = [n](const Value* v, long long dflt) {
+      if (!v) return dflt;
+      long long i = asInt(*v, "index bound");
+      if (i < 0) i += n;
+      return std::clamp(i, 0LL, n);
+    };
+    const long long start = bound(a.get(1, "start"), 0), end = bound(a.get(2, "end"), n);
+    for (long long i = start; i < end; ++i) {
+      if (equal(items[size_t(i)], x)) return integer(i);
+    }
+    throw RuntimeFailure(repr(x) + " is not in " + typeName(seq->type));
+  });
+}
+
 }  // namespace
 
 Value* Environment::find(const std::string& name) {
@@ -98,15 +125,42 @@ double asNumber(const Value& v, const char* what) {
 }
 
 Interpreter::Interpreter(std::shared_ptr<const Program> program, Host& host,
-                         std::shared_ptr<Environment> globals, long long budget)
+                         std::shared_ptr<Environment> globals, long long budget,
+                         int64_t memoryBudget)
     : program_(std::move(program)),
       host_(host),
       globals_(std::move(globals)),
       env_(globals_),
-      budget_(budget) {}
+      budget_(budget),
+      memory_(memoryBudget) {}
 
 void Interpreter::fail(const std::string& message) const {
   throw ScriptError(program_->file, at_, stmt_ ? stmt_->source : "", message);
+}
+
+void Interpreter::failInternal(const std::string& detail) const {
+  fail(
+      "internal error in ShardScope, not a mistake in the script (please report it with this "
+      "script): " +
+      detail);
+}
+
+int64_t Interpreter::heldBytes() const {
+  return trace::heldBytes(*env_, builtinScope().get());
+}
+
+void Interpreter::requestMemory(int64_t bytes) {
+  const std::string error = memory_.request(bytes, [this] { return heldBytes(); });
+  if (!error.empty()) fail(error);
+}
+
+Value Interpreter::charged(Value v) {
+  int64_t bytes = 64;  // the value object itself
+  if (v->type == Type::Tensor && v->tensor.defined()) bytes += int64_t(v->tensor.nbytes());
+  bytes += int64_t(v->str.size() + (v->items.size() + v->dict.size() * 2) * sizeof(Value));
+  const std::string error = memory_.charge(bytes, [this] { return heldBytes(); });
+  if (!error.empty()) fail(error);
+  return v;
 }
 
 void Interpreter::tick() {
@@ -167,8 +221,9 @@ void Interpreter::exec(const Stmt& s) {
           else
             assign(t, binary(s.op, current, rhs));
         } else if (current->type == Type::List && s.op == "+") {
-          Value r = rhs;
-          for (const auto& item : r->items) current->items.push_back(item);
+          const std::vector<Value> added = rhs->items;  // a copy: `x += x` reads what it grows
+          requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
+          current->items.insert(current->items.end(), added.begin(), added.end());
         } else {
           assign(t, binary(s.op, current, rhs));
         }
@@ -251,12 +306,12 @@ void Interpreter::exec(const Stmt& s) {
           fail("assertion failed" + (s.message ? ": " + str(eval(*s.message)) : std::string()));
         break;
       case StmtKind::Import: {
-        static const std::set<std::string> modules = {"torch", "nnsight", "nnsight.modeling.vllm",
-                                                      "shardscope"};
+        static const std::set<std::string> modules = {
+            "torch", "nnsight", "nnsight.modeling.vllm", "shardscope", "vllm", "vllm.inputs"};
         if (!modules.count(s.op)) {
           fail("cannot import '" + s.op +
                "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
-               "(VLLM) and from nnsight LanguageModel");
+               "(VLLM), from nnsight LanguageModel, and from vllm or vllm.inputs TokensPrompt");
         }
         const bool from = !s.targets.empty();
         if (!from) {
@@ -267,10 +322,10 @@ void Interpreter::exec(const Stmt& s) {
           break;
         }
         for (const auto& n : s.names) {
-          static const std::set<std::string> names = {"VLLM", "LanguageModel"};
+          static const std::set<std::string> names = {"VLLM", "LanguageModel", "TokensPrompt"};
           if (!names.count(n))
             fail("cannot import '" + n + "' from " + s.op +
-                 ": available names are VLLM and LanguageModel");
+                 ": available names are VLLM, LanguageModel and TokensPrompt");
           env_->set(n, *globals_->find(n));
         }
         break;
@@ -284,8 +339,15 @@ void Interpreter::exec(const Stmt& s) {
     fail(std::string("torch: ") + e.what_without_backtrace());
   } catch (const Error& e) {
     fail(e.what());
+  } catch (const std::bad_alloc&) {
+    fail(
+        "out of memory while running this statement; lower the block's memory budget "
+        "(--memory-budget-mb) so it stops earlier, or make less");
+  } catch (const std::length_error& e) {
+    fail(std::string("a value would be too large: ") + e.what());
   } catch (const std::logic_error& e) {
-    fail(e.what());
+    // Scripts raise RuntimeFailure/ScriptError; a logic_error (SS_ASSERT, .at(), ...) is our bug.
+    failInternal(e.what());
   }
   stmt_ = outer;
 }
@@ -334,7 +396,8 @@ Value Interpreter::eval(const Expr& e) {
       Value* v = env_->find(e.text);
       if (!v) {
         at_ = e.at;
-        fail("name '" + e.text + "' is not defined");
+        const std::string why = host_.undefinedName(e.text);
+        fail(why.empty() ? "name '" + e.text + "' is not defined" : why);
       }
       if ((*v)->type == Type::Unsaved) {
         at_ = e.at;
@@ -368,7 +431,7 @@ Value Interpreter::eval(const Expr& e) {
         out += formatValue(eval(*e.items[i]), e.formats[i])->str;
         out += e.names[i + 1];
       }
-      return string(out);
+      return charged(string(out));
     }
     case ExprKind::Tuple:
     case ExprKind::List: {
@@ -454,15 +517,45 @@ Value Interpreter::makeFunction(const std::string& name, const std::vector<Param
   return v;
 }
 
+bool Interpreter::holdsModelMemory(const Value& v) const {
+  if (v->type == Type::Tensor) return host_.viewsModelMemory(v->tensor);
+  for (const auto& item : v->items) {
+    if (holdsModelMemory(item)) return true;
+  }
+  for (const auto& [k, x] : v->dict) {
+    if (holdsModelMemory(x)) return true;
+  }
+  return false;
+}
+
+// TRACE section 6: `.save()` returns its receiver and marks it; a value that views model memory
+// is copied at once (later kernels reuse that memory). A bare `x.save()` marks the name `x`.
+Value Interpreter::save(const Expr& receiverExpr) {
+  Value receiver = eval(receiverExpr);
+  if (receiver->type == Type::Module)
+    fail("a module cannot be saved; save one of its ports (.output, .input)");
+  Value saved;
+  switch (receiver->type) {
+    case Type::Tensor:
+    case Type::List:
+    case Type::Tuple:
+    case Type::Dict:
+      saved = holdsModelMemory(receiver) ? snapshot(receiver) : receiver;
+      break;
+    default:  // immutable values may be shared objects (None, True): mark a copy
+      saved = std::make_shared<Object>(*receiver);
+      break;
+  }
+  saved->saved = true;
+  if (receiverExpr.kind == ExprKind::Name && saved != receiver && env_ == globals_)
+    savedSnapshots_[receiverExpr.text] = saved;
+  return saved;
+}
+
 Value Interpreter::evalCall(const Expr& e) {
   // `x.save()` is handled here so that saving works on every kind of value.
   if (e.a->kind == ExprKind::Attribute && e.a->text == "save" && e.items.empty()) {
-    Value receiver = eval(*e.a->a);
-    if (receiver->type == Type::Module)
-      fail("a module cannot be saved; save one of its ports (.output, .input)");
-    Value copy = snapshot(receiver);
-    copy->saved = true;
-    return copy;
+    return save(*e.a->a);
   }
   Value fn = eval(*e.a);
   CallArgs args;
@@ -476,11 +569,12 @@ Value Interpreter::evalCall(const Expr& e) {
 Value Interpreter::call(const Value& fn, CallArgs& args) {
   switch (fn->type) {
     case Type::Builtin:
-      return fn->builtin(args);
+      args.callee = fn->str;
+      return charged(fn->builtin(args));
     case Type::Function:
       return callFunction(*fn->function, args);
     case Type::Module:
-      return host_.callModule(*this, fn, args);
+      return charged(host_.callModule(*this, fn, args));
     default:
       fail(std::string("'") + typeName(fn->type) + "' object is not callable");
   }
@@ -591,6 +685,10 @@ Value Interpreter::compare(const std::string& op, const Value& a, const Value& b
 }
 
 Value Interpreter::binary(const std::string& op, const Value& a, const Value& b) {
+  return charged(arithmetic(op, a, b));
+}
+
+Value Interpreter::arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
@@ -624,15 +722,24 @@ Value Interpreter::binary(const std::string& op, const Value& a, const Value& b)
       }
       if (op == "**") {
         if (y < 0) return floating(std::pow(double(x), double(y)));
-        long long r = 1;
-        for (long long i = 0; i < y; ++i) r = checkedInt(r, x, "*");
+        long long r = 1, base = x;  // by squaring: 1 ** 10**18 takes 60 steps, not 10**18
+        for (long long e = y; e > 0; e >>= 1) {
+          if (e & 1) r = checkedInt(r, base, "*");
+          if (e > 1) base = checkedInt(base, base, "*");
+        }
         return integer(r);
       }
       if (op == "&") return integer(x & y);
       if (op == "|") return integer(x | y);
       if (op == "^") return integer(x ^ y);
-      if (op == "<<") return integer(x << y);
-      if (op == ">>") return integer(x >> y);
+      if (op == "<<" || op == ">>") {
+        if (y < 0) fail("negative shift count");
+        if (op == ">>") return integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
+        if (x != 0 && (y >= 63 || (x > 0 ? x > (LLONG_MAX >> y) : x < (LLONG_MIN >> y))))
+          fail("integer overflow in " + std::to_string(x) + " << " + std::to_string(y) +
+               " (ints are 64-bit)");
+        return integer(x == 0 ? 0 : (long long)((unsigned long long)x << y));
+      }
     }
     const double x = asNumber(a, "operand"), y = asNumber(b, "operand");
     if (op == "+") return floating(x + y);
@@ -646,21 +753,35 @@ Value Interpreter::binary(const std::string& op, const Value& a, const Value& b)
     if (op == "%") return floating(x - std::floor(x / y) * y);
     if (op == "**") return floating(std::pow(x, y));
   }
-  if (op == "+" && a->type == Type::Str && b->type == Type::Str) return string(a->str + b->str);
+  if (op == "+" && a->type == Type::Str && b->type == Type::Str) {
+    requestMemory(int64_t(a->str.size() + b->str.size()));
+    return string(a->str + b->str);
+  }
   if (op == "+" && (a->type == Type::List || a->type == Type::Tuple) && a->type == b->type) {
+    requestMemory(int64_t((a->items.size() + b->items.size()) * sizeof(Value)));
     std::vector<Value> items = a->items;
     items.insert(items.end(), b->items.begin(), b->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
   if (op == "*" && (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
       b->type == Type::Int) {
+    const long long times = std::max(0LL, b->intValue);
+    const size_t length = a->type == Type::Str ? a->str.size() : a->items.size();
+    const size_t unit = a->type == Type::Str ? 1 : sizeof(Value);
+    long long bytes = 0;
+    if (__builtin_mul_overflow((long long)(length * unit), times, &bytes))
+      fail("a sequence of " + std::to_string(length) + " repeated " + std::to_string(times) +
+           " times would be too large");
+    requestMemory(bytes);
     if (a->type == Type::Str) {
       std::string s;
-      for (long long i = 0; i < b->intValue; ++i) s += a->str;
+      s.reserve(size_t(bytes));
+      for (long long i = 0; i < times && length; ++i) s += a->str;
       return string(s);
     }
     std::vector<Value> items;
-    for (long long i = 0; i < b->intValue; ++i)
+    items.reserve(size_t(bytes) / sizeof(Value));
+    for (long long i = 0; i < times && length; ++i)
       items.insert(items.end(), a->items.begin(), a->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
@@ -681,15 +802,17 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
     case Type::List:
       if (name == "append")
         return builtin("append", [obj](CallArgs& a) {
-          obj->items.push_back(a.positional.at(0));
+          obj->items.push_back(a.required(0));
           return none();
         });
       if (name == "extend") {
         return builtin("extend", [obj](CallArgs& a) {
-          for (const auto& i : a.positional.at(0)->items) obj->items.push_back(i);
+          const std::vector<Value> added = a.required(0)->items;  // `x.extend(x)` is safe
+          obj->items.insert(obj->items.end(), added.begin(), added.end());
           return none();
         });
       }
+      if (name == "index" || name == "count") return sequenceSearch(obj, name);
       if (name == "pop") {
         return builtin("pop", [obj](CallArgs& a) {
           if (obj->items.empty()) throw RuntimeFailure("pop from empty list");
@@ -700,6 +823,9 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
           return v;
         });
       }
+      break;
+    case Type::Tuple:
+      if (name == "index" || name == "count") return sequenceSearch(obj, name);
       break;
     case Type::Dict:
       if (name == "keys" || name == "values" || name == "items") {
@@ -713,7 +839,7 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       if (name == "get") {
         return builtin("get", [obj](CallArgs& a) {
           for (const auto& [k, v] : obj->dict) {
-            if (equal(k, a.positional.at(0))) return v;
+            if (equal(k, a.required(0))) return v;
           }
           return a.positional.size() > 1 ? a.positional[1] : none();
         });
@@ -723,7 +849,7 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       if (name == "join") {
         return builtin("join", [obj](CallArgs& a) {
           std::string s;
-          const auto& items = a.positional.at(0)->items;
+          const auto& items = a.required(0)->items;
           for (size_t i = 0; i < items.size(); ++i) s += (i ? obj->str : "") + str(items[i]);
           return string(s);
         });
@@ -741,7 +867,7 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       }
       if (name == "startswith" || name == "endswith") {
         return builtin(name, [obj, name](CallArgs& a) {
-          const std::string& p = a.positional.at(0)->str;
+          const std::string& p = a.required(0)->str;
           const std::string& s = obj->str;
           return boolean(s.size() >= p.size() &&
                          (name == "startswith" ? s.compare(0, p.size(), p) == 0
@@ -751,7 +877,7 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       if (name == "replace") {
         return builtin("replace", [obj](CallArgs& a) {
           std::string s = obj->str;
-          const std::string from = a.positional.at(0)->str, to = a.positional.at(1)->str;
+          const std::string from = a.required(0)->str, to = a.required(1)->str;
           if (from.empty()) return string(s);
           for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
             s.replace(p, from.size(), to);
@@ -855,6 +981,11 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
       noteTensorWrite();
       const auto idx = tensorIndices(index);
       if (v->type == Type::Tensor) {
+        if (v->tensor.scalar_type() != obj->tensor.scalar_type() &&
+            host_.viewsModelMemory(obj->tensor))
+          fail("cannot write a tensor of dtype " + dtypeRepr(v->tensor.scalar_type()) +
+               " into a port value of dtype " + dtypeRepr(obj->tensor.scalar_type()) +
+               "; convert it first with .to(" + dtypeRepr(obj->tensor.scalar_type()) + ")");
         at::Tensor target = obj->tensor.index(idx);
         if (!target.sizes().equals(v->tensor.sizes()) && v->tensor.numel() != 1) {
           // Broadcasting as torch would, but a clear message when it cannot.
@@ -878,37 +1009,38 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
 }
 
 Value Interpreter::formatValue(const Value& v, const std::string& format) {
-  if (format.empty()) return string(str(v));
-  if (format == "!r") return string(repr(v));
-  if (format == "!s") return string(str(v));
-  std::string spec = format[0] == ':' ? format.substr(1) : format;
-  if (spec.rfind("!r:", 0) == 0) spec = spec.substr(3);
-  if (!spec.empty() &&
-      (spec.back() == 'f' || spec.back() == 'e' || spec.back() == 'g' || spec.back() == '%')) {
-    char buf[128];
-    const std::string f = "%" + spec;
-    if (spec.back() == '%') {
-      std::snprintf(buf, sizeof buf, ("%" + spec.substr(0, spec.size() - 1) + "f%%").c_str(),
-                    asNumber(v, "value") * 100);
-    } else {
-      std::snprintf(buf, sizeof buf, f.c_str(), asNumber(v, "value"));
-    }
-    return string(buf);
+  // `format` is what followed the expression in its field: "", "!r", "!s", ":spec" or "!r:spec".
+  std::string spec = format;
+  Value value = v;
+  if (!spec.empty() && spec[0] == '!') {
+    const std::string conversion = spec.substr(0, 2);
+    if (conversion != "!r" && conversion != "!s" && conversion != "!a")
+      fail("f-string conversion '" + conversion + "' is not supported (use !r, !s or !a)");
+    value = string(conversion == "!s" ? str(v) : repr(v));
+    spec = spec.substr(2);
+    if (!spec.empty() && spec[0] != ':')
+      fail("f-string field: expected ':' or '}' after '" + conversion + "', got '" + spec + "'");
   }
-  if (!spec.empty() && spec.back() == 'd') {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ("%" + spec.substr(0, spec.size() - 1) + "lld").c_str(),
-                  asInt(v, "value"));
-    return string(buf);
+  if (!spec.empty()) spec = spec.substr(1);  // the ':'
+  if (spec.empty()) return string(str(value));
+  const FormatSpec parsed = parseFormatSpec(spec);
+  if (value->type == Type::Tensor && value->tensor.numel() == 1)  // as torch: the element's format
+    value = value->tensor.is_floating_point() ? floating(value->tensor.item<double>())
+                                              : integer(value->tensor.item<int64_t>());
+  switch (value->type) {
+    case Type::Int:
+    case Type::Bool:
+      return string(
+          formatInteger(value->type == Type::Bool ? value->boolValue : value->intValue, parsed));
+    case Type::Float:
+      return string(formatFloat(value->floatValue, parsed));
+    case Type::Str:
+      return string(formatString(value->str, parsed));
+    default:
+      fail(std::string("format spec '") + spec + "' does not apply to a '" + typeName(value->type) +
+           "' (format specs apply to int, float, str and one-element tensors; use str(x) or "
+           "repr(x) first)");
   }
-  if (!spec.empty() && std::isdigit(uint8_t(spec[0]))) {  // width
-    std::string s = str(v);
-    const size_t w = size_t(std::stoul(spec));
-    if (s.size() < w)
-      s = (isNumber(v) ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' '));
-    return string(s);
-  }
-  fail("format spec '" + format + "' is not supported (use :.Nf, :.Ne, :d, :N, !r)");
 }
 
 }  // namespace shardscope::trace

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ast.h"
+#include "memory_budget.h"
 #include "value.h"
 
 namespace shardscope {
@@ -26,6 +27,7 @@ class Environment {
   Value* find(const std::string& name);
   void set(const std::string& name, Value v) { vars_[name] = std::move(v); }
   std::map<std::string, Value>& vars() { return vars_; }
+  const std::map<std::string, Value>& vars() const { return vars_; }
   const std::shared_ptr<Environment>& parent() const { return parent_; }
 
  private:
@@ -51,13 +53,20 @@ class Host {
   virtual void iterateSteps(Interpreter& in, const Value& range,
                             const std::function<bool(long long)>& body) = 0;
   virtual void print(const std::string& line) = 0;
+  // Whether `t` views model memory (a port value): `.save()` copies such a tensor at once.
+  virtual bool viewsModelMemory(const at::Tensor& t) const { return false; }
+  // Why `name` is not defined, where the host knows more than "not defined" (e.g. another invoke
+  // assigns it later); empty: the plain NameError.
+  virtual std::string undefinedName(const std::string&) { return {}; }
   // torch.Tensor for `model.tokenizer` etc. are reached through moduleAttribute of the root.
 };
 
 class Interpreter {
  public:
+  // `budget` bounds evaluation steps; `memoryBudget` the bytes the block's values hold (<= 0:
+  // unbounded).
   Interpreter(std::shared_ptr<const Program> program, Host& host,
-              std::shared_ptr<Environment> globals, long long budget);
+              std::shared_ptr<Environment> globals, long long budget, int64_t memoryBudget = 0);
 
   // Runs statements; errors come out as ScriptError with file, line, column and statement.
   void run(const Block& block);
@@ -77,8 +86,17 @@ class Interpreter {
   const std::shared_ptr<Environment>& globals() const { return globals_; }
   // Names assigned at the top level of this interpreter (the block's scope).
   const std::set<std::string>& assignedGlobals() const { return assigned_; }
+  // Copies taken by `name.save()` of a value that viewed model memory, by name: reported for a
+  // name whose value at the end of the trace is not itself saved.
+  const std::map<std::string, Value>& savedSnapshots() const { return savedSnapshots_; }
   // Raises ScriptError at the statement being run.
   [[noreturn]] void fail(const std::string& message) const;
+  // Raises ScriptError for a bug in ShardScope met while running the statement (not the script's
+  // mistake): the message says so and keeps the internal detail.
+  [[noreturn]] void failInternal(const std::string& detail) const;
+  // Memory accounting (MemoryBudget): `request` before creating `bytes`, `charged` after.
+  void requestMemory(int64_t bytes);
+  Value charged(Value v);
   SourceLocation location() const { return at_; }
 
  private:
@@ -90,14 +108,20 @@ class Interpreter {
   Value callFunction(const FunctionDef& f, CallArgs& args);
   Value compare(const std::string& op, const Value& a, const Value& b);
   Value formatValue(const Value& v, const std::string& format);
+  Value arithmetic(const std::string& op, const Value& a, const Value& b);
+  Value save(const Expr& receiver);
+  bool holdsModelMemory(const Value& v) const;
+  int64_t heldBytes() const;
 
   std::shared_ptr<const Program> program_;
   Host& host_;
   std::shared_ptr<Environment> globals_;
   std::shared_ptr<Environment> env_;
   std::set<std::string> assigned_;
+  std::map<std::string, Value> savedSnapshots_;
   long long budget_;
   long long steps_ = 0;
+  MemoryBudget memory_;
   SourceLocation at_;
   const Stmt* stmt_ = nullptr;
   int depth_ = 0;
@@ -118,6 +142,8 @@ at::Tensor toTensor(const Value& v, const at::Tensor* like = nullptr);
 // Converts a Python-style index (int, slice, None, Ellipsis, tensor, tuple of those) for torch.
 std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index);
 int64_t asInt(const Value& v, const char* what);
+// "torch.bfloat16" etc., as torch prints a dtype.
+std::string dtypeRepr(at::ScalarType t);
 double asNumber(const Value& v, const char* what);
 
 }  // namespace shardscope::trace

@@ -10,6 +10,7 @@
 #include "../model/tokenizer.h"
 #include "interleaver.h"
 #include "interpreter.h"
+#include "prompt_forms.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
@@ -26,8 +27,8 @@ const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "disable_log_stats",
                                                 "distributed_executor_backend",
                                                 "enable_prefix_caching"};
-const std::set<std::string> kTraceKeywords = {"temperature", "top_p",          "top_k",     "seed",
-                                              "max_tokens",  "stop_token_ids", "ignore_eos"};
+const std::set<std::string> kTraceKeywords = {
+    "temperature", "top_p", "top_k", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -168,6 +169,8 @@ struct ScriptRunner::Impl : public Host {
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
+    if (options.collectiveTimeoutSeconds > 0)
+      o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
                             (o.cudaGraphs ? "" : "|eager");
     auto& slot = engines[key];
@@ -282,21 +285,6 @@ struct ScriptRunner::Impl : public Host {
     runTrace(in, with, context);
   }
 
-  std::vector<int64_t> promptIds(Interpreter& in, Engine& engine, const Value& prompt) {
-    if (prompt->type == Type::Str) {
-      auto tok = engine.tokenizer();
-      if (!tok) in.fail("this model has no tokenizer.json; give prompts as lists of token ids");
-      return tok->encode(prompt->str);
-    }
-    if (prompt->type == Type::List || prompt->type == Type::Tuple) {
-      std::vector<int64_t> ids;
-      for (const auto& i : prompt->items) ids.push_back(asInt(i, "token id"));
-      return ids;
-    }
-    in.fail("a prompt is a string or a list of token ids, got " +
-            std::string(typeName(prompt->type)));
-  }
-
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
     Engine& engine = *engineById.at(context->intValue - 1);
     std::string tracerName;
@@ -324,8 +312,9 @@ struct ScriptRunner::Impl : public Host {
       const Value prompt = context->attributes["prompt"];
       if (prompt->type == Type::None)
         in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
-      request.prompts.push_back(promptIds(in, engine, prompt));
-      invokes.push_back({with.body, {}, tracerName});
+      const auto prompts = normalizePrompts(prompt, engine.tokenizer().get());
+      request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
+      invokes.push_back({with.body, {}, tracerName, int64_t(prompts.size())});
     } else {
       for (const auto& s : with.body) {
         if (isInvoke(s)) break;
@@ -333,8 +322,15 @@ struct ScriptRunner::Impl : public Host {
       }
       for (const Stmt* s : invokeStmts) {
         if (s->value->items.empty()) in.fail("tracer.invoke() needs a prompt");
-        request.prompts.push_back(promptIds(in, engine, in.eval(*s->value->items[0])));
-        invokes.push_back({s->body, {}, tracerName});
+        const Value prompt = in.eval(*s->value->items[0]);
+        std::vector<std::vector<int64_t>> prompts;
+        try {
+          prompts = normalizePrompts(prompt, engine.tokenizer().get());
+        } catch (const RuntimeFailure& e) {  // named at the invoke, not at the trace
+          throw ScriptError(in.program().file, s->at, s->source, e.what());
+        }
+        request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
+        invokes.push_back({s->body, {}, tracerName, int64_t(prompts.size())});
       }
     }
     for (auto& inv : invokes) inv.captured = globals->vars();
@@ -350,20 +346,45 @@ struct ScriptRunner::Impl : public Host {
       for (const auto& i : p.at("stop_token_ids")->items)
         request.sampling.stopTokenIds.push_back(asInt(i, "stop id"));
     }
+    if (p.count("stop")) {  // vLLM: a string or a list of strings
+      const Value& stop = p.at("stop");
+      if (stop->type == Type::Str) {
+        request.sampling.stop.push_back(stop->str);
+      } else if (stop->type == Type::List || stop->type == Type::Tuple) {
+        for (const auto& item : stop->items) {
+          if (item->type != Type::Str)
+            in.fail("stop= takes a string or a list of strings, got a list holding a " +
+                    std::string(typeName(item->type)));
+          request.sampling.stop.push_back(item->str);
+        }
+      } else if (stop->type != Type::None) {
+        in.fail("stop= takes a string or a list of strings, got a " +
+                std::string(typeName(stop->type)));
+      }
+    }
+    request.tokenizer = engine.tokenizer();
 
     auto output = std::make_shared<TraceOutput>();
     auto generated = std::make_shared<GenerateResult>();
     auto program = in.programPtr();
     auto tokenizer = engine.tokenizer();
     const long long budget = options.budget;
+    const int64_t memoryOption = options.memoryBudget;
     JobHandle job = engine.submit(
         [=](RankContext& ctx) {
           setCurrentDevice(ctx.device);
+          // Rank threads on the CPU share one memory: each gets its part of the default.
+          const int64_t memoryBudget =
+              memoryOption != 0 ? memoryOption
+              : ctx.device.is_cuda()
+                  ? defaultMemoryBudget("cuda")
+                  : defaultMemoryBudget("cpu") / std::max<int64_t>(1, ctx.group.size());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
           }
-          Interleaver interleaver(ctx, program, local, tokenizer, budget);
+          Interleaver interleaver(ctx, program, local, tokenizer, budget, memoryBudget);
+          interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
           runGeneration(ctx, request, ctx.rank == 0 ? generated.get() : nullptr, &interleaver);
           if (ctx.rank == 0) *output = interleaver.output();
@@ -392,7 +413,8 @@ struct ScriptRunner::Impl : public Host {
       r.promptIds = o.promptIds;
       r.tokenIds = o.tokenIds;
       r.finishReason = o.finishReason;
-      if (tokenizer) r.text = tokenizer->decode(o.tokenIds, /*skipSpecialTokens=*/true);
+      // The stored text is read by people: ids without a token show as <|id N|>.
+      r.text = completionText(tokenizer, o.tokenIds, sampling.stop, TextForm::Display);
       t.invokes.push_back(std::move(r));
     }
     for (const auto& [name, v] : output.saved) appendSaved(name, v, t.values);
@@ -414,7 +436,8 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   s.globals = std::make_shared<Environment>(builtinScope());
   s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
   auto program = parseProgram(source, file);
-  Interpreter in(program, s, s.globals, s.options.budget);
+  Interpreter in(program, s, s.globals, s.options.budget,
+                 s.options.memoryBudget != 0 ? s.options.memoryBudget : defaultMemoryBudget("cpu"));
   const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
   s.globals->set("VLLM", builtin("VLLM", load));
   s.globals->set("LanguageModel", builtin("LanguageModel", load));
@@ -426,6 +449,8 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     return v;
   };
   s.globals->set("nnsight", ns("nnsight"));
+  s.globals->set("vllm", vllmNamespace());  // `from vllm import TokensPrompt`
+  s.globals->set("TokensPrompt", vllmNamespace()->attributes.at("TokensPrompt"));
   in.run(program->body);
 }
 

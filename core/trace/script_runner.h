@@ -27,7 +27,10 @@ struct RunOptions {
   std::string dtype;                             // overrides dtype
   std::string backend;                           // overrides the process group (auto, local, nccl)
   long long budget = 10'000'000;                 // evaluation steps per block
-  std::function<void(const std::string&)> out;   // receives printed lines (default: stdout)
+  int64_t memoryBudget = 0;  // bytes a block's values may hold; 0: half of the free memory of
+                             // the device the block runs on (MemoryBudget)
+  double collectiveTimeoutSeconds = 0;          // > 0: the engines' collective watchdog
+  std::function<void(const std::string&)> out;  // receives printed lines (default: stdout)
   std::function<void(const std::string&)>
       note;                  // receives notices (ignored knobs; default: stderr)
   Engine* engine = nullptr;  // when set, every VLLM(...) of the script uses this loaded engine

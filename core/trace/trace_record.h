@@ -1,5 +1,5 @@
 // What one run of a trace script produced, as plain C++ data (no LibTorch): the models it loaded,
-// and per `with model.trace(...)` block the sampling, each invoke's prompt and generation, and
+// and per `with model.trace(...)` block the sampling, each request's prompt and generation, and
 // every saved value. The session store persists it; replay compares two of them.
 #pragma once
 
@@ -46,10 +46,12 @@ struct SavedValue {
   bool hasData() const { return isTensor() && !summary.has_value(); }
 };
 
+// One request: an invoke of one prompt has one, an invoke of a batch of prompts one a prompt.
 struct InvokeRecord {
   std::vector<int64_t> promptIds;
   std::vector<int64_t> tokenIds;  // generated
-  std::string text;               // generated, decoded (empty without a tokenizer)
+  std::string text;  // generated, as Tokenizer::displayText shows it (ids without a token as
+                     // `<|id N|>`; empty without a tokenizer)
   std::string finishReason;
 };
 

@@ -61,6 +61,17 @@ const Value* CallArgs::keyword(const std::string& name) const {
   return nullptr;
 }
 
+const Value& CallArgs::required(size_t i, const char* name) const {
+  if (i < positional.size()) return positional[i];
+  const std::string fn = callee.empty() ? "the function" : callee + "()";
+  const std::string which =
+      name ? "'" + std::string(name) + "' (argument " + std::to_string(i + 1) + ")"
+           : "argument " + std::to_string(i + 1);
+  throw RuntimeFailure(fn + " is missing its " + which + "; it was given " +
+                       std::to_string(positional.size()) + " positional argument" +
+                       (positional.size() == 1 ? "" : "s"));
+}
+
 const Value* CallArgs::get(size_t i, const std::string& name) const {
   if (i < positional.size()) return &positional[i];
   return keyword(name);

@@ -49,8 +49,12 @@ struct CallArgs {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keywords;
   SourceLocation at;
+  std::string callee;  // the builtin's name, for error messages (set by Interpreter::call)
 
   const Value* keyword(const std::string& name) const;
+  // The i-th positional argument; a missing one is the script's error naming the function and the
+  // argument (`name`, when given, else its position).
+  const Value& required(size_t i, const char* name = nullptr) const;
   // The i-th positional argument, else the keyword `name`, else nullptr.
   const Value* get(size_t i, const std::string& name) const;
 };

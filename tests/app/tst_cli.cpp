@@ -1,5 +1,6 @@
-// shardscope-cli end to end: generate, inspect, tokenize and make-checkpoint, their --help, and
-// usage errors (exit status 2, a message naming the option, never a stack trace).
+// shardscope-cli end to end: generate (sampled ids past the tokenizer included), inspect, tokenize
+// and make-checkpoint, their --help, and usage errors (exit status 2, a message naming the
+// option, never a stack trace).
 #include <QtTest>
 
 #include "common/test_support.h"
@@ -22,6 +23,13 @@ Result cli(const QStringList& args) {
 QString golden(const char* model) {
   return QString::fromStdString(shardscope::test::goldenModel(model).string());
 }
+
+// Raw strings stay out of the test class: moc cannot parse them inside class bodies.
+constexpr const char* kSampleScript = R"(model = VLLM("demo", tensor_parallel_size=2)
+with model.trace("Once upon a time", temperature=0.8, seed=3, max_tokens=12) as tracer:
+    out = tracer.result.save()
+print(151691 in out.outputs[0].token_ids, "<|id" in out.outputs[0].text)
+)";
 
 }  // namespace
 
@@ -98,6 +106,31 @@ class TestCli : public QObject {
     QCOMPARE(a.code, 0);
     QVERIFY(!a.out.trimmed().isEmpty());
     QCOMPARE(b.out, a.out);
+  }
+
+  // Issue 22's commands: the demo (151936 rows, a tokenizer of 151669 ids) samples id 151691 at
+  // this seed. generate prints it as a marker; a script's text leaves it out as vLLM's does, its
+  // token_ids keep it, and the session log shows the marker.
+  void sampledIdsPastTheTokenizerDoNotEndTheRun() {
+    const Result r = cli({"generate", "--tp", "2", "--temperature", "0.8", "--seed", "3",
+                          "--max-tokens", "12", "Once upon a time"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("<|id 151691|>"), qPrintable(r.out));
+    shardscope::test::TempDir dir;
+    const QString db = QString::fromStdString((dir.path() / "s.db").string());
+    const QString script = QString::fromStdString((dir.path() / "sample.py").string());
+    {
+      QFile f(script);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(kSampleScript);
+    }
+    const Result run = cli({"run", script, "--log", db});
+    QVERIFY2(run.code == 0, qPrintable(run.err));
+    QVERIFY2(run.out.contains("True False"), qPrintable(run.out));
+    const Result show = cli({"show", db, "1"});
+    QCOMPARE(show.code, 0);
+    QVERIFY2(show.out.contains("151691") && show.out.contains("<|id 151691|>"),
+             qPrintable(show.out));
   }
 
   void inspectShowsPortsAndShards() {

@@ -1,7 +1,7 @@
 // The desktop window on the demo model (tp=2, offscreen): reading a port, zeroing heads, an
-// ablation sweep with cancel, a bad script, the session log across restarts with replay, and the
-// event loop's responsiveness during generation. Values are checked against what
-// `shardscope-cli run` saves for the same script.
+// ablation sweep with cancel, a bad script, ids past the tokenizer in the output view, the session
+// log across restarts with replay, and the event loop's responsiveness during generation. Values
+// are checked against what `shardscope-cli run` saves for the same script.
 #include <QCheckBox>
 #include <QElapsedTimer>
 #include <QImage>
@@ -251,6 +251,31 @@ class TestMainWindow : public QObject {
     QCOMPARE(QString::fromStdString(runs[1].status), QString("done"));
   }
 
+  // Qwen3's LM head has more rows than its tokenizer has ids: a generated id without a token
+  // shows as a marker in the output view (plain runs and side-by-side comparisons alike).
+  void idsPastTheTokenizerShowAsMarkers() {
+    test::TempDir dir;
+    auto w = openWindow(dir.path() / "s.db");
+    QVERIFY(waitLoaded(*w));
+    w->editor()->setPlainText(
+        "model = VLLM(\"demo\")\n"
+        "with model.trace(\"Hello\", max_tokens=3, ignore_eos=True) as tracer:\n"
+        "    for i in tracer.iter[:3]:\n"
+        "        model.samples[:] = 151691 if i == 1 else 9625\n");
+    QSignalSpy shown(w.get(), &MainWindow::resultShown);
+    w->runEditorScript();
+    QVERIFY(shown.wait(60000));
+    QVERIFY(waitIdle(*w));
+    QCOMPARE(w->editor()->errorLine(), 0);
+    OutputDiffView* view = w->outputView();
+    QCOMPARE(view->baselineText(), QString(" France<|id 151691|> France"));
+    view->setComparison({9625, 151691}, {9625, 9625}, w->controller()->tokenizer(), "#151691", 0.5,
+                        0.25);
+    QCOMPARE(view->changedTokens(), 1);
+    QCOMPARE(view->baselineText(), QString(" France<|id 151691|>"));
+    QCOMPARE(view->ablatedText(), QString(" France France"));
+  }
+
   void sessionLogSurvivesRestartAndReplays() {
     test::TempDir dir;
     const auto session = dir.path() / "s.db";
@@ -262,6 +287,7 @@ class TestMainWindow : public QObject {
       QSignalSpy shown(w.get(), &MainWindow::resultShown);
       w->readSelectedPort();
       QVERIFY(shown.wait(60000));
+      QVERIFY(waitIdle(*w));  // the result is shown before the worker's end reaches the GUI
       w->runLogitLens();
       QVERIFY(shown.wait(60000));
       QVERIFY(waitIdle(*w));

@@ -183,7 +183,9 @@ at::Tensor DecoderModel::forward(const at::Tensor& ids, const ForwardBatch& b) c
   for (int64_t i = 0; i < numLayers();) {
     // A decode step replays graphs over the layers nobody observes; the rest run here.
     if (b.replayer) i = b.replayer->replay(*this, i, h, r, b);
-    if (i < numLayers()) runLayer(i++, h, r, b);
+    if (i == numLayers()) break;
+    if (b.failure) applyFailureInjection(*b.failure, i, b, h);
+    runLayer(i++, h, r, b);
   }
   at::Tensor normed = r.defined() ? norm->forward(h, r, b).first : norm->forward(h, b);
   PortValue out = PortValue::single(normed);

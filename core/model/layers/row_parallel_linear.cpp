@@ -1,6 +1,7 @@
 #include "row_parallel_linear.h"
 
 #include "../../error.h"
+#include "../../parallel/collective_board.h"
 #include "../weight_source.h"
 #include "linear.h"
 
@@ -34,7 +35,10 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x, const ForwardBatch& b
   PortValue in = PortValue::single(x);
   batch.visit(*this, PortRole::Input, in);
   at::Tensor y = linearForward(in.items[0], weight_);
-  batch.group.allReduceSum(y);
+  {
+    CollectiveSite site(path(), batch.step);
+    batch.group.allReduceSum(y);
+  }
   if (bias_.defined()) y.add_(bias_);
   PortValue out = PortValue::pair(y, at::Tensor());
   batch.visit(*this, PortRole::Output, out);

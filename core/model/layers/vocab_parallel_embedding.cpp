@@ -1,5 +1,6 @@
 #include "vocab_parallel_embedding.h"
 
+#include "../../parallel/collective_board.h"
 #include "../weight_source.h"
 #include "linear.h"
 
@@ -54,6 +55,7 @@ at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids, const ForwardB
     at::Tensor mine = (local >= 0) & (local < perRank_);
     out = at::embedding(weight_, at::where(mine, local, at::zeros_like(local)));
     out.mul_(mine.unsqueeze(-1).to(out.scalar_type()));
+    CollectiveSite site(path(), batch.step);
     batch.group.allReduceSum(out);
   }
   PortValue result = PortValue::single(out);
@@ -76,6 +78,7 @@ at::Tensor LogitsProcessor::forward(const ParallelLMHead& head, const at::Tensor
   PortValue in = PortValue::single(hidden);
   batch.visit(*this, PortRole::Input, in);
   at::Tensor local = linearForward(in.items[0], head.weight());  // [R, Vp/tp]
+  CollectiveSite site(path(), batch.step);
   at::Tensor logits = batch.group.allGather(local, -1).narrow(-1, 0, vocab_);
   PortValue out = PortValue::single(logits);
   batch.visit(*this, PortRole::Output, out);

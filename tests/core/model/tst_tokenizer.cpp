@@ -1,6 +1,7 @@
 // Tokenizer against the reference JS encoder: golden ids for 240 strings with the real Qwen3,
 // Llama 3 and DeepSeek-V3 tokenizer.json files (fetched by scripts/fetch-assets), round trips,
-// and the errors for bad input and unsupported components.
+// ids without a token (decoded as no text, shown as a marker), and the errors for bad input and
+// unsupported components.
 #include <QtTest>
 
 #include <fstream>
@@ -50,6 +51,10 @@ std::string tinyTokenizer(const std::string& extra) {
 constexpr const char* kBosTemplate = R"(, "post_processor": {"type": "TemplateProcessing",
     "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
     "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [5], "tokens": ["<s>"]}}})";
+
+// The special token at id 7 leaves ids 5 and 6 without a token.
+constexpr const char* kAddedAtSeven = R"(, "added_tokens": [{"id": 7, "content": "<s>",
+    "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}])";
 
 struct BadTokenizer {
   const char* name;
@@ -150,6 +155,49 @@ class TestTokenizer : public QObject {
     QVERIFY(tok->isSpecial(151643));
     QCOMPARE(tok->decode({785, 151643, 6722}, /*skipSpecialTokens=*/true),
              std::string("The capital"));
+  }
+
+  // Qwen3's LM head has 151936 rows, its tokenizer 151669 ids: a sampled id past the tokenizer
+  // decodes to no text (as in Hugging Face and vLLM) and shows as a marker where people read it.
+  void idsWithoutATokenDecodeToNothing() {
+    const auto tok = Tokenizer::fromFile(assetTokenizer("qwen3"));
+    QCOMPARE(tok->vocabSize(), int64_t(151669));
+    QVERIFY(tok->hasToken(151668));
+    QVERIFY(!tok->hasToken(151669));
+    QVERIFY(!tok->hasToken(151691));
+    QVERIFY(!tok->hasToken(-1));
+    QCOMPARE(tok->decode({785, 151691, 6722}), std::string("The capital"));
+    QCOMPARE(tok->decode({151935}), std::string());
+    QCOMPARE(tok->displayText({785, 151691, 6722}), std::string("The<|id 151691|> capital"));
+    QCOMPARE(tok->displayText({785, 151643, 151691}, /*skipSpecialTokens=*/true),
+             std::string("The<|id 151691|>"));
+    QCOMPARE(tok->tokenPiece(151691), std::string("<|id 151691|>"));
+    QCOMPARE(Tokenizer::unknownIdMarker(151691), std::string("<|id 151691|>"));
+    QCOMPARE(tok->displayText({785, 6722}), tok->decode({785, 6722}));
+    try {
+      tok->tokenText(151691);
+      QFAIL("expected an error");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("151691 has no token") != std::string::npos, e.what());
+    }
+    try {
+      tok->decode({785, -1});
+      QFAIL("expected an error");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("token ids are never negative") != std::string::npos,
+               e.what());
+    }
+  }
+
+  // Ids between the vocabulary and an added token are holes: no text, a marker for people.
+  void holesInTheIdsDecodeToNothing() {
+    const auto tok = Tokenizer::fromJson(tinyTokenizer(kAddedAtSeven), "tiny");
+    QCOMPARE(tok->vocabSize(), int64_t(8));
+    QVERIFY(!tok->hasToken(5) && !tok->hasToken(6) && tok->hasToken(7));
+    QCOMPARE(tok->decode({2, 6, 7, 4}), std::string("ab<s> ab"));
+    QCOMPARE(tok->decode({2, 6, 7, 4}, /*skipSpecialTokens=*/true), std::string("ab ab"));
+    QCOMPARE(tok->displayText({2, 6, 7, 4}, true), std::string("ab<|id 6|> ab"));
+    QCOMPARE(tok->displayText({9}), std::string("<|id 9|>"));
   }
 
   void invalidUtf8IsAnError() {

@@ -112,6 +112,11 @@ class TestLocalGroup : public QObject {
     });
     QVERIFY2(errors[0].find("timed out") != std::string::npos, errors[0].c_str());
     QVERIFY(errors[0].find("barrier") != std::string::npos);
+    // The watchdog says what every rank was doing.
+    QVERIFY2(errors[0].find("rank 0: waiting in barrier #1") != std::string::npos,
+             errors[0].c_str());
+    QVERIFY2(errors[0].find("rank 1: has made no collective") != std::string::npos,
+             errors[0].c_str());
   }
 
   void resetMakesTheGroupUsableAgain() {

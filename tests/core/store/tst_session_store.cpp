@@ -193,7 +193,8 @@ class TestSessionStore : public QObject {
     in.models[1].name = "other";
     in.models[1].tp = 4;
     in.traces.resize(2);
-    in.traces[0].sampling = {0.7, 40, 0.9, 18'446'744'073'709'551'557ull, 12, {1, 2, 151645}, true};
+    in.traces[0].sampling = {0.7,  40, 0.9, 18'446'744'073'709'551'557ull, 12, {1, 2, 151645},
+                             true, {}};
     in.traces[1].modelIndex = 1;
     in.traces[0].invokes = {{{785, 6722}, {11, 12, 13}, "abc \xe2\x9c\x93", "stop"},
                             {{1}, {}, "", "length"}};

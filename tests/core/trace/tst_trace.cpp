@@ -134,6 +134,15 @@ const char* kScript4 =
     "        model.samples[:] = 9625\n"
     "    out = tracer.result.save()\n"
     "print(out.outputs[0].token_ids, repr(out.outputs[0].text))\n";
+// An id past the tokenizer (Qwen3: 151669 ids, 151936 rows) in the generated ids: as in vLLM it
+// stays in token_ids and gives no text; the run's record shows it as a marker.
+const char* kPastTokenizer =
+    "with model.trace(\"Hi\", max_tokens=3, ignore_eos=True) as tracer:\n"
+    "    for i in tracer.iter[:3]:\n"
+    "        model.samples[:] = 151691 if i == 1 else 9625\n"
+    "    out = tracer.result.save()\n"
+    "print(out.outputs[0].token_ids, repr(out.outputs[0].text))\n"
+    "print(repr(model.tokenizer.decode([9625, 151691])))\n";
 const char* kScript5 =
     "with model.trace(max_tokens=1) as tracer:\n"
     "    with tracer.invoke(\"The capital of France is\"):\n"
@@ -293,6 +302,15 @@ class TestTrace : public QObject {
     const Run forced = run(kScript4, 2);
     QCOMPARE(forced.lines,
              (std::vector<std::string>{"[9625, 9625, 9625] ' France France France'"}));
+  }
+
+  void idsPastTheTokenizerHaveNoText() {
+    const Run r = run(kPastTokenizer, 2);
+    QCOMPARE(r.lines,
+             (std::vector<std::string>{"[9625, 151691, 9625] ' France France'", "' France'"}));
+    const auto& invoke = r.runner->result().traces.at(0).invokes.at(0);
+    QCOMPARE(invoke.tokenIds, (std::vector<int64_t>{9625, 151691, 9625}));
+    QCOMPARE(invoke.text, std::string(" France<|id 151691|> France"));
   }
 
   void invokesHaveTheirOwnRows() {

@@ -1,0 +1,49 @@
+// MemoryBudget: bounds the bytes a block's values hold (tensors it made or keeps, lists, dicts,
+// strings), beside the instruction budget, so a runaway script fails at its line instead of being
+// killed by the kernel's OOM killer or taking the GUI down with it.
+//
+// Operations charge what they create; charges only trigger a measurement (every `measureEvery`
+// bytes), which walks the values reachable from the block's scopes and counts each tensor storage
+// once. A single request larger than what is left (`[0] * 10**12`) is refused before allocating.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace shardscope::trace {
+
+class Environment;
+
+class MemoryBudget {
+ public:
+  // limitBytes <= 0: unbounded.
+  explicit MemoryBudget(int64_t limitBytes);
+
+  int64_t limit() const { return limit_; }
+  bool bounded() const { return limit_ > 0; }
+
+  // Notes `bytes` newly created; measures with `held` when enough has accumulated. Returns an
+  // error message when the budget is exceeded, else an empty string.
+  std::string charge(int64_t bytes, const std::function<int64_t()>& held);
+  // Checks, before allocating, that a request of `bytes` fits next to what was last held.
+  std::string request(int64_t bytes, const std::function<int64_t()>& held);
+
+ private:
+  std::string exceeded(int64_t held) const;
+
+  int64_t limit_;
+  int64_t measureEvery_;
+  int64_t pending_ = 0;
+  int64_t lastHeld_ = 0;
+};
+
+// Bytes held by the values reachable from `scope` and its parents up to (not including) `stop`:
+// tensor storages counted once, containers and strings by their size.
+int64_t heldBytes(const Environment& scope, const Environment* stop);
+
+// The default budget for blocks whose tensors live on `deviceType` ("cpu" or "cuda"): half of the
+// memory free there now.
+int64_t defaultMemoryBudget(const std::string& deviceType);
+
+}  // namespace shardscope::trace
