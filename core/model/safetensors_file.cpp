@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -129,14 +130,18 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     if (!v["dtype"].is_string()) throw CheckpointError(at + ": dtype must be a string");
     e.dtype = parseDType(v["dtype"].get<std::string>(), at);
     // The byte count the shape needs must fit in size_t: a product that wraps around would let a
-    // huge shape pass as a few bytes.
+    // huge shape pass as a few bytes. The strides (products of the dimensions, a 0 counted as 1)
+    // must fit in int64 too, or LibTorch refuses even an empty tensor of that shape.
     size_t numel = 1;
+    int64_t strideSpan = 1;
     const auto& shape = v["shape"];
     if (!shape.is_array()) throw CheckpointError(at + ": shape must be a list of dimensions");
     for (const auto& d : shape) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX) ||
-          __builtin_mul_overflow(numel, d.get<size_t>(), &numel)) {
-        throw CheckpointError(at + ": bad shape " + shape.dump());
+          __builtin_mul_overflow(numel, d.get<size_t>(), &numel) ||
+          __builtin_mul_overflow(strideSpan, std::max<int64_t>(d.get<int64_t>(), 1), &strideSpan)) {
+        throw CheckpointError(at + ": bad shape " + shape.dump() +
+                              " (its dimensions' product does not fit in 64 bits)");
       }
       e.shape.push_back(d.get<int64_t>());
     }
