@@ -26,7 +26,10 @@ using namespace shardscope;
 namespace {
 
 struct Run {
-  std::vector<std::string> lines;
+  // On the heap: the runner's output callback keeps pointing at it when a Run is moved (run()
+  // returns one by value, and a move without copy elision left the callback dangling).
+  std::unique_ptr<std::vector<std::string>> printed = std::make_unique<std::vector<std::string>>();
+  std::vector<std::string>& lines = *printed;
   std::unique_ptr<trace::ScriptRunner> runner;
 
   at::Tensor tensor(const std::string& name) const {
