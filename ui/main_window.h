@@ -27,6 +27,8 @@ class QTreeView;
 
 namespace shardscope::ui {
 
+struct ExpertRouting;
+
 class EnginePanel;
 class HeadGridView;
 class HeatmapView;
@@ -127,7 +129,7 @@ class MainWindow : public QMainWindow {
   void showRead(const std::string& title, const trace::RunResult& r);
   // `diff` is the comparison view to fill, `tab` the tab holding it.
   void showAblation(const trace::RunResult& r, OutputDiffView* diff, QWidget* tab);
-  void showRouting(const trace::RunResult& r);
+  void showRouting(const ExpertRouting& routing, const trace::RunResult& r);
   void showLens(const trace::RunResult& r);
   void showAttention(const std::string& title, const trace::RunResult& r);
   void showTopK(const trace::SavedValue& logits);

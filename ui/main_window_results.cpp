@@ -48,8 +48,8 @@ void MainWindow::showResult(int64_t runId, const std::string& title, const trace
   if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
     showAblation(r, expertAblation ? routingDiff_ : diff_,
                  expertAblation ? routingTab_ : headsTab_);
-  } else if (expertRoutingOf(r)) {
-    showRouting(r);
+  } else if (const auto routing = expertRoutingOf(r)) {
+    showRouting(*routing, r);
   } else if (SweepController::isLayerRun(r)) {
     sweep_->addLayerRun(runId, title, r);
   } else if (findValue(r, "lens[0][0]")) {
@@ -108,12 +108,11 @@ void MainWindow::showAblation(const trace::RunResult& r, OutputDiffView* diff, Q
   tabs_->setCurrentWidget(tab);
 }
 
-void MainWindow::showRouting(const trace::RunResult& r) {
-  const auto routing = expertRoutingOf(r);
+void MainWindow::showRouting(const ExpertRouting& routing, const trace::RunResult& r) {
   const auto* inv = invoke(r, 0);
   const int64_t experts = controller_->hasModel() ? controller_->model().numExperts : 0;
-  routing_->setRouting(*routing, inv ? tokenLabels(inv->promptIds) : QStringList(),
-                       std::max<int64_t>(experts, 1 + maxExpert(*routing)));
+  routing_->setRouting(routing, inv ? tokenLabels(inv->promptIds) : QStringList(),
+                       std::max<int64_t>(experts, 1 + maxExpert(routing)));
   tabs_->setCurrentWidget(routingTab_);
 }
 

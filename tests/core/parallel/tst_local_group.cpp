@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "common/run_ranks.h"
 #include "core/error.h"
 #include "core/parallel/local_group.h"
 
@@ -11,25 +12,9 @@ using namespace shardscope;
 
 namespace {
 
-// Runs fn(rank, group) on `size` threads; returns the first exception message, if any.
-template <class F>
-std::vector<std::string> runRanks(int size, F fn) {
-  auto groups = LocalGroup::create(size);
-  std::vector<std::string> errors(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r, *groups[r]);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
-}
+using test::runRanks;
 
+// Runs fn(rank, group) on `size` threads; returns the first exception message, if any.
 at::Tensor rankData(int rank) {
   return (at::arange(6, at::kFloat) * (rank + 1)).view({2, 3});
 }

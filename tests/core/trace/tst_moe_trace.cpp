@@ -12,6 +12,7 @@
 
 #include <fstream>
 
+#include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
@@ -29,19 +30,8 @@ namespace {
 const std::vector<int64_t> kPrompt = {3, 17, 42, 99, 123, 200, 7};
 const char* kPromptText = "[3, 17, 42, 99, 123, 200, 7]";
 
-struct Run {
-  std::vector<std::string> lines;
-  std::unique_ptr<trace::ScriptRunner> runner;
-
-  at::Tensor tensor(const std::string& name) const {
-    auto h = runner->tensorValue(name);
-    if (!h) {
-      qWarning("no tensor named %s", name.c_str());
-      return at::Tensor();
-    }
-    return fromHostFloat(*h);
-  }
-};
+using Run = test::ScriptRun;
+using test::idList;
 
 Run run(const std::string& body, int tp, bool expertParallel) {
   Run r;
@@ -52,7 +42,7 @@ Run run(const std::string& body, int tp, bool expertParallel) {
   o.device = test::device();
   o.dtype = "f32";
   o.backend = test::backend();
-  o.out = [&r](const std::string& l) { r.lines.push_back(l); };
+  o.out = r.printTo();
   o.note = [](const std::string&) {};
   r.runner = std::make_unique<trace::ScriptRunner>(o);
   try {
@@ -66,21 +56,6 @@ Run run(const std::string& body, int tp, bool expertParallel) {
 
 std::string layoutName(int tp, bool expertParallel) {
   return "tp=" + std::to_string(tp) + (expertParallel ? " expert parallel" : "");
-}
-
-// "[1, 2, 3]" -> {1, 2, 3}
-std::vector<int64_t> idList(const std::string& repr) {
-  std::vector<int64_t> ids;
-  std::string digits;
-  for (char c : repr + ",") {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      digits += c;
-    } else if (!digits.empty()) {
-      ids.push_back(std::stoll(digits));
-      digits.clear();
-    }
-  }
-  return ids;
 }
 
 // The golden file's tensors (the ablation reference among them).

@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/host_tensor_conversion.h"
@@ -92,20 +93,7 @@ const char* kZeroHeadWithLogits =
     "ids = out.outputs[0].token_ids\n"
     "logits = torch.cat(rows)\n";
 
-// "[1, 2, 3]" -> {1, 2, 3}
-std::vector<int64_t> idList(const std::string& repr) {
-  std::vector<int64_t> ids;
-  std::string digits;
-  for (char c : repr + ",") {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      digits += c;
-    } else if (!digits.empty()) {
-      ids.push_back(std::stoll(digits));
-      digits.clear();
-    }
-  }
-  return ids;
-}
+using test::idList;
 
 // ||a - b|| / ||b||: bf16 results of different shardings differ by rounding, not by ulps.
 double relativeError(const at::Tensor& a, const at::Tensor& b) {

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
@@ -25,22 +26,7 @@ using namespace shardscope;
 
 namespace {
 
-struct Run {
-  // On the heap: the runner's output callback keeps pointing at it when a Run is moved (run()
-  // returns one by value, and a move without copy elision left the callback dangling).
-  std::unique_ptr<std::vector<std::string>> printed = std::make_unique<std::vector<std::string>>();
-  std::vector<std::string>& lines = *printed;
-  std::unique_ptr<trace::ScriptRunner> runner;
-
-  at::Tensor tensor(const std::string& name) const {
-    auto h = runner->tensorValue(name);
-    if (!h) {
-      qWarning("no tensor named %s", name.c_str());
-      return at::Tensor();
-    }
-    return fromHostFloat(*h);
-  }
-};
+using Run = test::ScriptRun;
 
 std::unique_ptr<trace::ScriptRunner> makeRunner(int tp, std::vector<std::string>* lines) {
   trace::RunOptions o;
