@@ -15,15 +15,25 @@
 #include <memory>
 #include <vector>
 
+#include "all_reduce_algorithm.h"
 #include "process_group.h"
 
 namespace shardscope {
 
 class NcclGroup : public ProcessGroup {
  public:
+  // Up to this size an all-reduce takes the peer or symmetric path (a decode step's rows up to
+  // batch 64 of a 4096-wide bf16 model); larger ones are bandwidth-bound and NCCL's rings do well.
+  static constexpr size_t kSmallAllReduceBytes = 512 * 1024;
+
   // Creates one communicator per rank on devices 0..size-1. Call from one thread; each returned
-  // group is then used from its own rank thread.
-  static std::vector<std::unique_ptr<NcclGroup>> create(int size);
+  // group is then used from its own rank thread. `algorithm` picks allReduceSum's implementation
+  // for small tensors (peer memory, NCCL, or NCCL on registered symmetric windows); larger ones
+  // and Auto without peer access use NCCL.
+  static std::vector<std::unique_ptr<NcclGroup>> create(
+      int size, AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
+  // The implementation small all-reduces use in this group (never Auto).
+  AllReduceAlgorithm allReduceAlgorithm() const;
 
   ~NcclGroup() override;
 
