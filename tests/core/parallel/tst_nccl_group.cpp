@@ -78,7 +78,7 @@ std::vector<Case> cases() {
 // Each rank's sums for every case, eagerly, with `algorithm`.
 std::vector<std::vector<at::Tensor>> eagerSums(AllReduceAlgorithm algorithm, int size) {
   auto groups = NcclGroup::create(size, algorithm);
-  std::vector<std::vector<at::Tensor>> sums(size_t(size));
+  std::vector<std::vector<at::Tensor>> sums(static_cast<size_t>(size));
   expectNoErrors(onRanks(groups, [&](int rank, NcclGroup& g) {
     const auto all = cases();
     for (size_t c = 0; c < all.size(); ++c) {
