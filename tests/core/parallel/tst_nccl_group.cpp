@@ -4,6 +4,7 @@
 // graphs, in fp32, bf16 and fp16, for sizes on both sides of the peer buffer's limit; and a rank
 // that never arrives makes the other's peer all-reduce end with the watchdog's timeout (the
 // kernel returns on the abort), not hang.
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -51,10 +52,12 @@ void expectNoErrors(const std::vector<std::string>& errors) {
     QVERIFY2(errors[r].empty(), ("rank " + std::to_string(r) + ": " + errors[r]).c_str());
 }
 
-// Rank r's input for case `c`: random, different per rank and case.
+// Rank r's input for case `c`: random, different per rank and case, from a generator of its own
+// (the global seed is shared by the rank threads).
 at::Tensor input(int rank, int c, int64_t numel, at::ScalarType dtype) {
-  at::manual_seed(uint64_t(1000 * c + rank));
-  return at::randn({numel}, at::TensorOptions().dtype(dtype).device(at::kCUDA, rank));
+  at::Generator gen = at::detail::createCPUGenerator(uint64_t(1000 * c + rank));
+  return at::randn({numel}, gen, at::TensorOptions().dtype(at::kFloat))
+      .to(at::TensorOptions().dtype(dtype).device(at::kCUDA, rank));
 }
 
 struct Case {
