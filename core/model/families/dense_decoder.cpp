@@ -1,6 +1,7 @@
 #include "dense_decoder.h"
 
 #include "../../error.h"
+#include "../layer_replayer.h"
 #include "../module_call.h"
 #include "../weight_source.h"
 #include "qwen3_moe.h"
@@ -218,6 +219,9 @@ DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)
   samplesPort_ = child<StepPort>("samples", this, "Samples");
   kvHeadsPerRank_ =
       model->layers.empty() ? 1 : model->layers[0]->selfAttn->qkvProj->kvHeadsPerRank();
+  // MoE layers go into CUDA graphs only where the fused kernels route on the device (the loop
+  // over experts reads counts on the host).
+  graphCapturable_ = !c.hasSparseLayers() || FusedMoE::recordable(c, tp, kMaxRecordedTokens);
 }
 
 const char* DenseCausalLM::kind() const {

@@ -106,7 +106,7 @@ class DenseCausalLM : public CausalLM {
 
   const ModelConfig& config() const override { return config_; }
   int64_t kvHeadsPerRank() const override { return kvHeadsPerRank_; }
-  bool graphCapturable() const override { return !config_.hasSparseLayers(); }
+  bool graphCapturable() const override { return graphCapturable_; }
   at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const override;
   at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& b) const override;
 
@@ -122,6 +122,7 @@ class DenseCausalLM : public CausalLM {
  private:
   ModelConfig config_;
   int64_t kvHeadsPerRank_;
+  bool graphCapturable_;
 };
 
 }  // namespace shardscope

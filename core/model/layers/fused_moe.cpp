@@ -4,6 +4,9 @@
 #include "../module_call.h"
 #include "../weight_source.h"
 #include "linear.h"
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
 
 namespace shardscope {
 
@@ -75,6 +78,37 @@ at::Tensor FusedMoE::forward(const at::Tensor& hiddenStates, const at::Tensor& r
   batch.visit(*this, PortRole::Input, in);
   const at::Tensor& x = in.items[0];
   auto [weights, ids] = selectExperts(in.items[1]);
+  at::Tensor y = onDevice(x, weights, ids);
+  if (!y.defined()) y = grouped(x, weights, ids);
+  PortValue out = PortValue::single(y);
+  batch.visit(*this, PortRole::Output, out);
+  return out.items[0];
+}
+
+bool FusedMoE::recordable(const ModelConfig& c, TpRank tp, int64_t maxTokens) {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  const int64_t local = tp.expertParallel ? c.moe.numExperts / tp.size : c.moe.numExperts;
+  const int64_t inter =
+      tp.expertParallel ? c.moe.intermediateSize : c.moe.intermediateSize / tp.size;
+  return fused::fusedMoeTakes(maxTokens, c.moe.numExpertsPerTok, c.hiddenSize, inter, local);
+#else
+  (void)c, (void)tp, (void)maxTokens;
+  return false;
+#endif
+}
+
+at::Tensor FusedMoE::onDevice(const at::Tensor& x, const at::Tensor& weights,
+                              const at::Tensor& ids) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  return fused::fusedMoe(x, weights, ids, w13_, w2_, firstExpert_);
+#else
+  (void)x, (void)weights, (void)ids;
+  return {};
+#endif
+}
+
+at::Tensor FusedMoE::grouped(const at::Tensor& x, const at::Tensor& weights,
+                             const at::Tensor& ids) const {
   at::Tensor y = at::zeros_like(x);
   if (x.size(0) > 0) {
     // Group the (token, choice) pairs by expert: a stable sort keeps tokens in order per expert.
@@ -97,9 +131,7 @@ at::Tensor FusedMoE::forward(const at::Tensor& hiddenStates, const at::Tensor& r
       offset += n;
     }
   }
-  PortValue out = PortValue::single(y);
-  batch.visit(*this, PortRole::Output, out);
-  return out.items[0];
+  return y;
 }
 
 }  // namespace shardscope

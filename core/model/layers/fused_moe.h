@@ -10,8 +10,10 @@
 //   expert parallel (vLLM's enable_expert_parallel) rank r holds experts [r*E/tp, (r+1)*E/tp)
 //                  whole and computes them for the tokens routed to them; others add nothing.
 // Tokens are grouped by expert and only experts with tokens run, so a decode step reads only the
-// chosen experts' weights. Parameters as vLLM's: w13_weight [E, 2I, H] (per rank [g_r | u_r] per
-// expert, gathered in rank order as gate_up_proj is) and w2_weight [E, H, I].
+// chosen experts' weights: on a GPU (up to a few hundred tokens) by the fused kernels, which keep
+// the routing on the device so CUDA graphs record the step; elsewhere by a loop over experts
+// that reads the counts on the host. Parameters as vLLM's: w13_weight [E, 2I, H] (per rank [g_r |
+// u_r] per expert, gathered in rank order as gate_up_proj is) and w2_weight [E, H, I].
 #pragma once
 
 #include <string>
@@ -44,8 +46,14 @@ class FusedMoE : public Module {
   // The experts this rank computes: [firstLocalExpert, firstLocalExpert + localExperts).
   int64_t firstLocalExpert() const { return firstExpert_; }
   int64_t localExperts() const { return localExperts_; }
+  // Whether the fused kernels take every step of up to maxTokens tokens (so the decoder's layers
+  // can be recorded in CUDA graphs).
+  static bool recordable(const ModelConfig& c, TpRank tp, int64_t maxTokens);
 
  private:
+  at::Tensor onDevice(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids) const;
+  at::Tensor grouped(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids) const;
+
   int64_t numExperts_, topK_, hidden_, intermediate_;
   bool normTopkProb_;
   TpRank tp_;
