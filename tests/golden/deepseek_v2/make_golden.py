@@ -21,7 +21,7 @@ intermediate_size divide by 4. Each writes OUTDIR/<name>/:
 The softmax scale: DeepSeek's reference code and vLLM multiply qk_head_dim**-0.5 by
 yarn_get_mscale(factor, mscale_all_dim)**2. transformers added that to deepseek_v2 in PR 47435; a
 transformers without it gets it set here on every layer (metadata 'scaling_patched').
-Format version 1. Usage: python3 make_golden.py OUTDIR
+Format version 1. Usage: python3 make_golden.py OUTDIR [NAME...] (all models by default)
 """
 import inspect
 import json
@@ -168,8 +168,10 @@ def show_reference_code(out):
     from transformers.models.deepseek_v2 import modeling_deepseek_v2 as m
     from transformers import modeling_rope_utils as r
     parts = []
-    for obj in (m.DeepseekV2Moe, m.DeepseekV2Attention, m.apply_rotary_emb,
-                m.DeepseekV2RotaryEmbedding, r._compute_yarn_parameters):
+    names = ("DeepseekV2TopkRouter", "DeepseekV2Moe", "DeepseekV2Experts", "DeepseekV2Attention",
+             "apply_rotary_emb", "yarn_apply_mscale", "DeepseekV2RotaryEmbedding")
+    objs = [getattr(m, n) for n in names if hasattr(m, n)] + [r._compute_yarn_parameters]
+    for obj in objs:
         try:
             parts.append(inspect.getsource(obj))
         except (OSError, TypeError) as e:
@@ -241,14 +243,14 @@ def make_one(name, spec, out):
     print(json.dumps(json.load(open(os.path.join(d, "config.json")))))
 
 
-def main(out):
+def main(out, names):
     torch.set_num_threads(8)
     print("transformers", transformers.__version__, "torch", torch.__version__)
     os.makedirs(out, exist_ok=True)
     show_reference_code(out)
-    for name, spec in MODELS.items():
-        make_one(name, spec, out)
+    for name in names or MODELS:
+        make_one(name, MODELS[name], out)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/golden/models")
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/golden/models", sys.argv[2:])
