@@ -112,17 +112,17 @@ class TestEngine : public QObject {
     c.headDim = 4;
     DecodeState state(false);
     const auto options = at::TensorOptions().dtype(at::kFloat);
-    KvCache& first = state.cache(c, 2, 3, 10, options);
+    KvCache& first = state.cache(c, KvCacheLayout{2, 4}, 3, 10, options);
     QVERIFY(at::equal(first.allKeys(1), at::zeros({3, 10, 2, 4})));
     first.allKeys(0).fill_(NAN);
     first.allValues(1).fill_(NAN);
-    KvCache& again = state.cache(c, 2, 2, 6, options);
+    KvCache& again = state.cache(c, KvCacheLayout{2, 4}, 2, 6, options);
     QCOMPARE(&again, &first);
     QCOMPARE(again.capacity(), int64_t(10));
     QVERIFY(at::equal(again.allKeys(0).narrow(0, 0, 2), at::zeros({2, 10, 2, 4})));
     QVERIFY(at::equal(again.allValues(1).narrow(0, 0, 2), at::zeros({2, 10, 2, 4})));
     QVERIFY(at::isnan(again.allKeys(0)[2]).all().item<bool>());  // rows not asked for: untouched
-    KvCache& grown = state.cache(c, 2, 4, 8, options);
+    KvCache& grown = state.cache(c, KvCacheLayout{2, 4}, 4, 8, options);
     QCOMPARE(grown.requests(), int64_t(4));
     QCOMPARE(grown.capacity(), int64_t(10));  // never shrinks
     QVERIFY(at::equal(grown.allKeys(0), at::zeros({4, 10, 2, 4})));
