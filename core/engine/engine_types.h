@@ -81,7 +81,7 @@ struct EngineOptions {
 // A port of the module tree as the UI and the CLI show it.
 struct PortInfo {
   std::string name;       // "input" / "output"
-  std::string shardKind;  // whole, column, fused, row, head, partial, vocab
+  std::string shardKind;  // whole, column, fused, row, head, partial, vocab, dcp-group
 };
 
 struct ParameterInfo {

@@ -1,5 +1,6 @@
 // The family registry: which CausalLM a config builds (CausalLM::buildCausalLM). Adding a family
 // is its file and one row here.
+#include "../../error.h"
 #include "../causal_lm.h"
 #include "deepseek_v2.h"
 #include "dense_decoder.h"

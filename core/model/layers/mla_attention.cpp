@@ -72,7 +72,7 @@ std::pair<at::Tensor, at::Tensor> MLAAttention::attendSpan(const SequenceSpan& s
   if (held > first) {
     const at::Tensor slots = at::arange(first, held, q.options().dtype(at::kLong));
     kv.index_copy_(0, slots,
-                   kvNew.view({n, gh, nope_ + v_}).index_select(0, slots * dcp + (r - past)));
+                   kvNew.reshape({n, gh, nope_ + v_}).index_select(0, slots * dcp + (r - past)));
   }
   const at::Tensor kPe = entries.narrow(-1, kvLora_, rope_).unsqueeze(1).expand({held, gh, rope_});
   const at::Tensor keys = at::cat({kv.narrow(-1, 0, nope_), kPe}, -1);    // [held, gh, nope+rope]

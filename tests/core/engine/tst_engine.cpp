@@ -129,6 +129,21 @@ class TestEngine : public QObject {
     QVERIFY(state.replayer(*LocalGroup::create(1)[0], at::Device(at::kCPU)) == nullptr);
   }
 
+  // An MLA latent cache: one part per token, and under decode-context parallelism a rank holds
+  // every dcp-th token, so its capacity and its bytes per token are divided by dcp.
+  void latentCacheIsSplitAlongTokens() {
+    ModelConfig c;
+    c.numLayers = 2;
+    DecodeState state(false);
+    const KvCacheLayout latent{1, 6, 1, 2};
+    KvCache& cache = state.cache(c, latent, 1, 9, at::TensorOptions().dtype(at::kFloat));
+    QCOMPARE(cache.capacity(), int64_t(5));
+    QCOMPARE(cache.parts(), int64_t(1));
+    QCOMPARE(cache.allKeys(1).sizes().vec(), (std::vector<int64_t>{1, 5, 1, 6}));
+    QCOMPARE(latent.bytesPerToken(2, 4), 2.0 * 6 * 4 / 2);
+    QCOMPARE(cache.bytes(), int64_t(2 * 5 * 6 * 4));
+  }
+
   void seedsDecideSampledText() {
     auto engine = demoEngine(1);
     const auto a =
