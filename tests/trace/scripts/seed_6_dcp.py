@@ -1,8 +1,7 @@
 from nnsight.modeling.vllm import VLLM
 
 # With VLLM_DCP_Q_REPLICATE=1 (ShardScope's only decode-context layout): q_proj is group-sharded.
-model = VLLM("deepseek-ai/DeepSeek-V2-Lite", dispatch=True, tensor_parallel_size=4,
-             decode_context_parallel_size=2)
+model = VLLM("deepseek-ai/DeepSeek-V2-Lite", dispatch=True, tensor_parallel_size=4, decode_context_parallel_size=2)
 attn = model.model.layers[1].self_attn
 
 with model.trace("The capital of France is", temperature=0.0, max_tokens=8) as tracer:
