@@ -50,15 +50,21 @@ test::ScriptRun runScript(const std::string& spec, const std::string& source, in
   return run;
 }
 
-// seed_6_dcp.py's intervention: head 5 of layer 1's o_proj input zeroed at every step.
-const char* kZeroHead = R"(from nnsight.modeling.vllm import VLLM
+// seed_6_dcp.py's intervention: head 5 of layer 1's o_proj input zeroed at every step (or not,
+// for the baseline); the last step's logits are saved.
+std::string zeroHeadScript(bool zero) {
+  return std::string(R"(from nnsight.modeling.vllm import VLLM
 model = VLLM("deepseek-ai/DeepSeek-V2-Lite", tensor_parallel_size=4, decode_context_parallel_size=2)
 with model.trace("The capital of France is", temperature=0.0, max_tokens=8) as tracer:
     for _ in tracer.iter[:8]:
-        model.model.layers[1].self_attn.o_proj.input[:, 5 * 128:6 * 128] = 0
+)") +
+         (zero ? "        model.model.layers[1].self_attn.o_proj.input[:, 5 * 128:6 * 128] = 0\n"
+               : "") +
+         R"(        logits = model.logits.save()
     out = tracer.result.save()
 print(out.outputs[0].token_ids)
 )";
+}
 
 }  // namespace
 
@@ -92,11 +98,16 @@ class TestDeepseekDcp : public QObject {
 
   // An intervention through o_proj.input steers tp=4, dcp=2 exactly as it steers tp=1.
   void zeroedHeadGivesTp1Tokens() {
-    const test::ScriptRun one = runScript(spec_, kZeroHead, 1, 1);
-    const test::ScriptRun four = runScript(spec_, kZeroHead, 0, 0);
+    const test::ScriptRun one = runScript(spec_, zeroHeadScript(true), 1, 1);
+    const test::ScriptRun four = runScript(spec_, zeroHeadScript(true), 0, 0);
+    const test::ScriptRun baseline = runScript(spec_, zeroHeadScript(false), 1, 1);
     const auto ids = test::idList(one.lines.back());
     QCOMPARE(int(ids.size()), 8);
     QCOMPARE(test::idList(four.lines.back()), ids);
+    const at::Tensor zeroed = one.tensor("logits"), plain = baseline.tensor("logits");
+    QVERIFY2(!test::closeToScale(zeroed, plain), "zeroing the head changed nothing");
+    QVERIFY2(test::closeToScale(four.tensor("logits"), zeroed),
+             test::closeToScaleMessage(four.tensor("logits"), zeroed).c_str());
   }
 
   // Every rank builds q_proj as the group-sharded layer; kv_b_proj and o_proj stay tp-sharded.
