@@ -6,8 +6,9 @@
 // and beta_slow, and cos/sin carry the magnitude yarn_get_mscale(factor, mscale) /
 // yarn_get_mscale(factor, mscale_all_dim) (transformers' _compute_yarn_parameters).
 // The angles are computed for the step's positions (DeepSeek's 160k-position tables would cost
-// tens of MB per rank). Input positions [T]; output (q_pe [T, heads, rope], k_pe [T, 1, rope]), split by heads: k_pe is
-// the same on every rank, so a read shows one copy per shard of query heads.
+// tens of MB per rank). Input positions [T]; output (q_pe [T, heads, rope], k_pe [T, 1, rope]),
+// split by heads: k_pe is the same on every rank, so a read shows one copy per shard of query
+// heads.
 #pragma once
 
 #include <string>
