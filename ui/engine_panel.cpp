@@ -45,7 +45,8 @@ void EnginePanel::setModel(const ModelInfo* m) {
     model_->setText(tr("No model loaded."));
     return;
   }
-  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7, %8 (%9)")
+  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7%8, %9 (%10)"
+                     "<br>KV cache %11 per token per rank")
                       .arg(QString::fromStdString(m->spec).toHtmlEscaped())
                       .arg(QString::fromStdString(m->family))
                       .arg(m->numLayers)
@@ -53,8 +54,10 @@ void EnginePanel::setModel(const ModelInfo* m) {
                       .arg(m->numKvHeads)
                       .arg(QString::fromStdString(m->dtype))
                       .arg(m->tp)
+                      .arg(m->dcp > 1 ? QString(" dcp=%1").arg(m->dcp) : QString())
                       .arg(QString::fromStdString(m->device))
-                      .arg(QString::fromStdString(m->backend)));
+                      .arg(QString::fromStdString(m->backend))
+                      .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5))));
   const QString bytes = QLocale().formattedDataSize(weightBytesPerRank(*m));
   for (int r = 0; r < m->tp; ++r) {
     const QString device = m->device == "cpu"     ? QString("cpu")

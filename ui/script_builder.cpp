@@ -32,6 +32,7 @@ std::string ScriptBuilder::header() const {
   return "model = VLLM(" + quote(model_.spec) +
          ", tensor_parallel_size=" + std::to_string(model_.tp) +
          (model_.expertParallel ? ", enable_expert_parallel=True" : "") +
+         (model_.dcp > 1 ? ", decode_context_parallel_size=" + std::to_string(model_.dcp) : "") +
          ", dtype=" + quote(model_.dtype) + ", device=" + quote(model_.device) + ")\n";
 }
 

@@ -49,10 +49,12 @@ constexpr const char* kModelOptions =
                        or SHARDSCOPE_COLLECTIVE_TIMEOUT)
   --enable-expert-parallel   MoE models: each rank holds num_experts / tp whole experts
                        (default: every rank holds a slice of every expert)
+  --dcp N              decode_context_parallel_size, MLA models (DeepSeek-V2): the latent KV
+                       cache is split along the tokens across groups of N ranks (N divides tp)
 )";
 
 const std::set<std::string> kModelOptionNames = {
-    "model", "tp", "device", "dtype", "backend", "threads", "collective-timeout"};
+    "model", "tp", "device", "dtype", "backend", "threads", "collective-timeout", "dcp"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
@@ -69,7 +71,9 @@ EngineOptions engineOptions(const Arguments& a) {
   o.threadsPerRank = int(a.getInt("threads", 0));
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   o.expertParallel = a.has("enable-expert-parallel");
+  o.dcp = int(a.getInt("dcp", 1));
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
+  if (o.dcp < 1) throw UsageError("--dcp must be at least 1");
   if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
 }
@@ -182,7 +186,10 @@ int inspect(const std::vector<std::string>& args) {
   const auto shapes = probePortShapes(engine, ids);
   std::cout << info.spec << ": " << info.family << ", " << info.numLayers
             << " layers, tp=" << info.tp << (info.expertParallel ? " (expert parallel)" : "")
-            << ", " << info.dtype << ", " << ids.size() << "-token prompt\n"
+            << (info.dcp > 1 ? ", dcp=" + std::to_string(info.dcp) : std::string()) << ", "
+            << info.dtype << ", " << ids.size() << "-token prompt\n"
+            << "kv cache: " << int64_t(info.kvCacheBytesPerToken + 0.5)
+            << " bytes per token per rank\n"
             << "shapes are rank 0's shard -> the gathered whole\n";
   for (const ModuleInfo& m : info.modules) {
     std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
@@ -227,7 +234,7 @@ int tokenize(const std::vector<std::string>& args) {
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
                     {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
-                     "log", "session", "title", "value-cap-mb", "collective-timeout"},
+                     "log", "session", "title", "value-cap-mb", "collective-timeout", "dcp"},
                     {"help", "timing", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout
@@ -236,11 +243,12 @@ int runScript(const std::vector<std::string>& args) {
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
            "                          [--value-cap-mb MB]] [--collective-timeout S] [--timing]\n"
-           "                          [--enable-expert-parallel]\n"
+           "                          [--enable-expert-parallel] [--dcp N]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
-           "--tp overrides tensor_parallel_size, --enable-expert-parallel turns\n"
+           "--tp overrides tensor_parallel_size, --dcp decode_context_parallel_size, "
+           "--enable-expert-parallel turns\n"
            "enable_expert_parallel on; --budget bounds the evaluation steps of each\n"
            "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
            "(default: half of the device's free memory). --log records the run in a session file "
@@ -261,6 +269,7 @@ int runScript(const std::vector<std::string>& args) {
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");
   o.expertParallel = a.has("enable-expert-parallel");
+  o.dcp = int(a.getInt("dcp", 0));
   o.budget = a.getInt("budget", 10'000'000);
   o.memoryBudget = a.memoryBudgetBytes();
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);

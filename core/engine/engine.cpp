@@ -309,6 +309,9 @@ void Engine::Impl::buildInfo() {
   info.backend = wantsNccl(options) ? "nccl" : "local";
   info.tp = options.tp;
   info.expertParallel = options.expertParallel;
+  info.dcp = options.dcp;
+  info.kvCacheBytesPerToken =
+      models[0]->kvCacheLayout().bytesPerToken(c.numLayers, int64_t(at::elementSize(dtype)));
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
   info.numHeads = c.numHeads;
@@ -351,7 +354,7 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
              0, s.options.tp);
   s.source = openModelSource(s.options.model);
-  s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel);
+  s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel, s.options.dcp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
     s.dtype = scalarTypeOf(parseDType(s.options.dtype));
@@ -392,7 +395,7 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
       Impl& st = *impl_;
       impl_->rankMain(r, [&st, r, &loaded, &progress] {
         LoadContext ctx{*st.source.weights,
-                        {r, st.options.tp, st.options.expertParallel},
+                        {r, st.options.tp, st.options.expertParallel, st.options.dcp},
                         st.dtype,
                         st.devices[r]};
         st.models[r] = buildCausalLM(st.source.config, ctx);

@@ -60,6 +60,9 @@ struct EngineOptions {
   // vLLM's enable_expert_parallel: each rank holds num_experts / tp whole MoE experts instead of a
   // slice of every expert. No effect on dense models.
   bool expertParallel = false;
+  // vLLM's decode_context_parallel_size (with VLLM_DCP_Q_REPLICATE=1): MLA models split their
+  // latent KV cache along the tokens across groups of dcp ranks; dcp must divide tp.
+  int dcp = 1;
   std::string device = "cpu";    // cpu | cuda
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
@@ -78,7 +81,7 @@ struct EngineOptions {
 // A port of the module tree as the UI and the CLI show it.
 struct PortInfo {
   std::string name;       // "input" / "output"
-  std::string shardKind;  // whole, column, fused, row, head, partial, vocab
+  std::string shardKind;  // whole, column, fused, row, head, partial, vocab, dcp-group
 };
 
 struct ParameterInfo {
@@ -106,6 +109,10 @@ struct ModelInfo {
   std::string backend;  // process group: local or nccl
   int tp = 1;
   bool expertParallel = false;
+  int dcp = 1;
+  // The KV cache a token costs each rank, over all layers in the model's dtype (a latent under
+  // MLA, split along the tokens under decode-context parallelism).
+  double kvCacheBytesPerToken = 0;
   int64_t vocabSize = 0;
   int64_t numLayers = 0;
   int64_t numHeads = 0;

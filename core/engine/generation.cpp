@@ -121,8 +121,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   }
   // One cache for every request (row i is request i), so decode steps attend in one batch; kept
   // by the rank for the next generation, so graphs recorded over it stay valid.
-  KvCache& cache = ctx.decode.cache(config, ctx.model.kvHeadsPerRank(), int64_t(seqs.size()),
-                                    longest, cacheOptions);
+  const KvCacheLayout layout = ctx.model.kvCacheLayout();
+  KvCache& cache = ctx.decode.cache(config, layout, int64_t(seqs.size()), longest, cacheOptions);
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   const auto graphLayers = [&ctx] {
@@ -164,7 +164,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     host.insert(host.end(), slots.begin(), slots.end());
     const at::Tensor device = at::tensor(host, longOptions).to(ctx.device);
     batch.positions = device.narrow(0, T, T);
-    if (decodeOnly && ctx.device.is_cuda())
+    // The batched decode path reads keys and values per head; a latent cache is read per span.
+    if (decodeOnly && ctx.device.is_cuda() && layout.parts == 2)
       prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
     if (ctx.device.is_cuda() && ctx.model.graphCapturable())
       batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);

@@ -20,6 +20,8 @@ class CausalLM : public Module {
 
   virtual const ModelConfig& config() const = 0;
   virtual int64_t kvHeadsPerRank() const = 0;
+  // What the KV cache holds per token on this rank: keys and values of its KV heads by default.
+  virtual KvCacheLayout kvCacheLayout() const { return {kvHeadsPerRank(), config().headDim}; }
   // ids: [T] int64 flattened over the batch's spans  ->  final hidden states [T, H] (whole).
   virtual at::Tensor forward(const at::Tensor& ids, const ForwardBatch& batch) const = 0;
   // hidden: [R, H]  ->  logits [R, V] over the whole vocabulary (every rank gets them).

@@ -348,8 +348,9 @@ class Mediator : public Host {
     CollectiveSite site(where, step);
     const int64_t dim = p->splitDim;
     ProcessGroup& group = owner_.rank().group;
-    at::Tensor whole = gather(
-        p->shard, ShardSpec::padded(ShardKind::Column, dim, p->fullShape[size_t(dim)]), group);
+    ShardSpec spec = ShardSpec::padded(ShardKind::Column, dim, p->fullShape[size_t(dim)]);
+    spec.replicas = p->replicas;
+    at::Tensor whole = gather(p->shard, spec, group);
     return tensor(group.size() == 1 ? whole.clone() : whole);  // never a view of the weights
   }
 

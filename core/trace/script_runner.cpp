@@ -18,9 +18,13 @@ namespace shardscope::trace {
 namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
-const std::set<std::string> kModelKeywords = {
-    "tensor_parallel_size",  "dispatch", "dtype", "device", "enforce_eager",
-    "enable_expert_parallel"};
+const std::set<std::string> kModelKeywords = {"tensor_parallel_size",
+                                              "dispatch",
+                                              "dtype",
+                                              "device",
+                                              "enforce_eager",
+                                              "enable_expert_parallel",
+                                              "decode_context_parallel_size"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "trust_remote_code",
                                                 "max_model_len",
@@ -167,16 +171,20 @@ struct ScriptRunner::Impl : public Host {
       if (k == "device") o.device = str(v);
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
       if (k == "enable_expert_parallel") o.expertParallel = truthy(v);
+      if (k == "decode_context_parallel_size")
+        o.dcp = int(asInt(v, "decode_context_parallel_size"));
     }
     if (options.expertParallel) o.expertParallel = true;
     if (options.tp > 0) o.tp = options.tp;
+    if (options.dcp > 0) o.dcp = options.dcp;
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
     if (options.collectiveTimeoutSeconds > 0)
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
-                            (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "");
+                            (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "") +
+                            "|dcp" + std::to_string(o.dcp);
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);

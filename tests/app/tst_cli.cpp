@@ -148,6 +148,28 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains(".weight  shard [75968, 32] of [151936, 32]"));
   }
 
+  // DeepSeek-V2-Lite style at tp=4, dcp=2: the MLA and MoE modules with their shard kinds, the
+  // group-sharded q_proj, and the latent KV cache a token costs a rank (halved by dcp=2).
+  void inspectShowsMlaAndDcp() {
+    const QString model =
+        QString::fromStdString(shardscope::test::goldenModel("deepseek-v2-lite-tiny").string());
+    const Result r = cli({"inspect", "--model", model, "--tp", "4", "--dcp", "2"});
+    QCOMPARE(r.code, 0);
+    for (const char* line :
+         {"model.model.layers[1].self_attn.q_proj  (DCPGroupColumnParallelLinear)",
+          ".output  [dcp-group]  ([5, 48], None) -> ([5, 96], None)",
+          "model.model.layers[1].self_attn.kv_a_proj_with_mqa  (ReplicatedLinear)",
+          "model.model.layers[1].self_attn.kv_b_proj  (ColumnParallelLinear)",
+          ".output  [column]  ([5, 32], None) -> ([5, 128], None)",
+          "model.model.layers[1].self_attn.mla_attn  (MLAAttention)",
+          "model.model.layers[1].mlp.shared_experts  (MLP)", ".output  [partial]  [5, 64]",
+          "model.model.layers[1].mlp.experts  (FusedMoE)",
+          "kv cache: 240 bytes per token per rank"})
+      QVERIFY2(r.out.contains(line), qPrintable(QString(line) + " not in:\n" + r.out));
+    const Result one = cli({"inspect", "--model", model, "--tp", "4"});
+    QVERIFY2(one.out.contains("kv cache: 480 bytes per token per rank"), qPrintable(one.out));
+  }
+
   void tokenizePrintsIdsAndPieces() {
     const Result r = cli({"tokenize", "The capital of France is"});
     QCOMPARE(r.code, 0);

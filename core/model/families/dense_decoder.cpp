@@ -106,13 +106,27 @@ at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::
 }
 
 DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp)
-    : FeedForward("mlp", parent) {
-  gateUpProj = child<MergedColumnParallelLinear>(
-      "gate_up_proj", this, c.hiddenSize, c.intermediateSize,
-      std::vector<std::string>{"gate_proj", "up_proj"}, false, tp);
+    : DecoderMLP("mlp", parent, c.hiddenSize, c.intermediateSize, tp, true) {}
+
+DecoderMLP::DecoderMLP(std::string name, Module* parent, int64_t hidden, int64_t intermediate,
+                       TpRank tp, bool reduceResults)
+    : FeedForward(std::move(name), parent) {
+  gateUpProj = child<MergedColumnParallelLinear>("gate_up_proj", this, hidden, intermediate,
+                                                 std::vector<std::string>{"gate_proj", "up_proj"},
+                                                 false, tp);
   actFn = child<SiluAndMul>("act_fn", this);
   downProj =
-      child<RowParallelLinear>("down_proj", this, c.intermediateSize, c.hiddenSize, false, tp);
+      child<RowParallelLinear>("down_proj", this, intermediate, hidden, false, tp, reduceResults);
+  if (!reduceResults) setPorts(ShardSpec::whole(), ShardSpec::partialSum());
+}
+
+std::vector<at::Tensor> DecoderMLP::callWhole(const ModuleCall& call) const {
+  at::Tensor y = forward(call.tensor(0, "x"), call.batch());
+  if (port(PortRole::Output).shard.kind == ShardKind::PartialSum) {
+    y = y.clone();  // forward may return a tensor the script also holds
+    call.batch().group.allReduceSum(y);
+  }
+  return {y};
 }
 
 void DecoderMLP::load(LoadContext& ctx, const std::string& hf) {
@@ -211,7 +225,7 @@ void DecoderModel::runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
 
 DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)
     : CausalLM("model", nullptr), config_(c) {
-  c.checkTensorParallel(tp.size, tp.expertParallel);
+  c.checkTensorParallel(tp.size, tp.expertParallel, tp.dcp);
   model = child<DecoderModel>(this, c, tp);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
   logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
@@ -234,6 +248,8 @@ const char* DenseCausalLM::kind() const {
       return "LlamaForCausalLM";
     case Family::Qwen3Moe:
       return "Qwen3MoeForCausalLM";
+    case Family::DeepseekV2:
+      break;  // its own family file
   }
   return "CausalLM";
 }
@@ -258,12 +274,6 @@ at::Tensor DenseCausalLM::forward(const at::Tensor& ids, const ForwardBatch& b) 
 
 at::Tensor DenseCausalLM::logits(const at::Tensor& hidden, const ForwardBatch& b) const {
   return logitsProcessor->forward(*lmHead, hidden, b);
-}
-
-std::unique_ptr<CausalLM> buildCausalLM(const ModelConfig& config, LoadContext& ctx) {
-  auto m = std::make_unique<DenseCausalLM>(config, ctx.tp);
-  m->load(ctx);
-  return m;
 }
 
 }  // namespace shardscope

@@ -18,6 +18,10 @@ FusedMoE::FusedMoE(std::string name, Module* parent, const ModelConfig& c, TpRan
       hidden_(c.hiddenSize),
       intermediate_(c.moe.intermediateSize),
       normTopkProb_(c.moe.normTopkProb),
+      routedScalingFactor_(c.moe.routedScalingFactor),
+      topkMethod_(c.moe.topkMethod),
+      numGroups_(c.moe.numGroups),
+      topkGroups_(c.moe.topkGroups),
       tp_(tp) {
   if (tp.expertParallel) {
     SS_ASSERT(numExperts_ % tp.size == 0, path() + ": experts not divisible by tp");
@@ -68,8 +72,17 @@ void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {
 
 std::pair<at::Tensor, at::Tensor> FusedMoE::selectExperts(const at::Tensor& routerLogits) const {
   at::Tensor probs = at::softmax(routerLogits, -1, at::kFloat);
+  if (topkMethod_ == TopkMethod::GroupLimitedGreedy) {
+    // Experts outside the chosen groups score 0, as HF's DeepseekV2TopkRouter masks them.
+    const int64_t T = probs.size(0);
+    const at::Tensor groupScores = std::get<0>(probs.view({T, numGroups_, -1}).max(-1));
+    const at::Tensor groups = std::get<1>(groupScores.topk(topkGroups_, -1));
+    const at::Tensor keep = at::zeros_like(groupScores).scatter_(1, groups, 1.0).unsqueeze(-1);
+    probs = (probs.view({T, numGroups_, -1}) * keep).view({T, numExperts_});
+  }
   auto [weights, ids] = probs.topk(topK_, -1);
   if (normTopkProb_) weights = weights / weights.sum(-1, true);
+  if (routedScalingFactor_ != 1.0) weights = weights * routedScalingFactor_;
   return {weights.to(routerLogits.scalar_type()), ids};
 }
 

@@ -3,6 +3,9 @@
 // routed as HF's Qwen3MoeSparseMoeBlock: p = softmax(router_logits) in fp32, the top k of p
 // (renormalised to sum to one when norm_topk_prob), cast back to the activations' dtype, and
 //   y_t = sum over the chosen e of p_te * expert_e(x_t).
+// DeepSeek-V2's router options (MoeConfig): group-limited top-k (the experts fall into n_group
+// groups; only the topk_group groups of highest maximum p compete) and routed_scaling_factor,
+// which scales the chosen weights.
 // Split (output: this rank's partial sum of y; the block's all-reduce sums it):
 //   default        rank r holds rows [r*I/tp, (r+1)*I/tp) of every G_e and U_e and the same
 //                  columns of every D_e; silu is elementwise, so the slices' down projections sum
@@ -56,6 +59,9 @@ class FusedMoE : public Module {
 
   int64_t numExperts_, topK_, hidden_, intermediate_;
   bool normTopkProb_;
+  double routedScalingFactor_;
+  TopkMethod topkMethod_;
+  int64_t numGroups_, topkGroups_;
   TpRank tp_;
   int64_t firstExpert_, localExperts_, iPerRank_;
   at::Tensor w13_;  // [localExperts, 2 * iPerRank, H]: [gate | up] rows per expert
