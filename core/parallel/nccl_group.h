@@ -24,6 +24,11 @@ class NcclGroup : public ProcessGroup {
   // Creates one communicator per rank on devices 0..size-1. Call from one thread; each returned
   // group is then used from its own rank thread.
   static std::vector<std::unique_ptr<NcclGroup>> create(int size);
+  // Rank processes (one GPU each, bootstrapped over MPI): newUniqueId() on one rank, its bytes sent
+  // to every process, then join() on every process with its rank and GPU (collective).
+  static std::string newUniqueId();
+  static std::unique_ptr<NcclGroup> join(int rank, int size, const std::string& uniqueId,
+                                         int device);
 
   ~NcclGroup() override;
 
