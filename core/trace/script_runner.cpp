@@ -156,6 +156,12 @@ struct ScriptRunner::Impl : public Host {
     o.model = it != options.modelDirs.end() ? it->second : name;
     o.tp = 1;
     for (const auto& [k, v] : a.keywords) {
+      if (k == "distributed_executor_backend") {  // "ray", "mp": ShardScope has its own
+        note(k +
+             " is ignored: ShardScope's ranks are threads here, or processes under "
+             "shardscope-engine / --mpi (MPI), whichever ran this script");
+        continue;
+      }
       if (kIgnoredKeywords.count(k)) {
         note(k + " has no meaning in ShardScope and is ignored");
         continue;

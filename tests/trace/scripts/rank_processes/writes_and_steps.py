@@ -13,13 +13,14 @@ scale = float(len(base.outputs[0].token_ids)) / 8.0
 
 with model.trace(max_tokens=5, temperature=0.8, top_k=20, seed=7, ignore_eos=True) as tracer:
     with tracer.invoke("The capital of France is"):
+        a = list().save()
         for _ in tracer.iter[:5]:
             attn.o_proj.input[:, 0:16] = 0
             model.model.layers[1].mlp.output[:] = model.model.layers[1].mlp.output * scale
-        a = model.model.layers[1].output[0].clone().save()
+            a.append(model.model.layers[1].output[0].sum())
     with tracer.invoke("Hello"):
         b = model.logits.save()
-    out = tracer.result.save()
+        out = tracer.result.save()
 
-print([o.token_ids for o in out.outputs])
-print(a.shape, float(a.sum()), b.shape, float(b.sum()))
+print(out.outputs[0].token_ids)
+print(torch.stack(a).tolist(), b.shape, float(b.sum()))
