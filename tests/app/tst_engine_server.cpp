@@ -1,10 +1,11 @@
 // shardscope-engine end to end (issue 18): rank processes started by mpirun, rank 0 serving
-// shardscope-cli --engine. Scripts (a subset of the trace suite, tests/trace/scripts/
-// rank_processes), generate and inspect print exactly what rank threads print; the client's
-// session log records the engine; refused requests (malformed bytes, a wrong protocol version, an
-// oversized or empty job, a missing or wrong token, a non-loopback address without a token) get
-// an error and the engine keeps serving; a rank process killed with SIGKILL ends the running job
-// with one error naming the rank and its host within 5 s, and no process is left.
+// shardscope-cli --engine (and `shardscope-cli run|generate --mpi`, the same ranks without it).
+// Scripts (a subset of the trace suite, tests/trace/scripts/ rank_processes), generate and inspect
+// print exactly what rank threads print; the client's session log records the engine; refused
+// requests (malformed bytes, a wrong protocol version, an oversized or empty job, a missing or
+// wrong token, a non-loopback address without a token) get an error and the engine keeps serving; a
+// rank process killed with SIGKILL ends the running job with one error naming the rank and its host
+// within 5 s, and no process is left.
 #include <QtTest>
 
 #include <grpcpp/grpcpp.h>
@@ -165,6 +166,23 @@ class TestEngineServer : public QObject {
     QFETCH(int, np);
     QFETCH(QString, file);
     compareWithRankThreads(engines_[np]->address(), file, np);
+  }
+
+  // The rank-process path without the server (what the GPU machine runs: it has no gRPC).
+  void mpiRunAndGenerateWithoutServerEqualRankThreads() {
+    const QString mpirun =
+        QString::fromStdString((test::sourceDir() / "tests/mpirun_test.sh").string());
+    QProcess p;
+    p.start("bash", {mpirun, "2", SHARDSCOPE_CLI, "run", "--mpi", script("writes_and_steps.py")});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const Result local = cli({"run", script("writes_and_steps.py"), "--tp", "2"});
+    QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()), local.out);
+    const QStringList gen = {"generate", "--max-tokens", "5", "--quiet", "Once upon a time"};
+    p.start("bash", QStringList{mpirun, "2", SHARDSCOPE_CLI} + gen + QStringList{"--mpi"});
+    QVERIFY(p.waitForFinished(300000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()), cli(gen + QStringList{"--tp", "2"}).out);
   }
 
   void generateAndInspectEqualRankThreads() {
