@@ -20,9 +20,7 @@
 #ifdef SHARDSCOPE_WITH_MPI
 #include "core/parallel/mpi_rank_process.h"
 #endif
-#ifdef SHARDSCOPE_WITH_REMOTE
-#include "remote_commands.h"
-#endif
+#include "remote_commands.h"  // declarations; defined only in builds with gRPC
 
 namespace shardscope::cli {
 namespace {
@@ -95,14 +93,16 @@ struct RankProcesses {
   std::unique_ptr<MpiRuntime> mpi;
 #endif
   std::shared_ptr<RankProcess> process;
+  int rank = 0;
+  int size = 0;
   // Ranks other than 0 run the same work without printing it.
   bool silent() const {
-    return process && process->rank() != 0;
+    return rank != 0;
   }
   void apply(EngineOptions& o) const {
     if (!process) return;
     o.process = process;
-    o.tp = process->size();
+    o.tp = size;
   }
 };
 
@@ -115,6 +115,8 @@ RankProcesses startRankProcesses(const Arguments& a, const std::string& command)
                      " --mpi ...");
   rp.mpi = std::make_unique<MpiRuntime>(nullptr, nullptr);
   rp.process = std::make_shared<MpiRankProcess>(*rp.mpi);
+  rp.rank = rp.mpi->rank();
+  rp.size = rp.mpi->size();
   return rp;
 #else
   throw Error("this build has no MPI (install libopenmpi-dev and rebuild)");
