@@ -13,6 +13,7 @@
 #include "../model/tokenizer.h"
 #include "../model/weight_source.h"
 #include "../parallel/local_group.h"
+#include "../parallel/rank_process.h"
 #include "generation.h"
 #include "rank_context.h"
 #ifdef SHARDSCOPE_WITH_NCCL
@@ -56,7 +57,8 @@ struct Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer;
   at::ScalarType dtype = at::kFloat;
   std::vector<at::Device> devices;
-  std::vector<std::unique_ptr<ProcessGroup>> groups;
+  std::vector<int> localRanks;  // the ranks this process runs: every rank, or one (rank processes)
+  std::vector<std::unique_ptr<ProcessGroup>> groups;  // by rank; null for other processes' ranks
   std::vector<std::unique_ptr<CausalLM>> models;
   std::vector<std::thread> rankThreads;
   std::thread dispatcher;
@@ -88,12 +90,16 @@ struct Engine::Impl {
                                 const std::function<void(std::exception_ptr)>& report);
   void validateFailure(const FailureInjection& f) const;
   void recordError(int rank, std::exception_ptr e);
+  // Rank processes: every process learns how the job ended on the others and fails with the root
+  // cause when any rank failed (so that all of them rebuild their groups together).
+  std::exception_ptr agreeOnOutcome(std::exception_ptr local);
   void buildInfo();
 };
 
 namespace {
 
 bool wantsNccl(const EngineOptions& o) {
+  if (o.process) return false;  // rank processes: the RankProcess builds the group
   if (o.backend == "local") return false;
   if (o.backend == "nccl") return true;
   // auto: NCCL when every rank can have its own GPU, else ranks share one GPU (local group).
@@ -119,6 +125,13 @@ std::string describeException(std::exception_ptr e) {
 void Engine::Impl::makeGroups() {
   groups.clear();
   ++groupsBuilt;
+  if (options.process) {
+    groups.resize(size_t(options.tp));
+    for (int r : localRanks)
+      groups[size_t(r)] = options.process->makeGroup(devices[r], {collectiveTimeout});
+    for (int r : localRanks) groups[size_t(r)]->setOptions({collectiveTimeout});
+    return;
+  }
   if (wantsNccl(options)) {
 #ifdef SHARDSCOPE_WITH_NCCL
     for (auto& g : NcclGroup::create(options.tp)) groups.push_back(std::move(g));
@@ -186,6 +199,7 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
     try {
       RankContext ctx{rank,          *groups[rank], *models[rank], source,
                       devices[rank], dtype,         *job,          decode};
+      ctx.reports = options.process || rank == 0;
       job->run(ctx);
     } catch (...) {
       decode.reset();  // a graph recorded during a failed job is not replayed
@@ -205,7 +219,7 @@ std::exception_ptr Engine::Impl::runOnRanks(const std::shared_ptr<JobState>& job
   current = job;
   firstError = nullptr;
   firstErrorIsAbort = false;
-  running = options.tp;
+  running = int(localRanks.size());
   ++epoch;
   cv.notify_all();
   cv.wait(lock, [&] { return running == 0 || firstError; });
@@ -259,6 +273,7 @@ void Engine::Impl::dispatchMain() {
       reported = true;
       finish(job, e);
     });
+    if (options.process && !reported) error = agreeOnOutcome(error);
     if (!reported) finish(job, error);  // the caller hears before the group is rebuilt
     if (!error && !reported) continue;
     // Every rank has left the job. Graphs recorded during it, or with the group about to be
@@ -268,8 +283,10 @@ void Engine::Impl::dispatchMain() {
     cleanup->run = [](RankContext& ctx) { ctx.decode.reset(); };
     runOnRanks(cleanup, [](std::exception_ptr) {});
     try {
-      if (groups[0]->reusableAfterAbort()) {
-        for (auto& g : groups) g->reset();
+      if (groups[size_t(localRanks[0])]->reusableAfterAbort()) {
+        for (auto& g : groups) {
+          if (g) g->reset();
+        }
       } else {
         makeGroups();
       }
@@ -286,6 +303,26 @@ void Engine::Impl::dispatchMain() {
     finish(job, std::make_exception_ptr(Cancelled("the engine shut down before this job ran")));
   }
   queue.clear();
+}
+
+std::exception_ptr Engine::Impl::agreeOnOutcome(std::exception_ptr local) {
+  bool isAbort = false;
+  std::string text;
+  if (local) {
+    text = describeException(local);
+    try {
+      std::rethrow_exception(local);
+    } catch (const CollectiveAborted&) {
+      isAbort = true;
+    } catch (...) {
+    }
+  }
+  const std::string rootCause = options.process->agreeOnOutcome(text, isAbort);
+  if (rootCause.empty()) return nullptr;
+  // This rank's own failure keeps its type (a script error stays one); a rank that only saw the
+  // abort, or finished, reports the root cause with the rank and host it happened on.
+  if (local && !isAbort) return local;
+  return std::make_exception_ptr(Error(rootCause));
 }
 
 void Engine::Impl::validateFailure(const FailureInjection& f) const {
@@ -306,7 +343,10 @@ void Engine::Impl::buildInfo() {
   info.dtype = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
   info.path = source.dir.string();
   info.device = options.device;
-  info.backend = wantsNccl(options) ? "nccl" : "local";
+  info.backend = options.process      ? options.process->backendName(devices[localRanks[0]])
+                 : wantsNccl(options) ? "nccl"
+                                      : "local";
+  if (options.process) info.rankHosts = options.process->hosts();
   info.tp = options.tp;
   info.expertParallel = options.expertParallel;
   info.dcp = options.dcp;
@@ -335,7 +375,7 @@ void Engine::Impl::buildInfo() {
     info.modules.push_back(std::move(mi));
     for (const Module* c : m.children()) walk(*c, depth + 1);
   };
-  walk(*models[0], 0);
+  walk(*models[size_t(localRanks[0])], 0);
 }
 
 Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
@@ -382,15 +422,22 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   s.validateFailure(s.options.failure);
   s.armedFailure = s.options.failure;
   const bool nccl = wantsNccl(s.options);
+  if (s.options.process && s.options.process->size() != s.options.tp) {
+    throw Error("tp=" + std::to_string(s.options.tp) + " needs as many rank processes, but " +
+                std::to_string(s.options.process->size()) +
+                " were started; launch with mpirun -np " + std::to_string(s.options.tp));
+  }
   for (int r = 0; r < s.options.tp; ++r) {
+    const int gpu = s.options.process ? s.options.process->localDevice() : nccl ? r : 0;
     s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
-                                                  : at::Device(at::kCUDA, nccl ? r : 0));
+                                                  : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
+    if (!s.options.process || s.options.process->rank() == r) s.localRanks.push_back(r);
   }
   s.makeGroups();
   s.models.resize(s.options.tp);
-  s.running = s.options.tp;
+  s.running = int(s.localRanks.size());
   std::atomic<int> loaded{0};
-  for (int r = 0; r < s.options.tp; ++r) {
+  for (int r : s.localRanks) {
     s.rankThreads.emplace_back([this, r, &loaded, &progress] {
       Impl& st = *impl_;
       impl_->rankMain(r, [&st, r, &loaded, &progress] {
@@ -410,9 +457,19 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     s.cv.wait(lock, [&] { return s.running == 0; });
     error = s.firstError;
   }
+  if (s.options.process) {
+    // Every process fails the load together (a rank that loaded waits for no collective).
+    try {
+      std::exception_ptr agreed = s.agreeOnOutcome(error);
+      if (agreed) error = agreed;
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
   if (!error) {
     try {
-      s.source.weights->checkAllUsed();
+      // An expert-parallel rank process reads only its own experts' tensors.
+      if (!(s.options.process && s.options.expertParallel)) s.source.weights->checkAllUsed();
       s.buildInfo();
     } catch (...) {
       error = std::current_exception();
@@ -482,7 +539,7 @@ JobHandle Engine::generate(GenerateRequest request) {
   auto req = std::make_shared<GenerateRequest>(std::move(request));
   JobHandle h = submit(
       [req, result](RankContext& ctx) {
-        runGeneration(ctx, *req, ctx.rank == 0 ? result.get() : nullptr);
+        runGeneration(ctx, *req, ctx.reports ? result.get() : nullptr);
       },
       req->sampling.maxTokens);
   h.state()->result = result;

@@ -14,6 +14,7 @@
 namespace shardscope {
 
 class Tokenizer;
+class RankProcess;
 
 struct SamplingParams {
   double temperature = 0.0;  // 0: greedy
@@ -73,6 +74,9 @@ struct EngineOptions {
   // the job with an error naming it and what every rank was waiting on. 0: the default, 60 s, or
   // SHARDSCOPE_COLLECTIVE_TIMEOUT (seconds) when set.
   double collectiveTimeoutSeconds = 0;
+  // Rank processes: set when this process runs one rank of `tp` (shardscope-engine, `run --mpi`);
+  // the other ranks are processes running the same jobs. Unset: one rank thread per rank.
+  std::shared_ptr<RankProcess> process;
   // Test hook, off by default: armed for the first job (SHARDSCOPE_INJECT_FAILURE=KIND:RANK:
   // LAYER:STEP arms it too); Engine::injectFailure arms it for a later job.
   FailureInjection failure;
@@ -106,7 +110,8 @@ struct ModelInfo {
   std::string configSha256;
   std::string dtype;
   std::string device;
-  std::string backend;  // process group: local or nccl
+  std::string backend;  // process group: local, nccl, mpi or nccl+mpi (rank processes)
+  std::vector<std::string> rankHosts;  // rank processes: the host of every rank; else empty
   int tp = 1;
   bool expertParallel = false;
   int dcp = 1;

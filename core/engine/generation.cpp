@@ -204,10 +204,10 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
         }
       }
       d[active.size()] = ctx.cancelRequested() ? 1 : 0;
-      if (request.returnLogits) {
-        at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
-        for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
-      }
+    }
+    if (ctx.reports && request.returnLogits) {
+      at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
+      for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
     }
     // Through the device only when another rank or a trace's model.samples needs it: a single
     // rank's plain step keeps its decision on the host (two copies and a wait less per token).
@@ -276,7 +276,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
     observer->finish(generated);
   }
-  if (ctx.rank != 0 || !result) return;
+  if (!ctx.reports || !result) return;
   result->steps = step;
   result->graphLayers = graphLayers() - graphLayersBefore;
   result->outputs.clear();

@@ -46,7 +46,7 @@ std::vector<PortShape> probePortShapes(Engine& engine, const std::vector<int64_t
   request.prompts = {promptIds};
   request.sampling.maxTokens = 1;
   JobHandle h = engine.submit([recorder, request](RankContext& ctx) {
-    runGeneration(ctx, request, nullptr, ctx.rank == 0 ? recorder.get() : nullptr);
+    runGeneration(ctx, request, nullptr, ctx.reports ? recorder.get() : nullptr);
   });
   h.wait();
   return recorder->shapes;

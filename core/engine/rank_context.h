@@ -43,11 +43,14 @@ struct RankContext {
   at::ScalarType dtype;
   JobState& job;
   DecodeState& decode;  // the rank's KV cache and decode graphs, kept across jobs
+  // Whether this rank hands results, printed lines and progress to its caller: rank 0 of rank
+  // threads, every rank process (each runs its own driver on the same whole values).
+  bool reports = false;
 
   // Rank 0 decides; the decision reaches every rank through the next broadcast.
   bool cancelRequested() const { return job.cancelRequested.load(); }
   void setProgress(int64_t step) const {
-    if (rank == 0) job.step = step;
+    if (reports) job.step = step;
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -193,6 +194,32 @@ std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(int size, AllReduceAlg
   return groups;
 }
 
+std::string NcclGroup::newUniqueId() {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) throw Error("ncclGetUniqueId failed");
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+std::unique_ptr<NcclGroup> NcclGroup::join(int rank, int size, const std::string& uniqueId,
+                                           int device) {
+  ncclUniqueId id;
+  if (uniqueId.size() != sizeof(id.internal))
+    throw Error("an NCCL unique id has " + std::to_string(sizeof(id.internal)) + " bytes, got " +
+                std::to_string(uniqueId.size()));
+  std::memcpy(id.internal, uniqueId.data(), sizeof(id.internal));
+  auto shared = std::make_shared<Shared>(size);
+  shared->comms.assign(size_t(size), nullptr);
+  shared->devices.assign(size_t(size), device);
+  cudaSetDevice(device);
+  const ncclResult_t res = ncclCommInitRank(&shared->comms[size_t(rank)], size, id, rank);
+  if (res != ncclSuccess) {
+    throw Error("joining the NCCL communicator as rank " + std::to_string(rank) + " of " +
+                std::to_string(size) + " on GPU " + std::to_string(device) +
+                " failed: " + ncclGetErrorString(res));
+  }
+  return std::make_unique<NcclGroup>(rank, size, shared);
+}
+
 NcclGroup::NcclGroup(int rank, int size, std::shared_ptr<Shared> shared)
     : rank_(rank), size_(size), shared_(std::move(shared)) {}
 
@@ -338,6 +365,7 @@ void NcclGroup::abort(const std::string& reason) {
   // once the graphs recorded with them are destroyed (NCCL's rule): off the caller's thread.
   shared_->aborter = std::thread([s = shared_.get()] {
     for (size_t r = 0; r < s->comms.size(); ++r) {
+      if (!s->comms[r]) continue;  // a rank process holds only its own communicator
       cudaSetDevice(s->devices[r]);
       ncclCommAbort(s->comms[r]);
     }

@@ -34,6 +34,12 @@ class NcclGroup : public ProcessGroup {
       int size, AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
   // The implementation small all-reduces use in this group (never Auto).
   AllReduceAlgorithm allReduceAlgorithm() const;
+  // Rank processes (one GPU each, bootstrapped over MPI): newUniqueId() on one rank, its bytes sent
+  // to every process, then join() on every process with its rank and GPU (collective). A joined
+  // group's small all-reduces use NCCL (peer pointers need the ranks in one process).
+  static std::string newUniqueId();
+  static std::unique_ptr<NcclGroup> join(int rank, int size, const std::string& uniqueId,
+                                         int device);
 
   ~NcclGroup() override;
 

@@ -72,7 +72,7 @@ class Interleaver : public PortObserver {
   const Module* findModule(const std::string& path) const;
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::shared_ptr<const Tokenizer>& sharedTokenizer() const { return tokenizer_; }
-  bool reporter() const { return ctx_.rank == 0; }
+  bool reporter() const { return ctx_.reports; }
   // Why `name` is not defined for `asking` when another invoke assigns it but has not yet reached
   // that line (a cross-invoke ordering error); empty when no other invoke assigns it.
   std::string undefinedName(const Mediator& asking, const std::string& name) const;

@@ -9,6 +9,7 @@
 #include "../engine/generation.h"
 #include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
+#include "../parallel/rank_process.h"
 #include "interleaver.h"
 #include "interpreter.h"
 #include "prompt_forms.h"
@@ -159,6 +160,12 @@ struct ScriptRunner::Impl : public Host {
     o.model = it != options.modelDirs.end() ? it->second : name;
     o.tp = 1;
     for (const auto& [k, v] : a.keywords) {
+      if (k == "distributed_executor_backend") {  // "ray", "mp": ShardScope has its own
+        note(k +
+             " is ignored: ShardScope's ranks are threads here, or processes under "
+             "shardscope-engine / --mpi (MPI), whichever ran this script");
+        continue;
+      }
       if (kIgnoredKeywords.count(k)) {
         note(k + " has no meaning in ShardScope and is ignored");
         continue;
@@ -177,6 +184,13 @@ struct ScriptRunner::Impl : public Host {
     if (options.expertParallel) o.expertParallel = true;
     if (options.tp > 0) o.tp = options.tp;
     if (options.dcp > 0) o.dcp = options.dcp;
+    if (options.process) {
+      if (o.tp != options.process->size())
+        note("tensor_parallel_size is the number of rank processes here (" +
+             std::to_string(options.process->size()) + ")");
+      o.tp = options.process->size();
+      o.process = options.process;
+    }
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
@@ -399,8 +413,8 @@ struct ScriptRunner::Impl : public Host {
           Interleaver interleaver(ctx, program, local, tokenizer, budget, memoryBudget);
           interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
-          runGeneration(ctx, request, ctx.rank == 0 ? generated.get() : nullptr, &interleaver);
-          if (ctx.rank == 0) *output = interleaver.output();
+          runGeneration(ctx, request, ctx.reports ? generated.get() : nullptr, &interleaver);
+          if (ctx.reports) *output = interleaver.output();
         },
         request.sampling.maxTokens);
     if (options.onJob) options.onJob(job);

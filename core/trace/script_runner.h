@@ -16,6 +16,7 @@
 namespace shardscope {
 class Engine;
 class JobHandle;
+class RankProcess;
 }  // namespace shardscope
 
 namespace shardscope::trace {
@@ -36,6 +37,9 @@ struct RunOptions {
   std::function<void(const std::string&)>
       note;                  // receives notices (ignored knobs; default: stderr)
   Engine* engine = nullptr;  // when set, every VLLM(...) of the script uses this loaded engine
+  // Rank processes (`run --mpi`): every process runs the script, its engines run this process's
+  // rank, and tensor_parallel_size is the number of processes.
+  std::shared_ptr<RankProcess> process;
   // Called with each trace's engine job as it is queued (progress, cancel), on the driver thread.
   std::function<void(const JobHandle&)> onJob;
 };
