@@ -20,10 +20,9 @@ std::string moduleTreeText(const ModelInfo& info, const std::vector<PortShape>& 
   std::ostringstream out;
   out << info.spec << ": " << info.family << ", " << info.numLayers << " layers, tp=" << info.tp
       << (info.expertParallel ? " (expert parallel)" : "")
-      << (info.dcp > 1 ? ", dcp=" + std::to_string(info.dcp) : std::string()) << ", "
-      << info.dtype << ", " << promptTokens << "-token prompt\n"
-      << "kv cache: " << int64_t(info.kvCacheBytesPerToken + 0.5)
-      << " bytes per token per rank\n"
+      << (info.dcp > 1 ? ", dcp=" + std::to_string(info.dcp) : std::string()) << ", " << info.dtype
+      << ", " << promptTokens << "-token prompt\n"
+      << "kv cache: " << int64_t(info.kvCacheBytesPerToken + 0.5) << " bytes per token per rank\n"
       << "shapes are rank 0's shard -> the gathered whole\n";
   for (const ModuleInfo& m : info.modules) {
     out << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
