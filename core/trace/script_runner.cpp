@@ -130,6 +130,7 @@ struct ScriptRunner::Impl : public Host {
     m.backend = info.backend;
     m.tp = info.tp;
     m.engineVersion = SHARDSCOPE_VERSION;
+    m.expertParallel = info.expertParallel;
     return m;
   }
 
