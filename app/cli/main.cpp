@@ -1,5 +1,5 @@
 // shardscope-cli: the headless front end. Subcommands: run, generate, inspect, tokenize,
-// make-checkpoint, and the session-log commands log, show, replay, export.
+// make-checkpoint, examples, and the session-log commands log, show, replay, diff, export.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -14,7 +14,10 @@
 #include "core/model/tokenizer.h"
 #include "core/store/run_recorder.h"
 #include "core/trace/script_runner.h"
+#include "example_commands.h"
+#include "resources/example_catalog.h"
 #include "session_commands.h"
+#include "terminal_progress.h"
 
 namespace shardscope::cli {
 namespace {
@@ -27,9 +30,11 @@ commands:
   inspect    print the module tree: ports with shapes and shard kinds, parameter shards
   tokenize   print the token ids and pieces of a text
   make-checkpoint   write a checkpoint with deterministic random weights for a config.json
+  examples   list the built-in example scripts (run one with 'run --example NAME')
   log        list the runs recorded in a session file (run --log S.db records them)
   show       show a recorded run, or one of its saved values
   replay     re-run a recorded run and compare its values and texts with the record
+  diff       compare two recorded runs: every saved value and generation
   export     write a recorded run's saved tensors as a safetensors file
 
 Run 'shardscope-cli --version' for the version and what it was built with.
@@ -88,8 +93,11 @@ std::vector<int64_t> parseIds(const std::string& text) {
   return ids;
 }
 
-void printLoadProgress(const std::string& what, int done, int total) {
-  std::fprintf(stderr, "[%d/%d] %s\n", done, total, what.c_str());
+// Engine::LoadProgress drawn by `progress` (nothing when stderr is not a terminal).
+Engine::LoadProgress loadProgress(TerminalProgress& progress) {
+  return [&progress](const std::string& what, int done, int total) {
+    progress.load(what, done, total);
+  };
 }
 
 int generate(const std::vector<std::string>& args) {
@@ -113,7 +121,8 @@ int generate(const std::vector<std::string>& args) {
   }
   if (a.positional().empty() && !a.has("ids"))
     throw UsageError("generate needs a prompt (or --ids)");
-  Engine engine(engineOptions(a), a.has("quiet") ? Engine::LoadProgress() : printLoadProgress);
+  TerminalProgress progress(!a.has("quiet") && TerminalProgress::stderrIsTerminal());
+  Engine engine(engineOptions(a), loadProgress(progress));
   auto tokenizer = engine.tokenizer();
   GenerateRequest request;
   if (a.has("ids")) request.prompts.push_back(parseIds(a.get("ids")));
@@ -133,6 +142,7 @@ int generate(const std::vector<std::string>& args) {
   request.sampling.ignoreEos = a.has("ignore-eos");
   if (a.has("stop-ids")) request.sampling.stopTokenIds = parseIds(a.get("stop-ids"));
   JobHandle job = engine.generate(request);
+  progress.follow(job, "generating");
   const GenerateResult result = Engine::generateResult(job);
   for (const RequestOutput& out : result.outputs) {
     if (tokenizer) {
@@ -171,7 +181,8 @@ int inspect(const std::vector<std::string>& args) {
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("inspect takes no positional arguments");
-  Engine engine(engineOptions(a));
+  TerminalProgress progress;
+  Engine engine(engineOptions(a), loadProgress(progress));
   const ModelInfo& info = engine.info();
   std::vector<int64_t> ids;
   if (auto tok = engine.tokenizer()) {
@@ -227,11 +238,12 @@ int tokenize(const std::vector<std::string>& args) {
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
                     {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
-                     "log", "session", "title", "value-cap-mb", "collective-timeout"},
+                     "log", "session", "title", "value-cap-mb", "collective-timeout", "example"},
                     {"help", "timing", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout
-        << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
+        << "usage: shardscope-cli run FILE.py|--example NAME [--tp N] [--device cpu|cuda]\n"
+           "                          [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
@@ -249,12 +261,22 @@ int runScript(const std::vector<std::string>& args) {
            "(default 256) are recorded as a summary. --collective-timeout fails a trace whose\n"
            "collective waits longer than S seconds (default 60, or "
            "SHARDSCOPE_COLLECTIVE_TIMEOUT). --timing prints each trace's wall time and\n"
-           "generation steps to stderr when the script ends (the session log keeps them too).\n";
+           "generation steps to stderr when the script ends (the session log keeps them too).\n"
+           "--example NAME runs a built-in example instead of a file ('shardscope-cli examples'\n"
+           "lists them).\n";
     return 0;
   }
-  if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
-  const std::string file = a.positional()[0];
-  const std::string source = readFile(file);
+  const size_t files = a.positional().size() + (a.has("example") ? 1 : 0);
+  if (files != 1) throw UsageError("run needs exactly one script file, or --example NAME");
+  std::string file, source;
+  if (a.has("example")) {
+    const examples::Example& e = examples::find(a.get("example"));
+    file = e.name + ".py";
+    source = e.source;
+  } else {
+    file = a.positional()[0];
+    source = readFile(file);
+  }
   trace::RunOptions o;
   o.tp = int(a.getInt("tp", 0));
   o.device = a.get("device");
@@ -271,6 +293,12 @@ int runScript(const std::vector<std::string>& args) {
       throw UsageError("--model-dir expects NAME=PATH, got '" + m + "'");
     o.modelDirs[m.substr(0, eq)] = m.substr(eq + 1);
   }
+  TerminalProgress progress;
+  o.onJob = [&progress](const JobHandle& job) { progress.follow(job, "trace"); };
+  o.out = [&progress](const std::string& line) {
+    progress.clearLine();  // the script's own output, not after a half-drawn status line
+    std::cout << line << "\n";
+  };
   trace::ScriptRunner runner(o);
   // Printed on the way out too, so a failing script still shows the traces that finished.
   struct TimingPrinter {
@@ -354,10 +382,12 @@ int main(int argc, char** argv) {
     if (command == "inspect") return inspect(args);
     if (command == "tokenize") return tokenize(args);
     if (command == "make-checkpoint") return makeCheckpoint(args);
+    if (command == "examples") return examplesCommand(args);
     if (command == "log") return logCommand(args);
     if (command == "show") return showCommand(args);
     if (command == "replay") return replayCommand(args);
     if (command == "export") return exportCommand(args);
+    if (command == "diff") return diffCommand(args);
     std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const UsageError& e) {
