@@ -6,6 +6,8 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include "readout_label.h"
+
 namespace shardscope::ui {
 
 int64_t weightBytesPerRank(const ModelInfo& model) {
@@ -33,6 +35,7 @@ EnginePanel::EnginePanel(QWidget* parent)
   layout->addWidget(job_);
   layout->addWidget(progress_);
   model_->setWordWrap(true);
+  keepLabelFromWidening(job_);
   ranks_->setHeaderLabels({tr("Rank"), tr("Device"), tr("Weights")});
   ranks_->setRootIsDecorated(false);
   setModel(nullptr);

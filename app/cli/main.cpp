@@ -1,5 +1,5 @@
 // shardscope-cli: the headless front end. Subcommands: run, generate, inspect, tokenize,
-// make-checkpoint, and the session-log commands log, show, replay, export.
+// make-checkpoint, examples, and the session-log commands log, show, replay, diff, export.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -16,11 +16,14 @@
 #include "core/model/tokenizer.h"
 #include "core/store/run_recorder.h"
 #include "core/trace/script_runner.h"
+#include "example_commands.h"
+#include "resources/example_catalog.h"
 #include "session_commands.h"
 #ifdef SHARDSCOPE_WITH_MPI
 #include "core/parallel/mpi_rank_process.h"
 #endif
 #include "remote_commands.h"  // declarations; defined only in builds with gRPC
+#include "terminal_progress.h"
 
 namespace shardscope::cli {
 namespace {
@@ -33,9 +36,11 @@ commands:
   inspect    print the module tree: ports with shapes and shard kinds, parameter shards
   tokenize   print the token ids and pieces of a text
   make-checkpoint   write a checkpoint with deterministic random weights for a config.json
+  examples   list the built-in example scripts (run one with 'run --example NAME')
   log        list the runs recorded in a session file (run --log S.db records them)
   show       show a recorded run, or one of its saved values
   replay     re-run a recorded run and compare its values and texts with the record
+  diff       compare two recorded runs: every saved value and generation
   export     write a recorded run's saved tensors as a safetensors file
 
 Run 'shardscope-cli --version' for the version and what it was built with.
@@ -156,8 +161,11 @@ std::vector<int64_t> parseIds(const std::string& text) {
   return ids;
 }
 
-void printLoadProgress(const std::string& what, int done, int total) {
-  std::fprintf(stderr, "[%d/%d] %s\n", done, total, what.c_str());
+// Engine::LoadProgress drawn by `progress` (nothing when stderr is not a terminal).
+Engine::LoadProgress loadProgress(TerminalProgress& progress) {
+  return [&progress](const std::string& what, int done, int total) {
+    progress.load(what, done, total);
+  };
 }
 
 int generate(const std::vector<std::string>& args) {
@@ -190,7 +198,8 @@ int generate(const std::vector<std::string>& args) {
   EngineOptions options = engineOptions(a);
   ranks.apply(options);
   const bool quiet = a.has("quiet") || ranks.silent();
-  Engine engine(options, quiet ? Engine::LoadProgress() : printLoadProgress);
+  TerminalProgress progress(!quiet && TerminalProgress::stderrIsTerminal());
+  Engine engine(options, loadProgress(progress));
   auto tokenizer = engine.tokenizer();
   GenerateRequest request;
   if (a.has("ids")) request.prompts.push_back(parseIds(a.get("ids")));
@@ -210,6 +219,7 @@ int generate(const std::vector<std::string>& args) {
   request.sampling.ignoreEos = a.has("ignore-eos");
   if (a.has("stop-ids")) request.sampling.stopTokenIds = parseIds(a.get("stop-ids"));
   JobHandle job = engine.generate(request);
+  progress.follow(job, "generating");
   const GenerateResult result = Engine::generateResult(job);
   if (ranks.silent()) return 0;
   for (const RequestOutput& out : result.outputs) {
@@ -245,7 +255,8 @@ int inspect(const std::vector<std::string>& args) {
   }
   if (!a.positional().empty()) throw UsageError("inspect takes no positional arguments");
   if (auto code = onEngine(a, [&] { return inspectRemote(a); })) return *code;
-  Engine engine(engineOptions(a));
+  TerminalProgress progress;
+  Engine engine(engineOptions(a), loadProgress(progress));
   std::cout << inspectText(engine, a.get("prompt"));
   return 0;
 }
@@ -287,11 +298,12 @@ int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
                     {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
                      "log", "session", "title", "value-cap-mb", "collective-timeout", "dcp",
-                     "engine", "token-file"},
+                     "engine", "token-file", "example"},
                     {"help", "timing", "enable-expert-parallel", "mpi"});
   if (a.has("help")) {
     std::cout
-        << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
+        << "usage: shardscope-cli run FILE.py|--example NAME [--tp N] [--device cpu|cuda]\n"
+           "                          [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
@@ -314,12 +326,22 @@ int runScript(const std::vector<std::string>& args) {
            "--mpi runs each rank as a process: `mpirun -np N shardscope-cli run --mpi FILE.py`\n"
            "(or srun); tensor_parallel_size is N, rank 0 prints and logs, the GPU of a rank is\n"
            "its rank on its host.\n"
+           "--example NAME runs a built-in example instead of a file ('shardscope-cli examples'\n"
+           "lists them).\n"
         << kEngineHelp;
     return 0;
   }
-  if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
-  const std::string file = a.positional()[0];
-  const std::string source = readFile(file);
+  const size_t files = a.positional().size() + (a.has("example") ? 1 : 0);
+  if (files != 1) throw UsageError("run needs exactly one script file, or --example NAME");
+  std::string file, source;
+  if (a.has("example")) {
+    const examples::Example& e = examples::find(a.get("example"));
+    file = e.name + ".py";
+    source = e.source;
+  } else {
+    file = a.positional()[0];
+    source = readFile(file);
+  }
   if (auto code = onEngine(a, [&] { return runRemote(a, source, file); })) return *code;
   trace::RunOptions o;
   o.tp = int(a.getInt("tp", 0));
@@ -341,6 +363,12 @@ int runScript(const std::vector<std::string>& args) {
   const RankProcesses ranks = startRankProcesses(a, "run");  // before the runner's engines
   o.process = ranks.process;
   if (ranks.silent()) return runQuietRank(source, file, std::move(o));
+  TerminalProgress progress;
+  o.onJob = [&progress](const JobHandle& job) { progress.follow(job, "trace"); };
+  o.out = [&progress](const std::string& line) {
+    progress.clearLine();  // the script's own output, not after a half-drawn status line
+    std::cout << line << "\n";
+  };
   trace::ScriptRunner runner(std::move(o));  // holds the rank process until before MPI ends
   // Printed on the way out too, so a failing script still shows the traces that finished.
   struct TimingPrinter {
@@ -424,10 +452,12 @@ int main(int argc, char** argv) {
     if (command == "inspect") return inspect(args);
     if (command == "tokenize") return tokenize(args);
     if (command == "make-checkpoint") return makeCheckpoint(args);
+    if (command == "examples") return examplesCommand(args);
     if (command == "log") return logCommand(args);
     if (command == "show") return showCommand(args);
     if (command == "replay") return replayCommand(args);
     if (command == "export") return exportCommand(args);
+    if (command == "diff") return diffCommand(args);
     std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const UsageError& e) {

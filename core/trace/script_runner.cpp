@@ -135,6 +135,7 @@ struct ScriptRunner::Impl : public Host {
     m.backend = info.backend;
     m.tp = info.tp;
     m.engineVersion = SHARDSCOPE_VERSION;
+    m.expertParallel = info.expertParallel;
     return m;
   }
 

@@ -1,7 +1,7 @@
 // shardscope-cli end to end: generate (sampled ids past the tokenizer included), inspect, tokenize
 // and make-checkpoint, the session-log commands (with each trace's time and stop strings, and
 // run --timing), their --help, and usage errors (exit status 2, a message naming the option,
-// never a stack trace).
+// never a stack trace). Progress of loading and generating shows on a terminal, not in a pipe.
 #include <QtTest>
 
 #include "common/test_support.h"
@@ -40,7 +40,7 @@ class TestCli : public QObject {
   void helpForEveryCommand_data() {
     QTest::addColumn<QString>("command");
     for (const char* c : {"run", "generate", "inspect", "tokenize", "make-checkpoint", "log",
-                          "show", "replay", "export"})
+                          "show", "replay", "diff", "export", "examples"})
       QTest::newRow(c) << c;
   }
   void helpForEveryCommand() {
@@ -259,6 +259,28 @@ class TestCli : public QObject {
     QCOMPARE(notDb.code, 1);
     QVERIFY2(notDb.err.contains("not a SQLite database"), qPrintable(notDb.err));
     QCOMPARE(cli({"show", db, "one"}).code, 2);
+  }
+
+  // In a pipe (as here) stderr has only the summary line; under a pseudo-terminal (script(1))
+  // the load and the generation draw a status line that is cleared when they end.
+  void progressOnlyOnATerminal() {
+    const QStringList args = {
+        "generate", "--tp", "2", "--max-tokens", "24", "--ignore-eos", "The capital of France is"};
+    const Result piped = cli(args);
+    QCOMPARE(piped.code, 0);
+    QVERIFY2(!piped.err.contains('\r') && !piped.err.contains("loading"), qPrintable(piped.err));
+    QCOMPARE(piped.err.count('\n'), 1);  // "N tokens in M steps, ..."
+    if (QStandardPaths::findExecutable("script").isEmpty()) QSKIP("script(1) is not installed");
+    QStringList quoted;
+    for (const QString& a : args) quoted << "'" + a + "'";
+    QProcess p;
+    p.start("script", {"-qec", QString(SHARDSCOPE_CLI) + " " + quoted.join(' '), "/dev/null"});
+    QVERIFY(p.waitForFinished(600000));
+    QCOMPARE(p.exitCode(), 0);
+    const QString tty = QString::fromUtf8(p.readAllStandardOutput());
+    QVERIFY2(tty.contains("\r\x1b[Kloading "), qPrintable(tty));
+    QVERIFY2(tty.contains(QRegularExpression("loading (\\d+)/\\1: ")), qPrintable(tty));
+    QVERIFY2(tty.contains("tokens in"), qPrintable(tty));
   }
 };
 
