@@ -31,7 +31,6 @@
 #include "core/error.h"
 #include "core/trace/script_runner.h"
 #ifdef SHARDSCOPE_BENCH_CUDA
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
@@ -64,7 +63,8 @@ void deviceSync(const std::string& device) {
   }
   c10::cuda::set_device(current);
 #else
-  if (device == "cuda") throw Error("interp_units was built without CUDA; rebuild with LibTorch's CUDA");
+  if (device == "cuda")
+    throw Error("interp_units was built without CUDA; rebuild with LibTorch's CUDA");
 #endif
 }
 
@@ -82,27 +82,38 @@ Options parse(int argc, char** argv) {
       o.check = true;
       continue;
     }
-    if (i + 1 >= argc) throw Error("option " + a + " needs a value (see the header of interp_units.cpp)");
+    if (i + 1 >= argc)
+      throw Error("option " + a + " needs a value (see the header of interp_units.cpp)");
     const std::string v = argv[++i];
-    if (a == "--model") o.model = v;
-    else if (a == "--device") o.device = v;
-    else if (a == "--tp") o.tp = std::stoi(v);
-    else if (a == "--backend") o.backend = v;
-    else if (a == "--dtype") o.dtype = v;
-    else if (a == "--runs") o.runs = std::stoi(v);
-    else if (a == "--warmup") o.warmup = std::stoi(v);
-    else throw Error("unknown option " + a + "; accepted: --model --device --tp --backend --dtype --runs --warmup --check");
+    if (a == "--model")
+      o.model = v;
+    else if (a == "--device")
+      o.device = v;
+    else if (a == "--tp")
+      o.tp = std::stoi(v);
+    else if (a == "--backend")
+      o.backend = v;
+    else if (a == "--dtype")
+      o.dtype = v;
+    else if (a == "--runs")
+      o.runs = std::stoi(v);
+    else if (a == "--warmup")
+      o.warmup = std::stoi(v);
+    else
+      throw Error("unknown option " + a +
+                  "; accepted: --model --device --tp --backend --dtype --runs --warmup --check");
   }
   if (o.runs < 1 || o.warmup < 0) throw Error("--runs must be at least 1 and --warmup at least 0");
-  if (o.model.empty()) o.model = std::string("random:") + SHARDSCOPE_SOURCE_DIR "/bench/configs/qwen2.5-1.5b.json@1";
+  if (o.model.empty())
+    o.model = std::string("random:") + SHARDSCOPE_SOURCE_DIR "/bench/configs/qwen2.5-1.5b.json@1";
   return o;
 }
 
 struct Unit {
   std::string name;
-  std::string body;       // a trace script, or empty for an engine job without a trace
-  int64_t tokens = 1;     // tokens generated
-  std::string baseline;   // the unit its ratio is taken to
+  std::string body;      // a trace script, or empty for an engine job without a trace
+  int64_t tokens = 1;    // tokens generated
+  std::string baseline;  // the unit its ratio is taken to
 };
 
 // The units' scripts for a model of `layers` layers and hidden size `hidden`.
@@ -124,21 +135,28 @@ std::vector<Unit> units(int64_t layers, int64_t hidden, int64_t vocab) {
            "    lens = torch.stack(tops).save()\n"
            "    top = model.logits.argmax(-1).save()\n",
        1, "forward"},
-      {"steer", head + direction + oneStep + "    model.model.layers[" + steerAt + "].output[0] += d\n",
-       1, "forward"},
+      {"steer",
+       head + direction + oneStep + "    model.model.layers[" + steerAt + "].output[0] += d\n", 1,
+       "forward"},
       {"generate", "", kSteps, ""},
       {"steer_every_step",
        head + direction + "with model.trace(" + clean + ", max_tokens=" + std::to_string(kSteps) +
-           ", ignore_eos=True) as tracer:\n    for step in tracer.iter[:]:\n        model.model.layers[" +
+           ", ignore_eos=True) as tracer:\n    for step in tracer.iter[:]:\n        "
+           "model.model.layers[" +
            steerAt + "].output[0] += d\n",
        kSteps, "generate"},
       {"patch",
        head + "with model.trace() as tracer:\n    with tracer.invoke(" + clean +
-           "):\n        a = model.model.layers[" + patchAt + "].output[0].clone()\n"
-           "        b = model.model.layers[" + patchAt + "].output[1].clone()\n"
+           "):\n        a = model.model.layers[" + patchAt +
+           "].output[0].clone()\n"
+           "        b = model.model.layers[" +
+           patchAt +
+           "].output[1].clone()\n"
            "        cleanLogits = model.logits.save()\n"
-           "    with tracer.invoke(" + corrupt + "):\n        model.model.layers[" + patchAt +
-           "].output = (a, b)\n        patched = model.logits.save()\n",
+           "    with tracer.invoke(" +
+           corrupt + "):\n        o = model.model.layers[" + patchAt +
+           "].output\n"  // wait at the port, then write the clean values into it
+           "        o[0][:] = a\n        o[1][:] = b\n        patched = model.logits.save()\n",
        1, "forward"},
       {"zero_mlp", head + oneStep + "    model.model.layers[1].mlp.output[:] = 0\n", 1, "forward"},
   };
@@ -165,15 +183,16 @@ void checkUnit(const std::string& name, const trace::ScriptRunner& runner, int64
     const auto a = runner.tensorValue("cleanLogits"), b = runner.tensorValue("patched");
     if (!a || !b) throw Error("patch saved no logits");
     const auto x = a->toFloats(), y = b->toFloats();
+    if (x.size() != y.size()) throw Error("patch: the clean and patched logits differ in shape");
     double scale = 0, diff = 0;
     for (size_t i = 0; i < x.size(); ++i) {
       scale = std::max(scale, double(std::fabs(x[i])));
       diff = std::max(diff, double(std::fabs(x[i] - y[i])));
     }
     // Patching the whole residual stream makes the corrupted row compute what the clean one did.
-    if (x.size() != y.size() || diff > 0.05 * scale)
-      throw Error("patch: the patched logits differ from the clean ones by " + std::to_string(diff) +
-                  " (scale " + std::to_string(scale) + ")");
+    if (diff > 0.05 * scale)
+      throw Error("patch: the patched logits differ from the clean ones by " +
+                  std::to_string(diff) + " (scale " + std::to_string(scale) + ")");
   }
 }
 
@@ -196,10 +215,17 @@ int main(int argc, char** argv) try {
   ro.out = [](const std::string&) {};
   ro.note = [](const std::string&) {};
   trace::ScriptRunner runner(ro);
-  json out{{"model", opt.model},      {"device", opt.device},   {"tp", opt.tp},
-           {"dtype", info.dtype},     {"backend", info.backend}, {"layers", info.numLayers},
-           {"hidden", info.hiddenSize}, {"prompt_tokens", kClean.size()}, {"steps", kSteps},
-           {"runs", opt.runs},        {"warmup", opt.warmup}};
+  json out{{"model", opt.model},
+           {"device", opt.device},
+           {"tp", opt.tp},
+           {"dtype", info.dtype},
+           {"backend", info.backend},
+           {"layers", info.numLayers},
+           {"hidden", info.hiddenSize},
+           {"prompt_tokens", kClean.size()},
+           {"steps", kSteps},
+           {"runs", opt.runs},
+           {"warmup", opt.warmup}};
   std::map<std::string, double> seconds;
   for (const Unit& u : units(info.numLayers, info.hiddenSize, info.vocabSize)) {
     GenerateRequest plain;
@@ -228,12 +254,12 @@ int main(int argc, char** argv) try {
     json row{{"seconds", seconds[u.name]}, {"tokens", u.tokens}};
     if (!u.baseline.empty()) row["baseline"] = u.baseline;
     out["units"][u.name] = row;
-    std::fprintf(stderr, "%-17s %9.3f ms%s\n", u.name.c_str(), seconds[u.name] * 1e3,
-                 u.baseline.empty()
-                     ? ""
-                     : (" (" + std::to_string(seconds[u.name] / seconds[u.baseline]).substr(0, 4) +
-                        "x " + u.baseline + ")")
-                           .c_str());
+    if (u.baseline.empty()) {
+      std::fprintf(stderr, "%-17s %9.3f ms\n", u.name.c_str(), seconds[u.name] * 1e3);
+    } else {
+      std::fprintf(stderr, "%-17s %9.3f ms (%.2fx %s)\n", u.name.c_str(), seconds[u.name] * 1e3,
+                   seconds[u.name] / seconds[u.baseline], u.baseline.c_str());
+    }
   }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;

@@ -1,7 +1,10 @@
 // trace_overhead: what a trace costs on top of the forward it rides on, on the demo model (CPU,
 // tp=1 unless --tp): a plain one-step generation, an empty trace, a trace with 1 save and with
 // 12 saves, and a trace that reads one port (to show untouched ports cost nothing measurable).
-// Each case is the median of N runs after warm-up; overheads are medians minus the plain median.
+// Plain and traced runs alternate after warm-up; a case's overhead is the median of the N per-pair
+// differences in wall time, and beside it in process CPU time (every thread; robust to a loaded
+// machine, where wall time mostly measures the neighbours). --threads N sets the rank threads'
+// intra-op threads (default: cores / tp); --profile N runs only N empty traces (for perf record).
 // nnsight's published figures for the same shapes of work (308 / 474 / 716 us) are printed as
 // context, not as a ratio: they were not run in this call (no Python torch on this machine), and
 // a peer measured elsewhere is no peer.

@@ -55,13 +55,13 @@ MemoryBudget::MemoryBudget(int64_t limitBytes)
     : limit_(limitBytes),
       measureEvery_(std::clamp<int64_t>(limitBytes / 16, kDeferBytes, int64_t(256) << 20)) {}
 
+MemoryBudget::MemoryBudget(std::function<int64_t()> readLimit)
+    : limit_(0), resolve_(std::move(readLimit)), measureEvery_(kDeferBytes) {}
+
 MemoryBudget MemoryBudget::deviceDefault(std::string deviceType, int64_t share) {
-  MemoryBudget b(0);
-  b.measureEvery_ = kDeferBytes;  // the smallest interval any limit gets
-  b.resolve_ = [deviceType = std::move(deviceType), share] {
+  return MemoryBudget([deviceType = std::move(deviceType), share] {
     return defaultMemoryBudget(deviceType) / std::max<int64_t>(1, share);
-  };
-  return b;
+  });
 }
 
 void MemoryBudget::resolveFor(int64_t bytes) {
@@ -80,6 +80,7 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
   pending_ += bytes;
   if (pending_ < measureEvery_) return "";
   resolveFor(pending_);
+  if (!bounded()) return "";  // the device reported no memory to bound by
   pending_ = 0;
   lastHeld_ = held();
   // Measuring walks every value held: measure again only after half as much again was created,
@@ -91,7 +92,7 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
 std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>& held) {
   if (!bounded()) return "";
   resolveFor(bytes + lastHeld_);
-  if (resolve_ || bytes <= limit_ - lastHeld_) return "";
+  if (!bounded() || resolve_ || bytes <= limit_ - lastHeld_) return "";
   lastHeld_ = held();
   if (bytes <= limit_ - lastHeld_) return "";
   return "memory budget of " + mib(limit_) + " exceeded: this operation would create " +

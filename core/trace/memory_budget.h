@@ -22,6 +22,8 @@ class MemoryBudget {
  public:
   // limitBytes <= 0: unbounded.
   explicit MemoryBudget(int64_t limitBytes);
+  // A limit that `readLimit` gives when first needed (at most once).
+  explicit MemoryBudget(std::function<int64_t()> readLimit);
   // defaultMemoryBudget(deviceType) / share, read when first needed.
   static MemoryBudget deviceDefault(std::string deviceType, int64_t share = 1);
 
