@@ -18,6 +18,7 @@
 #include "../engine/rank_context.h"
 #include "../model/port_observer.h"
 #include "ast.h"
+#include "memory_budget.h"
 #include "value.h"
 
 namespace shardscope {
@@ -47,7 +48,7 @@ class Interleaver : public PortObserver {
  public:
   Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
               const std::vector<InvokeSpec>& invokes, std::shared_ptr<const Tokenizer> tokenizer,
-              long long budget, int64_t memoryBudget = 0);
+              long long budget, const MemoryBudget& memory = MemoryBudget(0));
   ~Interleaver() override;
 
   // Makes a module outside the model's tree addressable by its path (test seam for synthetic

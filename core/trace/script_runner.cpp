@@ -13,6 +13,7 @@
 #include "interleaver.h"
 #include "interpreter.h"
 #include "prompt_forms.h"
+#include "trace_caches.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
@@ -340,7 +341,7 @@ struct ScriptRunner::Impl : public Host {
       const Value prompt = context->attributes["prompt"];
       if (prompt->type == Type::None)
         in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
-      const auto prompts = normalizePrompts(prompt, engine.tokenizer().get());
+      const auto prompts = normalizePrompts(prompt, engine.tokenizer());
       request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
       invokes.push_back({with.body, {}, tracerName, int64_t(prompts.size())});
     } else {
@@ -353,7 +354,7 @@ struct ScriptRunner::Impl : public Host {
         const Value prompt = in.eval(*s->value->items[0]);
         std::vector<std::vector<int64_t>> prompts;
         try {
-          prompts = normalizePrompts(prompt, engine.tokenizer().get());
+          prompts = normalizePrompts(prompt, engine.tokenizer());
         } catch (const RuntimeFailure& e) {  // named at the invoke, not at the trace
           throw ScriptError(in.program().file, s->at, s->source, e.what());
         }
@@ -402,16 +403,15 @@ struct ScriptRunner::Impl : public Host {
         [=](RankContext& ctx) {
           setCurrentDevice(ctx.device);
           // Rank threads on the CPU share one memory: each gets its part of the default.
-          const int64_t memoryBudget =
-              memoryOption != 0 ? memoryOption
-              : ctx.device.is_cuda()
-                  ? defaultMemoryBudget("cuda")
-                  : defaultMemoryBudget("cpu") / std::max<int64_t>(1, ctx.group.size());
+          const MemoryBudget memory = memoryOption != 0 ? MemoryBudget(memoryOption)
+                                      : ctx.device.is_cuda()
+                                          ? MemoryBudget::deviceDefault("cuda")
+                                          : MemoryBudget::deviceDefault("cpu", ctx.group.size());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
           }
-          Interleaver interleaver(ctx, program, local, tokenizer, budget, memoryBudget);
+          Interleaver interleaver(ctx, program, local, tokenizer, budget, memory);
           interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
           runGeneration(ctx, request, ctx.reports ? generated.get() : nullptr, &interleaver);
@@ -467,9 +467,10 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   setCurrentDevice(c10::Device(c10::kCPU));
   s.globals = std::make_shared<Environment>(builtinScope());
   s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
-  auto program = parseProgram(source, file);
+  auto program = parseProgramCached(source, file);
   Interpreter in(program, s, s.globals, s.options.budget,
-                 s.options.memoryBudget != 0 ? s.options.memoryBudget : defaultMemoryBudget("cpu"));
+                 s.options.memoryBudget != 0 ? MemoryBudget(s.options.memoryBudget)
+                                             : MemoryBudget::deviceDefault("cpu"));
   const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
   s.globals->set("VLLM", builtin("VLLM", load));
   s.globals->set("LanguageModel", builtin("LanguageModel", load));
@@ -481,8 +482,9 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     return v;
   };
   s.globals->set("nnsight", ns("nnsight"));
-  s.globals->set("vllm", vllmNamespace());  // `from vllm import TokensPrompt`
-  s.globals->set("TokensPrompt", vllmNamespace()->attributes.at("TokensPrompt"));
+  const Value vllm = vllmNamespace();
+  s.globals->set("vllm", vllm);  // `from vllm import TokensPrompt`
+  s.globals->set("TokensPrompt", vllm->attributes.at("TokensPrompt"));
   in.run(program->body);
 }
 
