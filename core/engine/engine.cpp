@@ -350,8 +350,8 @@ void Engine::Impl::buildInfo() {
   info.tp = options.tp;
   info.expertParallel = options.expertParallel;
   info.dcp = options.dcp;
-  info.kvCacheBytesPerToken =
-      models[0]->kvCacheLayout().bytesPerToken(c.numLayers, int64_t(at::elementSize(dtype)));
+  info.kvCacheBytesPerToken = models[size_t(localRanks[0])]->kvCacheLayout().bytesPerToken(
+      c.numLayers, int64_t(at::elementSize(dtype)));
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
   info.numHeads = c.numHeads;
