@@ -1,5 +1,6 @@
 # Title: Seed: decode-context parallelism (DeepSeek-V2-Lite, tp=4, dcp=2)
 # Model: deepseek-ai/DeepSeek-V2-Lite (--model-dir deepseek-ai/DeepSeek-V2-Lite=PATH maps it to a DeepSeek-V2 checkpoint; tst_deepseek_dcp runs it on random weights at V2-Lite widths)
+# From the seed page: with decode_context_parallel_size=2, q_proj is group-sharded and reads whole, group replicas dropped.
 from nnsight.modeling.vllm import VLLM
 
 # With VLLM_DCP_Q_REPLICATE=1 (ShardScope's only decode-context layout): q_proj is group-sharded.
