@@ -41,6 +41,8 @@ constexpr const char* kModelOptions =
     R"(  --model PATH|NAME    checkpoint directory, Hugging Face cache name (Qwen/Qwen3-8B) or
                        random:CONFIG.json[@SEED]; default: the built-in demo model
   --tp N               tensor-parallel size (default 1)
+  --pp N               pipeline-parallel size: decoder layers split into N stages, each sharded
+                       tp ways, tp x pp ranks (default 1)
   --device cpu|cuda    (default cpu)
   --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
   --backend auto|local|nccl   process group (default auto: nccl for cuda with tp > 1)
@@ -52,7 +54,7 @@ constexpr const char* kModelOptions =
 )";
 
 const std::set<std::string> kModelOptionNames = {
-    "model", "tp", "device", "dtype", "backend", "threads", "collective-timeout"};
+    "model", "tp", "pp", "device", "dtype", "backend", "threads", "collective-timeout"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
@@ -63,6 +65,7 @@ EngineOptions engineOptions(const Arguments& a) {
   EngineOptions o;
   o.model = a.get("model");
   o.tp = int(a.getInt("tp", 1));
+  o.pp = int(a.getInt("pp", 1));
   o.device = a.get("device", "cpu");
   o.dtype = a.get("dtype");
   o.backend = a.get("backend", "auto");
@@ -70,6 +73,7 @@ EngineOptions engineOptions(const Arguments& a) {
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   o.expertParallel = a.has("enable-expert-parallel");
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
+  if (o.pp < 1) throw UsageError("--pp must be at least 1");
   if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
 }
@@ -146,10 +150,10 @@ int generate(const std::vector<std::string>& args) {
   if (!a.has("quiet")) {
     int64_t tokens = 0;
     for (const auto& o : result.outputs) tokens += int64_t(o.tokenIds.size());
-    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, %s, %s)\n",
+    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, pp=%d, %s, %s)\n",
                  (long long)tokens, (long long)result.steps, result.seconds,
-                 engine.info().spec.c_str(), engine.info().tp, engine.info().device.c_str(),
-                 engine.info().dtype.c_str());
+                 engine.info().spec.c_str(), engine.info().tp, engine.info().pp,
+                 engine.info().device.c_str(), engine.info().dtype.c_str());
   }
   return 0;
 }
@@ -182,10 +186,14 @@ int inspect(const std::vector<std::string>& args) {
   const auto shapes = probePortShapes(engine, ids);
   std::cout << info.spec << ": " << info.family << ", " << info.numLayers
             << " layers, tp=" << info.tp << (info.expertParallel ? " (expert parallel)" : "")
-            << ", " << info.dtype << ", " << ids.size() << "-token prompt\n"
-            << "shapes are rank 0's shard -> the gathered whole\n";
+            << (info.pp > 1 ? ", pp=" + std::to_string(info.pp) : std::string()) << ", "
+            << info.dtype << ", " << ids.size() << "-token prompt\n"
+            << "shapes are rank 0's shard -> the gathered whole"
+            << (info.pp > 1 ? " (rank 0 of the stage holding the module)" : "") << "\n";
   for (const ModuleInfo& m : info.modules) {
-    std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
+    std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")";
+    if (info.pp > 1 && m.stage >= 0) std::cout << "  stage " << m.stage;
+    std::cout << "\n";
     const std::string indent(size_t(m.depth) * 2 + 4, ' ');
     for (const PortShape& p : shapes) {
       if (p.module != m.path) continue;
@@ -226,12 +234,14 @@ int tokenize(const std::vector<std::string>& args) {
 
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
-                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
+                    {"tp", "pp", "device", "dtype", "backend", "model-dir", "budget",
+                     "memory-budget-mb",
                      "log", "session", "title", "value-cap-mb", "collective-timeout"},
                     {"help", "timing", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout
-        << "usage: shardscope-cli run FILE.py [--tp N] [--device cpu|cuda] [--dtype bf16|f16|f32]\n"
+        << "usage: shardscope-cli run FILE.py [--tp N] [--pp N] [--device cpu|cuda]\n"
+           "                          [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
@@ -240,7 +250,8 @@ int runScript(const std::vector<std::string>& args) {
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
-           "--tp overrides tensor_parallel_size, --enable-expert-parallel turns\n"
+           "--tp overrides tensor_parallel_size, --pp pipeline_parallel_size,\n"
+           "--enable-expert-parallel turns\n"
            "enable_expert_parallel on; --budget bounds the evaluation steps of each\n"
            "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
            "(default: half of the device's free memory). --log records the run in a session file "
@@ -257,6 +268,8 @@ int runScript(const std::vector<std::string>& args) {
   const std::string source = readFile(file);
   trace::RunOptions o;
   o.tp = int(a.getInt("tp", 0));
+  o.pp = int(a.getInt("pp", 0));
+  if (o.pp < 0) throw UsageError("--pp must be at least 1");
   o.device = a.get("device");
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");

@@ -13,6 +13,8 @@
 #include "../model/tokenizer.h"
 #include "../model/weight_source.h"
 #include "../parallel/local_group.h"
+#include "../parallel/pipeline_stages.h"
+#include "../parallel/stage_channel.h"
 #include "generation.h"
 #include "rank_context.h"
 #ifdef SHARDSCOPE_WITH_NCCL
@@ -56,7 +58,11 @@ struct Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer;
   at::ScalarType dtype = at::kFloat;
   std::vector<at::Device> devices;
+  // By world rank (stage * tp + tensor-parallel rank): the rank's stage group; with several
+  // stages also the world group and the channel between stages over it.
   std::vector<std::unique_ptr<ProcessGroup>> groups;
+  std::vector<std::unique_ptr<ProcessGroup>> worlds;
+  std::vector<std::unique_ptr<StageChannel>> channels;
   std::vector<std::unique_ptr<CausalLM>> models;
   std::vector<std::thread> rankThreads;
   std::thread dispatcher;
@@ -78,7 +84,9 @@ struct Engine::Impl {
   FailureInjection armedFailure;  // for the next job
   std::exception_ptr broken;      // the group could not be rebuilt: every later job fails with it
 
+  int ranks() const { return options.tp * options.pp; }
   void makeGroups();
+  void abortAll(const std::string& reason);
   void rankMain(int rank, std::function<void()> load);
   void dispatchMain();
   // Runs `job` on every rank; returns its first error once every rank has left it, or, when a
@@ -97,7 +105,8 @@ bool wantsNccl(const EngineOptions& o) {
   if (o.backend == "local") return false;
   if (o.backend == "nccl") return true;
   // auto: NCCL when every rank can have its own GPU, else ranks share one GPU (local group).
-  return o.device == "cuda" && o.tp > 1 && int(at::getNumGPUs()) >= o.tp;
+  const int ranks = o.tp * o.pp;
+  return o.device == "cuda" && ranks > 1 && int(at::getNumGPUs()) >= ranks;
 }
 
 int cores() {
@@ -117,19 +126,45 @@ std::string describeException(std::exception_ptr e) {
 }  // namespace
 
 void Engine::Impl::makeGroups() {
+  channels.clear();
+  worlds.clear();
   groups.clear();
   ++groupsBuilt;
-  if (wantsNccl(options)) {
+  // `devices` holds the ranks' GPUs (NCCL) in world order; one group over them.
+  const auto makeGroup = [this](const std::vector<int>& members,
+                                std::vector<std::unique_ptr<ProcessGroup>>& out) {
+    if (wantsNccl(options)) {
 #ifdef SHARDSCOPE_WITH_NCCL
-    for (auto& g : NcclGroup::create(options.tp)) groups.push_back(std::move(g));
-    for (auto& g : groups) g->setOptions({collectiveTimeout});
-    return;
+      for (auto& g : NcclGroup::create(members)) out.push_back(std::move(g));
 #else
-    throw Error("the NCCL backend is not built in (LibTorch without CUDA); use --backend local");
+      throw Error("the NCCL backend is not built in (LibTorch without CUDA); use --backend local");
 #endif
+    } else {
+      for (auto& g : LocalGroup::create(int(members.size()))) out.push_back(std::move(g));
+    }
+  };
+  std::vector<int> all;
+  for (int r = 0; r < ranks(); ++r) all.push_back(r);
+  for (int s = 0; s < options.pp; ++s)
+    makeGroup(std::vector<int>(all.begin() + s * options.tp, all.begin() + (s + 1) * options.tp),
+              groups);
+  if (options.pp > 1) {
+    makeGroup(all, worlds);
+    for (int r = 0; r < ranks(); ++r)
+      channels.push_back(std::make_unique<StageChannel>(*worlds[size_t(r)], options.tp,
+                                                        devices[size_t(r)]));
   }
-  for (auto& g : LocalGroup::create(options.tp)) groups.push_back(std::move(g));
-  for (auto& g : groups) g->setOptions({collectiveTimeout});
+  for (auto* set : {&groups, &worlds}) {
+    for (auto& g : *set) g->setOptions({collectiveTimeout});
+  }
+}
+
+void Engine::Impl::abortAll(const std::string& reason) {
+  // Every group of every stage: a rank of another stage may wait in its own stage's collective
+  // on a peer that waits on the world.
+  for (auto* set : {&groups, &worlds}) {
+    for (auto& g : *set) g->abort(reason);
+  }
 }
 
 void Engine::Impl::recordError(int rank, std::exception_ptr e) {
@@ -149,13 +184,12 @@ void Engine::Impl::recordError(int rank, std::exception_ptr e) {
     }
   }
   cv.notify_all();
-  if (!isAbort)
-    groups[rank]->abort("rank " + std::to_string(rank) + " failed: " + describeException(e));
+  if (!isAbort) abortAll("rank " + std::to_string(rank) + " failed: " + describeException(e));
 }
 
 void Engine::Impl::rankMain(int rank, std::function<void()> load) {
   const int threads =
-      options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / options.tp);
+      options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / ranks());
   at::set_num_threads(threads);
   c10::InferenceMode inference;
   c10::DeviceGuard guard(devices[rank]);
@@ -185,7 +219,8 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
     }
     try {
       RankContext ctx{rank,          *groups[rank], *models[rank], source,
-                      devices[rank], dtype,         *job,          decode};
+                      devices[rank], dtype,         *job,          decode,
+                      channels.empty() ? nullptr : channels[size_t(rank)].get()};
       job->run(ctx);
     } catch (...) {
       decode.reset();  // a graph recorded during a failed job is not replayed
@@ -205,7 +240,7 @@ std::exception_ptr Engine::Impl::runOnRanks(const std::shared_ptr<JobState>& job
   current = job;
   firstError = nullptr;
   firstErrorIsAbort = false;
-  running = options.tp;
+  running = ranks();
   ++epoch;
   cv.notify_all();
   cv.wait(lock, [&] { return running == 0 || firstError; });
@@ -270,6 +305,7 @@ void Engine::Impl::dispatchMain() {
     try {
       if (groups[0]->reusableAfterAbort()) {
         for (auto& g : groups) g->reset();
+        for (auto& g : worlds) g->reset();
       } else {
         makeGroups();
       }
@@ -290,10 +326,11 @@ void Engine::Impl::dispatchMain() {
 
 void Engine::Impl::validateFailure(const FailureInjection& f) const {
   if (!f.armed()) return;
-  if (f.rank >= options.tp)
+  if (f.rank >= ranks())
     throw Error("failure injection (" + f.describe() +
-                ") names a rank the engine does not have (tp=" + std::to_string(options.tp) + ")");
-  if (f.kind == FailureInjection::Kind::Stuck && options.tp == 1)
+                ") names a rank the engine does not have (tp=" + std::to_string(options.tp) +
+                ", pp=" + std::to_string(options.pp) + ")");
+  if (f.kind == FailureInjection::Kind::Stuck && ranks() == 1)
     throw Error("failure injection (" + f.describe() +
                 "): a single rank has no collective to miss; use tp >= 2");
 }
@@ -308,6 +345,7 @@ void Engine::Impl::buildInfo() {
   info.device = options.device;
   info.backend = wantsNccl(options) ? "nccl" : "local";
   info.tp = options.tp;
+  info.pp = options.pp;
   info.expertParallel = options.expertParallel;
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
@@ -318,16 +356,21 @@ void Engine::Impl::buildInfo() {
   info.numExperts = c.moe.numExperts;
   info.expertsPerToken = c.moe.numExpertsPerTok;
   info.eosTokenIds = source.eosTokenIds;
+  const CausalLM& root = *models[0];
   std::function<void(const Module&, int)> walk = [&](const Module& m, int depth) {
     ModuleInfo mi;
     mi.path = m.path();
     mi.name = m.index() ? "[" + std::to_string(*m.index()) + "]" : m.name();
     mi.kind = m.kind();
     mi.depth = depth;
+    mi.stage = root.moduleStage(m);
     for (PortRole r : {PortRole::Input, PortRole::Output}) {
       mi.ports.push_back({m.port(r).name, m.port(r).shard.name()});
     }
-    for (const Parameter& p : m.parameters())
+    // Parameters as the stage holding the module loaded them (its tensor-parallel rank 0).
+    const Module* holder = &m;
+    if (mi.stage > 0) holder = models[size_t(mi.stage * options.tp)]->modulesByPath().at(m.path());
+    for (const Parameter& p : holder->parameters())
       mi.parameters.push_back({p.name, p.shard.sizes().vec(), p.fullShape});
     info.modules.push_back(std::move(mi));
     for (const Module* c : m.children()) walk(*c, depth + 1);
@@ -339,6 +382,9 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   Impl& s = *impl_;
   s.options = std::move(options);
   if (s.options.tp < 1) throw Error("tp must be at least 1, got " + std::to_string(s.options.tp));
+  if (s.options.pp < 1)
+    throw Error("pipeline_parallel_size (pp) must be at least 1, got " +
+                std::to_string(s.options.pp));
   if (s.options.device != "cpu" && s.options.device != "cuda") {
     throw Error("unknown device '" + s.options.device + "': use cpu or cuda");
   }
@@ -349,9 +395,10 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   }
   if (progress)
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
-             0, s.options.tp);
+             0, s.ranks());
   s.source = openModelSource(s.options.model);
   s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel);
+  const PipelineStages stages(s.source.config.numLayers, s.options.pp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
     s.dtype = scalarTypeOf(parseDType(s.options.dtype));
@@ -379,25 +426,27 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   s.validateFailure(s.options.failure);
   s.armedFailure = s.options.failure;
   const bool nccl = wantsNccl(s.options);
-  for (int r = 0; r < s.options.tp; ++r) {
+  for (int r = 0; r < s.ranks(); ++r) {
     s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
                                                   : at::Device(at::kCUDA, nccl ? r : 0));
   }
   s.makeGroups();
-  s.models.resize(s.options.tp);
-  s.running = s.options.tp;
+  s.models.resize(size_t(s.ranks()));
+  s.running = s.ranks();
   std::atomic<int> loaded{0};
-  for (int r = 0; r < s.options.tp; ++r) {
-    s.rankThreads.emplace_back([this, r, &loaded, &progress] {
+  for (int r = 0; r < s.ranks(); ++r) {
+    s.rankThreads.emplace_back([this, r, &loaded, &progress, stages] {
       Impl& st = *impl_;
-      impl_->rankMain(r, [&st, r, &loaded, &progress] {
+      impl_->rankMain(r, [&st, r, &loaded, &progress, stages] {
+        const int tp = st.options.tp;
         LoadContext ctx{*st.source.weights,
-                        {r, st.options.tp, st.options.expertParallel},
+                        {r % tp, tp, st.options.expertParallel},
                         st.dtype,
-                        st.devices[r]};
-        st.models[r] = buildCausalLM(st.source.config, ctx);
+                        st.devices[size_t(r)],
+                        {stages, r / tp}};
+        st.models[size_t(r)] = buildCausalLM(st.source.config, ctx);
         const int done = ++loaded;
-        if (progress) progress("loaded rank " + std::to_string(r), done, st.options.tp);
+        if (progress) progress("loaded rank " + std::to_string(r), done, st.ranks());
       });
     });
   }
@@ -479,7 +528,7 @@ JobHandle Engine::generate(GenerateRequest request) {
   auto req = std::make_shared<GenerateRequest>(std::move(request));
   JobHandle h = submit(
       [req, result](RankContext& ctx) {
-        runGeneration(ctx, *req, ctx.rank == 0 ? result.get() : nullptr);
+        runGeneration(ctx, *req, result.get());  // the sampling rank fills it
       },
       req->sampling.maxTokens);
   h.state()->result = result;

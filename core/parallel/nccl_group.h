@@ -24,6 +24,9 @@ class NcclGroup : public ProcessGroup {
   // Creates one communicator per rank on devices 0..size-1. Call from one thread; each returned
   // group is then used from its own rank thread.
   static std::vector<std::unique_ptr<NcclGroup>> create(int size);
+  // One communicator per device in `devices` (rank i on devices[i]): a stage's tensor-parallel
+  // group, or the world of a pipeline.
+  static std::vector<std::unique_ptr<NcclGroup>> create(const std::vector<int>& devices);
 
   ~NcclGroup() override;
 

@@ -19,8 +19,8 @@ namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
 const std::set<std::string> kModelKeywords = {
-    "tensor_parallel_size",  "dispatch", "dtype", "device", "enforce_eager",
-    "enable_expert_parallel"};
+    "tensor_parallel_size",   "pipeline_parallel_size", "dispatch", "dtype", "device",
+    "enforce_eager",          "enable_expert_parallel"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "trust_remote_code",
                                                 "max_model_len",
@@ -163,6 +163,7 @@ struct ScriptRunner::Impl : public Host {
         in.fail("VLLM() got an unknown keyword '" + k + "'; accepted: " + join(kModelKeywords) +
                 " (and vLLM knobs that are ignored: " + join(kIgnoredKeywords) + ")");
       if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
+      if (k == "pipeline_parallel_size") o.pp = int(asInt(v, "pipeline_parallel_size"));
       if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
       if (k == "device") o.device = str(v);
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
@@ -170,12 +171,14 @@ struct ScriptRunner::Impl : public Host {
     }
     if (options.expertParallel) o.expertParallel = true;
     if (options.tp > 0) o.tp = options.tp;
+    if (options.pp > 0) o.pp = options.pp;
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
     if (options.collectiveTimeoutSeconds > 0)
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
-    const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
+    const std::string key = o.model + "|" + std::to_string(o.tp) + "x" + std::to_string(o.pp) +
+                            "|" + o.device + "|" + o.dtype +
                             (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "");
     auto& slot = engines[key];
     if (!slot) {
@@ -383,7 +386,7 @@ struct ScriptRunner::Impl : public Host {
               memoryOption != 0 ? memoryOption
               : ctx.device.is_cuda()
                   ? defaultMemoryBudget("cuda")
-                  : defaultMemoryBudget("cpu") / std::max<int64_t>(1, ctx.group.size());
+                  : defaultMemoryBudget("cpu") / std::max<int64_t>(1, ctx.worldSize());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
@@ -391,7 +394,7 @@ struct ScriptRunner::Impl : public Host {
           Interleaver interleaver(ctx, program, local, tokenizer, budget, memoryBudget);
           interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
-          runGeneration(ctx, request, ctx.rank == 0 ? generated.get() : nullptr, &interleaver);
+          runGeneration(ctx, request, generated.get(), &interleaver);
           if (ctx.rank == 0) *output = interleaver.output();
         },
         request.sampling.maxTokens);

@@ -1,9 +1,10 @@
 // The engine against Hugging Face transformers: tiny random Qwen3, Qwen2 (qkv bias) and Llama
 // (llama3 RoPE scaling, tied embeddings, sharded checkpoint) made by tests/golden/make_golden.py,
 // and Qwen3-MoE (8 experts, top-2, one dense layer) made by tests/golden/qwen3_moe/make_golden.py.
-// At tp=1, 2 and 4 (MoE: in both expert layouts): prefill logits at every position and 8 decode
-// steps through the KV cache within 1e-4 relative error (max |ours - HF| / max |HF|), greedy ids
-// identical; MoE requests batched equal each alone.
+// At tp=1, 2 and 4 (MoE: in both expert layouts), and split into pipeline stages at (tp, pp) =
+// (1, 2), (2, 2) and, for the 4-layer MoE model, (1, 4): prefill logits at every position and 8
+// decode steps through the KV cache within 1e-4 relative error (max |ours - HF| / max |HF|), greedy
+// ids identical; MoE requests batched equal each alone.
 #include <QtTest>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
+#include "core/engine/pipeline_step.h"
 #include "core/engine/rank_context.h"
 #include "core/host_tensor_conversion.h"
 #include "core/model/safetensors_file.h"
@@ -49,9 +51,10 @@ at::Tensor prefillLogitsAllPositions(Engine& engine, const std::vector<int64_t>&
     ForwardBatch batch{
         ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0, {},
         {}};
-    at::Tensor hidden = ctx.model.forward(at::tensor(ids, at::kLong).to(ctx.device), batch);
-    at::Tensor logits = ctx.model.logits(hidden, batch);
-    if (ctx.rank == 0) *out = logits.to(at::kCPU, at::kFloat);
+    at::Tensor logits =
+        runStages(ctx, at::tensor(ids, at::kLong).to(ctx.device), batch,
+                  [&](const at::Tensor& hidden) { return ctx.model.logits(hidden, batch); });
+    if (ctx.isSampler()) *out = logits.to(at::kCPU, at::kFloat);
   });
   h.wait();
   return *out;
@@ -110,6 +113,39 @@ class TestHfGolden : public QObject {
     Engine engine(o);
     QCOMPARE(QString::fromStdString(engine.info().family), QString("qwen3_moe"));
     checkF32(engine, g, expertParallel ? "qwen3-moe-tiny (expert parallel)" : "qwen3-moe-tiny", tp);
+  }
+
+  // Pipeline stages (vLLM's pipeline_parallel_size): the layers split into pp stages, each
+  // sharded tp ways, give transformers' logits and ids as one rank does. The dense models have two
+  // layers (llama-tiny's tied embeddings: the last stage reads the embedding for its head); the
+  // MoE model has four, so it also runs as four stages of one layer.
+  void stagesMatchTransformers_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
+    for (const QString m : {"qwen3-tiny", "qwen2-tiny", "llama-tiny", "qwen3-moe-tiny"}) {
+      QTest::newRow(qPrintable(m + "_tp1_pp2")) << m << 1 << 2;
+      QTest::newRow(qPrintable(m + "_tp2_pp2")) << m << 2 << 2;
+    }
+    QTest::newRow("qwen3-moe-tiny_tp1_pp4") << "qwen3-moe-tiny" << 1 << 4;
+  }
+  void stagesMatchTransformers() {
+    QFETCH(QString, model);
+    QFETCH(int, tp);
+    QFETCH(int, pp);
+    const Golden g = loadGolden(model.toStdString(), "f32");
+    EngineOptions o;
+    o.model = test::goldenModel(model.toStdString()).string();
+    o.tp = tp;
+    o.pp = pp;
+    o.device = test::device();
+    o.dtype = "f32";
+    o.backend = test::backend();
+    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp * pp)
+      QSKIP("NCCL needs one GPU per rank");
+    Engine engine(o);
+    QCOMPARE(engine.info().pp, pp);
+    checkF32(engine, g, model + " pp=" + QString::number(pp), tp);
   }
 
   // Two requests of different lengths in one batch give each one's ids and logits alone.
