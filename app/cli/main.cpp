@@ -233,11 +233,11 @@ int tokenize(const std::vector<std::string>& args) {
 }
 
 int runScript(const std::vector<std::string>& args) {
-  const Arguments a(args,
-                    {"tp", "pp", "device", "dtype", "backend", "model-dir", "budget",
-                     "memory-budget-mb",
-                     "log", "session", "title", "value-cap-mb", "collective-timeout"},
-                    {"help", "timing", "enable-expert-parallel"});
+  const Arguments a(
+      args,
+      {"tp", "pp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb", "log",
+       "session", "title", "value-cap-mb", "collective-timeout"},
+      {"help", "timing", "enable-expert-parallel"});
   if (a.has("help")) {
     std::cout
         << "usage: shardscope-cli run FILE.py [--tp N] [--pp N] [--device cpu|cuda]\n"

@@ -151,8 +151,8 @@ void Engine::Impl::makeGroups() {
   if (options.pp > 1) {
     makeGroup(all, worlds);
     for (int r = 0; r < ranks(); ++r)
-      channels.push_back(std::make_unique<StageChannel>(*worlds[size_t(r)], options.tp,
-                                                        devices[size_t(r)]));
+      channels.push_back(
+          std::make_unique<StageChannel>(*worlds[size_t(r)], options.tp, devices[size_t(r)]));
   }
   for (auto* set : {&groups, &worlds}) {
     for (auto& g : *set) g->setOptions({collectiveTimeout});
@@ -218,9 +218,10 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
       groupsSeen = groupsBuilt;
     }
     try {
-      RankContext ctx{rank,          *groups[rank], *models[rank], source,
-                      devices[rank], dtype,         *job,          decode,
-                      channels.empty() ? nullptr : channels[size_t(rank)].get()};
+      RankContext ctx{
+          rank,   *groups[rank], *models[rank],
+          source, devices[rank], dtype,
+          *job,   decode,        channels.empty() ? nullptr : channels[size_t(rank)].get()};
       job->run(ctx);
     } catch (...) {
       decode.reset();  // a graph recorded during a failed job is not replayed

@@ -174,13 +174,15 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;
     batch.worldRank = ctx.rank;
     // [R, V] on the last stage's ranks; undefined on the others.
-    at::Tensor logits = runStages(ctx, device.narrow(0, 0, T), batch, [&](const at::Tensor& hidden) {
-      // In a decode step every row is its request's last.
-      at::Tensor last = decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
-      PortValue lv = PortValue::single(ctx.model.logits(last, batch));
-      if (observer) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
-      return lv.items[0];
-    });
+    at::Tensor logits =
+        runStages(ctx, device.narrow(0, 0, T), batch, [&](const at::Tensor& hidden) {
+          // In a decode step every row is its request's last.
+          at::Tensor last =
+              decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
+          PortValue lv = PortValue::single(ctx.model.logits(last, batch));
+          if (observer) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
+          return lv.items[0];
+        });
     for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
 
     // The sampler (rank 0 of the last stage) samples; the ids, its cancel decision and which

@@ -20,7 +20,8 @@ enum class TextForm { Vllm, Display };
 std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
                            const std::vector<std::string>& stop, TextForm form = TextForm::Vllm);
 
-// Runs the request on this rank; the sampling rank fills `result` (pass it on every rank). `observer`, if any, sees every port visit.
+// Runs the request on this rank; the sampling rank fills `result` (pass it on every rank).
+// `observer`, if any, sees every port visit.
 void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
                    PortObserver* observer = nullptr);
 

@@ -50,8 +50,8 @@ std::string formatShape(const std::vector<int64_t>& shape) {
 std::vector<PortShape> probePortShapes(Engine& engine, const std::vector<int64_t>& promptIds) {
   const int tp = engine.info().tp;
   // One recorder a stage, each filled by its stage's tensor-parallel rank 0.
-  auto recorders = std::make_shared<std::vector<ShapeRecorder>>(size_t(engine.info().pp),
-                                                                ShapeRecorder(tp));
+  auto recorders =
+      std::make_shared<std::vector<ShapeRecorder>>(size_t(engine.info().pp), ShapeRecorder(tp));
   GenerateRequest request;
   request.prompts = {promptIds};
   request.sampling.maxTokens = 1;

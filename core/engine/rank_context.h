@@ -36,8 +36,8 @@ struct JobState {
 };
 
 struct RankContext {
-  int rank = 0;          // in the world: stage * tp + tensor-parallel rank
-  ProcessGroup& group;   // this rank's stage: its tensor-parallel group
+  int rank = 0;         // in the world: stage * tp + tensor-parallel rank
+  ProcessGroup& group;  // this rank's stage: its tensor-parallel group
   CausalLM& model;
   const ModelSource& source;
   at::Device device;

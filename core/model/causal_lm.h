@@ -70,7 +70,7 @@ class CausalLM : public Module {
  private:
   mutable std::once_flag indexOnce_;
   mutable std::map<std::string, const Module*> index_;
-  mutable std::vector<const Module*> order_;                  // by number
+  mutable std::vector<const Module*> order_;  // by number
   mutable std::unordered_map<const Module*, int64_t> numbers_;
 };
 

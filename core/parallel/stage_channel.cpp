@@ -95,11 +95,10 @@ at::Tensor StageChannel::sharePerTpRank(int from, const at::Tensor& piece) {
     header = header.to(at::kCPU);
     const int64_t* f = header.data_ptr<int64_t>() + 3;
     SS_ASSERT(f[0] == 1, "a per-rank share without a tensor");
-    at::Tensor buffer = sending ? piece.to(device_).contiguous()
-                                : at::empty(std::vector<int64_t>(f + 3, f + 3 + f[2]),
-                                            at::TensorOptions()
-                                                .dtype(at::ScalarType(f[1]))
-                                                .device(device_));
+    at::Tensor buffer =
+        sending ? piece.to(device_).contiguous()
+                : at::empty(std::vector<int64_t>(f + 3, f + 3 + f[2]),
+                            at::TensorOptions().dtype(at::ScalarType(f[1])).device(device_));
     world_.broadcast(buffer, root);
     if (t == tpRank()) mine = stage() == from ? piece : buffer;
   }

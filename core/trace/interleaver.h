@@ -96,8 +96,8 @@ class Interleaver : public PortObserver {
   void enterStep(int64_t step);
   void noteVisit(const Module& module, PortRole role, int64_t step);
   // Resumes every mediator waiting on this port with its rows of the whole values.
-  void serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes,
-             bool tuple, const ForwardBatch& batch);
+  void serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes, bool tuple,
+             const ForwardBatch& batch);
 
   RankContext& ctx_;
   std::shared_ptr<const Program> program_;

@@ -19,8 +19,8 @@ namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
 const std::set<std::string> kModelKeywords = {
-    "tensor_parallel_size",   "pipeline_parallel_size", "dispatch", "dtype", "device",
-    "enforce_eager",          "enable_expert_parallel"};
+    "tensor_parallel_size", "pipeline_parallel_size", "dispatch", "dtype", "device",
+    "enforce_eager",        "enable_expert_parallel"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "trust_remote_code",
                                                 "max_model_len",
@@ -178,8 +178,8 @@ struct ScriptRunner::Impl : public Host {
     if (options.collectiveTimeoutSeconds > 0)
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "x" + std::to_string(o.pp) +
-                            "|" + o.device + "|" + o.dtype +
-                            (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "");
+                            "|" + o.device + "|" + o.dtype + (o.cudaGraphs ? "" : "|eager") +
+                            (o.expertParallel ? "|ep" : "");
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);

@@ -42,7 +42,9 @@ std::optional<at::Tensor> parameterFromStage(RankContext& ctx, int stage, const 
 }
 
 std::string firstParameterName(RankContext& ctx, const Module& m) {
-  const auto local = [&m] { return m.parameters().empty() ? std::string() : m.parameters()[0].name; };
+  const auto local = [&m] {
+    return m.parameters().empty() ? std::string() : m.parameters()[0].name;
+  };
   const int stage = holdingStage(ctx, m);
   if (stage < 0) return local();
   return textOf(computeOnStage(ctx, stage, [&] { return std::vector{textTensor(local())}; })[0]);

@@ -122,14 +122,14 @@ const char* kSeedCase =
     "with model.trace([3, 17, 42, 99, 123], max_tokens=3) as tracer:\n"
     "    for _ in tracer.iter[:3]:\n"
     "        early = model.model.layers[3].self_attn.output.clone().save()\n"
-    "        a = attn.output.clone().save()\n"
     "        qkv = attn.qkv_proj.output[0].clone().save()\n"
+    "        a = attn.output.clone().save()\n"
     "    out = tracer.result.save()\n"
     "print(out.outputs[0].token_ids)\n";
 
 std::string sixteenLayers() {
-  return "random:" +
-         (test::sourceDir() / "tests" / "trace" / "qwen3-16-layers.json").string() + "@3";
+  return "random:" + (test::sourceDir() / "tests" / "trace" / "qwen3-16-layers.json").string() +
+         "@3";
 }
 
 }  // namespace
@@ -149,8 +149,8 @@ class TestPipelineTrace : public QObject {
     if (!enoughRanks(tp, pp)) QSKIP("NCCL needs one GPU per rank");
     const Run one = run(kReads, 1, 1), staged = run(kReads, tp, pp);
     QCOMPARE(staged.lines, one.lines);
-    for (const char* name : {"emb", "q3", "qn", "z", "h1", "w3whole", "lm", "col", "h3", "normed",
-                             "logits"}) {
+    for (const char* name :
+         {"emb", "q3", "qn", "z", "h1", "w3whole", "lm", "col", "h3", "normed", "logits"}) {
       QVERIFY2(test::closeToScale(one.tensor(name), staged.tensor(name)), name);
     }
     // A parameter of another stage's module reads as that stage's shard: o_proj [32, 64 / tp].
@@ -163,16 +163,17 @@ class TestPipelineTrace : public QObject {
     const Run one = run(kWrites, 1, 1), staged = run(kWrites, 2, 2);
     QVERIFY(test::closeToScale(one.tensor("logits"), staged.tensor("logits")));
     QCOMPARE(staged.runner->reprOf("out"), one.runner->reprOf("out"));
-    const Run plain = run(
-        "with model.trace(\"The capital of France is\"):\n    l = model.logits.save()\n", 2, 2);
+    const Run plain =
+        run("with model.trace(\"The capital of France is\"):\n    l = model.logits.save()\n", 2, 2);
     QVERIFY(!test::closeToScale(plain.tensor("l"), staged.tensor("logits")[0].unsqueeze(0)));
   }
 
   void readOnlyTraceIsBitIdentical() {
     if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
     const Run reads = run(kReads, 2, 2);
-    const Run plain = run(
-        "with model.trace(\"The capital of France is\"):\n    logits = model.logits.save()\n", 2, 2);
+    const Run plain =
+        run("with model.trace(\"The capital of France is\"):\n    logits = model.logits.save()\n",
+            2, 2);
     QVERIFY(at::equal(reads.tensor("logits"), plain.tensor("logits")));
   }
 
@@ -191,12 +192,12 @@ class TestPipelineTrace : public QObject {
     for (const char* name : {"lens", "m", "logits"})
       QVERIFY2(test::closeToScale(one.tensor(name), staged.tensor(name)), name);
     // The logit lens of the last layer is the model's own logits.
-    const Run lens = run(
-        "with model.trace(\"The capital of France is\"):\n"
-        "    h = sum(model.model.layers[-1].output)\n"
-        "    lens = model.logits_processor(model.lm_head, model.model.norm(h))[-1:].save()\n"
-        "    logits = model.logits.save()\n",
-        2, 2);
+    const Run lens =
+        run("with model.trace(\"The capital of France is\"):\n"
+            "    h = sum(model.model.layers[-1].output)\n"
+            "    lens = model.logits_processor(model.lm_head, model.model.norm(h))[-1:].save()\n"
+            "    logits = model.logits.save()\n",
+            2, 2);
     QVERIFY(test::closeToScale(lens.tensor("lens"), lens.tensor("logits")));
   }
 
@@ -243,6 +244,8 @@ class TestPipelineTrace : public QObject {
     if (!enoughRanks(1, 2)) QSKIP("NCCL needs one GPU per rank");
     const std::string model = sixteenLayers();
     const Run one = run(kSeedCase, 1, 1, model);
+    QCOMPARE(one.lines.size(), size_t(1));
+    QVERIFY2(one.lines[0].rfind("ERROR", 0) != 0, one.lines[0].c_str());
     for (const auto& [tp, pp] : {std::pair{1, 2}, std::pair{2, 2}}) {
       if (!enoughRanks(tp, pp)) continue;
       const Run staged = run(kSeedCase, tp, pp, model);
