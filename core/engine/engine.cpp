@@ -130,7 +130,7 @@ void Engine::Impl::makeGroups() {
   worlds.clear();
   groups.clear();
   ++groupsBuilt;
-  // `devices` holds the ranks' GPUs (NCCL) in world order; one group over them.
+  // One group over `members` (world ranks; under NCCL world rank r runs on GPU r).
   const auto makeGroup = [this](const std::vector<int>& members,
                                 std::vector<std::unique_ptr<ProcessGroup>>& out) {
     if (wantsNccl(options)) {
