@@ -49,6 +49,15 @@ bool enoughRanks(int tp, int pp) {
   return test::backend() != "nccl" || int(at::getNumGPUs()) >= tp * pp;
 }
 
+// The grids a test runs on: (2, 2), and (1, 2) so that two GPUs over NCCL cover it too.
+std::vector<std::pair<int, int>> grids() {
+  std::vector<std::pair<int, int>> out;
+  for (const auto& g : {std::pair{2, 2}, std::pair{1, 2}}) {
+    if (enoughRanks(g.first, g.second)) out.push_back(g);
+  }
+  return out;
+}
+
 // Layers 0-1 are stage 0's, 2-3 stage 1's at pp=2; reads in model order on both stages, with
 // parameters of a module on the other stage (its shard, and whole).
 const char* kReads =
@@ -159,53 +168,59 @@ class TestPipelineTrace : public QObject {
   }
 
   void writesEqualOneRank() {
-    if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
-    const Run one = run(kWrites, 1, 1), staged = run(kWrites, 2, 2);
-    QVERIFY(test::closeToScale(one.tensor("logits"), staged.tensor("logits")));
-    QCOMPARE(staged.runner->reprOf("out"), one.runner->reprOf("out"));
-    const Run plain =
-        run("with model.trace(\"The capital of France is\"):\n    l = model.logits.save()\n", 2, 2);
-    QVERIFY(!test::closeToScale(plain.tensor("l"), staged.tensor("logits")[0].unsqueeze(0)));
+    const Run one = run(kWrites, 1, 1);
+    for (const auto& [tp, pp] : grids()) {
+      const Run staged = run(kWrites, tp, pp);
+      QVERIFY(test::closeToScale(one.tensor("logits"), staged.tensor("logits")));
+      QCOMPARE(staged.runner->reprOf("out"), one.runner->reprOf("out"));
+      const Run plain = run(
+          "with model.trace(\"The capital of France is\"):\n    l = model.logits.save()\n", tp, pp);
+      QVERIFY(!test::closeToScale(plain.tensor("l"), staged.tensor("logits")[0].unsqueeze(0)));
+    }
   }
 
   void readOnlyTraceIsBitIdentical() {
-    if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
-    const Run reads = run(kReads, 2, 2);
-    const Run plain =
-        run("with model.trace(\"The capital of France is\"):\n    logits = model.logits.save()\n",
-            2, 2);
-    QVERIFY(at::equal(reads.tensor("logits"), plain.tensor("logits")));
+    for (const auto& [tp, pp] : grids()) {
+      const Run reads = run(kReads, tp, pp);
+      const Run plain =
+          run("with model.trace(\"The capital of France is\"):\n    logits = model.logits.save()\n",
+              tp, pp);
+      QVERIFY(at::equal(reads.tensor("logits"), plain.tensor("logits")));
+    }
   }
 
   void patchingAcrossInvokesAndStages() {
-    if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
-    const Run one = run(kPatching, 1, 1), staged = run(kPatching, 2, 2);
-    for (const char* name : {"la", "lb"})
-      QVERIFY2(test::closeToScale(one.tensor(name), staged.tensor(name)), name);
-    const Run alone = run("with model.trace(\"Hello\"):\n    lb = model.logits.save()\n", 2, 2);
-    QVERIFY(!test::closeToScale(alone.tensor("lb"), staged.tensor("lb")));  // the patch acted
+    const Run one = run(kPatching, 1, 1);
+    for (const auto& [tp, pp] : grids()) {
+      const Run staged = run(kPatching, tp, pp);
+      for (const char* name : {"la", "lb"})
+        QVERIFY2(test::closeToScale(one.tensor(name), staged.tensor(name)), name);
+      const Run alone = run("with model.trace(\"Hello\"):\n    lb = model.logits.save()\n", tp, pp);
+      QVERIFY(!test::closeToScale(alone.tensor("lb"), staged.tensor("lb")));  // the patch acted
+    }
   }
 
   void moduleCallsRunOnTheHoldingStage() {
-    if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
-    const Run one = run(kCalls, 1, 1), staged = run(kCalls, 2, 2);
-    for (const char* name : {"lens", "m", "logits"})
-      QVERIFY2(test::closeToScale(one.tensor(name), staged.tensor(name)), name);
-    // The logit lens of the last layer is the model's own logits.
-    const Run lens =
-        run("with model.trace(\"The capital of France is\"):\n"
-            "    h = sum(model.model.layers[-1].output)\n"
-            "    lens = model.logits_processor(model.lm_head, model.model.norm(h))[-1:].save()\n"
-            "    logits = model.logits.save()\n",
-            2, 2);
-    QVERIFY(test::closeToScale(lens.tensor("lens"), lens.tensor("logits")));
+    const Run one = run(kCalls, 1, 1);
+    for (const auto& [tp, pp] : grids()) {
+      const Run staged = run(kCalls, tp, pp);
+      for (const char* name : {"lens", "m", "logits"})
+        QVERIFY2(test::closeToScale(one.tensor(name), staged.tensor(name)), name);
+      // The logit lens of the last layer is the model's own logits.
+      const Run lens =
+          run("with model.trace(\"The capital of France is\"):\n"
+              "    h = sum(model.model.layers[-1].output)\n"
+              "    lens = model.logits_processor(model.lm_head, model.model.norm(h))[-1:].save()\n"
+              "    logits = model.logits.save()\n",
+              tp, pp);
+      QVERIFY(test::closeToScale(lens.tensor("lens"), lens.tensor("logits")));
+    }
   }
 
   void stepsStopAndSamplesAsWithoutStages() {
-    if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
-    const Run one = run(kSteps, 1, 1), staged = run(kSteps, 2, 2);
+    const Run one = run(kSteps, 1, 1);
     QCOMPARE(one.lines.size(), size_t(2));
-    QCOMPARE(staged.lines, one.lines);
+    for (const auto& [tp, pp] : grids()) QCOMPARE(run(kSteps, tp, pp).lines, one.lines);
   }
 
   // Errors name the same line and say the same on every (tp, pp), and the next job runs.
@@ -262,22 +277,28 @@ class TestPipelineTrace : public QObject {
   // engine runs the next job.
   void errorOnStageOneEndsTheJobEverywhere_data() {
     QTest::addColumn<QString>("kind");
-    QTest::newRow("throw") << "throw";
-    QTest::newRow("stuck") << "stuck";
+    QTest::addColumn<int>("tp");
+    QTest::newRow("throw_tp2_pp2") << "throw" << 2;
+    QTest::newRow("stuck_tp2_pp2") << "stuck" << 2;
+    QTest::newRow("throw_tp1_pp2") << "throw" << 1;
+    QTest::newRow("stuck_tp1_pp2") << "stuck" << 1;
   }
   void errorOnStageOneEndsTheJobEverywhere() {
     QFETCH(QString, kind);
-    if (!enoughRanks(2, 2)) QSKIP("NCCL needs one GPU per rank");
+    QFETCH(int, tp);
+    if (!enoughRanks(tp, 2)) QSKIP("NCCL needs one GPU per rank");
     EngineOptions o;
     o.model = ensureDemoModel().string();
-    o.tp = 2;
+    o.tp = tp;
     o.pp = 2;
     o.device = test::device();
     o.dtype = "f32";
     o.backend = test::backend();
     o.collectiveTimeoutSeconds = 3;
     Engine engine(o);
-    engine.injectFailure(FailureInjection::parse(kind.toStdString() + ":3:2:1"));
+    const int last = 2 * tp - 1;  // the last rank: one of stage 1
+    engine.injectFailure(
+        FailureInjection::parse(kind.toStdString() + ":" + std::to_string(last) + ":2:1"));
     GenerateRequest r;
     r.prompts = {{3, 17, 42, 99}};
     r.sampling.maxTokens = 4;
@@ -294,10 +315,11 @@ class TestPipelineTrace : public QObject {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    QVERIFY2(error.contains(kind == "throw" ? "injected failure (throw on rank 3 at layer 2 of "
-                                              "step 1)"
-                                            : "timed out"),
-             qPrintable(error));
+    const QString expected =
+        kind == "throw"
+            ? QString("injected failure (throw on rank %1 at layer 2 of step 1)").arg(last)
+            : QString("timed out");
+    QVERIFY2(error.contains(expected), qPrintable(error));
     const GenerateResult next = Engine::generateResult(engine.generate(r));
     QCOMPARE(next.outputs.at(0).tokenIds.size(), size_t(4));
   }
