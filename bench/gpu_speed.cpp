@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -187,19 +188,30 @@ int main(int argc, char** argv) {
   std::string model;
   int64_t steps = 64;
   int tp = 1;
-  bool eager = false, scaling = false;
+  bool eager = false, scaling = false, expertParallel = false;
+  std::vector<int64_t> batchList, prefillList;
+  const auto parseList = [](const std::string& text) {
+    std::vector<int64_t> v;
+    std::stringstream list(text);
+    for (std::string item; std::getline(list, item, ',');) v.push_back(std::stoll(item));
+    return v;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--eager") eager = true;
     if (a == "--scaling") scaling = true;
+    if (a == "--expert-parallel") expertParallel = true;
     if (i + 1 >= argc) continue;
     if (a == "--model") model = argv[i + 1];
     if (a == "--steps") steps = std::stoll(argv[i + 1]);
     if (a == "--tp") tp = std::stoi(argv[i + 1]);
+    if (a == "--batches") batchList = parseList(argv[i + 1]);
+    if (a == "--prefills") prefillList = parseList(argv[i + 1]);
   }
   if (model.empty()) {
     std::fprintf(stderr,
-                 "usage: gpu_speed --model DIR [--steps 64] [--tp 1] [--eager] [--scaling]\n");
+                 "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] "
+                 "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048]\n");
     return 2;
   }
   json out;
@@ -209,13 +221,22 @@ int main(int argc, char** argv) {
                out["bandwidth_bytes_per_s"].get<double>() / 1e9,
                out["matmul_flops_per_s"].get<double>() / 1e12);
 
+  // A checkpoint directory, or random:CONFIG.json@SEED (weights made in memory: no 60 GB file to
+  // write for the MoE configuration).
   uint64_t checkpointBytes = 0;
-  for (const auto& f : std::filesystem::directory_iterator(model)) {
-    if (f.path().extension() == ".safetensors") checkpointBytes += f.file_size();
+  std::filesystem::path configPath;
+  if (model.rfind("random:", 0) == 0) {
+    const std::string spec = model.substr(7);
+    configPath = spec.substr(0, spec.rfind('@'));
+  } else {
+    for (const auto& f : std::filesystem::directory_iterator(model)) {
+      if (f.path().extension() == ".safetensors") checkpointBytes += f.file_size();
+    }
+    configPath = std::filesystem::path(model) / "config.json";
   }
   out["checkpoint_bytes"] = checkpointBytes;
   {
-    std::ifstream config(std::filesystem::path(model) / "config.json");
+    std::ifstream config(configPath);
     const json parsed =
         config.is_open() ? json::parse(config, nullptr, /*allow_exceptions=*/false) : json();
     if (parsed.is_object()) out["config"] = parsed;
@@ -226,10 +247,14 @@ int main(int argc, char** argv) {
   eo.dtype = "bf16";
   eo.tp = tp;
   eo.cudaGraphs = !eager;
+  eo.expertParallel = expertParallel;
+  out["expert_parallel"] = expertParallel;
   out["cuda_graphs"] = !eager;
   std::vector<double> loads;
   std::unique_ptr<Engine> engine;
-  for (int i = 0; i < 2; ++i) {
+  // A checkpoint is loaded twice (cold, then from the page cache); random weights once.
+  const int loadRuns = model.rfind("random:", 0) == 0 ? 1 : 2;
+  for (int i = 0; i < loadRuns; ++i) {
     engine.reset();
     const auto t = Clock::now();
     engine = std::make_unique<Engine>(eo);
@@ -238,7 +263,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "load %d: %.2f s\n", i, loads.back());
   }
   out["load_first_s"] = loads[0];
-  out["load_warm_s"] = loads[1];
+  out["load_warm_s"] = loads.back();
   Engine& e = *engine;
   const ModelInfo& info = e.info();
   out["tp"] = tp;
@@ -265,13 +290,15 @@ int main(int argc, char** argv) {
   // Warm up kernels and allocator (a prompt length not measured below: its graphs are its own).
   generateSeconds(e, {promptIds(100, info.vocabSize, 99)}, 4, 2);
 
-  const std::vector<int64_t> prefills =
+  std::vector<int64_t> prefills =
       scaling ? std::vector<int64_t>{2048} : std::vector<int64_t>{5, 128, 2048};
+  if (!prefillList.empty()) prefills = prefillList;
   constexpr int64_t kDecodePromptTokens = 5;
   out["decode_prompt_tokens"] = kDecodePromptTokens;
   out["steps"] = steps;
-  const std::vector<int64_t> batches =
+  std::vector<int64_t> batches =
       scaling ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 16, 64};
+  if (!batchList.empty()) batches = batchList;
   for (int64_t n : prefills) {
     // The first prefill of a length records its graphs (up to 256 tokens); later ones replay.
     const auto prompt = promptIds(n, info.vocabSize, uint64_t(n));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed inputs of the fuzz corpora (fuzz/corpus/NAME/seed-*) from the repository's real
-inputs: trace scripts from tests/trace/scripts and the trace test suites, config.json files of the
+inputs: trace scripts from resources/examples and the trace test suites, config.json files of the
 golden models and benchmarks, tokenizer.json files of the test assets cut down to a few hundred
 tokens, safetensors files shaped like the golden checkpoints, and session files recorded by
 shardscope-cli (given with --cli) rewritten with 512-byte pages so that they stay small.
@@ -45,7 +45,7 @@ def c_string_literals(source):
 
 def trace_seeds():
     scripts = {}
-    for p in sorted((ROOT / "tests" / "trace" / "scripts").glob("*.py")):
+    for p in sorted((ROOT / "resources" / "examples").glob("*.py")):
         text = p.read_text()
         scripts[p.stem] = text
         # The same script on the fuzz model (4 layers, head size 8).

@@ -197,7 +197,8 @@ void EngineController::replay(int64_t runId) {
         const auto& m = original.result.models[0];
         const ModelInfo& info = engine_->info();
         if (m.spec == info.spec && m.tp == info.tp && m.dtype == info.dtype &&
-            m.device == info.device && m.configSha256 == info.configSha256)
+            m.device == info.device && m.configSha256 == info.configSha256 &&
+            m.expertParallel == info.expertParallel)
           o.run.engine = engine_.get();
       }
       o.run.onJob = [this](const JobHandle& job) {

@@ -6,6 +6,8 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
+#include "readout_label.h"
+
 namespace shardscope::ui {
 
 int64_t weightBytesPerRank(const ModelInfo& model) {
@@ -33,6 +35,7 @@ EnginePanel::EnginePanel(QWidget* parent)
   layout->addWidget(job_);
   layout->addWidget(progress_);
   model_->setWordWrap(true);
+  keepLabelFromWidening(job_);
   ranks_->setHeaderLabels({tr("Rank"), tr("Device"), tr("Weights")});
   ranks_->setRootIsDecorated(false);
   setModel(nullptr);
@@ -45,7 +48,8 @@ void EnginePanel::setModel(const ModelInfo* m) {
     model_->setText(tr("No model loaded."));
     return;
   }
-  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7, %8 (%9)")
+  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7%8, %9 (%10)"
+                     "<br>KV cache %11 per token per rank")
                       .arg(QString::fromStdString(m->spec).toHtmlEscaped())
                       .arg(QString::fromStdString(m->family))
                       .arg(m->numLayers)
@@ -53,8 +57,10 @@ void EnginePanel::setModel(const ModelInfo* m) {
                       .arg(m->numKvHeads)
                       .arg(QString::fromStdString(m->dtype))
                       .arg(m->tp)
+                      .arg(m->dcp > 1 ? QString(" dcp=%1").arg(m->dcp) : QString())
                       .arg(QString::fromStdString(m->device))
-                      .arg(QString::fromStdString(m->backend)));
+                      .arg(QString::fromStdString(m->backend))
+                      .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5))));
   const QString bytes = QLocale().formattedDataSize(weightBytesPerRank(*m));
   for (int r = 0; r < m->tp; ++r) {
     const QString device = m->device == "cpu"     ? QString("cpu")

@@ -7,14 +7,17 @@
 #include <limits>
 
 #include "colour_scales.h"
+#include "plot_widget.h"
+#include "readout_label.h"
 
 namespace shardscope::ui {
 
 HeadGridView::HeadGridView(const QString& hint, QWidget* parent)
-    : QWidget(parent), plot_(new QCustomPlot(this)), label_(new QLabel(hint, this)) {
+    : QWidget(parent), plot_(new PlotWidget(this)), label_(new QLabel(hint, this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(plot_, 1);
   layout->addWidget(label_);
+  keepLabelFromWidening(label_);
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   auto* scale = new QCPColorScale(plot_);
   plot_->plotLayout()->addElement(0, 1, scale);

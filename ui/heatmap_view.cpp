@@ -4,18 +4,21 @@
 #include <QVBoxLayout>
 
 #include "colour_scales.h"
+#include "plot_widget.h"
+#include "readout_label.h"
 
 namespace shardscope::ui {
 
 HeatmapView::HeatmapView(QWidget* parent)
     : QWidget(parent),
-      plot_(new QCustomPlot(this)),
-      normPlot_(new QCustomPlot(this)),
+      plot_(new PlotWidget(this)),
+      normPlot_(new PlotWidget(this)),
       readout_(new QLabel(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(plot_, 3);
   layout->addWidget(normPlot_, 1);
   layout->addWidget(readout_);
+  keepLabelFromWidening(readout_);
   readout_->setText(tr("Select a port and press Read (or double-click it)."));
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   scale_ = new QCPColorScale(plot_);

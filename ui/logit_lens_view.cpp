@@ -4,10 +4,11 @@
 #include <QVBoxLayout>
 
 #include "colour_scales.h"
+#include "plot_widget.h"
 
 namespace shardscope::ui {
 
-LogitLensView::LogitLensView(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
+LogitLensView::LogitLensView(QWidget* parent) : QWidget(parent), plot_(new PlotWidget(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(plot_);
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);

@@ -7,13 +7,10 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMenuBar>
-#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -29,18 +26,20 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
-#include "core/build_info.h"
+#include "app_resources.h"
 #include "core/model/tokenizer.h"
 #include "engine_panel.h"
 #include "head_grid_view.h"
 #include "heatmap_view.h"
 #include "logit_lens_view.h"
 #include "module_tree_model.h"
-#include "open_model_dialog.h"
 #include "output_diff_view.h"
+#include "plot_tools.h"
 #include "prompt_bar.h"
+#include "readout_label.h"
 #include "result_math.h"
 #include "routing_view.h"
+#include "run_comparison_view.h"
 #include "saved_values.h"
 #include "script_editor.h"
 #include "session_log_model.h"
@@ -64,6 +63,12 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
       sweep_(new SweepController(this)),
       modelOptions_(options.model) {
   setWindowTitle("ShardScope");
+  setWindowIcon(appIcon());
+  // A fixed minimum size: left to the layout it is the sum of the panels' minimums, which moves
+  // as their text changes (a loaded model's name, a status line), so every change re-sent the
+  // platform the window's size hints (the offscreen platform warns), and it was wider than a
+  // laptop screen.
+  setMinimumSize(960, 600);
   tabs_ = new QTabWidget(this);
   heatmap_ = new HeatmapView(this);
   headGrid_ = new HeadGridView(tr("Click heads to zero their slice of o_proj.input at every "
@@ -86,6 +91,7 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   routing->addWidget(routing_);
   routing->addWidget(routingDiff_);
   routingTab_ = routing;
+  compare_ = new RunComparisonView(this);
   messages_ = new QPlainTextEdit(this);
   messages_->setReadOnly(true);
   tabs_->addTab(heatmap_, tr("Activations"));
@@ -95,6 +101,7 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   tabs_->addTab(topK_, tr("Top-k"));
   tabs_->addTab(attention_, tr("Attention"));
   tabs_->addTab(routingTab_, tr("Routing"));
+  tabs_->addTab(compare_, tr("Compare"));
   tabs_->addTab(messages_, tr("Output"));
   auto* centre = new QWidget(this);
   auto* layout = new QVBoxLayout(centre);
@@ -105,10 +112,12 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   buildDocks();
   buildMenus();
   connectPromptBar();
+  for (QCustomPlot* plot : findChildren<QCustomPlot*>()) installPlotTools(plot);
   progress_ = new QProgressBar(this);
   progress_->setMaximumWidth(240);
   progress_->setVisible(false);
   status_ = new QLabel(this);
+  keepLabelFromWidening(status_);
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(progress_);
   progressTimer_ = new QTimer(this);
@@ -258,7 +267,7 @@ void MainWindow::buildDocks() {
   logView_ = new QTableView(logBox);
   logView_->setModel(logModel_);
   logView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  logView_->setSelectionMode(QAbstractItemView::SingleSelection);
+  logView_->setSelectionMode(QAbstractItemView::ExtendedSelection);  // two runs for Compare
   logView_->horizontalHeader()->setSectionResizeMode(SessionLogModel::TitleColumn,
                                                      QHeaderView::Stretch);
   logView_->verticalHeader()->hide();
@@ -266,9 +275,14 @@ void MainWindow::buildDocks() {
   auto* open = new QPushButton(tr("Open"), logBox);
   auto* replay = new QPushButton(tr("Replay"), logBox);
   auto* exportValues = new QPushButton(tr("Export values..."), logBox);
-  auto* exportPlot = new QPushButton(tr("Export plot (PNG)..."), logBox);
+  auto* compare = new QPushButton(tr("Compare"), logBox);
+  compare->setObjectName("compareRuns");
+  compare->setToolTip(
+      tr("Select two runs (Ctrl+click) to see how their saved values and "
+         "generations differ"));
+  auto* exportPlot = new QPushButton(tr("Export plot..."), logBox);
   auto* exportCsv = new QPushButton(tr("Export CSV..."), logBox);
-  for (QPushButton* b : {open, replay, exportValues, exportPlot, exportCsv})
+  for (QPushButton* b : {open, replay, compare, exportValues, exportPlot, exportCsv})
     logButtons->addWidget(b);
   logButtons->addStretch(1);
   logLayout->addWidget(logView_, 1);
@@ -286,66 +300,13 @@ void MainWindow::buildDocks() {
   connect(replay, &QPushButton::clicked, this, [this, selectedRun] {
     if (const int64_t id = selectedRun()) replayRun(id);
   });
+  connect(compare, &QPushButton::clicked, this, &MainWindow::compareSelectedRuns);
   connect(exportValues, &QPushButton::clicked, this, &MainWindow::exportValues);
   connect(exportPlot, &QPushButton::clicked, this, &MainWindow::exportPlot);
   connect(exportCsv, &QPushButton::clicked, this, &MainWindow::exportCsv);
   QDockWidget* logDock = addDock(tr("Session log"), "session", logBox, Qt::BottomDockWidgetArea);
   resizeDocks({treeDock, scriptDock}, {360, 440}, Qt::Horizontal);
   resizeDocks({logDock}, {200}, Qt::Vertical);
-}
-
-void MainWindow::buildMenus() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("Open &model..."), QKeySequence::Open, this, [this] {
-    OpenModelDialog dialog(modelOptions_, buildInfo().gpus, this);
-    if (dialog.exec() == QDialog::Accepted) openModel(dialog.options());
-  });
-  file->addAction(tr("Open or new &session file..."), QKeySequence("Ctrl+Shift+O"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Session file"), {}, tr("ShardScope sessions (*.db);;All files (*)"), nullptr,
-        QFileDialog::DontConfirmOverwrite);
-    if (path.isEmpty()) return;
-    const QString error = openSession(path);
-    if (!error.isEmpty()) QMessageBox::warning(this, tr("Session file"), error);
-  });
-  file->addAction(tr("&Export values..."), QKeySequence("Ctrl+E"), this, &MainWindow::exportValues);
-  file->addAction(tr("Export &plot..."), QKeySequence("Ctrl+Shift+E"), this,
-                  &MainWindow::exportPlot);
-  file->addSeparator();
-  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
-  QMenu* run = menuBar()->addMenu(tr("&Run"));
-  run->addAction(tr("&Generate"), QKeySequence("Ctrl+G"), this, &MainWindow::runGeneration);
-  run->addAction(tr("&Read port"), QKeySequence("Ctrl+R"), this, &MainWindow::readSelectedPort);
-  run->addAction(tr("&Zero heads"), QKeySequence("Ctrl+H"), this, &MainWindow::runAblation);
-  run->addAction(tr("Run &script"), QKeySequence("Ctrl+Return"), this,
-                 &MainWindow::runEditorScript);
-  run->addAction(tr("&Logit lens"), QKeySequence("Ctrl+L"), this, &MainWindow::runLogitLens);
-  run->addAction(tr("&Top-k"), QKeySequence("Ctrl+K"), this, &MainWindow::runTopK);
-  run->addAction(tr("S&top"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stop);
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About ShardScope"), this, &MainWindow::about);
-}
-
-QDockWidget* MainWindow::addDock(const QString& title, const char* name, QWidget* widget,
-                                 Qt::DockWidgetArea area) {
-  auto* dock = new QDockWidget(title, this);
-  dock->setObjectName(name);
-  dock->setWidget(widget);
-  addDockWidget(area, dock);
-  return dock;
-}
-
-void MainWindow::about() {
-  const BuildInfo b = buildInfo();
-  QMessageBox::about(
-      this, tr("About ShardScope"),
-      tr("<b>ShardScope %1</b><br>Looking inside tensor-parallel language models.<br><br>"
-         "Qt %2<br>LibTorch %3<br>CUDA: %4<br>NCCL: %5")
-          .arg(QString::fromStdString(b.shardscope))
-          .arg(qVersion())
-          .arg(QString::fromStdString(b.libtorch))
-          .arg(b.cuda ? tr("yes, %1 GPU(s)").arg(b.gpus) : tr("no"))
-          .arg(b.nccl ? QString::fromStdString(b.ncclVersion) : tr("not built")));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -14,6 +14,7 @@
 #include "script_builder.h"
 
 class QCheckBox;
+class QCustomPlot;
 class QDockWidget;
 class QLabel;
 class QLineEdit;
@@ -24,6 +25,10 @@ class QTabWidget;
 class QTableView;
 class QTimer;
 class QTreeView;
+
+namespace shardscope::examples {
+struct Example;
+}
 
 namespace shardscope::ui {
 
@@ -37,6 +42,7 @@ class ModuleTreeModel;
 class OutputDiffView;
 class PromptBar;
 class RoutingView;
+class RunComparisonView;
 class ScriptEditor;
 class SessionLogModel;
 class SweepController;
@@ -73,10 +79,17 @@ class MainWindow : public QMainWindow {
   void stop();
   void openRun(int64_t runId);
   void replayRun(int64_t runId);
+  // Runs `b` against run `a` of the open session (the session log's Compare), in the Compare tab.
+  void compareRuns(int64_t a, int64_t b);
+  // Loads an example script (File > Examples) into the script editor.
+  void loadExample(const examples::Example& example);
   // Exports of the shown run and the current plot; each returns an error message, or empty.
   QString saveValues(const QString& path);
   QString savePlot(const QString& path);
   QString saveCsv(const QString& path);
+  // The plot of the current tab (nullptr when it has none) and a copy of it on the clipboard.
+  QCustomPlot* currentPlot() const;
+  void copyPlot();
 
   // State, for tests and the screenshot tour.
   EngineController* controller() const { return controller_; }
@@ -93,6 +106,8 @@ class MainWindow : public QMainWindow {
   HeatmapView* attention() const { return attention_; }
   EnginePanel* enginePanel() const { return enginePanel_; }
   SessionLogModel* sessionLog() const { return logModel_; }
+  QTableView* sessionLogView() const { return logView_; }
+  RunComparisonView* comparison() const { return compare_; }
   QTreeView* moduleTree() const { return treeView_; }
   QTabWidget* tabs() const { return tabs_; }
   QPlainTextEdit* messages() const { return messages_; }
@@ -147,6 +162,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* addDock(const QString& title, const char* name, QWidget* widget,
                        Qt::DockWidgetArea area);
   void about();
+  void compareSelectedRuns();
 
   EngineController* controller_;
   SweepController* sweep_;
@@ -168,6 +184,7 @@ class MainWindow : public QMainWindow {
   RoutingView* routing_;
   OutputDiffView* routingDiff_;
   QWidget* routingTab_;
+  RunComparisonView* compare_;
   QWidget* headsTab_;
   QPlainTextEdit* messages_;
   ScriptEditor* editor_;

@@ -4,6 +4,8 @@
 #include <QCheckBox>
 #include <QFile>
 #include <QFileDialog>
+#include <QItemSelectionModel>
+#include <QLabel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QRegularExpression>
@@ -11,13 +13,16 @@
 #include <QTableView>
 
 #include "core/model/tokenizer.h"
+#include "core/store/replay.h"
 #include "core/store/value_export.h"
 #include "head_grid_view.h"
 #include "heatmap_view.h"
 #include "logit_lens_view.h"
 #include "main_window.h"
 #include "output_diff_view.h"
+#include "plot_tools.h"
 #include "routing_view.h"
+#include "run_comparison_view.h"
 #include "saved_values.h"
 #include "script_editor.h"
 #include "session_log_model.h"
@@ -215,17 +220,61 @@ QString MainWindow::saveValues(const QString& path) {
   }
 }
 
-QString MainWindow::savePlot(const QString& path) {
-  QCustomPlot* plot = nullptr;
+QCustomPlot* MainWindow::currentPlot() const {
   QWidget* current = tabs_->currentWidget();
-  if (current == heatmap_) plot = heatmap_->plot();
-  if (current == attention_) plot = attention_->plot();
-  if (current == sweepGrid_) plot = sweepGrid_->plot();
-  if (current == lens_) plot = lens_->plot();
-  if (current == topK_) plot = topK_->plot();
-  if (tabs_->currentIndex() == 1) plot = headGrid_->plot();
+  if (current == heatmap_) return heatmap_->plot();
+  if (current == attention_) return attention_->plot();
+  if (current == sweepGrid_) return sweepGrid_->plot();
+  if (current == lens_) return lens_->plot();
+  if (current == topK_) return topK_->plot();
+  if (current == headsTab_) return headGrid_->plot();
+  if (current == routingTab_) return routing_->plot();
+  if (current == compare_) return compare_->heatmap()->plot();
+  return nullptr;
+}
+
+QString MainWindow::savePlot(const QString& path) {
+  QCustomPlot* plot = currentPlot();
   if (!plot) return tr("The current tab has no plot.");
-  return plot->savePng(path) ? QString() : tr("Could not write %1").arg(path);
+  return ui::savePlot(plot, path);
+}
+
+void MainWindow::copyPlot() {
+  if (QCustomPlot* plot = currentPlot()) {
+    ui::copyPlot(plot);
+    status_->setText(tr("Copied the plot to the clipboard."));
+  } else {
+    status_->setText(tr("The current tab has no plot."));
+  }
+}
+
+void MainWindow::compareSelectedRuns() {
+  std::vector<int64_t> ids;
+  for (const QModelIndex& index : sessionLogView()->selectionModel()->selectedRows()) {
+    if (const auto* r = logModel_->runAt(index.row())) ids.push_back(r->id);
+  }
+  if (ids.size() != 2) {
+    status_->setText(tr("Select two runs in the session log (Ctrl+click) to compare them."));
+    return;
+  }
+  std::sort(ids.begin(), ids.end());
+  compareRuns(ids[0], ids[1]);
+}
+
+void MainWindow::compareRuns(int64_t a, int64_t b) {
+  store::SessionStore* s = controller_->session();
+  if (!s) return;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (controller_->hasModel()) tokenizer = controller_->tokenizer();
+  try {
+    compare_->setComparison(s->run(a), s->run(b), store::compareRuns(*s, a, b), tokenizer);
+  } catch (const std::exception& e) {
+    message(tr("Comparing runs %1 and %2 failed: %3").arg(a).arg(b).arg(e.what()));
+    status_->setText(tr("Comparing runs failed (see Output)."));
+    return;
+  }
+  tabs_->setCurrentWidget(compare_);
+  status_->setText(compare_->summary().section('\n', 0, 0));
 }
 
 QString MainWindow::saveCsv(const QString& path) {
@@ -250,7 +299,8 @@ void MainWindow::exportValues() {
 }
 
 void MainWindow::exportPlot() {
-  exportTo(tr("Export plot"), "plot.png", tr("PNG (*.png)"), &MainWindow::savePlot);
+  exportTo(tr("Export plot"), "plot.png", tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"),
+           &MainWindow::savePlot);
 }
 
 void MainWindow::exportCsv() {

@@ -10,12 +10,14 @@ namespace shardscope::ui {
 
 OutputDiffView::OutputDiffView(QWidget* parent)
     : QWidget(parent),
+      baselineTitle_(new QLabel(tr("Baseline"), this)),
+      ablatedTitle_(new QLabel(tr("Intervened"), this)),
       baseline_(new QTextBrowser(this)),
       ablated_(new QTextBrowser(this)),
       summary_(new QLabel(this)) {
   auto* layout = new QGridLayout(this);
-  layout->addWidget(new QLabel(tr("Baseline"), this), 0, 0);
-  layout->addWidget(new QLabel(tr("Intervened"), this), 0, 1);
+  layout->addWidget(baselineTitle_, 0, 0);
+  layout->addWidget(ablatedTitle_, 0, 1);
   layout->addWidget(baseline_, 1, 0);
   layout->addWidget(ablated_, 1, 1);
   layout->addWidget(summary_, 2, 0, 1, 2);
@@ -39,14 +41,10 @@ void OutputDiffView::setComparison(const std::vector<int64_t>& baseline,
                                    const QString& target, double baselineProbability,
                                    double ablatedProbability) {
   QString a, b;
-  changed_ = 0;
+  baselineTitle_->setText(tr("Baseline"));
+  ablatedTitle_->setText(tr("Intervened"));
+  changed_ = diffHtml(baseline, ablated, tokenizer, &a, &b);
   const size_t n = std::max(baseline.size(), ablated.size());
-  for (size_t i = 0; i < n; ++i) {
-    const bool differs = i >= baseline.size() || i >= ablated.size() || baseline[i] != ablated[i];
-    changed_ += differs;
-    if (i < baseline.size()) a += tokenHtml(tokenizer, baseline[i], differs);
-    if (i < ablated.size()) b += tokenHtml(tokenizer, ablated[i], differs);
-  }
   baseline_->setHtml(a);
   ablated_->setHtml(b);
   baselineText_ = tokenizer ? QString::fromStdString(tokenizer->displayText(baseline, true)) : a;
@@ -60,6 +58,52 @@ void OutputDiffView::setComparison(const std::vector<int64_t>& baseline,
                         .arg(ablatedProbability, 0, 'f', 4)
                         .arg(ablatedProbability >= baselineProbability ? "+" : "")
                         .arg(ablatedProbability - baselineProbability, 0, 'f', 4));
+}
+
+int OutputDiffView::diffHtml(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                             const std::shared_ptr<const Tokenizer>& tokenizer, QString* htmlA,
+                             QString* htmlB) {
+  int changed = 0;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const bool differs = i >= a.size() || i >= b.size() || a[i] != b[i];
+    changed += differs;
+    if (i < a.size()) *htmlA += tokenHtml(tokenizer, a[i], differs);
+    if (i < b.size()) *htmlB += tokenHtml(tokenizer, b[i], differs);
+  }
+  return changed;
+}
+
+void OutputDiffView::setRunComparison(
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& pairs,
+    const std::shared_ptr<const Tokenizer>& tokenizer, const QString& before,
+    const QString& after) {
+  QString a, b;
+  QStringList textsA, textsB;
+  changed_ = 0;
+  size_t total = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    QString ha, hb;
+    changed_ += diffHtml(pairs[i].first, pairs[i].second, tokenizer, &ha, &hb);
+    total += std::max(pairs[i].first.size(), pairs[i].second.size());
+    a += QString("<p><b>invoke %1</b>: %2</p>").arg(i).arg(ha);
+    b += QString("<p><b>invoke %1</b>: %2</p>").arg(i).arg(hb);
+    if (tokenizer) {
+      textsA << QString::fromStdString(tokenizer->displayText(pairs[i].first, true));
+      textsB << QString::fromStdString(tokenizer->displayText(pairs[i].second, true));
+    }
+  }
+  baselineTitle_->setText(before);
+  ablatedTitle_->setText(after);
+  baseline_->setHtml(a);
+  ablated_->setHtml(b);
+  baselineText_ = tokenizer ? textsA.join("\n") : a;
+  ablatedText_ = tokenizer ? textsB.join("\n") : b;
+  summary_->setText(pairs.empty() ? tr("Neither run generated text.")
+                                  : tr("%1 of %2 generated tokens changed (%3 invoke(s)).")
+                                        .arg(changed_)
+                                        .arg(total)
+                                        .arg(pairs.size()));
 }
 
 void OutputDiffView::setOutputs(const QStringList& texts) {

@@ -51,22 +51,26 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   auto* lens = new QPushButton(tr("Logit lens"), this);
   auto* topk = new QPushButton(tr("Top-k"), this);
   auto* attn = new QPushButton(tr("Attention"), this);
-  grid->addWidget(prompts_, 0, 0, 2, 1);
-  auto* knobs = new QHBoxLayout;
-  const auto labelled = [&](const QString& label, QWidget* w) {
-    knobs->addWidget(new QLabel(label, this));
-    knobs->addWidget(w);
+  grid->addWidget(prompts_, 0, 0, 3, 1);
+  // The knobs in two rows, so the bar fits beside the docks on a laptop-sized window.
+  auto* sampling = new QHBoxLayout;
+  auto* targets = new QHBoxLayout;
+  const auto labelled = [&](QHBoxLayout* row, const QString& label, QWidget* w) {
+    row->addWidget(new QLabel(label, this));
+    row->addWidget(w);
   };
-  labelled(tr("Max tokens"), maxTokens_);
-  labelled(tr("Temperature"), temperature_);
-  labelled(tr("Seed"), seed_);
-  labelled(tr("Step"), step_);
-  labelled(tr("Target"), target_);
-  labelled(tr("Sweep layers"), sweepLayers_);
-  labelled(tr("Head"), attentionHead_);
-  knobs->addWidget(perHeadNorms_);
-  knobs->addStretch(1);
-  grid->addLayout(knobs, 0, 1);
+  labelled(sampling, tr("Max tokens"), maxTokens_);
+  labelled(sampling, tr("Temperature"), temperature_);
+  labelled(sampling, tr("Seed"), seed_);
+  labelled(sampling, tr("Step"), step_);
+  sampling->addStretch(1);
+  labelled(targets, tr("Target"), target_);
+  labelled(targets, tr("Sweep layers"), sweepLayers_);
+  labelled(targets, tr("Head"), attentionHead_);
+  targets->addWidget(perHeadNorms_);
+  targets->addStretch(1);
+  grid->addLayout(sampling, 0, 1);
+  grid->addLayout(targets, 1, 1);
   grid->setColumnStretch(0, 1);
   grid->setColumnStretch(1, 2);
   prompts_->setMinimumWidth(260);
@@ -74,7 +78,7 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   for (QPushButton* b : {runButton_, stopButton_, read, ablate, sweep, lens, topk, attn})
     buttons->addWidget(b);
   buttons->addStretch(1);
-  grid->addLayout(buttons, 1, 1);
+  grid->addLayout(buttons, 2, 1);
   connect(runButton_, &QPushButton::clicked, this, &PromptBar::generateClicked);
   connect(stopButton_, &QPushButton::clicked, this, &PromptBar::stopClicked);
   connect(read, &QPushButton::clicked, this, &PromptBar::readClicked);

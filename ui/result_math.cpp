@@ -83,4 +83,11 @@ Matrix attentionPattern(const Matrix& q, const Matrix& k) {
   return out;
 }
 
+Matrix difference(const Matrix& before, const Matrix& after) {
+  if (before.rows != after.rows || before.cols != after.cols) return {};
+  Matrix d{before.rows, before.cols, std::vector<double>(before.data.size())};
+  for (size_t i = 0; i < d.data.size(); ++i) d.data[i] = after.data[i] - before.data[i];
+  return d;
+}
+
 }  // namespace shardscope::ui

@@ -27,6 +27,8 @@ std::vector<double> rowNorms(const Matrix& m);
 std::vector<double> softmax(const std::vector<double>& logits);
 // The k largest (index, value) pairs, largest first.
 std::vector<std::pair<int64_t, double>> topK(const std::vector<double>& values, int64_t k);
+// after - before, element by element (the shapes must match: empty otherwise).
+Matrix difference(const Matrix& before, const Matrix& after);
 // softmax(q k^T / sqrt(d)) with a causal mask: [T, T].
 Matrix attentionPattern(const Matrix& q, const Matrix& k);
 

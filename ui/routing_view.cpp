@@ -7,17 +7,21 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "plot_widget.h"
+#include "readout_label.h"
+
 namespace shardscope::ui {
 
 RoutingView::RoutingView(QWidget* parent)
     : QWidget(parent),
-      plot_(new QCustomPlot(this)),
+      plot_(new PlotWidget(this)),
       label_(new QLabel(this)),
       route_(new QPushButton(tr("Route prompt"), this)) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
   bar->addWidget(route_);
   bar->addWidget(label_, 1);
+  keepLabelFromWidening(label_);
   layout->addLayout(bar);
   layout->addWidget(plot_, 1);
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);

@@ -29,7 +29,8 @@ class RoutingView : public QWidget {
   // What hovering over (row, token) shows: "layer 3, token ' Paris': expert 5 (0.62), 1 (0.38)".
   QString readOut(size_t row, int64_t token) const;
   QString hint() const;
-  QWidget* canvas() const;                             // the plot as a widget (clicks land here)
+  QWidget* canvas() const;  // the plot as a widget (clicks land here)
+  QCustomPlot* plot() const { return plot_; }
   QPoint cellCentre(size_t row, int64_t token) const;  // for tests and the screenshot tour
   QPushButton* routeButton() const { return route_; }
 

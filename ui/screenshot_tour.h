@@ -1,6 +1,7 @@
 // ScreenshotTour: drives a MainWindow through its views on the demo model (read a port, zero two
-// heads, sweep two layers, logit lens, top-k, attention pattern, replay) and saves a PNG of the
-// window after each, for docs/screenshots. `scripts/screenshots` runs it under Xvfb.
+// heads, sweep two layers, logit lens, top-k, attention pattern, replay), or on an MoE model
+// through the routing view and an expert's ablation, and saves a PNG of the window after each,
+// for docs/screenshots. `scripts/screenshots` runs it under Xvfb on both.
 #pragma once
 
 #include <QObject>
@@ -26,6 +27,8 @@ class ScreenshotTour : public QObject {
     QString name;  // the PNG's name
     std::function<void()> action;
   };
+  void planSteps();
+  void begin();
   void next();
   void capture();
 
@@ -35,6 +38,7 @@ class ScreenshotTour : public QObject {
   size_t current_ = 0;
   int failures_ = 0;
   bool waiting_ = false;
+  bool startPending_ = false;
 };
 
 }  // namespace shardscope::ui

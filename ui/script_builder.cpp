@@ -33,6 +33,7 @@ std::string ScriptBuilder::header() const {
          ", tensor_parallel_size=" + std::to_string(model_.tp) +
          (model_.pp > 1 ? ", pipeline_parallel_size=" + std::to_string(model_.pp) : "") +
          (model_.expertParallel ? ", enable_expert_parallel=True" : "") +
+         (model_.dcp > 1 ? ", decode_context_parallel_size=" + std::to_string(model_.dcp) : "") +
          ", dtype=" + quote(model_.dtype) + ", device=" + quote(model_.device) + ")\n";
 }
 

@@ -38,7 +38,10 @@ void ScriptHighlighter::highlightBlock(const QString& text) {
 
 ScriptEditor::ScriptEditor(QWidget* parent) : QPlainTextEdit(parent) {
   setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-  setLineWrapMode(QPlainTextEdit::NoWrap);
+  // Generated scripts have long lines (a VLLM(...) header, f-strings): wrap them at the panel's
+  // width, so the whole script reads without scrolling sideways.
+  setLineWrapMode(QPlainTextEdit::WidgetWidth);
+  setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
   new ScriptHighlighter(document());
 }
 

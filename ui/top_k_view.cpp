@@ -3,9 +3,11 @@
 #include <qcustomplot.h>
 #include <QVBoxLayout>
 
+#include "plot_widget.h"
+
 namespace shardscope::ui {
 
-TopKView::TopKView(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
+TopKView::TopKView(QWidget* parent) : QWidget(parent), plot_(new PlotWidget(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(plot_);
   plot_->yAxis->setLabel(tr("probability"));

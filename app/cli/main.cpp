@@ -1,12 +1,14 @@
 // shardscope-cli: the headless front end. Subcommands: run, generate, inspect, tokenize,
-// make-checkpoint, and the session-log commands log, show, replay, export.
+// make-checkpoint, examples, and the session-log commands log, show, replay, diff, export.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "arguments.h"
 #include "core/build_info.h"
 #include "core/engine/engine.h"
+#include "core/engine/module_tree_text.h"
 #include "core/engine/port_probe.h"
 #include "core/error.h"
 #include "core/file_tree.h"
@@ -14,7 +16,14 @@
 #include "core/model/tokenizer.h"
 #include "core/store/run_recorder.h"
 #include "core/trace/script_runner.h"
+#include "example_commands.h"
+#include "resources/example_catalog.h"
 #include "session_commands.h"
+#ifdef SHARDSCOPE_WITH_MPI
+#include "core/parallel/mpi_rank_process.h"
+#endif
+#include "remote_commands.h"  // declarations; defined only in builds with gRPC
+#include "terminal_progress.h"
 
 namespace shardscope::cli {
 namespace {
@@ -27,9 +36,11 @@ commands:
   inspect    print the module tree: ports with shapes and shard kinds, parameter shards
   tokenize   print the token ids and pieces of a text
   make-checkpoint   write a checkpoint with deterministic random weights for a config.json
+  examples   list the built-in example scripts (run one with 'run --example NAME')
   log        list the runs recorded in a session file (run --log S.db records them)
   show       show a recorded run, or one of its saved values
   replay     re-run a recorded run and compare its values and texts with the record
+  diff       compare two recorded runs: every saved value and generation
   export     write a recorded run's saved tensors as a safetensors file
 
 Run 'shardscope-cli --version' for the version and what it was built with.
@@ -51,14 +62,74 @@ constexpr const char* kModelOptions =
                        or SHARDSCOPE_COLLECTIVE_TIMEOUT)
   --enable-expert-parallel   MoE models: each rank holds num_experts / tp whole experts
                        (default: every rank holds a slice of every expert)
+  --dcp N              decode_context_parallel_size, MLA models (DeepSeek-V2): the latent KV
+                       cache is split along the tokens across groups of N ranks (N divides tp)
 )";
 
 const std::set<std::string> kModelOptionNames = {
-    "model", "tp", "pp", "device", "dtype", "backend", "threads", "collective-timeout"};
+    "model", "tp", "pp", "device", "dtype", "backend", "threads", "collective-timeout", "dcp"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
+  extra.insert({"engine", "token-file"});
   return extra;
+}
+
+#ifdef SHARDSCOPE_WITH_REMOTE
+const char* const kEngineHelp = kEngineOptions;
+#else
+const char* const kEngineHelp = "";
+#endif
+
+// --engine HOST:PORT: the command runs on an engine server. Returns its exit code, or nothing when
+// the command runs here.
+template <typename Remote>
+std::optional<int> onEngine(const Arguments& a, Remote remote) {
+  if (!a.has("engine")) return std::nullopt;
+#ifdef SHARDSCOPE_WITH_REMOTE
+  return remote();
+#else
+  throw Error(
+      "this build has no engine client (gRPC and protobuf were not found when it was "
+      "built); install libgrpc++-dev and protobuf-compiler-grpc and rebuild");
+#endif
+}
+
+// --mpi: this process is one rank process of `mpirun -np N shardscope-cli COMMAND --mpi ...`.
+// Declare it before the engine: MPI ends after the engine's groups are gone.
+struct RankProcesses {
+#ifdef SHARDSCOPE_WITH_MPI
+  std::unique_ptr<MpiRuntime> mpi;
+#endif
+  std::shared_ptr<RankProcess> process;
+  int rank = 0;
+  int size = 0;
+  // Ranks other than 0 run the same work without printing it.
+  bool silent() const {
+    return rank != 0;
+  }
+  void apply(EngineOptions& o) const {
+    if (!process) return;
+    o.process = process;
+    o.tp = size;
+  }
+};
+
+RankProcesses startRankProcesses(const Arguments& a, const std::string& command) {
+  RankProcesses rp;
+  if (!a.has("mpi")) return rp;
+#ifdef SHARDSCOPE_WITH_MPI
+  if (!MpiRuntime::launched())
+    throw UsageError("--mpi runs as rank processes: mpirun -np N shardscope-cli " + command +
+                     " --mpi ...");
+  rp.mpi = std::make_unique<MpiRuntime>(nullptr, nullptr);
+  rp.process = std::make_shared<MpiRankProcess>(*rp.mpi);
+  rp.rank = rp.mpi->rank();
+  rp.size = rp.mpi->size();
+  return rp;
+#else
+  throw Error("this build has no MPI (install libopenmpi-dev and rebuild)");
+#endif
 }
 
 EngineOptions engineOptions(const Arguments& a) {
@@ -72,8 +143,10 @@ EngineOptions engineOptions(const Arguments& a) {
   o.threadsPerRank = int(a.getInt("threads", 0));
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   o.expertParallel = a.has("enable-expert-parallel");
+  o.dcp = int(a.getInt("dcp", 1));
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
   if (o.pp < 1) throw UsageError("--pp must be at least 1");
+  if (o.dcp < 1) throw UsageError("--dcp must be at least 1");
   if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
 }
@@ -92,32 +165,45 @@ std::vector<int64_t> parseIds(const std::string& text) {
   return ids;
 }
 
-void printLoadProgress(const std::string& what, int done, int total) {
-  std::fprintf(stderr, "[%d/%d] %s\n", done, total, what.c_str());
+// Engine::LoadProgress drawn by `progress` (nothing when stderr is not a terminal).
+Engine::LoadProgress loadProgress(TerminalProgress& progress) {
+  return [&progress](const std::string& what, int done, int total) {
+    progress.load(what, done, total);
+  };
 }
 
 int generate(const std::vector<std::string>& args) {
   const Arguments a(
       args, withModel({"max-tokens", "temperature", "top-k", "top-p", "seed", "ids", "stop-ids"}),
-      {"help", "ignore-eos", "quiet", "enable-expert-parallel"});
+      {"help", "ignore-eos", "quiet", "enable-expert-parallel", "mpi"});
   if (a.has("help")) {
-    std::cout << "usage: shardscope-cli generate [options] \"prompt\" [\"prompt\" ...]\n\n"
-              << kModelOptions
-              << "  --max-tokens N       tokens to generate per prompt (default 16)\n"
-                 "  --temperature T      0 is greedy (default 0)\n"
-                 "  --top-k K --top-p P  sampling filters (default off)\n"
-                 "  --seed S             sampling seed (default 0)\n"
-                 "  --ids 1,2,3          a prompt given as token ids instead of text\n"
-                 "  --stop-ids 1,2       extra stop token ids\n"
-                 "  --ignore-eos         do not stop at the model's EOS tokens\n"
-                 "  --quiet              print only the generated text\n\n"
-                 "Sampled ids the tokenizer has no token for (a model may have more rows than its\n"
-                 "tokenizer has ids) print as <|id N|>.\n";
+    std::cout
+        << "usage: shardscope-cli generate [options] \"prompt\" [\"prompt\" ...]\n\n"
+        << kModelOptions
+        << "  --max-tokens N       tokens to generate per prompt (default 16)\n"
+           "  --temperature T      0 is greedy (default 0)\n"
+           "  --top-k K --top-p P  sampling filters (default off)\n"
+           "  --seed S             sampling seed (default 0)\n"
+           "  --ids 1,2,3          a prompt given as token ids instead of text\n"
+           "  --stop-ids 1,2       extra stop token ids\n"
+           "  --ignore-eos         do not stop at the model's EOS tokens\n"
+           "  --quiet              print only the generated text\n"
+           "  --mpi                run as rank processes: mpirun -np N shardscope-cli generate\n"
+           "                       --mpi ... (tp is N; rank 0 prints)\n\n"
+           "Sampled ids the tokenizer has no token for (a model may have more rows than its\n"
+           "tokenizer has ids) print as <|id N|>.\n"
+        << kEngineHelp;
     return 0;
   }
   if (a.positional().empty() && !a.has("ids"))
     throw UsageError("generate needs a prompt (or --ids)");
-  Engine engine(engineOptions(a), a.has("quiet") ? Engine::LoadProgress() : printLoadProgress);
+  if (auto code = onEngine(a, [&] { return generateRemote(a); })) return *code;
+  const RankProcesses ranks = startRankProcesses(a, "generate");
+  EngineOptions options = engineOptions(a);
+  ranks.apply(options);
+  const bool quiet = a.has("quiet") || ranks.silent();
+  TerminalProgress progress(!quiet && TerminalProgress::stderrIsTerminal());
+  Engine engine(options, loadProgress(progress));
   auto tokenizer = engine.tokenizer();
   GenerateRequest request;
   if (a.has("ids")) request.prompts.push_back(parseIds(a.get("ids")));
@@ -137,7 +223,9 @@ int generate(const std::vector<std::string>& args) {
   request.sampling.ignoreEos = a.has("ignore-eos");
   if (a.has("stop-ids")) request.sampling.stopTokenIds = parseIds(a.get("stop-ids"));
   JobHandle job = engine.generate(request);
+  progress.follow(job, "generating");
   const GenerateResult result = Engine::generateResult(job);
+  if (ranks.silent()) return 0;
   for (const RequestOutput& out : result.outputs) {
     if (tokenizer) {
       std::cout << tokenizer->displayText(out.tokenIds, /*skipSpecialTokens=*/true) << "\n";
@@ -158,12 +246,6 @@ int generate(const std::vector<std::string>& args) {
   return 0;
 }
 
-std::string joinShapes(const std::vector<std::vector<int64_t>>& shapes, bool tuple) {
-  std::string s = tuple ? "(" : "";
-  for (size_t i = 0; i < shapes.size(); ++i) s += (i ? ", " : "") + formatShape(shapes[i]);
-  return s + (tuple ? ")" : "");
-}
-
 int inspect(const std::vector<std::string>& args) {
   const Arguments a(args, withModel({"prompt"}), {"help", "enable-expert-parallel"});
   if (a.has("help")) {
@@ -171,43 +253,15 @@ int inspect(const std::vector<std::string>& args) {
         << "usage: shardscope-cli inspect [options]\n\n"
         << kModelOptions
         << "  --prompt TEXT        the prompt whose port shapes are shown (default: 5 tokens,\n"
-           "                       \"The capital of France is\")\n";
+           "                       \"The capital of France is\")\n"
+        << kEngineHelp;
     return 0;
   }
   if (!a.positional().empty()) throw UsageError("inspect takes no positional arguments");
-  Engine engine(engineOptions(a));
-  const ModelInfo& info = engine.info();
-  std::vector<int64_t> ids;
-  if (auto tok = engine.tokenizer()) {
-    ids = tok->encode(a.get("prompt", "The capital of France is"));
-  } else {
-    for (int64_t i = 0; i < 5; ++i) ids.push_back(i % info.vocabSize);
-  }
-  const auto shapes = probePortShapes(engine, ids);
-  std::cout << info.spec << ": " << info.family << ", " << info.numLayers
-            << " layers, tp=" << info.tp << (info.expertParallel ? " (expert parallel)" : "")
-            << (info.pp > 1 ? ", pp=" + std::to_string(info.pp) : std::string()) << ", "
-            << info.dtype << ", " << ids.size() << "-token prompt\n"
-            << "shapes are rank 0's shard -> the gathered whole"
-            << (info.pp > 1 ? " (rank 0 of the stage holding the module)" : "") << "\n";
-  for (const ModuleInfo& m : info.modules) {
-    std::cout << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")";
-    if (info.pp > 1 && m.stage >= 0) std::cout << "  stage " << m.stage;
-    std::cout << "\n";
-    const std::string indent(size_t(m.depth) * 2 + 4, ' ');
-    for (const PortShape& p : shapes) {
-      if (p.module != m.path) continue;
-      std::cout << indent << "." << p.port << "  [" << p.shardKind << "]  "
-                << joinShapes(p.shard, p.tuple);
-      if (p.whole != p.shard) std::cout << " -> " << joinShapes(p.whole, p.tuple);
-      std::cout << "\n";
-      if (p.port == "output") break;  // one visit per port is enough (layers repeat per step)
-    }
-    for (const ParameterInfo& prm : m.parameters) {
-      std::cout << indent << "." << prm.name << "  shard " << formatShape(prm.shardShape) << " of "
-                << formatShape(prm.fullShape) << "\n";
-    }
-  }
+  if (auto code = onEngine(a, [&] { return inspectRemote(a); })) return *code;
+  TerminalProgress progress;
+  Engine engine(engineOptions(a), loadProgress(progress));
+  std::cout << inspectText(engine, a.get("prompt"));
   return 0;
 }
 
@@ -232,25 +286,39 @@ int tokenize(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A rank process other than rank 0 runs the same script silently; rank 0 prints the error.
+int runQuietRank(const std::string& source, const std::string& file, trace::RunOptions o) {
+  o.out = [](const std::string&) {};
+  o.note = [](const std::string&) {};
+  try {
+    trace::ScriptRunner(o).run(source, file);
+    return 0;
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
 int runScript(const std::vector<std::string>& args) {
-  const Arguments a(
-      args,
-      {"tp", "pp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb", "log",
-       "session", "title", "value-cap-mb", "collective-timeout"},
-      {"help", "timing", "enable-expert-parallel"});
+  const Arguments a(args,
+                    {"tp", "pp", "device", "dtype", "backend", "model-dir", "budget",
+                     "memory-budget-mb", "log", "session", "title", "value-cap-mb",
+                     "collective-timeout", "dcp", "engine", "token-file", "example"},
+                    {"help", "timing", "enable-expert-parallel", "mpi"});
   if (a.has("help")) {
     std::cout
-        << "usage: shardscope-cli run FILE.py [--tp N] [--pp N] [--device cpu|cuda]\n"
+        << "usage: shardscope-cli run FILE.py|--example NAME [--tp N] [--pp N]\n                   "
+           "       [--device cpu|cuda]"
            "                          [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
            "                          [--log S.db [--session NAME] [--title T]\n"
            "                          [--value-cap-mb MB]] [--collective-timeout S] [--timing]\n"
-           "                          [--enable-expert-parallel]\n"
+           "                          [--enable-expert-parallel] [--dcp N] [--mpi]\n"
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
            "--tp overrides tensor_parallel_size, --pp pipeline_parallel_size,\n"
+           "--dcp decode_context_parallel_size, "
            "--enable-expert-parallel turns\n"
            "enable_expert_parallel on; --budget bounds the evaluation steps of each\n"
            "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
@@ -260,12 +328,27 @@ int runScript(const std::vector<std::string>& args) {
            "(default 256) are recorded as a summary. --collective-timeout fails a trace whose\n"
            "collective waits longer than S seconds (default 60, or "
            "SHARDSCOPE_COLLECTIVE_TIMEOUT). --timing prints each trace's wall time and\n"
-           "generation steps to stderr when the script ends (the session log keeps them too).\n";
+           "generation steps to stderr when the script ends (the session log keeps them too).\n"
+           "--mpi runs each rank as a process: `mpirun -np N shardscope-cli run --mpi FILE.py`\n"
+           "(or srun); tensor_parallel_size is N, rank 0 prints and logs, the GPU of a rank is\n"
+           "its rank on its host.\n"
+           "--example NAME runs a built-in example instead of a file ('shardscope-cli examples'\n"
+           "lists them).\n"
+        << kEngineHelp;
     return 0;
   }
-  if (a.positional().size() != 1) throw UsageError("run needs exactly one script file");
-  const std::string file = a.positional()[0];
-  const std::string source = readFile(file);
+  const size_t files = a.positional().size() + (a.has("example") ? 1 : 0);
+  if (files != 1) throw UsageError("run needs exactly one script file, or --example NAME");
+  std::string file, source;
+  if (a.has("example")) {
+    const examples::Example& e = examples::find(a.get("example"));
+    file = e.name + ".py";
+    source = e.source;
+  } else {
+    file = a.positional()[0];
+    source = readFile(file);
+  }
+  if (auto code = onEngine(a, [&] { return runRemote(a, source, file); })) return *code;
   trace::RunOptions o;
   o.tp = int(a.getInt("tp", 0));
   o.pp = int(a.getInt("pp", 0));
@@ -274,6 +357,7 @@ int runScript(const std::vector<std::string>& args) {
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");
   o.expertParallel = a.has("enable-expert-parallel");
+  o.dcp = int(a.getInt("dcp", 0));
   o.budget = a.getInt("budget", 10'000'000);
   o.memoryBudget = a.memoryBudgetBytes();
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
@@ -284,7 +368,16 @@ int runScript(const std::vector<std::string>& args) {
       throw UsageError("--model-dir expects NAME=PATH, got '" + m + "'");
     o.modelDirs[m.substr(0, eq)] = m.substr(eq + 1);
   }
-  trace::ScriptRunner runner(o);
+  const RankProcesses ranks = startRankProcesses(a, "run");  // before the runner's engines
+  o.process = ranks.process;
+  if (ranks.silent()) return runQuietRank(source, file, std::move(o));
+  TerminalProgress progress;
+  o.onJob = [&progress](const JobHandle& job) { progress.follow(job, "trace"); };
+  o.out = [&progress](const std::string& line) {
+    progress.clearLine();  // the script's own output, not after a half-drawn status line
+    std::cout << line << "\n";
+  };
+  trace::ScriptRunner runner(std::move(o));  // holds the rank process until before MPI ends
   // Printed on the way out too, so a failing script still shows the traces that finished.
   struct TimingPrinter {
     const trace::ScriptRunner& runner;
@@ -367,10 +460,12 @@ int main(int argc, char** argv) {
     if (command == "inspect") return inspect(args);
     if (command == "tokenize") return tokenize(args);
     if (command == "make-checkpoint") return makeCheckpoint(args);
+    if (command == "examples") return examplesCommand(args);
     if (command == "log") return logCommand(args);
     if (command == "show") return showCommand(args);
     if (command == "replay") return replayCommand(args);
     if (command == "export") return exportCommand(args);
+    if (command == "diff") return diffCommand(args);
     std::cerr << "shardscope-cli: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const UsageError& e) {

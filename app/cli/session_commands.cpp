@@ -181,8 +181,9 @@ int showCommand(const std::vector<std::string>& args) {
   for (const auto& m : r.result.models) {
     std::cout << "  model    " << m.name << " = " << m.spec
               << (m.path.empty() ? "" : " at " + m.path) << "\n           config.json sha256 "
-              << m.configSha256 << "\n           " << m.dtype << ", tp=" << m.tp << ", " << m.device
-              << " (" << m.backend << "), ShardScope " << m.engineVersion << "\n";
+              << m.configSha256 << "\n           " << m.dtype << ", tp=" << m.tp
+              << (m.expertParallel ? " (enable_expert_parallel)" : "") << ", " << m.device << " ("
+              << m.backend << "), ShardScope " << m.engineVersion << "\n";
   }
   for (size_t ti = 0; ti < r.result.traces.size(); ++ti) {
     const auto& t = r.result.traces[ti];
@@ -240,6 +241,40 @@ int replayCommand(const std::vector<std::string>& args) {
   std::cout << "replay of run " << id
             << (report.replayId ? " (recorded as run " + std::to_string(report.replayId) + ")" : "")
             << ": " << (report.identical() ? "identical" : "DIFFERS") << "\n";
+  return report.identical() ? 0 : 3;
+}
+
+int diffCommand(const std::vector<std::string>& args) {
+  const Arguments a(args, {"session"}, {"help"});
+  if (a.has("help")) {
+    std::cout
+        << "usage: shardscope-cli diff S.db RUN_A RUN_B\n"
+           "Compares two recorded runs: each saved value (max abs and relative difference of\n"
+           "B against A) and each generation (tokens that changed), with a note when their\n"
+           "models or scripts differ. The GUI's Compare in the session log shows the same.\n"
+           "Exit status: 0 identical, 3 differences, 1 errors.\n";
+    return 0;
+  }
+  if (a.positional().size() != 3) throw UsageError("diff needs a session file and two run ids");
+  store::StoreOptions o = readerOptions(a);
+  o.readOnly = true;
+  const store::SessionStore s(a.positional()[0], o);
+  const int64_t first = runId(a.positional()[1]), second = runId(a.positional()[2]);
+  const store::ReplayReport report = store::compareRuns(s, first, second);
+  for (const auto& n : report.notes) std::cout << "note: " << n << "\n";
+  for (const auto& v : report.values)
+    std::printf("  trace %d  %-32s %s\n", v.trace, v.name.c_str(), v.diff.detail.c_str());
+  for (const auto& t : report.texts) {
+    std::printf("  trace %d  invoke %d  text ", t.trace, t.invoke);
+    if (t.same) {
+      std::printf("identical (%zu tokens)\n", t.beforeIds.size());
+      continue;
+    }
+    std::printf("%lld of %zu tokens changed: \"%s\" -> \"%s\"\n", (long long)t.changedTokens,
+                std::max(t.beforeIds.size(), t.afterIds.size()), t.before.c_str(), t.after.c_str());
+  }
+  std::cout << "run " << second << " against run " << first << ": "
+            << (report.identical() ? "identical" : "DIFFERS") << "\n";
   return report.identical() ? 0 : 3;
 }
 

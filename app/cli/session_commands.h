@@ -1,4 +1,5 @@
-// shardscope-cli's session-log commands: log, show, replay, export (and `run --log`'s recording).
+// shardscope-cli's session-log commands: log, show, replay, diff, export (and `run --log`'s
+// recording).
 #pragma once
 
 #include <optional>
@@ -16,5 +17,6 @@ int logCommand(const std::vector<std::string>& args);
 int showCommand(const std::vector<std::string>& args);
 int replayCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
+int diffCommand(const std::vector<std::string>& args);
 
 }  // namespace shardscope::cli

@@ -5,6 +5,7 @@
 #include <QCommandLineParser>
 #include <QTimer>
 
+#include "ui/app_resources.h"
 #include "ui/main_window.h"
 #include "ui/screenshot_tour.h"
 
@@ -13,6 +14,8 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("ShardScope");
   QApplication::setApplicationName("ShardScope");
   QApplication::setApplicationVersion(SHARDSCOPE_VERSION);
+  QApplication::setWindowIcon(shardscope::ui::appIcon());
+  QGuiApplication::setDesktopFileName("shardscope");  // packaging/shardscope.desktop
   QCommandLineParser parser;
   parser.setApplicationDescription("Look inside tensor-parallel language models.");
   parser.addHelpOption();

@@ -58,7 +58,8 @@ def last_logits(model, ids):
         return model(ids, use_cache=True, num_logits_to_keep=1)
 
 
-def measure(model, vocab, steps, attention):
+def measure(model, vocab, steps, attention, prefills=(5, 128, 2048), batches=(1, 16, 64),
+            hook=True):
     out = {}
 
     def generate(ids, new_tokens):
@@ -69,19 +70,21 @@ def measure(model, vocab, steps, attention):
     ids = prompt(5, vocab, 5)
     assert last_logits(model, ids).logits.shape[1] == 1, "the prefill computed every row's logits"
     out["prefill_s"] = {}
-    for n in (5, 128, 2048):
+    for n in prefills:
         ids = prompt(n, vocab, n)
         out["prefill_s"][str(n)] = timed(lambda: last_logits(model, ids), 5)
         print(f"hf {attention} prefill {n}: {out['prefill_s'][str(n)] * 1e3:.2f} ms",
               file=sys.stderr)
     out["decode"] = {}
-    for batch in (1, 16, 64):
+    for batch in batches:
         ids = prompt(5, vocab, 0, batch)
         pre = timed(lambda: generate(ids, 1), 3)
         total = timed(lambda: generate(ids, steps + 1), 3)
         per_step = (total - pre) / steps
         out["decode"][str(batch)] = {"per_step_s": per_step, "tokens_per_s": batch / per_step}
         print(f"hf {attention} decode batch {batch}: {per_step * 1e3:.2f} ms/step", file=sys.stderr)
+    if not hook:
+        return out
     kept = []
     hook = model.model.layers[10].self_attn.o_proj.register_forward_pre_hook(
         lambda module, inputs: kept.append(inputs[0].clone()))
@@ -99,12 +102,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
     ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--prefills", default="5,128,2048", help="prompt lengths, comma-separated")
+    ap.add_argument("--batches", default="1,16,64", help="decode batch sizes, comma-separated")
+    ap.add_argument("--attention", default="sdpa,eager", help="implementations, comma-separated")
+    ap.add_argument("--no-hook", action="store_true", help="skip the o_proj read case")
     args = ap.parse_args()
+    ints = lambda text: tuple(int(x) for x in text.split(","))
     out = {"transformers": transformers.__version__, "torch": torch.__version__, "attention": {}}
-    for attention in ("sdpa", "eager"):  # sdpa is transformers' default
+    for attention in args.attention.split(","):  # sdpa is transformers' default
         model, vocab = load(args.config, attention)
         with torch.inference_mode():
-            out["attention"][attention] = measure(model, vocab, args.steps, attention)
+            out["attention"][attention] = measure(model, vocab, args.steps, attention,
+                                                  ints(args.prefills), ints(args.batches),
+                                                  not args.no_hook)
         del model
         gc.collect()
         torch.cuda.empty_cache()

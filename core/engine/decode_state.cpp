@@ -12,9 +12,13 @@ DecodeState::~DecodeState() {
   graphs_.reset();  // graphs first: they point into the cache
 }
 
-KvCache& DecodeState::cache(const ModelConfig& config, int64_t kvHeadsPerRank, int64_t requests,
-                            int64_t capacity, at::TensorOptions options) {
+KvCache& DecodeState::cache(const ModelConfig& config, const KvCacheLayout& layout,
+                            int64_t requests, int64_t capacity, at::TensorOptions options) {
+  capacity = layout.localCapacity(capacity);
   const bool fits = cache_ && cache_->requests() >= requests && cache_->capacity() >= capacity &&
+                    cache_->parts() == layout.parts &&
+                    cache_->allKeys(0).size(-2) == layout.heads &&
+                    cache_->allKeys(0).size(-1) == layout.headDim &&
                     cache_->allKeys(0).options().dtype() == options.dtype() &&
                     cache_->allKeys(0).device() == options.device();
   if (fits) {
@@ -27,8 +31,8 @@ KvCache& DecodeState::cache(const ModelConfig& config, int64_t kvHeadsPerRank, i
   const int64_t tokens = cache_ ? std::max(capacity, cache_->capacity()) : capacity;
   graphs_.reset();  // recorded against the old buffers
   cache_.reset();   // freed before the larger one is allocated
-  cache_ = std::make_unique<KvCache>(config.numLayers, tokens, kvHeadsPerRank, config.headDim,
-                                     options, rows);
+  cache_ = std::make_unique<KvCache>(config.numLayers, tokens, layout.heads, layout.headDim,
+                                     options, rows, layout.parts);
   return *cache_;
 }
 

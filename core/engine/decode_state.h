@@ -20,8 +20,9 @@ class DecodeState {
   explicit DecodeState(bool cudaGraphs) : cudaGraphs_(cudaGraphs) {}
   ~DecodeState();
 
-  // A cleared cache with room for `requests` rows of `capacity` tokens.
-  KvCache& cache(const ModelConfig& config, int64_t kvHeadsPerRank, int64_t requests,
+  // A cleared cache with room for `requests` rows of `capacity` tokens (this rank's share of
+  // them under decode-context parallelism), laid out as the model asks.
+  KvCache& cache(const ModelConfig& config, const KvCacheLayout& layout, int64_t requests,
                  int64_t capacity, at::TensorOptions options);
   // The graph runner for this rank's GPU steps, or nullptr (CPU, graphs off, a group that
   // cannot be captured, LibTorch without CUDA).

@@ -14,6 +14,7 @@
 #include "../model/weight_source.h"
 #include "../parallel/local_group.h"
 #include "../parallel/pipeline_stages.h"
+#include "../parallel/rank_process.h"
 #include "../parallel/stage_channel.h"
 #include "generation.h"
 #include "rank_context.h"
@@ -58,8 +59,9 @@ struct Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer;
   at::ScalarType dtype = at::kFloat;
   std::vector<at::Device> devices;
-  // By world rank (stage * tp + tensor-parallel rank): the rank's stage group; with several
-  // stages also the world group and the channel between stages over it.
+  std::vector<int> localRanks;  // the ranks this process runs: every rank, or one (rank processes)
+  // By world rank (stage * tp + tensor-parallel rank): the rank's stage group (null for other
+  // processes' ranks); with several stages also the world group and the channel between stages.
   std::vector<std::unique_ptr<ProcessGroup>> groups;
   std::vector<std::unique_ptr<ProcessGroup>> worlds;
   std::vector<std::unique_ptr<StageChannel>> channels;
@@ -95,13 +97,19 @@ struct Engine::Impl {
   std::exception_ptr runOnRanks(const std::shared_ptr<JobState>& job,
                                 const std::function<void(std::exception_ptr)>& report);
   void validateFailure(const FailureInjection& f) const;
+  // Refuses pipeline stages combined with what they do not run with.
+  void checkStages() const;
   void recordError(int rank, std::exception_ptr e);
+  // Rank processes: every process learns how the job ended on the others and fails with the root
+  // cause when any rank failed (so that all of them rebuild their groups together).
+  std::exception_ptr agreeOnOutcome(std::exception_ptr local);
   void buildInfo();
 };
 
 namespace {
 
 bool wantsNccl(const EngineOptions& o) {
+  if (o.process) return false;  // rank processes: the RankProcess builds the group
   if (o.backend == "local") return false;
   if (o.backend == "nccl") return true;
   // auto: NCCL when every rank can have its own GPU, else ranks share one GPU (local group).
@@ -130,6 +138,13 @@ void Engine::Impl::makeGroups() {
   worlds.clear();
   groups.clear();
   ++groupsBuilt;
+  if (options.process) {  // one stage (the constructor refuses more)
+    groups.resize(size_t(options.tp));
+    for (int r : localRanks)
+      groups[size_t(r)] = options.process->makeGroup(devices[r], {collectiveTimeout});
+    for (int r : localRanks) groups[size_t(r)]->setOptions({collectiveTimeout});
+    return;
+  }
   // One group over `members` (world ranks; under NCCL world rank r runs on GPU r).
   const auto makeGroup = [this](const std::vector<int>& members,
                                 std::vector<std::unique_ptr<ProcessGroup>>& out) {
@@ -163,7 +178,9 @@ void Engine::Impl::abortAll(const std::string& reason) {
   // Every group of every stage: a rank of another stage may wait in its own stage's collective
   // on a peer that waits on the world.
   for (auto* set : {&groups, &worlds}) {
-    for (auto& g : *set) g->abort(reason);
+    for (auto& g : *set) {
+      if (g) g->abort(reason);  // null: another process's rank
+    }
   }
 }
 
@@ -222,6 +239,7 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
           rank,   *groups[rank], *models[rank],
           source, devices[rank], dtype,
           *job,   decode,        channels.empty() ? nullptr : channels[size_t(rank)].get()};
+      ctx.reports = options.process || rank == 0;
       job->run(ctx);
     } catch (...) {
       decode.reset();  // a graph recorded during a failed job is not replayed
@@ -241,7 +259,7 @@ std::exception_ptr Engine::Impl::runOnRanks(const std::shared_ptr<JobState>& job
   current = job;
   firstError = nullptr;
   firstErrorIsAbort = false;
-  running = ranks();
+  running = int(localRanks.size());
   ++epoch;
   cv.notify_all();
   cv.wait(lock, [&] { return running == 0 || firstError; });
@@ -295,6 +313,7 @@ void Engine::Impl::dispatchMain() {
       reported = true;
       finish(job, e);
     });
+    if (options.process && !reported) error = agreeOnOutcome(error);
     if (!reported) finish(job, error);  // the caller hears before the group is rebuilt
     if (!error && !reported) continue;
     // Every rank has left the job. Graphs recorded during it, or with the group about to be
@@ -304,9 +323,12 @@ void Engine::Impl::dispatchMain() {
     cleanup->run = [](RankContext& ctx) { ctx.decode.reset(); };
     runOnRanks(cleanup, [](std::exception_ptr) {});
     try {
-      if (groups[0]->reusableAfterAbort()) {
-        for (auto& g : groups) g->reset();
-        for (auto& g : worlds) g->reset();
+      if (groups[size_t(localRanks[0])]->reusableAfterAbort()) {
+        for (auto* set : {&groups, &worlds}) {
+          for (auto& g : *set) {
+            if (g) g->reset();
+          }
+        }
       } else {
         makeGroups();
       }
@@ -323,6 +345,41 @@ void Engine::Impl::dispatchMain() {
     finish(job, std::make_exception_ptr(Cancelled("the engine shut down before this job ran")));
   }
   queue.clear();
+}
+
+std::exception_ptr Engine::Impl::agreeOnOutcome(std::exception_ptr local) {
+  bool isAbort = false;
+  std::string text;
+  if (local) {
+    text = describeException(local);
+    try {
+      std::rethrow_exception(local);
+    } catch (const CollectiveAborted&) {
+      isAbort = true;
+    } catch (...) {
+    }
+  }
+  const std::string rootCause = options.process->agreeOnOutcome(text, isAbort);
+  if (rootCause.empty()) return nullptr;
+  // This rank's own failure keeps its type (a script error stays one); a rank that only saw the
+  // abort, or finished, reports the root cause with the rank and host it happened on.
+  if (local && !isAbort) return local;
+  return std::make_exception_ptr(Error(rootCause));
+}
+
+void Engine::Impl::checkStages() const {
+  if (options.pp == 1) return;
+  const std::string pp = "pp=" + std::to_string(options.pp);
+  if (options.process) {
+    throw Error(pp +
+                ": pipeline stages run as rank threads; rank processes support tensor "
+                "parallelism only (use --pp 1 with --mpi, or --pp without --mpi)");
+  }
+  if (options.dcp > 1) {
+    throw Error(pp + " with dcp=" + std::to_string(options.dcp) +
+                ": decode-context parallelism runs on one pipeline stage; use --pp with --tp, "
+                "or --dcp with --tp and --pp 1");
+  }
 }
 
 void Engine::Impl::validateFailure(const FailureInjection& f) const {
@@ -344,10 +401,18 @@ void Engine::Impl::buildInfo() {
   info.dtype = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
   info.path = source.dir.string();
   info.device = options.device;
-  info.backend = wantsNccl(options) ? "nccl" : "local";
+  info.backend = options.process      ? options.process->backendName(devices[localRanks[0]])
+                 : wantsNccl(options) ? "nccl"
+                                      : "local";
+  if (options.process) info.rankHosts = options.process->hosts();
   info.tp = options.tp;
   info.pp = options.pp;
   info.expertParallel = options.expertParallel;
+  info.dcp = options.dcp;
+  // This process's first rank: every rank of rank threads, or the one rank of a rank process.
+  const CausalLM& root = *models[size_t(localRanks[0])];
+  info.kvCacheBytesPerToken =
+      root.kvCacheLayout().bytesPerToken(c.numLayers, int64_t(at::elementSize(dtype)));
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
   info.numHeads = c.numHeads;
@@ -357,7 +422,6 @@ void Engine::Impl::buildInfo() {
   info.numExperts = c.moe.numExperts;
   info.expertsPerToken = c.moe.numExpertsPerTok;
   info.eosTokenIds = source.eosTokenIds;
-  const CausalLM& root = *models[0];
   std::function<void(const Module&, int)> walk = [&](const Module& m, int depth) {
     ModuleInfo mi;
     mi.path = m.path();
@@ -376,7 +440,7 @@ void Engine::Impl::buildInfo() {
     info.modules.push_back(std::move(mi));
     for (const Module* c : m.children()) walk(*c, depth + 1);
   };
-  walk(*models[0], 0);
+  walk(root, 0);
 }
 
 Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
@@ -398,7 +462,8 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
              0, s.ranks());
   s.source = openModelSource(s.options.model);
-  s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel);
+  s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel, s.options.dcp);
+  s.checkStages();
   const PipelineStages stages(s.source.config.numLayers, s.options.pp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
@@ -427,21 +492,28 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   s.validateFailure(s.options.failure);
   s.armedFailure = s.options.failure;
   const bool nccl = wantsNccl(s.options);
+  if (s.options.process && s.options.process->size() != s.options.tp) {
+    throw Error("tp=" + std::to_string(s.options.tp) + " needs as many rank processes, but " +
+                std::to_string(s.options.process->size()) +
+                " were started; launch with mpirun -np " + std::to_string(s.options.tp));
+  }
   for (int r = 0; r < s.ranks(); ++r) {
+    const int gpu = s.options.process ? s.options.process->localDevice() : nccl ? r : 0;
     s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
-                                                  : at::Device(at::kCUDA, nccl ? r : 0));
+                                                  : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
+    if (!s.options.process || s.options.process->rank() == r) s.localRanks.push_back(r);
   }
   s.makeGroups();
   s.models.resize(size_t(s.ranks()));
-  s.running = s.ranks();
+  s.running = int(s.localRanks.size());
   std::atomic<int> loaded{0};
-  for (int r = 0; r < s.ranks(); ++r) {
+  for (int r : s.localRanks) {
     s.rankThreads.emplace_back([this, r, &loaded, &progress, stages] {
       Impl& st = *impl_;
       impl_->rankMain(r, [&st, r, &loaded, &progress, stages] {
         const int tp = st.options.tp;
         LoadContext ctx{*st.source.weights,
-                        {r % tp, tp, st.options.expertParallel},
+                        {r % tp, tp, st.options.expertParallel, st.options.dcp},
                         st.dtype,
                         st.devices[size_t(r)],
                         {stages, r / tp}};
@@ -457,9 +529,19 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
     s.cv.wait(lock, [&] { return s.running == 0; });
     error = s.firstError;
   }
+  if (s.options.process) {
+    // Every process fails the load together (a rank that loaded waits for no collective).
+    try {
+      std::exception_ptr agreed = s.agreeOnOutcome(error);
+      if (agreed) error = agreed;
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
   if (!error) {
     try {
-      s.source.weights->checkAllUsed();
+      // An expert-parallel rank process reads only its own experts' tensors.
+      if (!(s.options.process && s.options.expertParallel)) s.source.weights->checkAllUsed();
       s.buildInfo();
     } catch (...) {
       error = std::current_exception();
@@ -529,7 +611,7 @@ JobHandle Engine::generate(GenerateRequest request) {
   auto req = std::make_shared<GenerateRequest>(std::move(request));
   JobHandle h = submit(
       [req, result](RankContext& ctx) {
-        runGeneration(ctx, *req, result.get());  // the sampling rank fills it
+        runGeneration(ctx, *req, ctx.fillsResult() ? result.get() : nullptr);
       },
       req->sampling.maxTokens);
   h.state()->result = result;

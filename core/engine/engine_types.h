@@ -14,6 +14,7 @@
 namespace shardscope {
 
 class Tokenizer;
+class RankProcess;
 
 struct SamplingParams {
   double temperature = 0.0;  // 0: greedy
@@ -63,6 +64,9 @@ struct EngineOptions {
   // vLLM's enable_expert_parallel: each rank holds num_experts / tp whole MoE experts instead of a
   // slice of every expert. No effect on dense models.
   bool expertParallel = false;
+  // vLLM's decode_context_parallel_size (with VLLM_DCP_Q_REPLICATE=1): MLA models split their
+  // latent KV cache along the tokens across groups of dcp ranks; dcp must divide tp.
+  int dcp = 1;
   std::string device = "cpu";    // cpu | cuda
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
@@ -73,6 +77,9 @@ struct EngineOptions {
   // the job with an error naming it and what every rank was waiting on. 0: the default, 60 s, or
   // SHARDSCOPE_COLLECTIVE_TIMEOUT (seconds) when set.
   double collectiveTimeoutSeconds = 0;
+  // Rank processes: set when this process runs one rank of `tp` (shardscope-engine, `run --mpi`);
+  // the other ranks are processes running the same jobs. Unset: one rank thread per rank.
+  std::shared_ptr<RankProcess> process;
   // Test hook, off by default: armed for the first job (SHARDSCOPE_INJECT_FAILURE=KIND:RANK:
   // LAYER:STEP arms it too); Engine::injectFailure arms it for a later job.
   FailureInjection failure;
@@ -81,7 +88,7 @@ struct EngineOptions {
 // A port of the module tree as the UI and the CLI show it.
 struct PortInfo {
   std::string name;       // "input" / "output"
-  std::string shardKind;  // whole, column, fused, row, head, partial, vocab
+  std::string shardKind;  // whole, column, fused, row, head, partial, vocab, dcp-group
 };
 
 struct ParameterInfo {
@@ -107,10 +114,15 @@ struct ModelInfo {
   std::string configSha256;
   std::string dtype;
   std::string device;
-  std::string backend;  // process group: local or nccl
+  std::string backend;  // process group: local, nccl, mpi or nccl+mpi (rank processes)
+  std::vector<std::string> rankHosts;  // rank processes: the host of every rank; else empty
   int tp = 1;
   int pp = 1;  // pipeline stages
   bool expertParallel = false;
+  int dcp = 1;
+  // The KV cache a token costs each rank, over all layers in the model's dtype (a latent under
+  // MLA, split along the tokens under decode-context parallelism).
+  double kvCacheBytesPerToken = 0;
   int64_t vocabSize = 0;
   int64_t numLayers = 0;
   int64_t numHeads = 0;

@@ -122,8 +122,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   }
   // One cache for every request (row i is request i), so decode steps attend in one batch; kept
   // by the rank for the next generation, so graphs recorded over it stay valid.
-  KvCache& cache = ctx.decode.cache(config, ctx.model.kvHeadsPerRank(), int64_t(seqs.size()),
-                                    longest, cacheOptions);
+  const KvCacheLayout layout = ctx.model.kvCacheLayout();
+  KvCache& cache = ctx.decode.cache(config, layout, int64_t(seqs.size()), longest, cacheOptions);
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   const auto graphLayers = [&ctx] {
@@ -167,7 +167,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     host.insert(host.end(), slots.begin(), slots.end());
     const at::Tensor device = at::tensor(host, longOptions).to(ctx.device);
     batch.positions = device.narrow(0, T, T);
-    if (decodeOnly && ctx.device.is_cuda())
+    // The batched decode path reads keys and values per head; a latent cache is read per span.
+    if (decodeOnly && ctx.device.is_cuda() && layout.parts == 2)
       prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
     if (ctx.device.is_cuda() && ctx.model.graphCapturable())
       batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
@@ -208,10 +209,10 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
         }
       }
       d[active.size()] = ctx.cancelRequested() ? 1 : 0;
-      if (request.returnLogits) {
-        at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
-        for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
-      }
+    }
+    if (ctx.fillsResult() && request.returnLogits) {
+      at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
+      for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
     }
     // Through the device only when another rank or a trace's model.samples needs it: a single
     // rank's plain step keeps its decision on the host (two copies and a wait less per token).
@@ -280,7 +281,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
     observer->finish(generated);
   }
-  if (!ctx.isSampler() || !result) return;
+  if (!ctx.fillsResult() || !result) return;
   result->steps = step;
   result->graphLayers = graphLayers() - graphLayersBefore;
   result->outputs.clear();

@@ -20,8 +20,8 @@ namespace shardscope {
 
 class LayerGraphs : public LayerReplayer {
  public:
-  static constexpr int64_t kMaxTokens = 256;  // larger steps are compute-bound: eager
-  static constexpr size_t kMaxGraphs = 512;   // then new layouts run eagerly
+  static constexpr int64_t kMaxTokens = kMaxRecordedTokens;
+  static constexpr size_t kMaxGraphs = 512;  // then new layouts run eagerly
   // Eager runs of a segment before its capture; SHARDSCOPE_GRAPH_WARMUPS=N overrides it (N=1
   // shows issue 14's failure again, for its regression test).
   static constexpr int kWarmups = 3;

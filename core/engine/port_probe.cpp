@@ -56,8 +56,10 @@ std::vector<PortShape> probePortShapes(Engine& engine, const std::vector<int64_t
   request.prompts = {promptIds};
   request.sampling.maxTokens = 1;
   JobHandle h = engine.submit([recorders, request](RankContext& ctx) {
+    // Each stage's first tensor-parallel rank records its stage's ports; every rank process
+    // records its own (each returns its own shapes).
     ShapeRecorder* mine = nullptr;
-    if (ctx.group.rank() == 0) {
+    if (ctx.reports || ctx.group.rank() == 0) {
       mine = &(*recorders)[size_t(ctx.stage())];
       mine->setModel(ctx.model);
     }

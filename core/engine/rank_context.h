@@ -47,6 +47,9 @@ struct RankContext {
   // Pipeline parallelism: the channel between stages over the world group; nullptr with one
   // stage.
   StageChannel* pipeline = nullptr;
+  // Whether this rank hands results, printed lines and progress to its caller: rank 0 of rank
+  // threads, every rank process (each runs its own driver on the same whole values).
+  bool reports = false;
 
   int stages() const { return pipeline ? pipeline->stages() : 1; }
   int stage() const { return pipeline ? pipeline->stage() : 0; }
@@ -55,11 +58,14 @@ struct RankContext {
   // tensor-parallel rank 0 of the last stage (it holds the logits). Rank 0 with one stage.
   int samplerRank() const { return (stages() - 1) * group.size(); }
   bool isSampler() const { return rank == samplerRank(); }
+  // Whether this rank fills a generation's result: a reporting rank, or with pipeline stages (rank
+  // threads only) the sampler, whose stage holds the logits.
+  bool fillsResult() const { return stages() > 1 ? isSampler() : reports; }
 
   // The sampler decides; the decision reaches every rank through the next broadcast.
   bool cancelRequested() const { return job.cancelRequested.load(); }
   void setProgress(int64_t step) const {
-    if (rank == 0) job.step = step;
+    if (reports) job.step = step;
   }
 };
 

@@ -240,4 +240,45 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
   return out;
 }
 
+bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
+                   int64_t localExperts) {
+  // 16-byte rows for every dtype the kernels take (fp32: 4 elements; 8 covers bf16 and fp16).
+  return tokens * topK <= kernels::kFusedMoeMaxPairs &&
+         localExperts <= kernels::kFusedMoeMaxExperts && hidden % 8 == 0 && inter % 8 == 0;
+}
+
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
+                    const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert) {
+  if (!usable(x, w13) || !usable(weights, x) || x.dim() != 2 || ids.scalar_type() != at::kLong)
+    return {};
+  const int64_t T = x.size(0), H = x.size(1), k = ids.size(1), E = w13.size(0), I = w2.size(2);
+  if (!fusedMoeTakes(T, k, H, I, E) || !w13.is_contiguous() || !w2.is_contiguous()) return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor xc = x.contiguous(), idc = ids.contiguous(), wc = weights.contiguous();
+  at::Tensor h = at::empty({T * k, I}, x.options());
+  at::Tensor out = at::empty({T * k, H}, x.options());
+  at::Tensor routing =
+      at::empty({kernels::fusedMoeRoutingInts(T * k, E)}, x.options().dtype(at::kInt));
+  at::Tensor y = at::empty({T, H}, x.options());
+  kernels::FusedMoeArgs a;
+  a.dtype = dtypeOf(x);
+  a.x = xc.data_ptr();
+  a.ids = idc.data_ptr<int64_t>();
+  a.weights = wc.data_ptr();
+  a.w13 = w13.data_ptr();
+  a.w2 = w2.data_ptr();
+  a.h = h.data_ptr();
+  a.out = out.data_ptr();
+  a.y = y.data_ptr();
+  a.routing = routing.data_ptr<int>();
+  a.tokens = T;
+  a.topK = k;
+  a.hidden = H;
+  a.inter = I;
+  a.firstExpert = firstExpert;
+  a.localExperts = E;
+  check(kernels::fusedMoe(a, streamOf(x)), "fused_moe");
+  return y;
+}
+
 }  // namespace shardscope::fused

@@ -57,4 +57,14 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
                            const at::Tensor& positions, int64_t kvHeads, int64_t span,
                            double scale);
 
+// FusedMoE's experts for a few tokens with the routing kept on the GPU (no host sync, so CUDA
+// graphs record it): x [T, H], topk weights [T, k] (x's dtype) and ids [T, k] (int64), this
+// rank's experts from firstExpert on (w13 [E_local, 2I, H], w2 [E_local, H, I]) -> [T, H], the
+// sum of each token's local experts. Undefined when the kernels do not take the shapes.
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
+                    const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert);
+// Whether fusedMoe takes every step of up to `tokens` tokens with these sizes.
+bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
+                   int64_t localExperts);
+
 }  // namespace shardscope::fused

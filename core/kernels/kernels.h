@@ -119,4 +119,33 @@ constexpr int64_t kDecodeAttentionChunk = 512;
 bool decodeAttentionSupports(int64_t group, int64_t headDim);
 cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
 
+// FusedMoE for a few tokens with no host sync (recordable in CUDA graphs): the routing stays on
+// the GPU. For x [tokens, hidden], the chosen experts ids [tokens, topK] (int64) with weights
+// [tokens, topK], and this rank's experts firstExpert.. (w13 [localExperts, 2 inter, hidden]:
+// gate rows then up rows; w2 [localExperts, hidden, inter]): h [tokens * topK, inter] and out
+// [tokens * topK, hidden] are scratch, routing (int32, fusedMoeRoutingInts) too; y [tokens,
+// hidden] gets each token's local experts' sum. Only the chosen experts' weights are read; each
+// rounds as Hugging Face's expert loop does.
+constexpr int64_t kFusedMoeMaxPairs = 4096;    // tokens * topK
+constexpr int64_t kFusedMoeMaxExperts = 4096;  // local experts
+inline int64_t fusedMoeRoutingInts(int64_t pairs, int64_t localExperts) {
+  const int64_t slots = pairs < localExperts ? pairs : localExperts;
+  return 2 + 2 * slots + pairs;
+}
+struct FusedMoeArgs {
+  DType dtype = DType::Float;
+  const void* x = nullptr;
+  const int64_t* ids = nullptr;
+  const void* weights = nullptr;
+  const void* w13 = nullptr;
+  const void* w2 = nullptr;
+  void* h = nullptr;
+  void* out = nullptr;
+  void* y = nullptr;
+  int* routing = nullptr;
+  int64_t tokens = 0, topK = 0, hidden = 0, inter = 0;
+  int64_t firstExpert = 0, localExperts = 0;
+};
+cudaError_t fusedMoe(const FusedMoeArgs& a, cudaStream_t stream);
+
 }  // namespace shardscope::kernels

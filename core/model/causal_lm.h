@@ -32,6 +32,8 @@ class CausalLM : public Module {
 
   virtual const ModelConfig& config() const = 0;
   virtual int64_t kvHeadsPerRank() const = 0;
+  // What the KV cache holds per token on this rank: keys and values of its KV heads by default.
+  virtual KvCacheLayout kvCacheLayout() const { return {kvHeadsPerRank(), config().headDim}; }
   // This rank's stage of the forward. The first stage embeds `ids` ([T] int64 flattened over the
   // batch's spans); every stage runs its layers on `carry` and leaves their output there; the last
   // stage returns the final hidden states [T, H] (whole), the others an undefined tensor.

@@ -2,7 +2,9 @@
 // layer holding all requests ([requests, capacity, kvHeadsPerRank, headDim]), preallocated to at
 // least the longest request (prompt + max tokens) so decode steps write in place and a decode step
 // of many requests can attend in one batched call. All buffers are views of one allocation, so
-// that a cache kept for the next generation (DecodeState) is cleared in one kernel.
+// that a cache kept for the next generation (DecodeState) is cleared in one kernel. An MLA model
+// (DeepSeek-V2) keeps one part per token, the latent and its rope key ([.., 1, kv_lora + rope]),
+// instead of keys and values per head.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,14 +13,37 @@
 
 namespace shardscope {
 
+// What a model keeps per token and layer on one rank; the engine allocates and reports the cache
+// from it.
+struct KvCacheLayout {
+  int64_t heads = 1;    // KV heads on this rank (1 for a latent)
+  int64_t headDim = 0;  // values per head (kv_lora_rank + qk_rope_head_dim for a latent)
+  int64_t parts = 2;    // keys and values; 1: the latent alone
+  // Ranks the tokens are split across (decode-context parallelism): each holds every
+  // tokenShards-th token.
+  int64_t tokenShards = 1;
+
+  // Tokens of a `capacity`-token request this rank holds.
+  int64_t localCapacity(int64_t capacity) const {
+    return (capacity + tokenShards - 1) / tokenShards;
+  }
+  // Bytes a request's token costs this rank over `layers` layers, on average.
+  double bytesPerToken(int64_t layers, int64_t elementSize) const {
+    return double(layers * parts * heads * headDim * elementSize) / double(tokenShards);
+  }
+};
+
 class KvCache {
  public:
   // Zero-filled: masked attention multiplies unseen slots by 0, which must not meet NaN garbage.
+  // `parts` is 2 (keys, values) or 1 (a latent: keys() only).
   KvCache(int64_t numLayers, int64_t capacity, int64_t kvHeadsPerRank, int64_t headDim,
-          at::TensorOptions options, int64_t requests = 1);
+          at::TensorOptions options, int64_t requests = 1, int64_t parts = 2);
 
   int64_t capacity() const { return capacity_; }
   int64_t requests() const { return storage_.size(2); }
+  int64_t parts() const { return storage_.size(1); }
+  int64_t bytes() const { return storage_.numel() * int64_t(storage_.element_size()); }
   // One request's buffers: [capacity, kvHeadsPerRank, headDim] views.
   at::Tensor keys(int64_t layer, int64_t slot = 0) const { return keys_[layer][slot]; }
   at::Tensor values(int64_t layer, int64_t slot = 0) const { return values_[layer][slot]; }
@@ -31,7 +56,7 @@ class KvCache {
 
  private:
   int64_t capacity_;
-  at::Tensor storage_;  // [layers, 2, requests, capacity, kvHeadsPerRank, headDim]
+  at::Tensor storage_;  // [layers, parts, requests, capacity, kvHeadsPerRank, headDim]
   std::vector<at::Tensor> keys_;
   std::vector<at::Tensor> values_;
 };

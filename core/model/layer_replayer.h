@@ -19,6 +19,10 @@ class LayerStack {
                         const ForwardBatch& batch) const = 0;
 };
 
+// The most tokens a step may have for its layers to be recorded (larger steps are compute-bound
+// and run eagerly).
+constexpr int64_t kMaxRecordedTokens = 256;
+
 class LayerReplayer {
  public:
   virtual ~LayerReplayer() = default;

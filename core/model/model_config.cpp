@@ -77,11 +77,26 @@ void parseRope(const json& j, ModelConfig& c, const std::string& origin) {
   const std::string type = optionalString(
       *scaling, "rope_type", optionalString(*scaling, "type", "default", origin), origin);
   if (type == "default") return;
-  if (type != "llama3") {
+  if (type != "llama3" && type != "yarn") {
     throw CheckpointError(origin + ": rope scaling type '" + type +
-                          "' is not supported (supported: default, llama3)");
+                          "' is not supported (supported: default, llama3, yarn)");
   }
   c.ropeScaling.type = type;
+  if (type == "yarn") {
+    RopeScaling& y = c.ropeScaling;
+    y.originalMaxPositions =
+        optionalInt(*scaling, "original_max_position_embeddings", c.maxPositions, origin);
+    // As transformers: without a factor, the ratio of the two context lengths.
+    y.factor = optionalNumber(
+        *scaling, "factor",
+        double(c.maxPositions) / double(std::max<int64_t>(y.originalMaxPositions, 1)), origin);
+    y.betaFast = optionalNumber(*scaling, "beta_fast", 32.0, origin);
+    y.betaSlow = optionalNumber(*scaling, "beta_slow", 1.0, origin);
+    y.mscale = optionalNumber(*scaling, "mscale", 0.0, origin);
+    y.mscaleAllDim = optionalNumber(*scaling, "mscale_all_dim", 0.0, origin);
+    y.attentionFactor = optionalNumber(*scaling, "attention_factor", 0.0, origin);
+    return;
+  }
   c.ropeScaling.factor = optionalNumber(*scaling, "factor", 8.0, origin);
   c.ropeScaling.lowFreqFactor = optionalNumber(*scaling, "low_freq_factor", 1.0, origin);
   c.ropeScaling.highFreqFactor = optionalNumber(*scaling, "high_freq_factor", 4.0, origin);
@@ -106,6 +121,61 @@ void parseMoe(const json& j, ModelConfig& c, const std::string& origin) {
         wrongType(origin, "mlp_only_layers", "a list of layer indices", *layers);
       m.mlpOnlyLayers.push_back(l.get<int64_t>());
     }
+  }
+}
+
+// DeepSeek-V2's latent attention and routing fields (HF's DeepseekV2Config names).
+void parseDeepseekV2(const json& j, ModelConfig& c, const std::string& origin) {
+  MlaConfig& a = c.mla;
+  a.qLoraRank = optionalInt(j, "q_lora_rank", 0, origin);  // null: no query LoRA
+  a.kvLoraRank = requireInt(j, "kv_lora_rank", origin);
+  a.qkNopeHeadDim = requireInt(j, "qk_nope_head_dim", origin);
+  a.qkRopeHeadDim = requireInt(j, "qk_rope_head_dim", origin);
+  a.vHeadDim = requireInt(j, "v_head_dim", origin);
+  MoeConfig& m = c.moe;
+  m.numExperts = requireInt(j, "n_routed_experts", origin);
+  m.numExpertsPerTok = requireInt(j, "num_experts_per_tok", origin);
+  m.intermediateSize = requireInt(j, "moe_intermediate_size", origin);
+  m.normTopkProb = optionalBool(j, "norm_topk_prob", false, origin);
+  m.firstKDenseReplace = optionalInt(j, "first_k_dense_replace", 0, origin);
+  m.numSharedExperts = optionalInt(j, "n_shared_experts", 0, origin);
+  m.routedScalingFactor = optionalNumber(j, "routed_scaling_factor", 1.0, origin);
+  if (optionalInt(j, "moe_layer_freq", 1, origin) != 1)
+    throw CheckpointError(origin + ": 'moe_layer_freq' other than 1 is not supported");
+  const std::string method = optionalString(j, "topk_method", "greedy", origin);
+  if (method == "group_limited_greedy") {
+    m.topkMethod = TopkMethod::GroupLimitedGreedy;
+    m.numGroups = requireInt(j, "n_group", origin);
+    m.topkGroups = requireInt(j, "topk_group", origin);
+  } else if (method != "greedy") {
+    throw CheckpointError(origin + ": topk_method '" + method +
+                          "' is not supported (supported: greedy, group_limited_greedy)");
+  }
+  c.headDim = a.qkRopeHeadDim;  // as transformers: the rotary dimension
+}
+
+void validateDeepseekV2(const ModelConfig& c, const std::string& origin) {
+  const MlaConfig& a = c.mla;
+  const MoeConfig& m = c.moe;
+  const auto fail = [&](const std::string& what) { throw CheckpointError(origin + ": " + what); };
+  const auto positive = [&](int64_t v, const char* key) {
+    if (v <= 0) fail(std::string("'") + key + "' must be positive, got " + std::to_string(v));
+  };
+  positive(a.kvLoraRank, "kv_lora_rank");
+  positive(a.qkNopeHeadDim, "qk_nope_head_dim");
+  positive(a.qkRopeHeadDim, "qk_rope_head_dim");
+  positive(a.vHeadDim, "v_head_dim");
+  if (a.qLoraRank < 0) fail("'q_lora_rank' must be positive or null");
+  if (m.numSharedExperts < 0) fail("'n_shared_experts' must not be negative");
+  if (m.topkMethod != TopkMethod::GroupLimitedGreedy) return;
+  if (m.numGroups <= 0 || m.numExperts % m.numGroups != 0) {
+    fail("'n_group' (" + std::to_string(m.numGroups) + ") must divide n_routed_experts (" +
+         std::to_string(m.numExperts) + ")");
+  }
+  if (m.topkGroups < 1 || m.topkGroups > m.numGroups ||
+      m.numExpertsPerTok > m.topkGroups * (m.numExperts / m.numGroups)) {
+    fail("'topk_group' (" + std::to_string(m.topkGroups) + ") must be between 1 and n_group (" +
+         std::to_string(m.numGroups) + ") and its groups must hold num_experts_per_tok experts");
   }
 }
 
@@ -145,6 +215,8 @@ const char* familyName(Family f) {
       return "llama";
     case Family::Qwen3Moe:
       return "qwen3_moe";
+    case Family::DeepseekV2:
+      return "deepseek_v2";
   }
   return "?";
 }
@@ -172,9 +244,12 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
     c.family = Family::Qwen3Moe;
     c.qkNorm = true;
     parseMoe(j, c, origin);
+  } else if (modelType == "deepseek_v2") {
+    c.family = Family::DeepseekV2;
   } else {
-    throw CheckpointError(origin + ": model_type '" + modelType +
-                          "' is not supported (supported: qwen3, qwen2, llama, qwen3_moe)");
+    throw CheckpointError(
+        origin + ": model_type '" + modelType +
+        "' is not supported (supported: qwen3, qwen2, llama, qwen3_moe, deepseek_v2)");
   }
   if (const json* a = field(j, "architectures"); a && a->is_array() && !a->empty()) {
     if (!(*a)[0].is_string()) wrongType(origin, "architectures", "a list of names", *a);
@@ -203,6 +278,7 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
       c.eosTokenIds.push_back(e.get<int64_t>());
     }
   }
+  if (c.family == Family::DeepseekV2) parseDeepseekV2(j, c, origin);
   parseRope(j, c, origin);
 
   const auto positive = [&](int64_t v, const char* key) {
@@ -223,7 +299,8 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& origi
   }
   if (c.headDim % 2 != 0)
     throw CheckpointError(origin + ": head_dim must be even for rotary embeddings");
-  if (c.family == Family::Qwen3Moe) validateMoe(c, origin);
+  if (c.family == Family::Qwen3Moe || c.family == Family::DeepseekV2) validateMoe(c, origin);
+  if (c.family == Family::DeepseekV2) validateDeepseekV2(c, origin);
   return c;
 }
 
@@ -237,6 +314,7 @@ bool ModelConfig::isSparseLayer(int64_t layer) const {
   if (moe.numExperts == 0) return false;
   const auto& only = moe.mlpOnlyLayers;
   if (std::find(only.begin(), only.end(), layer) != only.end()) return false;
+  if (family == Family::DeepseekV2) return layer >= moe.firstKDenseReplace;
   return (layer + 1) % moe.decoderSparseStep == 0;
 }
 
@@ -247,7 +325,7 @@ bool ModelConfig::hasSparseLayers() const {
   return false;
 }
 
-void ModelConfig::checkTensorParallel(int tp, bool expertParallel) const {
+void ModelConfig::checkTensorParallel(int tp, bool expertParallel, int dcp) const {
   if (tp < 1) throw Error("tensor_parallel_size must be at least 1, got " + std::to_string(tp));
   bool dense = false;
   for (int64_t i = 0; i < numLayers && !dense; ++i) dense = !isSparseLayer(i);
@@ -267,18 +345,38 @@ void ModelConfig::checkTensorParallel(int tp, bool expertParallel) const {
     return std::nullopt;
   };
   const auto failed = blocker(tp);
-  if (!failed) return;
-  std::string divisors;
-  for (int d = 1; d <= 8; d *= 2) {
-    if (!blocker(d)) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+  if (failed) {
+    std::string divisors;
+    for (int d = 1; d <= 8; d *= 2) {
+      if (!blocker(d)) divisors += (divisors.empty() ? "" : ", ") + std::to_string(d);
+    }
+    const bool experts = failed->first == "num_experts";
+    throw CheckpointError(
+        std::string(experts ? "enable_expert_parallel: " : "") + "tensor_parallel_size " +
+        std::to_string(tp) + " does not divide " + failed->first + " (" +
+        std::to_string(failed->second) + "); sizes that work for this model" +
+        (expertParallel ? " with expert parallelism" : "") + ": " + divisors +
+        (experts ? " (or leave enable_expert_parallel off to split every expert)" : ""));
   }
-  const bool experts = failed->first == "num_experts";
-  throw CheckpointError(
-      std::string(experts ? "enable_expert_parallel: " : "") + "tensor_parallel_size " +
-      std::to_string(tp) + " does not divide " + failed->first + " (" +
-      std::to_string(failed->second) + "); sizes that work for this model" +
-      (expertParallel ? " with expert parallelism" : "") + ": " + divisors +
-      (experts ? " (or leave enable_expert_parallel off to split every expert)" : ""));
+  if (dcp == 1) return;
+  // Decode-context parallelism splits the latent KV cache along the tokens across groups of dcp
+  // ranks of the tensor-parallel group, so dcp must divide tp, and only MLA models have a latent.
+  if (family != Family::DeepseekV2) {
+    throw Error("decode_context_parallel_size " + std::to_string(dcp) +
+                ": decode-context parallelism needs an MLA model (DeepSeek-V2); " +
+                familyName(family) + " takes decode_context_parallel_size=1 only");
+  }
+  if (dcp >= 1 && tp % dcp == 0) return;
+  std::string pairs;
+  for (int t = 1; t <= 8; t *= 2) {
+    if (blocker(t)) continue;
+    std::string dcps;
+    for (int d = 1; d <= t; d *= 2) dcps += (dcps.empty() ? "" : "|") + std::to_string(d);
+    pairs += (pairs.empty() ? "" : ", ") + ("tp=" + std::to_string(t) + " dcp=" + dcps);
+  }
+  throw Error("decode_context_parallel_size " + std::to_string(dcp) +
+              " does not divide tensor_parallel_size " + std::to_string(tp) +
+              "; combinations that work for this model: " + pairs);
 }
 
 }  // namespace shardscope

@@ -37,6 +37,7 @@ struct Parameter {
   at::Tensor shard;                // this rank's piece
   std::vector<int64_t> fullShape;  // the unsharded shape (vocabulary padding trimmed)
   int64_t splitDim = -1;           // -1: replicated
+  int replicas = 1;                // consecutive ranks holding the same shard (a DCP group)
 };
 
 enum class PortRole { Input = 0, Output = 1 };

@@ -5,12 +5,17 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
 
 #include "../error.h"
 #include "collective_board.h"
+#if SHARDSCOPE_WITH_CUDA_KERNELS
+#include "peer_all_reduce.h"
+#endif
 
 namespace shardscope {
 
@@ -21,6 +26,7 @@ struct NcclGroup::Shared {
       aborter.join();  // returns once every graph recorded with the communicators is destroyed
       return;
     }
+    releaseWindows();
     for (size_t r = 0; r < comms.size(); ++r) {
       if (!comms[r]) continue;
       cudaSetDevice(devices[r]);
@@ -36,7 +42,66 @@ struct NcclGroup::Shared {
   std::string reason;  // set once, under the exclusive lock
   std::thread aborter;
   CollectiveBoard board;
+
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::Nccl;
+#if SHARDSCOPE_WITH_CUDA_KERNELS
+  std::unique_ptr<PeerAllReduce> peer;
+#endif
+  // NcclSymmetric: per rank a buffer registered as a symmetric window; small all-reduces are
+  // copied in, reduced there and copied out.
+  size_t windowBytes = 0;
+  std::vector<void*> windowBuffers;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  std::vector<ncclWindow_t> windows;
+#endif
+  void registerWindows(size_t bytes);
+  void releaseWindows();
 };
+
+void NcclGroup::Shared::registerWindows(size_t bytes) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  windowBytes = bytes;
+  windowBuffers.assign(comms.size(), nullptr);
+  windows.assign(comms.size(), nullptr);
+  for (size_t r = 0; r < comms.size(); ++r) {
+    cudaSetDevice(devices[r]);
+    if (ncclMemAlloc(&windowBuffers[r], bytes) != ncclSuccess)
+      throw Error("ncclMemAlloc of the symmetric all-reduce window failed on GPU " +
+                  std::to_string(devices[r]) + "; use SHARDSCOPE_ALL_REDUCE=nccl or peer");
+  }
+  ncclGroupStart();
+  for (size_t r = 0; r < comms.size(); ++r) {
+    cudaSetDevice(devices[r]);
+    ncclCommWindowRegister(comms[r], windowBuffers[r], bytes, &windows[r], NCCL_WIN_COLL_SYMMETRIC);
+  }
+  const ncclResult_t res = ncclGroupEnd();
+  if (res != ncclSuccess)
+    throw Error(std::string("registering NCCL symmetric windows failed: ") +
+                ncclGetErrorString(res) + "; use SHARDSCOPE_ALL_REDUCE=nccl or peer");
+#else
+  (void)bytes;
+  throw Error("SHARDSCOPE_ALL_REDUCE=nccl-symmetric needs NCCL 2.27 or later; this build has " +
+              std::to_string(NCCL_VERSION_CODE) + "; use nccl or peer");
+#endif
+}
+
+void NcclGroup::Shared::releaseWindows() {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  if (windows.empty()) return;
+  ncclGroupStart();
+  for (size_t r = 0; r < comms.size(); ++r) {
+    if (!windows[r]) continue;
+    cudaSetDevice(devices[r]);
+    ncclCommWindowDeregister(comms[r], windows[r]);
+  }
+  ncclGroupEnd();
+  for (size_t r = 0; r < comms.size(); ++r) {
+    cudaSetDevice(devices[r]);
+    if (windowBuffers[r]) ncclMemFree(windowBuffers[r]);
+  }
+  windows.clear();
+#endif
+}
 
 namespace {
 
@@ -65,15 +130,49 @@ ncclDataType_t ncclType(at::ScalarType t) {
   throw Error(std::string("NCCL cannot exchange tensors of dtype ") + c10::toString(t));
 }
 
-}  // namespace
-
-std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(int size) {
-  std::vector<int> devices;
-  for (int r = 0; r < size; ++r) devices.push_back(r);
-  return create(devices);
+// Sets up the small-tensor all-reduce `wanted` asks for. Peer (asked for) without peer access
+// throws; Auto falls back to NCCL and says why once on stderr.
+void chooseAllReduce(NcclGroup::Shared& shared, AllReduceAlgorithm wanted) {
+  const int size = int(shared.comms.size());
+  if (size == 1 || wanted == AllReduceAlgorithm::Nccl) {
+    shared.algorithm = AllReduceAlgorithm::Nccl;
+    return;
+  }
+  if (wanted == AllReduceAlgorithm::NcclSymmetric) {
+    shared.registerWindows(NcclGroup::kSmallAllReduceBytes);
+    shared.algorithm = AllReduceAlgorithm::NcclSymmetric;
+    return;
+  }
+#if SHARDSCOPE_WITH_CUDA_KERNELS
+  std::string why;
+  shared.peer = PeerAllReduce::create(shared.devices, NcclGroup::kSmallAllReduceBytes, why);
+  if (shared.peer) {
+    shared.algorithm = AllReduceAlgorithm::Peer;
+    return;
+  }
+#else
+  const std::string why = "this build has no fused CUDA kernels (nvcc was not found)";
+#endif
+  if (wanted == AllReduceAlgorithm::Peer)
+    throw Error("SHARDSCOPE_ALL_REDUCE=peer cannot work here: " + why + "; use auto or nccl");
+  std::fprintf(stderr, "shardscope: small all-reduces use NCCL: %s\n", why.c_str());
+  shared.algorithm = AllReduceAlgorithm::Nccl;
 }
 
-std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(const std::vector<int>& devices) {
+}  // namespace
+
+AllReduceAlgorithm NcclGroup::allReduceAlgorithm() const {
+  return shared_->algorithm;
+}
+
+std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(int size, AllReduceAlgorithm algorithm) {
+  std::vector<int> devices;
+  for (int r = 0; r < size; ++r) devices.push_back(r);
+  return create(devices, algorithm);
+}
+
+std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(const std::vector<int>& devices,
+                                                          AllReduceAlgorithm algorithm) {
   const int size = int(devices.size());
   int visible = 0;
   cudaGetDeviceCount(&visible);
@@ -99,9 +198,36 @@ std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(const std::vector<int>
   if (res != ncclSuccess) {
     throw Error(std::string("creating NCCL communicators failed: ") + ncclGetErrorString(res));
   }
+  chooseAllReduce(*shared, algorithm);
   std::vector<std::unique_ptr<NcclGroup>> groups;
   for (int r = 0; r < size; ++r) groups.push_back(std::make_unique<NcclGroup>(r, size, shared));
   return groups;
+}
+
+std::string NcclGroup::newUniqueId() {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) throw Error("ncclGetUniqueId failed");
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+std::unique_ptr<NcclGroup> NcclGroup::join(int rank, int size, const std::string& uniqueId,
+                                           int device) {
+  ncclUniqueId id;
+  if (uniqueId.size() != sizeof(id.internal))
+    throw Error("an NCCL unique id has " + std::to_string(sizeof(id.internal)) + " bytes, got " +
+                std::to_string(uniqueId.size()));
+  std::memcpy(id.internal, uniqueId.data(), sizeof(id.internal));
+  auto shared = std::make_shared<Shared>(size);
+  shared->comms.assign(size_t(size), nullptr);
+  shared->devices.assign(size_t(size), device);
+  cudaSetDevice(device);
+  const ncclResult_t res = ncclCommInitRank(&shared->comms[size_t(rank)], size, id, rank);
+  if (res != ncclSuccess) {
+    throw Error("joining the NCCL communicator as rank " + std::to_string(rank) + " of " +
+                std::to_string(size) + " on GPU " + std::to_string(device) +
+                " failed: " + ncclGetErrorString(res));
+  }
+  return std::make_unique<NcclGroup>(rank, size, shared);
 }
 
 NcclGroup::NcclGroup(int rank, int size, std::shared_ptr<Shared> shared)
@@ -194,9 +320,29 @@ at::Tensor NcclGroup::allGather(const at::Tensor& local, int64_t dim) {
 void NcclGroup::allReduceSum(at::Tensor& tensor) {
   if (size_ == 1) return;
   at::Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
+  const size_t bytes = size_t(buf.numel()) * buf.element_size();
+  Shared& s = *shared_;
+#if SHARDSCOPE_WITH_CUDA_KERNELS
+  if (s.algorithm == AllReduceAlgorithm::Peer && s.peer->accepts(buf)) {
+    collective("allReduceSum", [&](ncclComm_t, cudaStream_t stream) {
+      s.peer->launch(buf, rank_, stream);
+      return ncclSuccess;
+    });
+    if (!buf.is_same(tensor)) tensor.copy_(buf);
+    return;
+  }
+#endif
+  const bool windowed = s.algorithm == AllReduceAlgorithm::NcclSymmetric && bytes <= s.windowBytes;
   collective("allReduceSum", [&](ncclComm_t comm, cudaStream_t stream) {
-    return ncclAllReduce(buf.data_ptr(), buf.data_ptr(), buf.numel(), ncclType(buf.scalar_type()),
-                         ncclSum, comm, stream);
+    void* data = buf.data_ptr();
+    if (windowed) {
+      data = s.windowBuffers[size_t(rank_)];
+      cudaMemcpyAsync(data, buf.data_ptr(), bytes, cudaMemcpyDeviceToDevice, stream);
+    }
+    const ncclResult_t r =
+        ncclAllReduce(data, data, buf.numel(), ncclType(buf.scalar_type()), ncclSum, comm, stream);
+    if (windowed) cudaMemcpyAsync(buf.data_ptr(), data, bytes, cudaMemcpyDeviceToDevice, stream);
+    return r;
   });
   if (!buf.is_same(tensor)) tensor.copy_(buf);
 }
@@ -222,10 +368,14 @@ void NcclGroup::abort(const std::string& reason) {
   if (shared_->aborted) return;
   shared_->reason = reason;
   shared_->aborted = true;
+#if SHARDSCOPE_WITH_CUDA_KERNELS
+  if (shared_->peer) shared_->peer->abort();  // peer kernels waiting on a rank return now
+#endif
   // Every communicator, so that NCCL kernels waiting on any GPU quit. The last abort returns only
   // once the graphs recorded with them are destroyed (NCCL's rule): off the caller's thread.
   shared_->aborter = std::thread([s = shared_.get()] {
     for (size_t r = 0; r < s->comms.size(); ++r) {
+      if (!s->comms[r]) continue;  // a rank process holds only its own communicator
       cudaSetDevice(s->devices[r]);
       ncclCommAbort(s->comms[r]);
     }

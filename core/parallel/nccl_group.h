@@ -15,18 +15,36 @@
 #include <memory>
 #include <vector>
 
+#include "all_reduce_algorithm.h"
 #include "process_group.h"
 
 namespace shardscope {
 
 class NcclGroup : public ProcessGroup {
  public:
+  // Up to this size an all-reduce takes the peer or symmetric path (a decode step's rows up to
+  // batch 64 of a 4096-wide bf16 model); larger ones are bandwidth-bound and NCCL's rings do well.
+  static constexpr size_t kSmallAllReduceBytes = 512 * 1024;
+
   // Creates one communicator per rank on devices 0..size-1. Call from one thread; each returned
-  // group is then used from its own rank thread.
-  static std::vector<std::unique_ptr<NcclGroup>> create(int size);
+  // group is then used from its own rank thread. `algorithm` picks allReduceSum's implementation
+  // for small tensors (peer memory, NCCL, or NCCL on registered symmetric windows); larger ones
+  // and Auto without peer access use NCCL.
+  static std::vector<std::unique_ptr<NcclGroup>> create(
+      int size, AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
   // One communicator per device in `devices` (rank i on devices[i]): a stage's tensor-parallel
-  // group, or the world of a pipeline.
-  static std::vector<std::unique_ptr<NcclGroup>> create(const std::vector<int>& devices);
+  // group, or the world of a pipeline. create(size) is create({0..size-1}).
+  static std::vector<std::unique_ptr<NcclGroup>> create(
+      const std::vector<int>& devices,
+      AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
+  // The implementation small all-reduces use in this group (never Auto).
+  AllReduceAlgorithm allReduceAlgorithm() const;
+  // Rank processes (one GPU each, bootstrapped over MPI): newUniqueId() on one rank, its bytes sent
+  // to every process, then join() on every process with its rank and GPU (collective). A joined
+  // group's small all-reduces use NCCL (peer pointers need the ranks in one process).
+  static std::string newUniqueId();
+  static std::unique_ptr<NcclGroup> join(int rank, int size, const std::string& uniqueId,
+                                         int device);
 
   ~NcclGroup() override;
 

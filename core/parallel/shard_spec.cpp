@@ -31,6 +31,8 @@ const char* shardKindName(ShardKind k) {
       return "partial";
     case ShardKind::Vocab:
       return "vocab";
+    case ShardKind::DcpGroup:
+      return "dcp-group";
   }
   return "?";
 }

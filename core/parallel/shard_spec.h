@@ -22,6 +22,10 @@ enum class ShardKind {
   Head,         // split by attention heads (dimension 1 of [T, heads, d], or last of [T, heads*d])
   PartialSum,   // each rank holds a partial sum; reading all-reduces
   Vocab,        // split along the (padded) vocabulary
+  // Column split into tp / dcp shards, each held by the `replicas` (= dcp) consecutive ranks of a
+  // decode-context-parallel group (vLLM's DCPGroupColumnParallelLinear): a read gathers the
+  // shards once, dropping the group replicas; a write lands on every replica.
+  DcpGroup,
 };
 
 const char* shardKindName(ShardKind k);

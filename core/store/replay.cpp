@@ -1,5 +1,6 @@
 #include "replay.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "../file_tree.h"
@@ -7,6 +8,22 @@
 #include "run_recorder.h"
 
 namespace shardscope::store {
+
+namespace {
+
+int64_t changedTokens(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t common = std::min(a.size(), b.size());
+  int64_t changed = int64_t(std::max(a.size(), b.size()) - common);
+  for (size_t i = 0; i < common; ++i) changed += a[i] != b[i];
+  return changed;
+}
+
+std::string modelText(const trace::ModelIdentity& m) {
+  return m.spec + " (" + m.dtype + ", tp=" + std::to_string(m.tp) +
+         (m.expertParallel ? ", expert parallel" : "") + ", " + m.device + ")";
+}
+
+}  // namespace
 
 bool ReplayReport::identical() const {
   for (const auto& v : values) {
@@ -62,10 +79,13 @@ void compareResults(const trace::RunResult& before, const trace::RunResult& afte
       t.trace = int(ti);
       t.invoke = int(ii);
       t.before = a.invokes[ii].text;
+      t.beforeIds = a.invokes[ii].tokenIds;
       if (b && ii < b->invokes.size()) {
         t.after = b->invokes[ii].text;
-        t.same = a.invokes[ii].tokenIds == b->invokes[ii].tokenIds;
+        t.afterIds = b->invokes[ii].tokenIds;
+        t.same = t.beforeIds == t.afterIds;
       }
+      t.changedTokens = changedTokens(t.beforeIds, t.afterIds);
       report.texts.push_back(std::move(t));
     }
   }
@@ -92,6 +112,7 @@ ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options
     o.device = m.device;
     o.dtype = m.dtype;
     o.backend = m.backend;
+    o.expertParallel = m.expertParallel;
     if (m.engineVersion != SHARDSCOPE_VERSION) {
       report.notes.push_back("recorded with ShardScope " + m.engineVersion + ", replayed with " +
                              SHARDSCOPE_VERSION);
@@ -107,6 +128,27 @@ ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options
     runner.run(original.script, original.summary.scriptFile);
   }
   compareResults(original.result, runner.result(), report);
+  return report;
+}
+
+ReplayReport compareRuns(const SessionStore& store, int64_t a, int64_t b) {
+  const RunRecord before = store.run(a);
+  const RunRecord after = store.run(b);
+  ReplayReport report;
+  report.runId = a;
+  const size_t models = std::max(before.result.models.size(), after.result.models.size());
+  for (size_t i = 0; i < models; ++i) {
+    const auto* x = i < before.result.models.size() ? &before.result.models[i] : nullptr;
+    const auto* y = i < after.result.models.size() ? &after.result.models[i] : nullptr;
+    const std::string was = x ? modelText(*x) : "no model", now = y ? modelText(*y) : "no model";
+    if (was != now || (x && y && x->configSha256 != y->configSha256)) {
+      report.notes.push_back("model " + std::to_string(i) + ": run " + std::to_string(a) + " on " +
+                             was + ", run " + std::to_string(b) + " on " + now +
+                             (was == now ? " with another config.json" : ""));
+    }
+  }
+  if (before.script != after.script) report.notes.push_back("the two runs' scripts differ");
+  compareResults(before.result, after.result, report);
   return report;
 }
 

@@ -22,6 +22,8 @@ struct TextComparison {
   int trace = 0, invoke = 0;
   bool same = false;  // token ids equal
   std::string before, after;
+  std::vector<int64_t> beforeIds, afterIds;
+  int64_t changedTokens = 0;  // positions whose ids differ, the longer one's extra tokens included
 };
 
 struct ReplayReport {
@@ -45,5 +47,10 @@ ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options
 // Compares two results (of the same script): the values and texts of `before` against `after`.
 void compareResults(const trace::RunResult& before, const trace::RunResult& after,
                     ReplayReport& report);
+
+// Compares two recorded runs of `store` (`shardscope-cli diff`, the GUI's Compare): run `a`'s
+// values and texts against run `b`'s, with a note for each way their models differ. `runId` is
+// `a`; `replayId` is 0. Throws StoreError when a run does not exist.
+ReplayReport compareRuns(const SessionStore& store, int64_t a, int64_t b);
 
 }  // namespace shardscope::store

@@ -89,6 +89,11 @@ ALTER TABLE traces ADD COLUMN wall_ms REAL;
 ALTER TABLE traces ADD COLUMN steps INTEGER;
 ALTER TABLE traces ADD COLUMN stop TEXT NOT NULL DEFAULT '[]';
 )sql",
+    // 4: whether a model ran with enable_expert_parallel (NULL for models recorded before: read
+    // as off, the only layout earlier builds had).
+    R"sql(
+ALTER TABLE models ADD COLUMN expert_parallel INTEGER;
+)sql",
 };
 
 }  // namespace

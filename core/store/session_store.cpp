@@ -257,12 +257,12 @@ void SessionStore::finishRun(int64_t id, const trace::RunResult& result, RunStat
       throw StoreError("run " + std::to_string(id) + " has already ended (" + current.text(0) +
                        ")");
   }
-  auto model = db_->prepare("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto model = db_->prepare("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (size_t i = 0; i < result.models.size(); ++i) {
     const trace::ModelIdentity& m = result.models[i];
     model.bind(1, id).bind(2, int64_t(i)).bind(3, m.name).bind(4, m.spec).bind(5, m.path);
     model.bind(6, m.configSha256).bind(7, m.dtype).bind(8, m.device).bind(9, m.backend);
-    model.bind(10, int64_t(m.tp)).bind(11, m.engineVersion);
+    model.bind(10, int64_t(m.tp)).bind(11, m.engineVersion).bind(12, int64_t(m.expertParallel));
     model.run();
     model.reset();
   }
@@ -439,6 +439,7 @@ void SessionStore::loadResult(int64_t id, bool withValueData, trace::RunResult& 
     mi.backend = m.text(8);
     mi.tp = int(m.integer(9));
     mi.engineVersion = m.text(10);
+    mi.expertParallel = version_ >= 4 && !m.isNull(11) && m.integer(11) != 0;
     out.models.push_back(std::move(mi));
   }
   auto t = db_->prepare(

@@ -9,7 +9,8 @@
 // `PRAGMA user_version` = schema version (schema.cpp lists the migrations). Token ids are
 // little-endian int64 blobs; a value is its dtype name, JSON shape and raw row-major bytes.
 // Since schema 3 a trace row also holds its wall time in milliseconds, its generation steps and
-// the sampling's stop strings (a JSON list of strings).
+// the sampling's stop strings (a JSON list of strings); since schema 4 a model row says whether it
+// ran with enable_expert_parallel.
 //
 // Older files: a writer migrates them when it opens them; a reader (readOnly) reads them as they
 // are, without writing a byte: what an older schema did not keep reads as absent (no timing, no

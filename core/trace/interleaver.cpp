@@ -90,14 +90,14 @@ class Mediator : public Host {
  public:
   Mediator(Interleaver& owner, int64_t invoke, int64_t firstRequest,
            std::shared_ptr<const Program> program, const InvokeSpec& spec,
-           std::shared_ptr<Environment> scope, long long budget, int64_t memoryBudget)
+           std::shared_ptr<Environment> scope, long long budget, const MemoryBudget& memory)
       : owner_(owner),
         invoke_(invoke),
         firstRequest_(firstRequest),
         requests_(spec.requests),
         body_(spec.body),
         env_(std::move(scope)) {
-    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget, memoryBudget);
+    interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget, memory);
     co_ = std::make_unique<Coroutine>([this] { run(); });
   }
 
@@ -367,8 +367,9 @@ class Mediator : public Host {
     CollectiveSite site(where, step);
     const int64_t dim = p->splitDim;
     ProcessGroup& group = owner_.rank().group;
-    at::Tensor whole = gather(
-        p->shard, ShardSpec::padded(ShardKind::Column, dim, p->fullShape[size_t(dim)]), group);
+    ShardSpec spec = ShardSpec::padded(ShardKind::Column, dim, p->fullShape[size_t(dim)]);
+    spec.replicas = p->replicas;
+    at::Tensor whole = gather(p->shard, spec, group);
     return group.size() == 1 ? whole.clone() : whole;  // never a view of the weights
   }
 
@@ -395,7 +396,7 @@ class Mediator : public Host {
 Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
                          const std::vector<InvokeSpec>& invokes,
                          std::shared_ptr<const Tokenizer> tokenizer, long long budget,
-                         int64_t memoryBudget)
+                         const MemoryBudget& memory)
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
   scope_ = std::make_shared<Environment>(builtinScope());
@@ -413,7 +414,7 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
   int64_t request = 0;
   for (size_t i = 0; i < invokes.size(); ++i) {
     mediators_.push_back(std::make_unique<Mediator>(*this, int64_t(i), request, program_,
-                                                    invokes[i], scope_, budget, memoryBudget));
+                                                    invokes[i], scope_, budget, memory));
     request += invokes[i].requests;
   }
   requestEnded_.assign(size_t(request), false);

@@ -22,6 +22,7 @@
 #include "../engine/rank_context.h"
 #include "../model/port_observer.h"
 #include "ast.h"
+#include "memory_budget.h"
 #include "value.h"
 
 namespace shardscope {
@@ -51,7 +52,7 @@ class Interleaver : public PortObserver {
  public:
   Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
               const std::vector<InvokeSpec>& invokes, std::shared_ptr<const Tokenizer> tokenizer,
-              long long budget, int64_t memoryBudget = 0);
+              long long budget, const MemoryBudget& memory = MemoryBudget(0));
   ~Interleaver() override;
 
   // Makes a module outside the model's tree addressable by its path (test seam for synthetic
@@ -78,7 +79,7 @@ class Interleaver : public PortObserver {
   const Module* findModule(const std::string& path) const;
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::shared_ptr<const Tokenizer>& sharedTokenizer() const { return tokenizer_; }
-  bool reporter() const { return ctx_.rank == 0; }
+  bool reporter() const { return ctx_.reports; }
   // Why `name` is not defined for `asking` when another invoke assigns it but has not yet reached
   // that line (a cross-invoke ordering error); empty when no other invoke assigns it.
   std::string undefinedName(const Mediator& asking, const std::string& name) const;

@@ -46,13 +46,13 @@ double asNumber(const Value& v, const char* what) {
 
 Interpreter::Interpreter(std::shared_ptr<const Program> program, Host& host,
                          std::shared_ptr<Environment> globals, long long budget,
-                         int64_t memoryBudget)
+                         MemoryBudget memory)
     : program_(std::move(program)),
       host_(host),
       globals_(std::move(globals)),
       env_(globals_),
       budget_(budget),
-      memory_(memoryBudget) {}
+      memory_(std::move(memory)) {}
 
 void Interpreter::fail(const std::string& message) const {
   throw ScriptError(program_->file, at_, stmt_ ? stmt_->source : "", message);

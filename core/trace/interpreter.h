@@ -63,10 +63,11 @@ class Host {
 
 class Interpreter {
  public:
-  // `budget` bounds evaluation steps; `memoryBudget` the bytes the block's values hold (<= 0:
+  // `budget` bounds evaluation steps; `memory` the bytes the block's values hold (default:
   // unbounded).
   Interpreter(std::shared_ptr<const Program> program, Host& host,
-              std::shared_ptr<Environment> globals, long long budget, int64_t memoryBudget = 0);
+              std::shared_ptr<Environment> globals, long long budget,
+              MemoryBudget memory = MemoryBudget(0));
 
   // Runs statements; errors come out as ScriptError with file, line, column and statement.
   void run(const Block& block);

@@ -15,6 +15,8 @@
 namespace shardscope::trace {
 namespace {
 
+constexpr int64_t kDeferBytes = int64_t(1) << 20;  // what a block may make before a deferred
+                                                   // default limit is read
 constexpr int64_t kObjectBytes = int64_t(sizeof(Object)) + 16;  // the object and its control block
 
 std::string mib(int64_t bytes) {
@@ -51,7 +53,21 @@ struct HeldCounter {
 
 MemoryBudget::MemoryBudget(int64_t limitBytes)
     : limit_(limitBytes),
-      measureEvery_(std::clamp<int64_t>(limitBytes / 16, int64_t(1) << 20, int64_t(256) << 20)) {}
+      measureEvery_(std::clamp<int64_t>(limitBytes / 16, kDeferBytes, int64_t(256) << 20)) {}
+
+MemoryBudget::MemoryBudget(std::function<int64_t()> readLimit)
+    : limit_(0), resolve_(std::move(readLimit)), measureEvery_(kDeferBytes) {}
+
+MemoryBudget MemoryBudget::deviceDefault(std::string deviceType, int64_t share) {
+  return MemoryBudget([deviceType = std::move(deviceType), share] {
+    return defaultMemoryBudget(deviceType) / std::max<int64_t>(1, share);
+  });
+}
+
+void MemoryBudget::resolveFor(int64_t bytes) {
+  if (!resolve_ || bytes < kDeferBytes) return;
+  *this = MemoryBudget(resolve_());
+}
 
 std::string MemoryBudget::exceeded(int64_t held) const {
   return "memory budget of " + mib(limit_) + " exceeded: this block's values hold " + mib(held) +
@@ -63,6 +79,8 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
   if (!bounded()) return "";
   pending_ += bytes;
   if (pending_ < measureEvery_) return "";
+  resolveFor(pending_);
+  if (!bounded()) return "";  // the device reported no memory to bound by
   pending_ = 0;
   lastHeld_ = held();
   // Measuring walks every value held: measure again only after half as much again was created,
@@ -72,7 +90,9 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
 }
 
 std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>& held) {
-  if (!bounded() || bytes <= limit_ - lastHeld_) return "";
+  if (!bounded()) return "";
+  resolveFor(bytes + lastHeld_);
+  if (!bounded() || resolve_ || bytes <= limit_ - lastHeld_) return "";
   lastHeld_ = held();
   if (bytes <= limit_ - lastHeld_) return "";
   return "memory budget of " + mib(limit_) + " exceeded: this operation would create " +

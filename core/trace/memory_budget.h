@@ -5,11 +5,14 @@
 // Operations charge what they create; charges only trigger a measurement (every `measureEvery`
 // bytes), which walks the values reachable from the block's scopes and counts each tensor storage
 // once. A single request larger than what is left (`[0] * 10**12`) is refused before allocating.
+// The default budget (half of the free memory) is read only once the block has created or asks
+// for 1 MiB: reading the free memory costs tens of microseconds, more than a small trace does.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace shardscope::trace {
 
@@ -19,9 +22,10 @@ class MemoryBudget {
  public:
   // limitBytes <= 0: unbounded.
   explicit MemoryBudget(int64_t limitBytes);
-
-  int64_t limit() const { return limit_; }
-  bool bounded() const { return limit_ > 0; }
+  // A limit that `readLimit` gives when first needed (at most once).
+  explicit MemoryBudget(std::function<int64_t()> readLimit);
+  // defaultMemoryBudget(deviceType) / share, read when first needed.
+  static MemoryBudget deviceDefault(std::string deviceType, int64_t share = 1);
 
   // Notes `bytes` newly created; measures with `held` when enough has accumulated. Returns an
   // error message when the budget is exceeded, else an empty string.
@@ -31,8 +35,12 @@ class MemoryBudget {
 
  private:
   std::string exceeded(int64_t held) const;
+  bool bounded() const { return limit_ > 0 || resolve_; }
+  // Reads a deferred default limit once `bytes` are at stake (below kDeferBytes nothing is read).
+  void resolveFor(int64_t bytes);
 
   int64_t limit_;
+  std::function<int64_t()> resolve_;  // set while the default limit has not been read
   int64_t measureEvery_;
   int64_t pending_ = 0;
   int64_t lastHeld_ = 0;

@@ -6,6 +6,7 @@
 
 #include "../model/tokenizer.h"
 #include "interpreter.h"
+#include "trace_caches.h"
 
 namespace shardscope::trace {
 
@@ -170,13 +171,14 @@ std::vector<Ids> fromTokenizerOutput(const Value& dict) {
 }
 
 // One prompt in any form but a batch; `what` names it in errors.
-Ids single(const Value& v, const Tokenizer* tokenizer, const std::string& what) {
+Ids single(const Value& v, const std::shared_ptr<const Tokenizer>& tokenizer,
+           const std::string& what) {
   switch (v->type) {
     case Type::Str: {
       if (!tokenizer)
         throw RuntimeFailure("this model has no tokenizer.json; give " + what +
                              " as a list of token ids");
-      Ids ids = tokenizer->encode(v->str);
+      Ids ids = encodePromptCached(tokenizer, v->str);
       if (ids.empty()) refuse(what + " " + repr(v) + " has no tokens");
       return ids;
     }
@@ -222,7 +224,8 @@ Value tokensPrompt(CallArgs& a) {
 
 }  // namespace
 
-std::vector<Ids> normalizePrompts(const Value& prompt, const Tokenizer* tokenizer) {
+std::vector<Ids> normalizePrompts(const Value& prompt,
+                                  const std::shared_ptr<const Tokenizer>& tokenizer) {
   if (prompt->type == Type::List || prompt->type == Type::Tuple) {
     if (prompt->items.empty()) refuse("the prompt is an empty list");
     if (isIdList(prompt)) return {single(prompt, tokenizer, "the prompt")};

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "value.h"
@@ -27,7 +28,9 @@ namespace shardscope::trace {
 extern const char* const kPromptForms;
 
 // One list of token ids per request, in order. `tokenizer` may be null: strings are then refused.
-std::vector<std::vector<int64_t>> normalizePrompts(const Value& prompt, const Tokenizer* tokenizer);
+// Texts are tokenized through encodePromptCached (a rerun's prompts are not tokenized again).
+std::vector<std::vector<int64_t>> normalizePrompts(
+    const Value& prompt, const std::shared_ptr<const Tokenizer>& tokenizer);
 
 // The `vllm` namespace a script may import from: `TokensPrompt` and `vllm.inputs.TokensPrompt`.
 Value vllmNamespace();

@@ -9,18 +9,25 @@
 #include "../engine/generation.h"
 #include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
+#include "../parallel/rank_process.h"
 #include "interleaver.h"
 #include "interpreter.h"
 #include "prompt_forms.h"
+#include "trace_caches.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
 namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
-const std::set<std::string> kModelKeywords = {
-    "tensor_parallel_size", "pipeline_parallel_size", "dispatch", "dtype", "device",
-    "enforce_eager",        "enable_expert_parallel"};
+const std::set<std::string> kModelKeywords = {"tensor_parallel_size",
+                                              "pipeline_parallel_size",
+                                              "dispatch",
+                                              "dtype",
+                                              "device",
+                                              "enforce_eager",
+                                              "enable_expert_parallel",
+                                              "decode_context_parallel_size"};
 const std::set<std::string> kIgnoredKeywords = {"gpu_memory_utilization",
                                                 "trust_remote_code",
                                                 "max_model_len",
@@ -130,6 +137,7 @@ struct ScriptRunner::Impl : public Host {
     m.backend = info.backend;
     m.tp = info.tp;
     m.engineVersion = SHARDSCOPE_VERSION;
+    m.expertParallel = info.expertParallel;
     return m;
   }
 
@@ -155,6 +163,12 @@ struct ScriptRunner::Impl : public Host {
     o.model = it != options.modelDirs.end() ? it->second : name;
     o.tp = 1;
     for (const auto& [k, v] : a.keywords) {
+      if (k == "distributed_executor_backend") {  // "ray", "mp": ShardScope has its own
+        note(k +
+             " is ignored: ShardScope's ranks are threads here, or processes under "
+             "shardscope-engine / --mpi (MPI), whichever ran this script");
+        continue;
+      }
       if (kIgnoredKeywords.count(k)) {
         note(k + " has no meaning in ShardScope and is ignored");
         continue;
@@ -168,10 +182,20 @@ struct ScriptRunner::Impl : public Host {
       if (k == "device") o.device = str(v);
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
       if (k == "enable_expert_parallel") o.expertParallel = truthy(v);
+      if (k == "decode_context_parallel_size")
+        o.dcp = int(asInt(v, "decode_context_parallel_size"));
     }
     if (options.expertParallel) o.expertParallel = true;
     if (options.tp > 0) o.tp = options.tp;
     if (options.pp > 0) o.pp = options.pp;
+    if (options.dcp > 0) o.dcp = options.dcp;
+    if (options.process) {
+      if (o.tp != options.process->size())
+        note("tensor_parallel_size is the number of rank processes here (" +
+             std::to_string(options.process->size()) + ")");
+      o.tp = options.process->size();
+      o.process = options.process;
+    }
     if (!options.device.empty()) o.device = options.device;
     if (!options.dtype.empty()) o.dtype = options.dtype;
     if (!options.backend.empty()) o.backend = options.backend;
@@ -179,7 +203,7 @@ struct ScriptRunner::Impl : public Host {
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "x" + std::to_string(o.pp) +
                             "|" + o.device + "|" + o.dtype + (o.cudaGraphs ? "" : "|eager") +
-                            (o.expertParallel ? "|ep" : "");
+                            (o.expertParallel ? "|ep" : "") + "|dcp" + std::to_string(o.dcp);
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);
@@ -320,7 +344,7 @@ struct ScriptRunner::Impl : public Host {
       const Value prompt = context->attributes["prompt"];
       if (prompt->type == Type::None)
         in.fail("model.trace() needs a prompt, or tracer.invoke(prompt) blocks inside it");
-      const auto prompts = normalizePrompts(prompt, engine.tokenizer().get());
+      const auto prompts = normalizePrompts(prompt, engine.tokenizer());
       request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
       invokes.push_back({with.body, {}, tracerName, int64_t(prompts.size())});
     } else {
@@ -333,7 +357,7 @@ struct ScriptRunner::Impl : public Host {
         const Value prompt = in.eval(*s->value->items[0]);
         std::vector<std::vector<int64_t>> prompts;
         try {
-          prompts = normalizePrompts(prompt, engine.tokenizer().get());
+          prompts = normalizePrompts(prompt, engine.tokenizer());
         } catch (const RuntimeFailure& e) {  // named at the invoke, not at the trace
           throw ScriptError(in.program().file, s->at, s->source, e.what());
         }
@@ -382,20 +406,19 @@ struct ScriptRunner::Impl : public Host {
         [=](RankContext& ctx) {
           setCurrentDevice(ctx.device);
           // Rank threads on the CPU share one memory: each gets its part of the default.
-          const int64_t memoryBudget =
-              memoryOption != 0 ? memoryOption
-              : ctx.device.is_cuda()
-                  ? defaultMemoryBudget("cuda")
-                  : defaultMemoryBudget("cpu") / std::max<int64_t>(1, ctx.worldSize());
+          const MemoryBudget memory = memoryOption != 0 ? MemoryBudget(memoryOption)
+                                      : ctx.device.is_cuda()
+                                          ? MemoryBudget::deviceDefault("cuda")
+                                          : MemoryBudget::deviceDefault("cpu", ctx.worldSize());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
           }
-          Interleaver interleaver(ctx, program, local, tokenizer, budget, memoryBudget);
+          Interleaver interleaver(ctx, program, local, tokenizer, budget, memory);
           interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
-          runGeneration(ctx, request, generated.get(), &interleaver);
-          if (ctx.rank == 0) *output = interleaver.output();
+          runGeneration(ctx, request, ctx.fillsResult() ? generated.get() : nullptr, &interleaver);
+          if (ctx.reports) *output = interleaver.output();
         },
         request.sampling.maxTokens);
     if (options.onJob) options.onJob(job);
@@ -447,9 +470,10 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   setCurrentDevice(c10::Device(c10::kCPU));
   s.globals = std::make_shared<Environment>(builtinScope());
   s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
-  auto program = parseProgram(source, file);
+  auto program = parseProgramCached(source, file);
   Interpreter in(program, s, s.globals, s.options.budget,
-                 s.options.memoryBudget != 0 ? s.options.memoryBudget : defaultMemoryBudget("cpu"));
+                 s.options.memoryBudget != 0 ? MemoryBudget(s.options.memoryBudget)
+                                             : MemoryBudget::deviceDefault("cpu"));
   const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
   s.globals->set("VLLM", builtin("VLLM", load));
   s.globals->set("LanguageModel", builtin("LanguageModel", load));
@@ -461,8 +485,9 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     return v;
   };
   s.globals->set("nnsight", ns("nnsight"));
-  s.globals->set("vllm", vllmNamespace());  // `from vllm import TokensPrompt`
-  s.globals->set("TokensPrompt", vllmNamespace()->attributes.at("TokensPrompt"));
+  const Value vllm = vllmNamespace();
+  s.globals->set("vllm", vllm);  // `from vllm import TokensPrompt`
+  s.globals->set("TokensPrompt", vllm->attributes.at("TokensPrompt"));
   in.run(program->body);
 }
 

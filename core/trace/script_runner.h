@@ -16,6 +16,7 @@
 namespace shardscope {
 class Engine;
 class JobHandle;
+class RankProcess;
 }  // namespace shardscope
 
 namespace shardscope::trace {
@@ -24,6 +25,7 @@ struct RunOptions {
   std::map<std::string, std::string> modelDirs;  // model name in the script -> model spec
   int tp = 0;                                    // > 0 overrides tensor_parallel_size
   int pp = 0;                                    // > 0 overrides pipeline_parallel_size
+  int dcp = 0;                                   // > 0 overrides decode_context_parallel_size
   std::string device;                            // overrides the device ("cpu", "cuda")
   std::string dtype;                             // overrides dtype
   std::string backend;                           // overrides the process group (auto, local, nccl)
@@ -36,6 +38,9 @@ struct RunOptions {
   std::function<void(const std::string&)>
       note;                  // receives notices (ignored knobs; default: stderr)
   Engine* engine = nullptr;  // when set, every VLLM(...) of the script uses this loaded engine
+  // Rank processes (`run --mpi`): every process runs the script, its engines run this process's
+  // rank, and tensor_parallel_size is the number of processes.
+  std::shared_ptr<RankProcess> process;
   // Called with each trace's engine job as it is queued (progress, cancel), on the driver thread.
   std::function<void(const JobHandle&)> onJob;
 };

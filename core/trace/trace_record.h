@@ -24,6 +24,7 @@ struct ModelIdentity {
   std::string backend;
   int tp = 1;
   std::string engineVersion;
+  bool expertParallel = false;  // enable_expert_parallel: each rank holds whole experts (MoE)
 };
 
 // Statistics kept in place of a value too large to store.

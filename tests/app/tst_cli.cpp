@@ -1,7 +1,7 @@
 // shardscope-cli end to end: generate (sampled ids past the tokenizer included), inspect, tokenize
 // and make-checkpoint, the session-log commands (with each trace's time and stop strings, and
 // run --timing), their --help, and usage errors (exit status 2, a message naming the option,
-// never a stack trace).
+// never a stack trace). Progress of loading and generating shows on a terminal, not in a pipe.
 #include <QtTest>
 
 #include "common/test_support.h"
@@ -40,7 +40,7 @@ class TestCli : public QObject {
   void helpForEveryCommand_data() {
     QTest::addColumn<QString>("command");
     for (const char* c : {"run", "generate", "inspect", "tokenize", "make-checkpoint", "log",
-                          "show", "replay", "export"})
+                          "show", "replay", "diff", "export", "examples"})
       QTest::newRow(c) << c;
   }
   void helpForEveryCommand() {
@@ -169,6 +169,28 @@ class TestCli : public QObject {
     QCOMPARE(generated.out, one.out);
   }
 
+  // DeepSeek-V2-Lite style at tp=4, dcp=2: the MLA and MoE modules with their shard kinds, the
+  // group-sharded q_proj, and the latent KV cache a token costs a rank (halved by dcp=2).
+  void inspectShowsMlaAndDcp() {
+    const QString model =
+        QString::fromStdString(shardscope::test::goldenModel("deepseek-v2-lite-tiny").string());
+    const Result r = cli({"inspect", "--model", model, "--tp", "4", "--dcp", "2"});
+    QCOMPARE(r.code, 0);
+    for (const char* line :
+         {"model.model.layers[1].self_attn.q_proj  (DCPGroupColumnParallelLinear)",
+          ".output  [dcp-group]  ([5, 48], None) -> ([5, 96], None)",
+          "model.model.layers[1].self_attn.kv_a_proj_with_mqa  (ReplicatedLinear)",
+          "model.model.layers[1].self_attn.kv_b_proj  (ColumnParallelLinear)",
+          ".output  [column]  ([5, 32], None) -> ([5, 128], None)",
+          "model.model.layers[1].self_attn.mla_attn  (MLAAttention)",
+          "model.model.layers[1].mlp.shared_experts  (MLP)", ".output  [partial]  [5, 64]",
+          "model.model.layers[1].mlp.experts  (FusedMoE)",
+          "kv cache: 240 bytes per token per rank"})
+      QVERIFY2(r.out.contains(line), qPrintable(QString(line) + " not in:\n" + r.out));
+    const Result one = cli({"inspect", "--model", model, "--tp", "4"});
+    QVERIFY2(one.out.contains("kv cache: 480 bytes per token per rank"), qPrintable(one.out));
+  }
+
   void tokenizePrintsIdsAndPieces() {
     const Result r = cli({"tokenize", "The capital of France is"});
     QCOMPARE(r.code, 0);
@@ -258,6 +280,28 @@ class TestCli : public QObject {
     QCOMPARE(notDb.code, 1);
     QVERIFY2(notDb.err.contains("not a SQLite database"), qPrintable(notDb.err));
     QCOMPARE(cli({"show", db, "one"}).code, 2);
+  }
+
+  // In a pipe (as here) stderr has only the summary line; under a pseudo-terminal (script(1))
+  // the load and the generation draw a status line that is cleared when they end.
+  void progressOnlyOnATerminal() {
+    const QStringList args = {
+        "generate", "--tp", "2", "--max-tokens", "24", "--ignore-eos", "The capital of France is"};
+    const Result piped = cli(args);
+    QCOMPARE(piped.code, 0);
+    QVERIFY2(!piped.err.contains('\r') && !piped.err.contains("loading"), qPrintable(piped.err));
+    QCOMPARE(piped.err.count('\n'), 1);  // "N tokens in M steps, ..."
+    if (QStandardPaths::findExecutable("script").isEmpty()) QSKIP("script(1) is not installed");
+    QStringList quoted;
+    for (const QString& a : args) quoted << "'" + a + "'";
+    QProcess p;
+    p.start("script", {"-qec", QString(SHARDSCOPE_CLI) + " " + quoted.join(' '), "/dev/null"});
+    QVERIFY(p.waitForFinished(600000));
+    QCOMPARE(p.exitCode(), 0);
+    const QString tty = QString::fromUtf8(p.readAllStandardOutput());
+    QVERIFY2(tty.contains("\r\x1b[Kloading "), qPrintable(tty));
+    QVERIFY2(tty.contains(QRegularExpression("loading (\\d+)/\\1: ")), qPrintable(tty));
+    QVERIFY2(tty.contains("tokens in"), qPrintable(tty));
   }
 };
 

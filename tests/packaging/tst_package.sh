@@ -47,6 +47,10 @@ echo "$version"
 # asset cache that scripts/fetch-assets fills).
 "$cli" inspect --tp 2 > "$scratch/inspect.txt" 2>&1 || { cat "$scratch/inspect.txt"; fail "installed CLI inspect"; }
 grep -q "qkv_proj" "$scratch/inspect.txt" || fail "inspect printed no module tree"
+# The examples are compiled in: one runs from the scratch root; their files are in the docs too.
+"$cli" run --example logit_lens > "$scratch/lens.txt" 2>&1 || { cat "$scratch/lens.txt"; fail "installed CLI run --example"; }
+grep -q "^model: " "$scratch/lens.txt" || fail "the logit lens example printed no prediction"
+[[ -s $root/usr/share/doc/shardscope/examples/logit_lens.py ]] || fail "examples not installed"
 
 for f in usr/share/man/man1/shardscope-cli.1.gz usr/share/doc/shardscope/trace-language.md; do
   [[ -s $root/$f ]] || fail "missing $f"

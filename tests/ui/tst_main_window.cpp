@@ -1,10 +1,15 @@
 // The desktop window on the demo model (tp=2, offscreen): reading a port, zeroing heads, an
 // ablation sweep with cancel, a bad script, ids past the tokenizer in the output view, the session
 // log across restarts with replay, and the event loop's responsiveness during generation. Values
-// are checked against what `shardscope-cli run` saves for the same script.
+// are checked against what `shardscope-cli run` saves for the same script. Every test function
+// fails on any Qt or QCustomPlot warning it causes (the window's output is meant to be quiet), and
+// File > Examples loads an example into the script editor, which runs it.
+#include <QAction>
 #include <QCheckBox>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QMenu>
+#include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollBar>
@@ -15,6 +20,7 @@
 #include <QtTest>
 #include <fstream>
 
+#include "common/qt_warnings.h"
 #include "common/test_support.h"
 #include "core/model/model_source.h"
 #include "core/model/safetensors_file.h"
@@ -88,7 +94,51 @@ std::vector<double> asDoubles(const HostTensor& t) {
 class TestMainWindow : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    warnings_ = std::make_unique<test::QtWarnings>();  // after Qt Test's own handler
+  }
+  void cleanupTestCase() { warnings_.reset(); }
+  void cleanup() {
+    const QString warnings = warnings_->take();
+    QVERIFY2(warnings.isEmpty(), qPrintable("Qt warned:\n" + warnings));
+  }
+
+  // File > Examples > Logit lens puts the example in the editor, wrapped to the panel's width;
+  // running it records the lens of every layer.
+  void examplesMenuLoadsAnExample() {
+    test::TempDir dir;
+    auto w = openWindow(dir.path() / "s.db");
+    QVERIFY(waitLoaded(*w));
+    QMenu* file = nullptr;
+    for (QAction* a : w->menuBar()->actions())
+      if (a->text() == "&File") file = a->menu();
+    QVERIFY(file);
+    QMenu* examples = nullptr;
+    for (QAction* a : file->actions())
+      if (a->menu() && a->text() == "E&xamples") examples = a->menu();
+    QVERIFY(examples);
+    QVERIFY(examples->actions().size() >= 11);
+    QAction* lens = examples->findChild<QAction*>("example_logit_lens");
+    QVERIFY(lens);
+    QCOMPARE(lens->text(), QString("Logit lens"));
+    lens->trigger();
+    const QString text = w->editor()->toPlainText();
+    QVERIFY(text.startsWith("# Title: Logit lens\n"));
+    QVERIFY(text.contains("model.logits_processor(model.lm_head"));
+    QVERIFY2(w->statusText().contains("Logit lens"), qPrintable(w->statusText()));
+    QCOMPARE(w->editor()->lineWrapMode(), QPlainTextEdit::WidgetWidth);
+    QCOMPARE(w->editor()->horizontalScrollBar()->maximum(), 0);
+    QSignalSpy shown(w.get(), &MainWindow::resultShown);
+    w->runEditorScript();
+    QVERIFY(shown.wait(120000));
+    QVERIFY(waitIdle(*w));
+    const store::RunSummary* run = w->sessionLog()->runAt(w->sessionLog()->rowCount() - 1);
+    QCOMPARE(QString::fromStdString(run->status), QString("done"));
+    const store::RunRecord record = w->controller()->session()->run(run->id);
+    QVERIFY2(record.result.printed.find("model: ") != std::string::npos,
+             record.result.printed.c_str());
+  }
 
   void readPortMatchesCli() {
     test::TempDir dir;
@@ -348,6 +398,13 @@ class TestMainWindow : public QObject {
       }
       QVERIFY(std::abs(sum - 1) < 1e-9);
     }
+    // As the screenshot tour does: grabbing the window flushes the pending resizes of tabs never
+    // shown, which must not replot into empty paint buffers (cleanup() fails on the warnings).
+    QVERIFY(!w->grab().isNull());
+    for (int i = 0; i < w->tabs()->count(); ++i) {
+      w->tabs()->setCurrentIndex(i);
+      QVERIFY(!w->grab().isNull());
+    }
   }
 
   // Loading can be cancelled; the window loads again afterwards.
@@ -459,6 +516,9 @@ class TestMainWindow : public QObject {
     QVERIFY(base.tensor.bytes != ablated.tensor.bytes);  // the ablation changed the logits
     QVERIFY(!w->routingDiff()->baselineText().isEmpty());
   }
+
+ private:
+  std::unique_ptr<test::QtWarnings> warnings_;
 };
 
 QTEST_MAIN(TestMainWindow)

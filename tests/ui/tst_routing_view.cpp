@@ -2,6 +2,7 @@
 // routing read back from a run's saved values, the sparse layers of a model, and the view itself
 // (hover read-out, a click on a cell names its layer and top expert, the Route button).
 // tst_main_window runs the scripts on a Qwen3-MoE model end to end.
+#include <QLayout>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest>
@@ -129,6 +130,9 @@ class TestRoutingView : public QObject {
   void viewReadsOutAndClicksNameTheTopExpert() {
     RoutingView view;
     view.resize(600, 400);
+    // Its minimum size settled before the window exists: a top-level's first show would otherwise
+    // send the platform a size-hint change, which the offscreen platform warns about.
+    view.layout()->activate();
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);

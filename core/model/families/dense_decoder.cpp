@@ -1,6 +1,7 @@
 #include "dense_decoder.h"
 
 #include "../../error.h"
+#include "../layer_replayer.h"
 #include "../module_call.h"
 #include "../weight_source.h"
 #include "qwen3_moe.h"
@@ -105,13 +106,27 @@ at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::
 }
 
 DecoderMLP::DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp)
-    : FeedForward("mlp", parent) {
-  gateUpProj = child<MergedColumnParallelLinear>(
-      "gate_up_proj", this, c.hiddenSize, c.intermediateSize,
-      std::vector<std::string>{"gate_proj", "up_proj"}, false, tp);
+    : DecoderMLP("mlp", parent, c.hiddenSize, c.intermediateSize, tp, true) {}
+
+DecoderMLP::DecoderMLP(std::string name, Module* parent, int64_t hidden, int64_t intermediate,
+                       TpRank tp, bool reduceResults)
+    : FeedForward(std::move(name), parent) {
+  gateUpProj = child<MergedColumnParallelLinear>("gate_up_proj", this, hidden, intermediate,
+                                                 std::vector<std::string>{"gate_proj", "up_proj"},
+                                                 false, tp);
   actFn = child<SiluAndMul>("act_fn", this);
   downProj =
-      child<RowParallelLinear>("down_proj", this, c.intermediateSize, c.hiddenSize, false, tp);
+      child<RowParallelLinear>("down_proj", this, intermediate, hidden, false, tp, reduceResults);
+  if (!reduceResults) setPorts(ShardSpec::whole(), ShardSpec::partialSum());
+}
+
+std::vector<at::Tensor> DecoderMLP::callWhole(const ModuleCall& call) const {
+  at::Tensor y = forward(call.tensor(0, "x"), call.batch());
+  if (port(PortRole::Output).shard.kind == ShardKind::PartialSum) {
+    y = y.clone();  // forward may return a tensor the script also holds
+    call.batch().group.allReduceSum(y);
+  }
+  return {y};
 }
 
 void DecoderMLP::load(LoadContext& ctx, const std::string& hf) {
@@ -219,7 +234,7 @@ void DecoderModel::runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
 
 DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp, StageRank stage)
     : CausalLM("model", nullptr), config_(c), stage_(std::move(stage)) {
-  c.checkTensorParallel(tp.size, tp.expertParallel);
+  c.checkTensorParallel(tp.size, tp.expertParallel, tp.dcp);
   if (stage_.stages.count() == 1) stage_.stages = PipelineStages(c.numLayers, 1);
   model = child<DecoderModel>(this, c, tp, stage_);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
@@ -228,6 +243,9 @@ DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp, StageRank stage)
   samplesPort_ = child<StepPort>("samples", this, "Samples");
   kvHeadsPerRank_ =
       model->layers.empty() ? 1 : model->layers[0]->selfAttn->qkvProj->kvHeadsPerRank();
+  // MoE layers go into CUDA graphs only where the fused kernels route on the device (the loop
+  // over experts reads counts on the host).
+  graphCapturable_ = !c.hasSparseLayers() || FusedMoE::recordable(c, tp, kMaxRecordedTokens);
 }
 
 const char* DenseCausalLM::kind() const {
@@ -240,6 +258,8 @@ const char* DenseCausalLM::kind() const {
       return "LlamaForCausalLM";
     case Family::Qwen3Moe:
       return "Qwen3MoeForCausalLM";
+    case Family::DeepseekV2:
+      break;  // its own family file
   }
   return "CausalLM";
 }
@@ -279,12 +299,6 @@ int DenseCausalLM::portStage(const Module& m, PortRole role) const {
 
 at::Tensor DenseCausalLM::logits(const at::Tensor& hidden, const ForwardBatch& b) const {
   return logitsProcessor->forward(*lmHead, hidden, b);
-}
-
-std::unique_ptr<CausalLM> buildCausalLM(const ModelConfig& config, LoadContext& ctx) {
-  auto m = std::make_unique<DenseCausalLM>(config, ctx.tp, ctx.stage);
-  m->load(ctx);
-  return m;
 }
 
 }  // namespace shardscope

@@ -47,13 +47,19 @@ class DecoderAttention : public Module {
   int64_t qSize_, kvSize_, headDim_;
 };
 
-// "mlp" of a dense layer: [T, H] -> [T, H].
+// "mlp" of a dense layer: [T, H] -> [T, H]. Also DeepSeek's `mlp.shared_experts`: its own name
+// and width, and with reduceResults off its down projection (and so its output) is this rank's
+// partial sum, summed with the routed experts' before the block's one reduce.
 class DecoderMLP : public FeedForward {
  public:
   DecoderMLP(Module* parent, const ModelConfig& c, TpRank tp);
+  DecoderMLP(std::string name, Module* parent, int64_t hidden, int64_t intermediate, TpRank tp,
+             bool reduceResults);
   const char* kind() const override { return "MLP"; }
   void load(LoadContext& ctx, const std::string& hfPrefix) override;
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& b) const override;
+  // Called from a trace with a whole x, a partial-sum MLP returns the reduced (whole) output.
+  std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
 
   MergedColumnParallelLinear* gateUpProj;
   SiluAndMul* actFn;
@@ -111,7 +117,7 @@ class DenseCausalLM : public CausalLM {
 
   const ModelConfig& config() const override { return config_; }
   int64_t kvHeadsPerRank() const override { return kvHeadsPerRank_; }
-  bool graphCapturable() const override { return !config_.hasSparseLayers(); }
+  bool graphCapturable() const override { return graphCapturable_; }
   at::Tensor forwardStage(const at::Tensor& ids, StageCarry& carry,
                           const ForwardBatch& b) const override;
   const StageRank& stage() const override { return stage_; }
@@ -131,6 +137,7 @@ class DenseCausalLM : public CausalLM {
   ModelConfig config_;
   int64_t kvHeadsPerRank_;
   StageRank stage_;
+  bool graphCapturable_;
 };
 
 }  // namespace shardscope

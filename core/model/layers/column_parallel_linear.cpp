@@ -22,8 +22,8 @@ void ColumnParallelLinear::setShard(at::Tensor weight, at::Tensor bias,
                                     std::vector<int64_t> fullShape) {
   weight_ = std::move(weight);
   bias_ = std::move(bias);
-  addParameter({"weight", weight_, fullShape, 0});
-  if (bias_.defined()) addParameter({"bias", bias_, {fullShape[0]}, 0});
+  addParameter({"weight", weight_, fullShape, 0, replicas_});
+  if (bias_.defined()) addParameter({"bias", bias_, {fullShape[0]}, 0, replicas_});
 }
 
 void ColumnParallelLinear::load(LoadContext& ctx, const std::string& prefix) {

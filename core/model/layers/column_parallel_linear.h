@@ -39,7 +39,8 @@ class ColumnParallelLinear : public Module {
   int64_t in_;
   int64_t outPerRank_;
   bool hasBias_;
-  TpRank tp_;
+  TpRank tp_;          // the shard this rank loads: rank `tp_.rank` of `tp_.size` shards
+  int replicas_ = 1;   // ranks holding each shard (DCPGroupColumnParallelLinear)
   at::Tensor weight_;  // [out/tp, in]
   at::Tensor bias_;    // [out/tp] or undefined
 };

@@ -1,9 +1,13 @@
 #include "fused_moe.h"
 
+#include <algorithm>
+
 #include "../../error.h"
 #include "../module_call.h"
 #include "../weight_source.h"
-#include "linear.h"
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
 
 namespace shardscope {
 
@@ -14,6 +18,10 @@ FusedMoE::FusedMoE(std::string name, Module* parent, const ModelConfig& c, TpRan
       hidden_(c.hiddenSize),
       intermediate_(c.moe.intermediateSize),
       normTopkProb_(c.moe.normTopkProb),
+      routedScalingFactor_(c.moe.routedScalingFactor),
+      topkMethod_(c.moe.topkMethod),
+      numGroups_(c.moe.numGroups),
+      topkGroups_(c.moe.topkGroups),
       tp_(tp) {
   if (tp.expertParallel) {
     SS_ASSERT(numExperts_ % tp.size == 0, path() + ": experts not divisible by tp");
@@ -64,8 +72,17 @@ void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {
 
 std::pair<at::Tensor, at::Tensor> FusedMoE::selectExperts(const at::Tensor& routerLogits) const {
   at::Tensor probs = at::softmax(routerLogits, -1, at::kFloat);
+  if (topkMethod_ == TopkMethod::GroupLimitedGreedy) {
+    // Experts outside the chosen groups score 0, as HF's DeepseekV2TopkRouter masks them.
+    const int64_t T = probs.size(0);
+    const at::Tensor groupScores = std::get<0>(probs.view({T, numGroups_, -1}).max(-1));
+    const at::Tensor groups = std::get<1>(groupScores.topk(topkGroups_, -1));
+    const at::Tensor keep = at::zeros_like(groupScores).scatter_(1, groups, 1.0).unsqueeze(-1);
+    probs = (probs.view({T, numGroups_, -1}) * keep).view({T, numExperts_});
+  }
   auto [weights, ids] = probs.topk(topK_, -1);
   if (normTopkProb_) weights = weights / weights.sum(-1, true);
+  if (routedScalingFactor_ != 1.0) weights = weights * routedScalingFactor_;
   return {weights.to(routerLogits.scalar_type()), ids};
 }
 
@@ -75,31 +92,77 @@ at::Tensor FusedMoE::forward(const at::Tensor& hiddenStates, const at::Tensor& r
   batch.visit(*this, PortRole::Input, in);
   const at::Tensor& x = in.items[0];
   auto [weights, ids] = selectExperts(in.items[1]);
-  at::Tensor y = at::zeros_like(x);
-  if (x.size(0) > 0) {
-    // Group the (token, choice) pairs by expert: a stable sort keeps tokens in order per expert.
-    const at::Tensor flat = ids.reshape(-1);
-    const at::Tensor order = std::get<1>(flat.sort(c10::optional<bool>(true), 0));
-    const at::Tensor tokens = at::div(order, topK_, "trunc");
-    const at::Tensor routeWeights = weights.reshape(-1).index_select(0, order).unsqueeze(1);
-    const at::Tensor counts = at::bincount(flat, {}, numExperts_).to(at::kCPU);
-    const int64_t* count = counts.data_ptr<int64_t>();
-    int64_t offset = 0;
-    for (int64_t e = 0; e < firstExpert_; ++e) offset += count[e];
-    for (int64_t local = 0; local < localExperts_; ++local) {
-      const int64_t n = count[firstExpert_ + local];
-      if (n == 0) continue;
-      const at::Tensor rows = tokens.narrow(0, offset, n);
-      const at::Tensor gateUp = linearForward(x.index_select(0, rows), w13_[local]);
-      const at::Tensor h =
-          at::silu(gateUp.narrow(-1, 0, iPerRank_)) * gateUp.narrow(-1, iPerRank_, iPerRank_);
-      y.index_add_(0, rows, linearForward(h, w2_[local]) * routeWeights.narrow(0, offset, n));
-      offset += n;
-    }
-  }
+  at::Tensor y = onDevice(x, weights, ids);
+  if (!y.defined()) y = grouped(x, weights, ids);
   PortValue out = PortValue::single(y);
   batch.visit(*this, PortRole::Output, out);
   return out.items[0];
+}
+
+bool FusedMoE::recordable(const ModelConfig& c, TpRank tp, int64_t maxTokens) {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  const int64_t local = tp.expertParallel ? c.moe.numExperts / tp.size : c.moe.numExperts;
+  const int64_t inter =
+      tp.expertParallel ? c.moe.intermediateSize : c.moe.intermediateSize / tp.size;
+  return fused::fusedMoeTakes(maxTokens, c.moe.numExpertsPerTok, c.hiddenSize, inter, local);
+#else
+  (void)c, (void)tp, (void)maxTokens;
+  return false;
+#endif
+}
+
+at::Tensor FusedMoE::onDevice(const at::Tensor& x, const at::Tensor& weights,
+                              const at::Tensor& ids) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  return fused::fusedMoe(x, weights, ids, w13_, w2_, firstExpert_);
+#else
+  (void)x, (void)weights, (void)ids;
+  return {};
+#endif
+}
+
+at::Tensor FusedMoE::grouped(const at::Tensor& x, const at::Tensor& weights,
+                             const at::Tensor& ids) const {
+  const int64_t T = x.size(0), k = topK_, H = hidden_, I = iPerRank_;
+  if (T == 0) return at::zeros_like(x);
+  // Sort the (token, choice) pairs by expert (stable: tokens stay in order within an expert) and
+  // keep this rank's experts' share; one host read of the counts sizes the batch.
+  const at::Tensor flat = ids.reshape(-1);
+  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
+  const at::Tensor counts = at::bincount(flat, {}, numExperts_);
+  const at::Tensor hostCounts = counts.to(at::kCPU);
+  const int64_t* count = hostCounts.data_ptr<int64_t>();
+  int64_t offset = 0, local = 0, widest = 0;
+  for (int64_t e = 0; e < firstExpert_; ++e) offset += count[e];
+  for (int64_t e = firstExpert_; e < firstExpert_ + localExperts_; ++e) {
+    local += count[e];
+    widest = std::max(widest, count[e]);
+  }
+  at::Tensor perPair = at::zeros({T * k, H}, x.options());
+  if (local > 0) {
+    // Every local expert's tokens as one padded batch [E_local, widest, H]: two batched matmuls
+    // instead of a loop of small ones (a prefill's 128 experts made 900 launches a layer).
+    const at::Tensor pairs = order.narrow(0, offset, local);
+    const at::Tensor experts = sortedIds.narrow(0, offset, local);
+    const at::Tensor starts = counts.cumsum(0) - counts;
+    const at::Tensor slot =
+        at::arange(offset, offset + local, order.options()) - starts.index_select(0, experts);
+    const at::Tensor e = experts - firstExpert_;
+    at::Tensor batched = at::zeros({localExperts_, widest, H}, x.options());
+    batched.index_put_({e, slot}, x.index_select(0, at::div(pairs, k, "trunc")));
+    const at::Tensor gateUp = at::bmm(batched, w13_.transpose(1, 2));
+    const at::Tensor h = at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+    const at::Tensor down = at::bmm(h, w2_.transpose(1, 2)).index({e, slot});
+    perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));
+  }
+  // Each token's choices summed in increasing expert order, each add rounded, as HF's index_add_
+  // over experts (other ranks' experts add zero, which changes nothing).
+  const at::Tensor byExpert = std::get<1>(ids.sort(1));
+  const at::Tensor choices = perPair.view({T, k, H});
+  const at::Tensor ordered = choices.gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
+  at::Tensor y = ordered.select(1, 0).clone();
+  for (int64_t j = 1; j < k; ++j) y.add_(ordered.select(1, j));
+  return y;
 }
 
 }  // namespace shardscope

@@ -3,6 +3,9 @@
 // routed as HF's Qwen3MoeSparseMoeBlock: p = softmax(router_logits) in fp32, the top k of p
 // (renormalised to sum to one when norm_topk_prob), cast back to the activations' dtype, and
 //   y_t = sum over the chosen e of p_te * expert_e(x_t).
+// DeepSeek-V2's router options (MoeConfig): group-limited top-k (the experts fall into n_group
+// groups; only the topk_group groups of highest maximum p compete) and routed_scaling_factor,
+// which scales the chosen weights.
 // Split (output: this rank's partial sum of y; the block's all-reduce sums it):
 //   default        rank r holds rows [r*I/tp, (r+1)*I/tp) of every G_e and U_e and the same
 //                  columns of every D_e; silu is elementwise, so the slices' down projections sum
@@ -10,8 +13,10 @@
 //   expert parallel (vLLM's enable_expert_parallel) rank r holds experts [r*E/tp, (r+1)*E/tp)
 //                  whole and computes them for the tokens routed to them; others add nothing.
 // Tokens are grouped by expert and only experts with tokens run, so a decode step reads only the
-// chosen experts' weights. Parameters as vLLM's: w13_weight [E, 2I, H] (per rank [g_r | u_r] per
-// expert, gathered in rank order as gate_up_proj is) and w2_weight [E, H, I].
+// chosen experts' weights: on a GPU (up to a few hundred tokens) by the fused kernels, which keep
+// the routing on the device so CUDA graphs record the step; elsewhere by a loop over experts
+// that reads the counts on the host. Parameters as vLLM's: w13_weight [E, 2I, H] (per rank [g_r |
+// u_r] per expert, gathered in rank order as gate_up_proj is) and w2_weight [E, H, I].
 #pragma once
 
 #include <string>
@@ -44,10 +49,19 @@ class FusedMoE : public Module {
   // The experts this rank computes: [firstLocalExpert, firstLocalExpert + localExperts).
   int64_t firstLocalExpert() const { return firstExpert_; }
   int64_t localExperts() const { return localExperts_; }
+  // Whether the fused kernels take every step of up to maxTokens tokens (so the decoder's layers
+  // can be recorded in CUDA graphs).
+  static bool recordable(const ModelConfig& c, TpRank tp, int64_t maxTokens);
 
  private:
+  at::Tensor onDevice(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids) const;
+  at::Tensor grouped(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids) const;
+
   int64_t numExperts_, topK_, hidden_, intermediate_;
   bool normTopkProb_;
+  double routedScalingFactor_;
+  TopkMethod topkMethod_;
+  int64_t numGroups_, topkGroups_;
   TpRank tp_;
   int64_t firstExpert_, localExperts_, iPerRank_;
   at::Tensor w13_;  // [localExperts, 2 * iPerRank, H]: [gate | up] rows per expert

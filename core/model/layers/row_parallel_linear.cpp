@@ -9,14 +9,17 @@
 namespace shardscope {
 
 RowParallelLinear::RowParallelLinear(std::string name, Module* parent, int64_t inFeatures,
-                                     int64_t outFeatures, bool bias, TpRank tp)
+                                     int64_t outFeatures, bool bias, TpRank tp, bool reduceResults)
     : Module(std::move(name), parent),
       inPerRank_(inFeatures / tp.size),
       out_(outFeatures),
       hasBias_(bias),
+      reduce_(reduceResults),
       tp_(tp) {
   SS_ASSERT(inFeatures % tp.size == 0, path() + ": input features not divisible by tp");
-  setPorts(ShardSpec::split(ShardKind::RowInput), ShardSpec::whole());
+  SS_ASSERT(reduce_ || !bias, path() + ": a bias needs the reduce (it is added once, after it)");
+  setPorts(ShardSpec::split(ShardKind::RowInput),
+           reduce_ ? ShardSpec::whole() : ShardSpec::partialSum());
 }
 
 void RowParallelLinear::declareInputHeads(int64_t numHeads, int64_t headDim) {
@@ -48,7 +51,7 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x, const ForwardBatch& b
   PortValue in = PortValue::single(x);
   batch.visit(*this, PortRole::Input, in);
   at::Tensor y = linearForward(in.items[0], weight_);
-  {
+  if (reduce_) {
     CollectiveSite site(path(), batch.step);
     batch.group.allReduceSum(y);
   }

@@ -13,6 +13,9 @@ struct TpRank {
   // vLLM's enable_expert_parallel: MoE experts are split whole across the group's ranks instead
   // of every rank holding a slice of every expert.
   bool expertParallel = false;
+  // vLLM's decode_context_parallel_size: MLA's latent KV cache is split along the tokens across
+  // groups of `dcp` consecutive ranks (rank / dcp names the group), which share their query heads.
+  int dcp = 1;
 };
 
 // What every layer's load() needs: where shards come from, and how to store them.

@@ -112,21 +112,36 @@ class TestEngine : public QObject {
     c.headDim = 4;
     DecodeState state(false);
     const auto options = at::TensorOptions().dtype(at::kFloat);
-    KvCache& first = state.cache(c, 2, 3, 10, options);
+    KvCache& first = state.cache(c, KvCacheLayout{2, 4}, 3, 10, options);
     QVERIFY(at::equal(first.allKeys(1), at::zeros({3, 10, 2, 4})));
     first.allKeys(0).fill_(NAN);
     first.allValues(1).fill_(NAN);
-    KvCache& again = state.cache(c, 2, 2, 6, options);
+    KvCache& again = state.cache(c, KvCacheLayout{2, 4}, 2, 6, options);
     QCOMPARE(&again, &first);
     QCOMPARE(again.capacity(), int64_t(10));
     QVERIFY(at::equal(again.allKeys(0).narrow(0, 0, 2), at::zeros({2, 10, 2, 4})));
     QVERIFY(at::equal(again.allValues(1).narrow(0, 0, 2), at::zeros({2, 10, 2, 4})));
     QVERIFY(at::isnan(again.allKeys(0)[2]).all().item<bool>());  // rows not asked for: untouched
-    KvCache& grown = state.cache(c, 2, 4, 8, options);
+    KvCache& grown = state.cache(c, KvCacheLayout{2, 4}, 4, 8, options);
     QCOMPARE(grown.requests(), int64_t(4));
     QCOMPARE(grown.capacity(), int64_t(10));  // never shrinks
     QVERIFY(at::equal(grown.allKeys(0), at::zeros({4, 10, 2, 4})));
     QVERIFY(state.replayer(*LocalGroup::create(1)[0], at::Device(at::kCPU)) == nullptr);
+  }
+
+  // An MLA latent cache: one part per token, and under decode-context parallelism a rank holds
+  // every dcp-th token, so its capacity and its bytes per token are divided by dcp.
+  void latentCacheIsSplitAlongTokens() {
+    ModelConfig c;
+    c.numLayers = 2;
+    DecodeState state(false);
+    const KvCacheLayout latent{1, 6, 1, 2};
+    KvCache& cache = state.cache(c, latent, 1, 9, at::TensorOptions().dtype(at::kFloat));
+    QCOMPARE(cache.capacity(), int64_t(5));
+    QCOMPARE(cache.parts(), int64_t(1));
+    QCOMPARE(cache.allKeys(1).sizes().vec(), (std::vector<int64_t>{1, 5, 1, 6}));
+    QCOMPARE(latent.bytesPerToken(2, 4), 2.0 * 6 * 4 / 2);
+    QCOMPARE(cache.bytes(), int64_t(2 * 5 * 6 * 4));
   }
 
   void seedsDecideSampledText() {

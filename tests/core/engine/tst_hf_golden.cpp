@@ -1,10 +1,12 @@
 // The engine against Hugging Face transformers: tiny random Qwen3, Qwen2 (qkv bias) and Llama
 // (llama3 RoPE scaling, tied embeddings, sharded checkpoint) made by tests/golden/make_golden.py,
-// and Qwen3-MoE (8 experts, top-2, one dense layer) made by tests/golden/qwen3_moe/make_golden.py.
-// At tp=1, 2 and 4 (MoE: in both expert layouts), and split into pipeline stages at (tp, pp) =
-// (1, 2), (2, 2) and, for the 4-layer MoE model, (1, 4): prefill logits at every position and 8
-// decode steps through the KV cache within 1e-4 relative error (max |ours - HF| / max |HF|), greedy
-// ids identical; MoE requests batched equal each alone.
+// Qwen3-MoE (8 experts, top-2, one dense layer) made by tests/golden/qwen3_moe/make_golden.py,
+// and DeepSeek-V2 (V2-Lite style and V2 style with q LoRA and group-limited routing) made by
+// tests/golden/deepseek_v2/make_golden.py. At tp=1, 2 and 4 (MoE: in both expert layouts;
+// DeepSeek also tp=4 with decode_context_parallel_size 2 and 4), and the dense and MoE models
+// split into pipeline stages at (tp, pp) = (1, 2), (2, 2) and, for the 4-layer MoE model, (1, 4):
+// prefill logits at every position and 8 decode steps through the KV cache within 1e-4 relative
+// error (max |ours - HF| / max |HF|), greedy ids identical; MoE requests batched equal each alone.
 #include <QtTest>
 
 #include <cstring>
@@ -46,8 +48,9 @@ at::Tensor prefillLogitsAllPositions(Engine& engine, const std::vector<int64_t>&
   JobHandle h = engine.submit([ids, out](RankContext& ctx) {
     const auto& c = ctx.model.config();
     const int64_t n = int64_t(ids.size());
-    KvCache cache(c.numLayers, n, ctx.model.kvHeadsPerRank(), c.headDim,
-                  at::TensorOptions().dtype(ctx.dtype).device(ctx.device));
+    const KvCacheLayout layout = ctx.model.kvCacheLayout();
+    KvCache cache(c.numLayers, layout.localCapacity(n), layout.heads, layout.headDim,
+                  at::TensorOptions().dtype(ctx.dtype).device(ctx.device), 1, layout.parts);
     ForwardBatch batch{
         ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0, {},
         {}};
@@ -146,6 +149,64 @@ class TestHfGolden : public QObject {
     Engine engine(o);
     QCOMPARE(engine.info().pp, pp);
     checkF32(engine, g, model + " pp=" + QString::number(pp), tp);
+  }
+
+  // DeepSeek-V2: MLA over a latent cache, shared experts, YaRN; decode-context parallel at tp=4.
+  void deepseekV2MatchesTransformers_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("dcp");
+    for (const QString m : {"deepseek-v2-lite-tiny", "deepseek-v2-tiny"}) {
+      for (int tp : {1, 2, 4})
+        QTest::newRow(qPrintable(m + "_tp" + QString::number(tp))) << m << tp << 1;
+      QTest::newRow(qPrintable(m + "_tp4_dcp2")) << m << 4 << 2;
+      QTest::newRow(qPrintable(m + "_tp4_dcp4")) << m << 4 << 4;
+    }
+  }
+  void deepseekV2MatchesTransformers() {
+    QFETCH(QString, model);
+    QFETCH(int, tp);
+    QFETCH(int, dcp);
+    const Golden g = loadGolden(model.toStdString(), "f32");
+    EngineOptions o;
+    o.model = test::goldenModel(model.toStdString()).string();
+    o.tp = tp;
+    o.dcp = dcp;
+    o.device = test::device();
+    o.dtype = "f32";
+    o.backend = test::backend();
+    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    Engine engine(o);
+    QCOMPARE(QString::fromStdString(engine.info().family), QString("deepseek_v2"));
+    checkF32(engine, g, model + " dcp=" + QString::number(dcp), tp);
+  }
+
+  // DeepSeek-V2 runs as one pipeline stage: --pp refuses, alone and with --dcp, naming what works.
+  void deepseekV2RefusesStages_data() {
+    QTest::addColumn<int>("dcp");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("pp2") << 1 << "deepseek_v2 runs as one pipeline stage: use --pp 1";
+    QTest::newRow("pp2_dcp2") << 2
+                              << "pp=2 with dcp=2: decode-context parallelism runs on one "
+                                 "pipeline stage";
+  }
+  void deepseekV2RefusesStages() {
+    QFETCH(int, dcp);
+    QFETCH(QString, expected);
+    EngineOptions o;
+    o.model = test::goldenModel("deepseek-v2-lite-tiny").string();
+    o.tp = 2;
+    o.pp = 2;
+    o.dcp = dcp;
+    o.dtype = "f32";
+    o.backend = "local";
+    QString error;
+    try {
+      Engine engine(o);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.contains(expected), qPrintable(error));
   }
 
   // Two requests of different lengths in one batch give each one's ids and logits alone.

@@ -55,6 +55,27 @@ void dtypeRows() {
   QTest::newRow("bf16") << int(at::kBFloat16);
 }
 
+// Hugging Face's expert loop (Qwen3MoeExperts): experts in increasing order, each chosen one's
+// SwiGLU on its tokens, scaled by the routing weight and index_add_-ed into zeros; only experts
+// [first, first + w13.size(0)) count (a rank's share under expert parallelism).
+at::Tensor referenceMoe(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
+                        const at::Tensor& w13, const at::Tensor& w2, int64_t first) {
+  const int64_t I = w2.size(2);
+  at::Tensor y = at::zeros_like(x);
+  at::Tensor idsCpu = ids.cpu();
+  for (int64_t e = 0; e < w13.size(0); ++e) {
+    const at::Tensor hit = idsCpu.eq(first + e).nonzero();  // [n, 2]: (token, choice)
+    if (hit.size(0) == 0) continue;
+    const at::Tensor tokens = hit.select(1, 0).to(x.device()),
+                     choice = hit.select(1, 1).to(x.device());
+    const at::Tensor gu = at::matmul(x.index_select(0, tokens), w13[e].t());
+    const at::Tensor h = at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
+    const at::Tensor w = weights.index({tokens, choice}).unsqueeze(1);
+    y.index_add_(0, tokens, at::matmul(h, w2[e].t()) * w);
+  }
+  return y;
+}
+
 }  // namespace
 
 class TestFusedOps : public QObject {
@@ -251,6 +272,41 @@ class TestFusedOps : public QObject {
     QVERIFY(!fused::decodeAttention(at::randn({R, 3 * nkv * d}, gpu(t)), keys, values,
                                     at::tensor(slots, gpu(at::kLong)), positions, nkv, span, scale)
                  .defined());
+  }
+
+  // The MoE kernels against the expert loop: a decode token, a few, a batch of 16 and a graph-sized
+  // prefill of 256 tokens, all experts local (the default layout) or a quarter of them (expert
+  // parallel at tp=4, rank 1).
+  void fusedMoe_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("tokens");
+    QTest::addColumn<bool>("expertParallel");
+    for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
+      for (int T : {1, 3, 16, 256}) {
+        for (bool ep : {false, true}) {
+          const std::string name = std::string(t == int(at::kFloat) ? "fp32" : "bf16") +
+                                   " T=" + std::to_string(T) + (ep ? " ep" : "");
+          QTest::newRow(name.c_str()) << t << T << ep;
+        }
+      }
+    }
+  }
+  void fusedMoe() {
+    QFETCH(int, dtype);
+    QFETCH(int, tokens);
+    QFETCH(bool, expertParallel);
+    const auto o = gpu(at::ScalarType(dtype));
+    const int64_t E = 16, k = 4, H = 256, I = 96;
+    const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
+    at::Tensor x = at::randn({tokens, H}, o);
+    at::Tensor probs = at::softmax(at::randn({tokens, E}, o), -1, at::kFloat);
+    auto [w, ids] = probs.topk(k, -1);
+    w = (w / w.sum(-1, true)).to(o.dtype());
+    at::Tensor w13 = at::randn({local, 2 * I, H}, o) * 0.05,
+               w2 = at::randn({local, H, I}, o) * 0.05;
+    const at::Tensor fused = fused::fusedMoe(x, w, ids, w13, w2, first);
+    QVERIFY(fused.defined());
+    expectClose(fused, referenceMoe(x, w, ids, w13, w2, first), 0.3, "fused_moe");
   }
 
   void gemvLeavesOtherShapes() {

@@ -209,8 +209,8 @@ class TestCheckpointErrors : public QObject {
     QTest::newRow("unsupported rope")
         << R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
         "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
-        "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"
-        << "rope scaling type 'yarn' is not supported";
+        "rope_scaling": {"rope_type": "longrope", "factor": 4.0}})"
+        << "rope scaling type 'longrope' is not supported";
     // Fields of the wrong type escaped as json type_error or UB (fuzz/regressions/model_config).
     QTest::newRow("model_type not a string") << R"({"model_type": 5})"
                                              << "'model_type' must be a string, got 5";
@@ -243,6 +243,25 @@ class TestCheckpointErrors : public QObject {
         << moe + R"("num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4,
         "mlp_only_layers": 1})"
         << "'mlp_only_layers' must be a list of layer indices";
+    // DeepSeek-V2's latent attention and routing fields.
+    const QString ds = R"({"model_type": "deepseek_v2", "vocab_size": 10, "hidden_size": 8,
+        "intermediate_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "moe_intermediate_size": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, )";
+    QTest::newRow("deepseek without kv_lora_rank")
+        << ds + R"("qk_nope_head_dim": 4, "qk_rope_head_dim": 2, "v_head_dim": 4})"
+        << "'kv_lora_rank' is missing or not an integer";
+    QTest::newRow("deepseek unknown topk_method")
+        << ds + R"("kv_lora_rank": 4, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,
+        "v_head_dim": 4, "topk_method": "noaux_tc"})"
+        << "topk_method 'noaux_tc' is not supported (supported: greedy, group_limited_greedy)";
+    QTest::newRow("deepseek groups do not divide the experts")
+        << ds + R"("kv_lora_rank": 4, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,
+        "v_head_dim": 4, "topk_method": "group_limited_greedy", "n_group": 3, "topk_group": 1})"
+        << "'n_group' (3) must divide n_routed_experts (4)";
+    QTest::newRow("deepseek chosen groups hold too few experts")
+        << ds + R"("kv_lora_rank": 4, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2,
+        "v_head_dim": 4, "topk_method": "group_limited_greedy", "n_group": 4, "topk_group": 1})"
+        << "its groups must hold num_experts_per_tok experts";
   }
   void badConfigs() {
     QFETCH(QString, json);

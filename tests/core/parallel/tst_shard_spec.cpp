@@ -101,6 +101,21 @@ class TestShardSpec : public QObject {
     checkLayout({ShardSpec::split(ShardKind::Head, 1, replicas), heads, {3, kvHeads, 4}}, tp);
   }
 
+  // DCPGroupColumnParallelLinear's output at dcp 1, 2 and 4 (dividing tp): tp / dcp column
+  // shards, shard g on ranks g*dcp .. g*dcp + dcp - 1; the read drops the group replicas and a
+  // write lands on every replica.
+  void dcpGroupDropsReplicas_data() { layouts_data(); }
+  void dcpGroupDropsReplicas() {
+    QFETCH(int, tp);
+    for (int dcp = 1; dcp <= tp; dcp *= 2) {
+      const auto group = [dcp](const at::Tensor& w, int r, int tp) {
+        const int64_t c = w.size(1) / (tp / dcp);
+        return w.narrow(1, (r / dcp) * c, c);
+      };
+      checkLayout({ShardSpec::split(ShardKind::DcpGroup, -1, dcp), group, {3, 8}}, tp);
+    }
+  }
+
   // qkv_proj's output: each rank holds [q heads | its KV heads | its v heads]; the read is the
   // rank shards concatenated as they are ([q_0 k_0 v_0 | q_1 k_1 v_1 ...]), KV copies included.
   // HeadLayout's columns of every head in it must be that head of the unfused q, k and v.

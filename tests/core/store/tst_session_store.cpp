@@ -192,6 +192,7 @@ class TestSessionStore : public QObject {
     in.models = {m, m};
     in.models[1].name = "other";
     in.models[1].tp = 4;
+    in.models[1].expertParallel = true;
     in.traces.resize(2);
     in.traces[0].sampling = {0.7,  40, 0.9, 18'446'744'073'709'551'557ull, 12, {1, 2, 151645},
                              true, {}};
@@ -232,6 +233,8 @@ class TestSessionStore : public QObject {
                m.engineVersion));
     QCOMPARE(mo.tp, 2);
     QCOMPARE(out.result.models[1].tp, 4);
+    QVERIFY(!mo.expertParallel);
+    QVERIFY(out.result.models[1].expertParallel);
     QCOMPARE(out.result.traces.size(), size_t(2));
     const auto& sp = out.result.traces[0].sampling;
     QCOMPARE(sp.temperature, 0.7);
@@ -330,6 +333,9 @@ class TestSessionStore : public QObject {
           "ended_ms, host, pid, pid_start, replay_of) VALUES (1, 1, 'v2 run', 'x = 1', 'v2.py', "
           "'done', 5, 9, 'h', 1, 1, NULL)");
       db.exec("INSERT INTO traces VALUES (1, 0, 0, 0.5, 3, 0.8, 7, 6, x'', 1)");
+      db.exec(
+          "INSERT INTO models VALUES (1, 0, 'm', 'demo', '/d', 'sha', 'float32', 'cpu', "
+          "'local', 2, '0.1.0')");
       QCOMPARE(fileSchemaVersion(db), 2);
     }
     const std::string before = fileSha(path);
@@ -345,12 +351,16 @@ class TestSessionStore : public QObject {
       QVERIFY(r.result.traces[0].sampling.stop.empty());
       QCOMPARE(r.result.traces[0].sampling.maxTokens, int64_t(6));
       QCOMPARE(r.result.traces[0].sampling.topP, 0.8);
+      QCOMPARE(r.result.models.size(), size_t(1));
+      QCOMPARE(r.result.models[0].tp, 2);
+      QVERIFY(!r.result.models[0].expertParallel);  // schema 4 added it; older runs had none
     }
     QCOMPARE(q(fileSha(path)), q(before));
     QVERIFY(!std::filesystem::exists(path.string() + "-wal"));
     {
       SessionStore s(path);
       QVERIFY(!s.run(1).result.traces.at(0).timing);
+      QVERIFY(!s.run(1).result.models.at(0).expertParallel);
       trace::RunResult timed;
       timed.traces.resize(1);
       timed.traces[0].timing = trace::TraceTiming{0.25, 4};

@@ -1,11 +1,12 @@
-// The seed page's four examples, saved verbatim under tests/trace/scripts/ (model name mapped to a
-// Qwen3-8B-width test model: hidden 4096, 32 query heads, 8 KV heads, head_dim 128, vocab 151936,
-// 11 layers, small intermediate size, random weights). `shardscope-cli run --tp 2` prints exactly
-// the seed's shapes, and the values equal tp=1's. With SHARDSCOPE_QWEN3_8B naming a checkpoint of
-// the full Qwen3-8B configuration (scripts/gpu/multi-gpu writes one with random bf16 weights), the
-// four scripts also run on it in bf16 and in fp32 at tp=1 and tp=2 (issue 8). The seed's MoE
-// sentence is seed_5_moe.py, on a small random Qwen3-MoE (tests/trace/qwen3-moe-small.json). The
-// four also run on the model split into two pipeline stages of tp=2, equal to one rank's values.
+// The seed page's four examples, saved verbatim (below a header comment) under resources/examples/
+// (model name mapped to a Qwen3-8B-width test model: hidden 4096, 32 query heads, 8 KV heads,
+// head_dim 128, vocab 151936, 11 layers, small intermediate size, random weights). `shardscope-cli
+// run --tp 2` prints exactly the seed's shapes, and the values equal tp=1's. With
+// SHARDSCOPE_QWEN3_8B naming a checkpoint of the full Qwen3-8B configuration (scripts/gpu/multi-gpu
+// writes one with random bf16 weights), the four scripts also run on it in bf16 and in fp32 at tp=1
+// and tp=2 (issue 8). The seed's MoE sentence is seed_5_moe.py, on a small random Qwen3-MoE
+// (tests/trace/qwen3-moe-small.json). The four also run on the model split into two pipeline
+// stages of tp=2, equal to one rank's values.
 #include <QtTest>
 
 #include <ATen/ATen.h>
@@ -35,7 +36,7 @@ std::string readFile(const std::filesystem::path& p) {
 }
 
 std::filesystem::path script(const char* name) {
-  return test::sourceDir() / "tests" / "trace" / "scripts" / name;
+  return test::sourceDir() / "resources" / "examples" / name;
 }
 
 // The test model: its config beside the real Qwen3 tokenizer (for model.tokenizer.decode).

@@ -373,8 +373,9 @@ class TestTrace : public QObject {
                             << "cannot import 'os'";
     QTest::newRow("unknown VLLM keyword")
         << "model = VLLM(\"demo\", frobnicate=1)\n"
-        << "VLLM() got an unknown keyword 'frobnicate'; accepted: device, dispatch, dtype, "
-           "enable_expert_parallel, enforce_eager, pipeline_parallel_size, tensor_parallel_size";
+        << "VLLM() got an unknown keyword 'frobnicate'; accepted: "
+           "decode_context_parallel_size, device, dispatch, dtype, enable_expert_parallel, "
+           "enforce_eager, pipeline_parallel_size, tensor_parallel_size";
     QTest::newRow("unknown trace keyword")
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", beam_width=2):\n    pass\n"
         << "model.trace() got an unknown keyword 'beam_width'";

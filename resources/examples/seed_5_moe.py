@@ -1,3 +1,6 @@
+# Title: Seed: mixture of experts
+# Model: Qwen/Qwen3-30B-A3B (--model-dir Qwen/Qwen3-30B-A3B=PATH maps it to a Qwen3-MoE checkpoint)
+# From the seed page, verbatim: router logits (replicated) and the experts' all-reduced output.
 from nnsight.modeling.vllm import VLLM
 
 model = VLLM("Qwen/Qwen3-30B-A3B", dispatch=True, tensor_parallel_size=2)

@@ -1,3 +1,6 @@
+# Title: Seed: rank order in fused tensors
+# Model: Qwen/Qwen3-8B (--model-dir Qwen/Qwen3-8B=PATH maps it to a checkpoint of its shape; the demo model is too small)
+# From the seed page, verbatim: query heads sliced out of the gathered qkv_proj output by rank.
 from nnsight.modeling.vllm import VLLM
 
 model = VLLM("Qwen/Qwen3-8B", dispatch=True, tensor_parallel_size=2)

@@ -1,3 +1,6 @@
+# Title: Seed: writes land on every rank
+# Model: Qwen/Qwen3-8B (--model-dir Qwen/Qwen3-8B=PATH maps it to a checkpoint of its shape; the demo model is too small)
+# From the seed page, verbatim: one head zeroed at every step of a generation; the edit is re-sharded.
 from nnsight.modeling.vllm import VLLM
 
 model = VLLM("Qwen/Qwen3-8B", dispatch=True, tensor_parallel_size=2)

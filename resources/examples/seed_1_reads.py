@@ -1,3 +1,6 @@
+# Title: Seed: the same block, sharded
+# Model: Qwen/Qwen3-8B (--model-dir Qwen/Qwen3-8B=PATH maps it to a checkpoint of its shape; the demo model is too small)
+# From the seed page, verbatim: every value a trace reads is the whole tensor (qkv, o_proj input, residual, logits).
 from nnsight.modeling.vllm import VLLM
 
 model = VLLM("Qwen/Qwen3-8B", dispatch=True, tensor_parallel_size=2)

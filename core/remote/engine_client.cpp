@@ -1,0 +1,86 @@
+#include "engine_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "access_token.h"
+#include "core/error.h"
+#include "core/remote/engine_protocol.grpc.pb.h"
+#include "protocol_version.h"
+
+namespace shardscope::remote {
+
+struct EngineClient::Impl {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::EngineService::Stub> stub;
+};
+
+namespace {
+
+std::string statusText(const grpc::Status& s) {
+  return s.error_message().empty() ? "gRPC status " + std::to_string(int(s.error_code()))
+                                   : s.error_message();
+}
+
+}  // namespace
+
+EngineClient::EngineClient(const std::string& address, std::string token, double connectSeconds)
+    : impl_(std::make_unique<Impl>()), address_(address), token_(std::move(token)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(-1);  // the server enforces its own limit and says so
+  impl_->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  const auto deadline =
+      std::chrono::system_clock::now() + std::chrono::milliseconds(int64_t(connectSeconds * 1000));
+  if (!impl_->channel->WaitForConnected(deadline))
+    throw Error("cannot reach an engine at " + address +
+                " (is shardscope-engine running there? start it with mpirun -np N "
+                "shardscope-engine --model M --listen " +
+                address + ")");
+  impl_->stub = v1::EngineService::NewStub(impl_->channel);
+  grpc::ClientContext context;
+  if (!token_.empty()) context.AddMetadata(kTokenHeader, token_);
+  v1::HelloRequest hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_client(std::string("shardscope ") + SHARDSCOPE_VERSION);
+  v1::HelloReply reply;
+  const grpc::Status s = impl_->stub->Hello(&context, hello, &reply);
+  if (!s.ok())
+    throw Error("the engine at " + address + " refused the connection: " + statusText(s));
+  if (reply.protocol_version() != kProtocolVersion)
+    throw Error("the engine at " + address + " speaks protocol " +
+                std::to_string(reply.protocol_version()) + ", this client " +
+                std::to_string(kProtocolVersion) + "; use matching ShardScope versions");
+  identity_ = reply.identity();
+}
+
+EngineClient::~EngineClient() = default;
+
+std::string EngineClient::describe() const {
+  const auto& id = identity_;
+  std::string hosts;
+  for (int r = 0; r < id.rank_hosts_size(); ++r)
+    hosts += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " " + id.rank_hosts(r);
+  return "shardscope-engine " + id.shardscope_version() + " at " + address_ + ": " +
+         std::to_string(id.tp()) + " rank processes (" + id.backend() + ", " + id.device() +
+         ") on " + hosts + "; LibTorch " + id.libtorch_version();
+}
+
+void EngineClient::run(v1::JobRequest job,
+                       const std::function<void(const v1::JobEvent&)>& onEvent) {
+  job.set_protocol_version(kProtocolVersion);
+  grpc::ClientContext context;
+  if (!token_.empty()) context.AddMetadata(kTokenHeader, token_);
+  auto reader = impl_->stub->Run(&context, job);
+  v1::JobEvent event;
+  while (reader->Read(&event)) onEvent(event);
+  const grpc::Status s = reader->Finish();
+  if (s.ok()) return;
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      s.error_code() == grpc::StatusCode::CANCELLED)
+    throw Error("engine lost: the connection to the engine at " + address_ +
+                " ended during the job (" + statusText(s) +
+                "); a rank process may have died: see the engine's log, restart it and run again");
+  throw Error("the engine at " + address_ + " refused the job: " + statusText(s));
+}
+
+}  // namespace shardscope::remote

@@ -1,0 +1,40 @@
+// EngineClient: a connection to a shardscope-engine server (the CLI's --engine, later the GUI).
+// Connecting says hello: the protocol versions must match and the token (if the server wants one)
+// must be right, else the constructor throws Error saying which. A job's events arrive in order;
+// a connection lost under a job is one Error that says "engine lost" and where.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/remote/engine_protocol.pb.h"
+
+namespace shardscope::remote {
+
+class EngineClient {
+ public:
+  // `token` empty: none is sent. Waits up to `connectSeconds` for the server.
+  EngineClient(const std::string& address, std::string token, double connectSeconds = 10);
+  ~EngineClient();
+
+  const v1::EngineIdentity& identity() const { return identity_; }
+  const std::string& address() const { return address_; }
+  // "shardscope-engine 0.1.0 at 127.0.0.1:5000: 2 rank processes (mpi) on host a, host a;
+  // LibTorch 1.13.0": what a session log records about the engine a run used.
+  std::string describe() const;
+
+  // Runs `job` (its protocol version is set here), passing each event to `onEvent`. Throws Error
+  // when the call fails (refused, or the connection is lost); a job that fails on the engine
+  // arrives as a Failure event instead.
+  void run(v1::JobRequest job, const std::function<void(const v1::JobEvent&)>& onEvent);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string address_;
+  std::string token_;
+  v1::EngineIdentity identity_;
+};
+
+}  // namespace shardscope::remote

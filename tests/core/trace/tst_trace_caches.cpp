@@ -1,0 +1,144 @@
+// What a rerun of a trace no longer pays for (issue 15, trace overhead): the bounded LRU, parsed
+// programs cached by file and source (a cached program raises the same errors at the same line
+// and column as a fresh parse; a source that fails to parse is never kept), tokenized prompts
+// cached per tokenizer object (a freed tokenizer's entries never serve another), and the default
+// memory budget read only once a block has made 1 MiB (and then enforced as before).
+#include <QtTest>
+
+#include "common/test_support.h"
+#include "core/error.h"
+#include "core/model/model_source.h"
+#include "core/model/tokenizer.h"
+#include "core/trace/bounded_lru.h"
+#include "core/trace/memory_budget.h"
+#include "core/trace/script_runner.h"
+#include "core/trace/trace_caches.h"
+
+using namespace shardscope;
+
+namespace {
+
+// Two byte-level BPE tokenizers that split "ab ab" alike into different ids (raw strings stay out
+// of the test class: moc cannot parse them there).
+constexpr const char* kFirstVocab = R"({"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġab": 4})";
+constexpr const char* kSecondVocab = R"({"a": 4, "b": 3, "ab": 1, "Ġ": 0, "Ġab": 2})";
+
+std::string tinyTokenizer(const std::string& vocab) {
+  return R"({"version": "1.0", "added_tokens": [], "normalizer": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )" +
+         vocab + R"(, "merges": [["a", "b"], ["Ġ", "ab"]]}})";
+}
+
+std::string errorOf(trace::ScriptRunner& runner, const std::string& source,
+                    const std::string& file) {
+  try {
+    runner.run(source, file);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+class TestTraceCaches : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void lruKeepsTheMostRecentWithinItsBounds() {
+    trace::BoundedLru<int, int> lru(2, 100);
+    const auto is = [](int k) { return [k](const int& key) { return key == k; }; };
+    lru.put(1, 10, 10);
+    lru.put(2, 20, 10);
+    QCOMPARE(*lru.find(is(1)), 10);  // 1 is now the most recent
+    lru.put(3, 30, 10);              // drops 2, the least recent
+    QVERIFY(!lru.find(is(2)));
+    QCOMPARE(*lru.find(is(3)), 30);
+    lru.put(4, 40, 95);  // over the byte bound with anything else: only 4 stays
+    QCOMPARE(lru.size(), size_t(1));
+    lru.put(5, 50, 101);  // larger than the bound: not kept, nothing dropped
+    QCOMPARE(lru.size(), size_t(1));
+    lru.put(6, 60, 1, [](const int& key) { return key == 4; });  // stale entries go first
+    QVERIFY(!lru.find(is(4)));
+    QCOMPARE(lru.size(), size_t(1));
+  }
+
+  void programsAreCachedByFileAndSource() {
+    const std::string source = "x = 1\ny = x + 2\n";
+    const auto a = trace::parseProgramCached(source, "a.py");
+    QVERIFY(a == trace::parseProgramCached(source, "a.py"));
+    const auto b = trace::parseProgramCached(source, "b.py");
+    QVERIFY(a != b);  // errors name the file: another file is another program
+    QCOMPARE(b->file, std::string("b.py"));
+  }
+
+  void aCachedProgramGivesTheSameErrors() {
+    trace::RunOptions o;
+    o.modelDirs["demo"] = ensureDemoModel().string();
+    o.dtype = "f32";
+    o.out = [](const std::string&) {};
+    trace::ScriptRunner runner(o);
+    const std::string runtime =
+        "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    h = model.model.layers[1].output\n"
+        "    g = model.model.layers[0].output\n";
+    const std::string first = errorOf(runner, runtime, "order.py");
+    QVERIFY2(first.find("order.py:4:") != std::string::npos, first.c_str());
+    QVERIFY2(first.find("already ran past") != std::string::npos, first.c_str());
+    QCOMPARE(errorOf(runner, runtime, "order.py"), first);
+    const std::string syntax = "x = (1,\ny = 2\n";
+    const std::string parseError = errorOf(runner, syntax, "syntax.py");
+    QVERIFY2(parseError.find("syntax.py:") != std::string::npos, parseError.c_str());
+    QCOMPARE(errorOf(runner, syntax, "syntax.py"), parseError);
+    // The same traced script twice: the same prints and saved values.
+    const std::string good =
+        "model = VLLM(\"demo\")\nwith model.trace(\"The capital of France is\"):\n"
+        "    t = model.logits.argmax(-1).save()\nprint(t)\n";
+    runner.run(good, "good.py");
+    const std::string printed = runner.result().printed;
+    runner.run(good, "good.py");
+    QCOMPARE(runner.result().printed, printed);
+  }
+
+  void promptsAreCachedPerTokenizer() {
+    auto tok = Tokenizer::fromFile(qwen3TokenizerAsset());
+    const std::string text = "The capital of France is";
+    const auto ids = tok->encode(text);
+    QCOMPARE(trace::encodePromptCached(tok, text), ids);
+    QCOMPARE(trace::encodePromptCached(tok, text), ids);
+    QVERIFY_THROWS_EXCEPTION(Error, trace::encodePromptCached(tok, std::string("\xff")));
+    // A tokenizer made after another is freed (possibly at its address) is asked itself, not
+    // served the freed one's ids for the same text.
+    auto first = Tokenizer::fromJson(tinyTokenizer(kFirstVocab), "first");
+    QCOMPARE(trace::encodePromptCached(first, "ab ab"), (std::vector<int64_t>{2, 4}));
+    first.reset();
+    auto second = Tokenizer::fromJson(tinyTokenizer(kSecondVocab), "second");
+    QCOMPARE(trace::encodePromptCached(second, "ab ab"), (std::vector<int64_t>{1, 2}));
+  }
+
+  void theDefaultMemoryBudgetIsReadOnlyWhenNeeded() {
+    int reads = 0;
+    trace::MemoryBudget budget([&reads] {
+      ++reads;
+      return int64_t(3) << 20;  // 3 MiB
+    });
+    int64_t held = 0;
+    const auto heldNow = [&held] { return held; };
+    for (int i = 0; i < 100; ++i) QCOMPARE(budget.charge(1000, heldNow), std::string());
+    QCOMPARE(budget.request(4096, heldNow), std::string());
+    QCOMPARE(reads, 0);  // a small block never reads the free memory
+    held = int64_t(4) << 20;
+    const std::string e = budget.charge(int64_t(2) << 20, heldNow);
+    QCOMPARE(reads, 1);
+    QVERIFY2(e.find("memory budget of 3.0 MiB exceeded") != std::string::npos, e.c_str());
+    trace::MemoryBudget asking([&reads] {
+      ++reads;
+      return int64_t(3) << 20;
+    });
+    const std::string r = asking.request(int64_t(8) << 20, [] { return int64_t(0); });
+    QCOMPARE(reads, 2);
+    QVERIFY2(r.find("would create 8.0 MiB") != std::string::npos, r.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTraceCaches)
+#include "tst_trace_caches.moc"
