@@ -1,7 +1,7 @@
 // The seed's decode-context-parallel sentence on DeepSeek-V2-Lite widths (tests/trace/
 // deepseek-v2-lite-widths.json: hidden 2048, 16 heads, kv_lora_rank 512, qk 128 + 64, v 128, YaRN;
 // two layers, the second MoE with 16 routed and 2 shared experts to keep the CPU run small; random
-// weights, the Qwen3 tokenizer). tests/trace/scripts/seed_6_dcp.py at tp=4, dcp=2 against tp=1:
+// weights, the Qwen3 tokenizer). resources/examples/seed_6_dcp.py at tp=4, dcp=2 against tp=1:
 // the widths of q_proj.output, kv_b_proj.output, o_proj.input and the MoE output are tp=1's and
 // so are their values; zeroing one head of o_proj.input over 8 steps gives tp=1's tokens; every
 // rank's q_proj is DCPGroupColumnParallelLinear; the KV cache a token costs a rank halves at
@@ -77,7 +77,7 @@ class TestDeepseekDcp : public QObject {
                                dir_.path() / "config.json");
     std::filesystem::create_symlink(qwen3TokenizerAsset(), dir_.path() / "tokenizer.json");
     spec_ = "random:" + (dir_.path() / "config.json").string() + "@3";
-    script_ = readText(test::sourceDir() / "tests/trace/scripts/seed_6_dcp.py");
+    script_ = readText(test::sourceDir() / "resources/examples/seed_6_dcp.py");
   }
 
   // Whole widths and tp=1's values at tp=4, dcp=2.
