@@ -66,6 +66,11 @@ void ModuleTreeModel::setModel(const ModelInfo& model, const std::vector<PortSha
     node->name = m.name;
     node->kind = m.kind;
     node->tooltip = m.path + " (" + m.kind + ")";
+    if (model.pp > 1 && m.stage >= 0) {  // pipeline stages: which one holds the module
+      node->kind += " \u00b7 stage " + std::to_string(m.stage);
+      node->tooltip +=
+          "\nheld by pipeline stage " + std::to_string(m.stage) + " of " + std::to_string(model.pp);
+    }
     for (const ParameterInfo& p : m.parameters) {
       node->tooltip += "\n." + p.name + ": shard " + shapeText({p.shardShape}, false) + " of " +
                        shapeText({p.fullShape}, false);

@@ -31,6 +31,7 @@ std::string ScriptBuilder::quote(const std::string& text) {
 std::string ScriptBuilder::header() const {
   return "model = VLLM(" + quote(model_.spec) +
          ", tensor_parallel_size=" + std::to_string(model_.tp) +
+         (model_.pp > 1 ? ", pipeline_parallel_size=" + std::to_string(model_.pp) : "") +
          (model_.expertParallel ? ", enable_expert_parallel=True" : "") +
          (model_.dcp > 1 ? ", decode_context_parallel_size=" + std::to_string(model_.dcp) : "") +
          ", dtype=" + quote(model_.dtype) + ", device=" + quote(model_.device) + ")\n";

@@ -52,6 +52,8 @@ constexpr const char* kModelOptions =
     R"(  --model PATH|NAME    checkpoint directory, Hugging Face cache name (Qwen/Qwen3-8B) or
                        random:CONFIG.json[@SEED]; default: the built-in demo model
   --tp N               tensor-parallel size (default 1)
+  --pp N               pipeline-parallel size: decoder layers split into N stages, each sharded
+                       tp ways, tp x pp ranks (default 1)
   --device cpu|cuda    (default cpu)
   --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
   --backend auto|local|nccl   process group (default auto: nccl for cuda with tp > 1)
@@ -65,7 +67,7 @@ constexpr const char* kModelOptions =
 )";
 
 const std::set<std::string> kModelOptionNames = {
-    "model", "tp", "device", "dtype", "backend", "threads", "collective-timeout", "dcp"};
+    "model", "tp", "pp", "device", "dtype", "backend", "threads", "collective-timeout", "dcp"};
 
 std::set<std::string> withModel(std::set<std::string> extra) {
   extra.insert(kModelOptionNames.begin(), kModelOptionNames.end());
@@ -134,6 +136,7 @@ EngineOptions engineOptions(const Arguments& a) {
   EngineOptions o;
   o.model = a.get("model");
   o.tp = int(a.getInt("tp", 1));
+  o.pp = int(a.getInt("pp", 1));
   o.device = a.get("device", "cpu");
   o.dtype = a.get("dtype");
   o.backend = a.get("backend", "auto");
@@ -142,6 +145,7 @@ EngineOptions engineOptions(const Arguments& a) {
   o.expertParallel = a.has("enable-expert-parallel");
   o.dcp = int(a.getInt("dcp", 1));
   if (o.tp < 1) throw UsageError("--tp must be at least 1");
+  if (o.pp < 1) throw UsageError("--pp must be at least 1");
   if (o.dcp < 1) throw UsageError("--dcp must be at least 1");
   if (o.collectiveTimeoutSeconds < 0) throw UsageError("--collective-timeout must be positive");
   return o;
@@ -234,10 +238,10 @@ int generate(const std::vector<std::string>& args) {
   if (!a.has("quiet")) {
     int64_t tokens = 0;
     for (const auto& o : result.outputs) tokens += int64_t(o.tokenIds.size());
-    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, %s, %s)\n",
+    std::fprintf(stderr, "%lld tokens in %lld steps, %.3f s (%s, tp=%d, pp=%d, %s, %s)\n",
                  (long long)tokens, (long long)result.steps, result.seconds,
-                 engine.info().spec.c_str(), engine.info().tp, engine.info().device.c_str(),
-                 engine.info().dtype.c_str());
+                 engine.info().spec.c_str(), engine.info().tp, engine.info().pp,
+                 engine.info().device.c_str(), engine.info().dtype.c_str());
   }
   return 0;
 }
@@ -296,13 +300,14 @@ int runQuietRank(const std::string& source, const std::string& file, trace::RunO
 
 int runScript(const std::vector<std::string>& args) {
   const Arguments a(args,
-                    {"tp", "device", "dtype", "backend", "model-dir", "budget", "memory-budget-mb",
-                     "log", "session", "title", "value-cap-mb", "collective-timeout", "dcp",
-                     "engine", "token-file", "example"},
+                    {"tp", "pp", "device", "dtype", "backend", "model-dir", "budget",
+                     "memory-budget-mb", "log", "session", "title", "value-cap-mb",
+                     "collective-timeout", "dcp", "engine", "token-file", "example"},
                     {"help", "timing", "enable-expert-parallel", "mpi"});
   if (a.has("help")) {
     std::cout
-        << "usage: shardscope-cli run FILE.py|--example NAME [--tp N] [--device cpu|cuda]\n"
+        << "usage: shardscope-cli run FILE.py|--example NAME [--tp N] [--pp N]\n                   "
+           "       [--device cpu|cuda]"
            "                          [--dtype bf16|f16|f32]\n"
            "                          [--backend auto|local|nccl] [--model-dir NAME=PATH ...]\n"
            "                          [--budget STEPS] [--memory-budget-mb MB]\n"
@@ -312,7 +317,8 @@ int runScript(const std::vector<std::string>& args) {
            "Runs a trace script. VLLM(\"NAME\", ...) loads NAME from --model-dir NAME=PATH when "
            "given,\n"
            "else from a path or the Hugging Face cache (\"demo\" is the built-in demo model).\n"
-           "--tp overrides tensor_parallel_size, --dcp decode_context_parallel_size, "
+           "--tp overrides tensor_parallel_size, --pp pipeline_parallel_size,\n"
+           "--dcp decode_context_parallel_size, "
            "--enable-expert-parallel turns\n"
            "enable_expert_parallel on; --budget bounds the evaluation steps of each\n"
            "block (default 10000000); --memory-budget-mb bounds the bytes a block's values hold\n"
@@ -345,6 +351,8 @@ int runScript(const std::vector<std::string>& args) {
   if (auto code = onEngine(a, [&] { return runRemote(a, source, file); })) return *code;
   trace::RunOptions o;
   o.tp = int(a.getInt("tp", 0));
+  o.pp = int(a.getInt("pp", 0));
+  if (o.pp < 0) throw UsageError("--pp must be at least 1");
   o.device = a.get("device");
   o.dtype = a.get("dtype");
   o.backend = a.get("backend");

@@ -18,6 +18,7 @@ namespace {
 // Options that choose or shape a local engine: the engine server chose its own when it started.
 const char* const kLocalEngineOptions[] = {"model",
                                            "tp",
+                                           "pp",
                                            "device",
                                            "dtype",
                                            "backend",

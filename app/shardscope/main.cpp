@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   parser.addOptions({
       {"model", "Checkpoint folder, Hugging Face cache name or 'demo' (default).", "spec", "demo"},
       {"tp", "Tensor-parallel size (default 2).", "n", "2"},
+      {"pp", "Pipeline-parallel size: stages of decoder layers (default 1).", "n", "1"},
       {"device", "cpu or cuda (default cpu).", "device", "cpu"},
       {"dtype", "bf16, f16 or f32 (default: f32 on cpu, the checkpoint's on cuda).", "dtype"},
       {"session-file", "Session file to record runs in (default: the last one).", "file"},
@@ -35,13 +36,14 @@ int main(int argc, char** argv) {
   shardscope::ui::StartOptions options;
   options.model.model = parser.value("model").toStdString();
   options.model.tp = parser.value("tp").toInt();
+  options.model.pp = parser.value("pp").toInt();
   options.model.device = parser.value("device").toStdString();
   options.model.dtype = parser.value("dtype").toStdString();
   options.sessionFile = parser.positionalArguments().isEmpty()
                             ? parser.value("session-file")
                             : parser.positionalArguments().first();
   options.restoreState = !parser.isSet("screenshots");
-  if (options.model.tp < 1) parser.showHelp(2);
+  if (options.model.tp < 1 || options.model.pp < 1) parser.showHelp(2);
   shardscope::ui::MainWindow window(options);
   window.show();
   if (!parser.isSet("screenshots")) return app.exec();

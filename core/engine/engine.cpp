@@ -13,7 +13,9 @@
 #include "../model/tokenizer.h"
 #include "../model/weight_source.h"
 #include "../parallel/local_group.h"
+#include "../parallel/pipeline_stages.h"
 #include "../parallel/rank_process.h"
+#include "../parallel/stage_channel.h"
 #include "generation.h"
 #include "rank_context.h"
 #ifdef SHARDSCOPE_WITH_NCCL
@@ -58,7 +60,11 @@ struct Engine::Impl {
   at::ScalarType dtype = at::kFloat;
   std::vector<at::Device> devices;
   std::vector<int> localRanks;  // the ranks this process runs: every rank, or one (rank processes)
-  std::vector<std::unique_ptr<ProcessGroup>> groups;  // by rank; null for other processes' ranks
+  // By world rank (stage * tp + tensor-parallel rank): the rank's stage group (null for other
+  // processes' ranks); with several stages also the world group and the channel between stages.
+  std::vector<std::unique_ptr<ProcessGroup>> groups;
+  std::vector<std::unique_ptr<ProcessGroup>> worlds;
+  std::vector<std::unique_ptr<StageChannel>> channels;
   std::vector<std::unique_ptr<CausalLM>> models;
   std::vector<std::thread> rankThreads;
   std::thread dispatcher;
@@ -80,7 +86,9 @@ struct Engine::Impl {
   FailureInjection armedFailure;  // for the next job
   std::exception_ptr broken;      // the group could not be rebuilt: every later job fails with it
 
+  int ranks() const { return options.tp * options.pp; }
   void makeGroups();
+  void abortAll(const std::string& reason);
   void rankMain(int rank, std::function<void()> load);
   void dispatchMain();
   // Runs `job` on every rank; returns its first error once every rank has left it, or, when a
@@ -89,6 +97,8 @@ struct Engine::Impl {
   std::exception_ptr runOnRanks(const std::shared_ptr<JobState>& job,
                                 const std::function<void(std::exception_ptr)>& report);
   void validateFailure(const FailureInjection& f) const;
+  // Refuses pipeline stages combined with what they do not run with.
+  void checkStages() const;
   void recordError(int rank, std::exception_ptr e);
   // Rank processes: every process learns how the job ended on the others and fails with the root
   // cause when any rank failed (so that all of them rebuild their groups together).
@@ -103,7 +113,8 @@ bool wantsNccl(const EngineOptions& o) {
   if (o.backend == "local") return false;
   if (o.backend == "nccl") return true;
   // auto: NCCL when every rank can have its own GPU, else ranks share one GPU (local group).
-  return o.device == "cuda" && o.tp > 1 && int(at::getNumGPUs()) >= o.tp;
+  const int ranks = o.tp * o.pp;
+  return o.device == "cuda" && ranks > 1 && int(at::getNumGPUs()) >= ranks;
 }
 
 int cores() {
@@ -123,26 +134,54 @@ std::string describeException(std::exception_ptr e) {
 }  // namespace
 
 void Engine::Impl::makeGroups() {
+  channels.clear();
+  worlds.clear();
   groups.clear();
   ++groupsBuilt;
-  if (options.process) {
+  if (options.process) {  // one stage (the constructor refuses more)
     groups.resize(size_t(options.tp));
     for (int r : localRanks)
       groups[size_t(r)] = options.process->makeGroup(devices[r], {collectiveTimeout});
     for (int r : localRanks) groups[size_t(r)]->setOptions({collectiveTimeout});
     return;
   }
-  if (wantsNccl(options)) {
+  // One group over `members` (world ranks; under NCCL world rank r runs on GPU r).
+  const auto makeGroup = [this](const std::vector<int>& members,
+                                std::vector<std::unique_ptr<ProcessGroup>>& out) {
+    if (wantsNccl(options)) {
 #ifdef SHARDSCOPE_WITH_NCCL
-    for (auto& g : NcclGroup::create(options.tp)) groups.push_back(std::move(g));
-    for (auto& g : groups) g->setOptions({collectiveTimeout});
-    return;
+      for (auto& g : NcclGroup::create(members)) out.push_back(std::move(g));
 #else
-    throw Error("the NCCL backend is not built in (LibTorch without CUDA); use --backend local");
+      throw Error("the NCCL backend is not built in (LibTorch without CUDA); use --backend local");
 #endif
+    } else {
+      for (auto& g : LocalGroup::create(int(members.size()))) out.push_back(std::move(g));
+    }
+  };
+  std::vector<int> all;
+  for (int r = 0; r < ranks(); ++r) all.push_back(r);
+  for (int s = 0; s < options.pp; ++s)
+    makeGroup(std::vector<int>(all.begin() + s * options.tp, all.begin() + (s + 1) * options.tp),
+              groups);
+  if (options.pp > 1) {
+    makeGroup(all, worlds);
+    for (int r = 0; r < ranks(); ++r)
+      channels.push_back(
+          std::make_unique<StageChannel>(*worlds[size_t(r)], options.tp, devices[size_t(r)]));
   }
-  for (auto& g : LocalGroup::create(options.tp)) groups.push_back(std::move(g));
-  for (auto& g : groups) g->setOptions({collectiveTimeout});
+  for (auto* set : {&groups, &worlds}) {
+    for (auto& g : *set) g->setOptions({collectiveTimeout});
+  }
+}
+
+void Engine::Impl::abortAll(const std::string& reason) {
+  // Every group of every stage: a rank of another stage may wait in its own stage's collective
+  // on a peer that waits on the world.
+  for (auto* set : {&groups, &worlds}) {
+    for (auto& g : *set) {
+      if (g) g->abort(reason);  // null: another process's rank
+    }
+  }
 }
 
 void Engine::Impl::recordError(int rank, std::exception_ptr e) {
@@ -162,13 +201,12 @@ void Engine::Impl::recordError(int rank, std::exception_ptr e) {
     }
   }
   cv.notify_all();
-  if (!isAbort)
-    groups[rank]->abort("rank " + std::to_string(rank) + " failed: " + describeException(e));
+  if (!isAbort) abortAll("rank " + std::to_string(rank) + " failed: " + describeException(e));
 }
 
 void Engine::Impl::rankMain(int rank, std::function<void()> load) {
   const int threads =
-      options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / options.tp);
+      options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / ranks());
   at::set_num_threads(threads);
   c10::InferenceMode inference;
   c10::DeviceGuard guard(devices[rank]);
@@ -197,8 +235,10 @@ void Engine::Impl::rankMain(int rank, std::function<void()> load) {
       groupsSeen = groupsBuilt;
     }
     try {
-      RankContext ctx{rank,          *groups[rank], *models[rank], source,
-                      devices[rank], dtype,         *job,          decode};
+      RankContext ctx{
+          rank,   *groups[rank], *models[rank],
+          source, devices[rank], dtype,
+          *job,   decode,        channels.empty() ? nullptr : channels[size_t(rank)].get()};
       ctx.reports = options.process || rank == 0;
       job->run(ctx);
     } catch (...) {
@@ -284,8 +324,10 @@ void Engine::Impl::dispatchMain() {
     runOnRanks(cleanup, [](std::exception_ptr) {});
     try {
       if (groups[size_t(localRanks[0])]->reusableAfterAbort()) {
-        for (auto& g : groups) {
-          if (g) g->reset();
+        for (auto* set : {&groups, &worlds}) {
+          for (auto& g : *set) {
+            if (g) g->reset();
+          }
         }
       } else {
         makeGroups();
@@ -325,12 +367,28 @@ std::exception_ptr Engine::Impl::agreeOnOutcome(std::exception_ptr local) {
   return std::make_exception_ptr(Error(rootCause));
 }
 
+void Engine::Impl::checkStages() const {
+  if (options.pp == 1) return;
+  const std::string pp = "pp=" + std::to_string(options.pp);
+  if (options.process) {
+    throw Error(pp +
+                ": pipeline stages run as rank threads; rank processes support tensor "
+                "parallelism only (use --pp 1 with --mpi, or --pp without --mpi)");
+  }
+  if (options.dcp > 1) {
+    throw Error(pp + " with dcp=" + std::to_string(options.dcp) +
+                ": decode-context parallelism runs on one pipeline stage; use --pp with --tp, "
+                "or --dcp with --tp and --pp 1");
+  }
+}
+
 void Engine::Impl::validateFailure(const FailureInjection& f) const {
   if (!f.armed()) return;
-  if (f.rank >= options.tp)
+  if (f.rank >= ranks())
     throw Error("failure injection (" + f.describe() +
-                ") names a rank the engine does not have (tp=" + std::to_string(options.tp) + ")");
-  if (f.kind == FailureInjection::Kind::Stuck && options.tp == 1)
+                ") names a rank the engine does not have (tp=" + std::to_string(options.tp) +
+                ", pp=" + std::to_string(options.pp) + ")");
+  if (f.kind == FailureInjection::Kind::Stuck && ranks() == 1)
     throw Error("failure injection (" + f.describe() +
                 "): a single rank has no collective to miss; use tp >= 2");
 }
@@ -348,10 +406,13 @@ void Engine::Impl::buildInfo() {
                                       : "local";
   if (options.process) info.rankHosts = options.process->hosts();
   info.tp = options.tp;
+  info.pp = options.pp;
   info.expertParallel = options.expertParallel;
   info.dcp = options.dcp;
-  info.kvCacheBytesPerToken = models[size_t(localRanks[0])]->kvCacheLayout().bytesPerToken(
-      c.numLayers, int64_t(at::elementSize(dtype)));
+  // This process's first rank: every rank of rank threads, or the one rank of a rank process.
+  const CausalLM& root = *models[size_t(localRanks[0])];
+  info.kvCacheBytesPerToken =
+      root.kvCacheLayout().bytesPerToken(c.numLayers, int64_t(at::elementSize(dtype)));
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
   info.numHeads = c.numHeads;
@@ -367,21 +428,28 @@ void Engine::Impl::buildInfo() {
     mi.name = m.index() ? "[" + std::to_string(*m.index()) + "]" : m.name();
     mi.kind = m.kind();
     mi.depth = depth;
+    mi.stage = root.moduleStage(m);
     for (PortRole r : {PortRole::Input, PortRole::Output}) {
       mi.ports.push_back({m.port(r).name, m.port(r).shard.name()});
     }
-    for (const Parameter& p : m.parameters())
+    // Parameters as the stage holding the module loaded them (its tensor-parallel rank 0).
+    const Module* holder = &m;
+    if (mi.stage > 0) holder = models[size_t(mi.stage * options.tp)]->modulesByPath().at(m.path());
+    for (const Parameter& p : holder->parameters())
       mi.parameters.push_back({p.name, p.shard.sizes().vec(), p.fullShape});
     info.modules.push_back(std::move(mi));
     for (const Module* c : m.children()) walk(*c, depth + 1);
   };
-  walk(*models[size_t(localRanks[0])], 0);
+  walk(root, 0);
 }
 
 Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.options = std::move(options);
   if (s.options.tp < 1) throw Error("tp must be at least 1, got " + std::to_string(s.options.tp));
+  if (s.options.pp < 1)
+    throw Error("pipeline_parallel_size (pp) must be at least 1, got " +
+                std::to_string(s.options.pp));
   if (s.options.device != "cpu" && s.options.device != "cuda") {
     throw Error("unknown device '" + s.options.device + "': use cpu or cuda");
   }
@@ -392,9 +460,11 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   }
   if (progress)
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
-             0, s.options.tp);
+             0, s.ranks());
   s.source = openModelSource(s.options.model);
   s.source.config.checkTensorParallel(s.options.tp, s.options.expertParallel, s.options.dcp);
+  s.checkStages();
+  const PipelineStages stages(s.source.config.numLayers, s.options.pp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
   if (!s.options.dtype.empty()) {
     s.dtype = scalarTypeOf(parseDType(s.options.dtype));
@@ -427,27 +497,29 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
                 std::to_string(s.options.process->size()) +
                 " were started; launch with mpirun -np " + std::to_string(s.options.tp));
   }
-  for (int r = 0; r < s.options.tp; ++r) {
+  for (int r = 0; r < s.ranks(); ++r) {
     const int gpu = s.options.process ? s.options.process->localDevice() : nccl ? r : 0;
     s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
                                                   : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
     if (!s.options.process || s.options.process->rank() == r) s.localRanks.push_back(r);
   }
   s.makeGroups();
-  s.models.resize(s.options.tp);
+  s.models.resize(size_t(s.ranks()));
   s.running = int(s.localRanks.size());
   std::atomic<int> loaded{0};
   for (int r : s.localRanks) {
-    s.rankThreads.emplace_back([this, r, &loaded, &progress] {
+    s.rankThreads.emplace_back([this, r, &loaded, &progress, stages] {
       Impl& st = *impl_;
-      impl_->rankMain(r, [&st, r, &loaded, &progress] {
+      impl_->rankMain(r, [&st, r, &loaded, &progress, stages] {
+        const int tp = st.options.tp;
         LoadContext ctx{*st.source.weights,
-                        {r, st.options.tp, st.options.expertParallel, st.options.dcp},
+                        {r % tp, tp, st.options.expertParallel, st.options.dcp},
                         st.dtype,
-                        st.devices[r]};
-        st.models[r] = buildCausalLM(st.source.config, ctx);
+                        st.devices[size_t(r)],
+                        {stages, r / tp}};
+        st.models[size_t(r)] = buildCausalLM(st.source.config, ctx);
         const int done = ++loaded;
-        if (progress) progress("loaded rank " + std::to_string(r), done, st.options.tp);
+        if (progress) progress("loaded rank " + std::to_string(r), done, st.ranks());
       });
     });
   }
@@ -539,7 +611,7 @@ JobHandle Engine::generate(GenerateRequest request) {
   auto req = std::make_shared<GenerateRequest>(std::move(request));
   JobHandle h = submit(
       [req, result](RankContext& ctx) {
-        runGeneration(ctx, *req, ctx.reports ? result.get() : nullptr);
+        runGeneration(ctx, *req, ctx.fillsResult() ? result.get() : nullptr);
       },
       req->sampling.maxTokens);
   h.state()->result = result;

@@ -58,6 +58,9 @@ struct JobProgress {
 struct EngineOptions {
   std::string model;  // see ModelSource: "" = demo, path, HF name, random:CONFIG.json
   int tp = 1;
+  // vLLM's pipeline_parallel_size: the decoder layers split into pp stages, each sharded tp
+  // ways; tp x pp rank threads.
+  int pp = 1;
   // vLLM's enable_expert_parallel: each rank holds num_experts / tp whole MoE experts instead of a
   // slice of every expert. No effect on dense models.
   bool expertParallel = false;
@@ -90,7 +93,7 @@ struct PortInfo {
 
 struct ParameterInfo {
   std::string name;
-  std::vector<int64_t> shardShape;  // this rank's piece (rank 0)
+  std::vector<int64_t> shardShape;  // a rank's piece (tensor-parallel rank 0 of its stage)
   std::vector<int64_t> fullShape;
 };
 
@@ -99,6 +102,7 @@ struct ModuleInfo {
   std::string name;
   std::string kind;  // vLLM class name
   int depth = 0;
+  int stage = 0;  // the pipeline stage holding it; -1: it spans stages (model, model.model)
   std::vector<PortInfo> ports;
   std::vector<ParameterInfo> parameters;
 };
@@ -113,6 +117,7 @@ struct ModelInfo {
   std::string backend;  // process group: local, nccl, mpi or nccl+mpi (rank processes)
   std::vector<std::string> rankHosts;  // rank processes: the host of every rank; else empty
   int tp = 1;
+  int pp = 1;  // pipeline stages
   bool expertParallel = false;
   int dcp = 1;
   // The KV cache a token costs each rank, over all layers in the model's dtype (a latent under

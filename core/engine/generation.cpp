@@ -8,6 +8,7 @@
 #include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
 #include "../parallel/collective_board.h"
+#include "pipeline_step.h"
 #include "sampler.h"
 
 namespace shardscope {
@@ -131,6 +132,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     return r ? r->layersReplayed() : int64_t(0);
   };
   const int64_t graphLayersBefore = graphLayers();
+  // The sampled ids reach every rank of every stage.
+  ProcessGroup& everyRank = ctx.pipeline ? ctx.pipeline->world() : ctx.group;
   int64_t step = 0;
   bool cancelled = false;
   for (; step < sp.maxTokens; ++step) {
@@ -170,23 +173,25 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     if (ctx.device.is_cuda() && ctx.model.graphCapturable())
       batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
     if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;
-    at::Tensor hidden = ctx.model.forward(device.narrow(0, 0, T), batch);
-    // In a decode step every row is its request's last.
-    at::Tensor last = decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
-    at::Tensor logits = ctx.model.logits(last, batch);  // [R, V]
-    if (observer) {
-      PortValue lv = PortValue::single(logits);
-      batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
-      logits = lv.items[0];
-    }
+    batch.worldRank = ctx.rank;
+    // [R, V] on the last stage's ranks; undefined on the others.
+    at::Tensor logits =
+        runStages(ctx, device.narrow(0, 0, T), batch, [&](const at::Tensor& hidden) {
+          // In a decode step every row is its request's last.
+          at::Tensor last =
+              decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
+          PortValue lv = PortValue::single(ctx.model.logits(last, batch));
+          if (observer) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
+          return lv.items[0];
+        });
     for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
 
-    // Rank 0 samples; the ids, its cancel decision and which requests' logits hold a NaN reach
-    // every rank in one broadcast: [ids R][cancel][NaN R]. (-inf is a legal logit: a trace may
-    // ban a token with it.)
+    // The sampler (rank 0 of the last stage) samples; the ids, its cancel decision and which
+    // requests' logits hold a NaN reach every rank in one broadcast: [ids R][cancel][NaN R].
+    // (-inf is a legal logit: a trace may ban a token with it.)
     const int64_t R2 = int64_t(active.size());
     at::Tensor decision = at::zeros({2 * R2 + 1}, longOptions);
-    if (ctx.rank == 0) {
+    if (ctx.isSampler()) {
       auto* d = decision.data_ptr<int64_t>();
       const at::Tensor nonFinite = at::isnan(logits).any(-1).to(at::kLong);
       if (sp.temperature <= 0.0) {
@@ -205,17 +210,17 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       }
       d[active.size()] = ctx.cancelRequested() ? 1 : 0;
     }
-    if (ctx.reports && request.returnLogits) {
+    if (ctx.fillsResult() && request.returnLogits) {
       at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
       for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
     }
     // Through the device only when another rank or a trace's model.samples needs it: a single
     // rank's plain step keeps its decision on the host (two copies and a wait less per token).
-    if (ctx.group.size() > 1 || observer) {
+    if (everyRank.size() > 1 || observer) {
       at::Tensor shared = decision.to(ctx.device);
-      static const std::string kSite = "model.samples (rank 0's sampled tokens)";
+      static const std::string kSite = "model.samples (the sampling rank's tokens)";
       CollectiveSite site(kSite, step);
-      ctx.group.broadcast(shared, 0);
+      everyRank.broadcast(shared, ctx.samplerRank());
       if (observer) {  // a write to model.samples forces the token on every rank alike
         PortValue sv = PortValue::single(shared.narrow(0, 0, int64_t(active.size())));
         batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
@@ -276,7 +281,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
       generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
     observer->finish(generated);
   }
-  if (!ctx.reports || !result) return;
+  if (!ctx.fillsResult() || !result) return;
   result->steps = step;
   result->graphLayers = graphLayers() - graphLayersBefore;
   result->outputs.clear();

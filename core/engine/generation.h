@@ -1,6 +1,7 @@
 // The generation loop one rank runs for a GenerateRequest: a prefill step holding every prompt,
 // then one decode step per new token, all requests flattened into each step as vLLM schedules
-// them. Rank 0 samples and broadcasts the ids (with the cancel decision) so every rank agrees.
+// them. The sampling rank (RankContext::samplerRank: rank 0, or the last stage's first rank with
+// pipeline stages) samples and broadcasts the ids (with the cancel decision) so every rank agrees.
 #pragma once
 
 #include "rank_context.h"
@@ -19,7 +20,8 @@ enum class TextForm { Vllm, Display };
 std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
                            const std::vector<std::string>& stop, TextForm form = TextForm::Vllm);
 
-// Runs the request on this rank; rank 0 fills `result`. `observer`, if any, sees every port visit.
+// Runs the request on this rank; the sampling rank fills `result` (pass it on every rank).
+// `observer`, if any, sees every port visit.
 void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
                    PortObserver* observer = nullptr);
 

@@ -20,12 +20,16 @@ std::string moduleTreeText(const ModelInfo& info, const std::vector<PortShape>& 
   std::ostringstream out;
   out << info.spec << ": " << info.family << ", " << info.numLayers << " layers, tp=" << info.tp
       << (info.expertParallel ? " (expert parallel)" : "")
+      << (info.pp > 1 ? ", pp=" + std::to_string(info.pp) : std::string())
       << (info.dcp > 1 ? ", dcp=" + std::to_string(info.dcp) : std::string()) << ", " << info.dtype
       << ", " << promptTokens << "-token prompt\n"
       << "kv cache: " << int64_t(info.kvCacheBytesPerToken + 0.5) << " bytes per token per rank\n"
-      << "shapes are rank 0's shard -> the gathered whole\n";
+      << "shapes are rank 0's shard -> the gathered whole"
+      << (info.pp > 1 ? " (rank 0 of the stage holding the module)" : "") << "\n";
   for (const ModuleInfo& m : info.modules) {
-    out << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")\n";
+    out << std::string(size_t(m.depth) * 2, ' ') << m.path << "  (" << m.kind << ")";
+    if (info.pp > 1 && m.stage >= 0) out << "  stage " << m.stage;
+    out << "\n";
     const std::string indent(size_t(m.depth) * 2 + 4, ' ');
     for (const PortShape& p : shapes) {
       if (p.module != m.path) continue;

@@ -6,11 +6,15 @@
 namespace shardscope {
 namespace {
 
+// Records on the tensor-parallel rank 0 of one stage the ports that stage visits (model.samples,
+// which every stage visits, only on the last).
 class ShapeRecorder : public PortObserver {
  public:
   explicit ShapeRecorder(int tp) : tp_(tp) {}
 
   void visit(const Module& m, PortRole role, PortValue& value, const ForwardBatch&) override {
+    const int owner = model_->portStage(m, role);
+    if (owner != model_->stage().stage && !(owner == kEveryStage && model_->stage().last())) return;
     const PortSpec& spec = m.port(role);
     PortShape s;
     s.module = m.path();
@@ -25,10 +29,13 @@ class ShapeRecorder : public PortObserver {
     shapes.push_back(std::move(s));
   }
 
+  void setModel(const CausalLM& model) { model_ = &model; }
+
   std::vector<PortShape> shapes;
 
  private:
   int tp_;
+  const CausalLM* model_ = nullptr;
 };
 
 }  // namespace
@@ -41,15 +48,27 @@ std::string formatShape(const std::vector<int64_t>& shape) {
 }
 
 std::vector<PortShape> probePortShapes(Engine& engine, const std::vector<int64_t>& promptIds) {
-  auto recorder = std::make_shared<ShapeRecorder>(engine.info().tp);
+  const int tp = engine.info().tp;
+  // One recorder a stage, each filled by its stage's tensor-parallel rank 0.
+  auto recorders =
+      std::make_shared<std::vector<ShapeRecorder>>(size_t(engine.info().pp), ShapeRecorder(tp));
   GenerateRequest request;
   request.prompts = {promptIds};
   request.sampling.maxTokens = 1;
-  JobHandle h = engine.submit([recorder, request](RankContext& ctx) {
-    runGeneration(ctx, request, nullptr, ctx.reports ? recorder.get() : nullptr);
+  JobHandle h = engine.submit([recorders, request](RankContext& ctx) {
+    // Each stage's first tensor-parallel rank records its stage's ports; every rank process
+    // records its own (each returns its own shapes).
+    ShapeRecorder* mine = nullptr;
+    if (ctx.reports || ctx.group.rank() == 0) {
+      mine = &(*recorders)[size_t(ctx.stage())];
+      mine->setModel(ctx.model);
+    }
+    runGeneration(ctx, request, nullptr, mine);
   });
   h.wait();
-  return recorder->shapes;
+  std::vector<PortShape> shapes;
+  for (ShapeRecorder& r : *recorders) shapes.insert(shapes.end(), r.shapes.begin(), r.shapes.end());
+  return shapes;
 }
 
 }  // namespace shardscope

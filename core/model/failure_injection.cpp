@@ -58,7 +58,8 @@ std::string FailureInjection::describe() const {
 
 void applyFailureInjection(const FailureInjection& f, int64_t layer, const ForwardBatch& batch,
                            at::Tensor& hidden) {
-  if (!f.targets(layer, batch.step) || batch.group.rank() != f.rank) return;
+  const int rank = batch.worldRank >= 0 ? batch.worldRank : batch.group.rank();
+  if (!f.targets(layer, batch.step) || rank != f.rank) return;
   switch (f.kind) {
     case FailureInjection::Kind::Throw:
       throw Error("injected failure (" + f.describe() + ")");

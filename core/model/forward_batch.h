@@ -41,6 +41,9 @@ struct ForwardBatch {
   LayerReplayer* replayer = nullptr;
   // The test hook (core/model/failure_injection.h), or nullptr.
   const FailureInjection* failure = nullptr;
+  // This rank among every rank of every pipeline stage (the failure hook names it); -1: the
+  // group's rank.
+  int worldRank = -1;
 
   int64_t numTokens() const { return positions.size(0); }
   // The hook point: one branch when nothing listens.

@@ -84,8 +84,24 @@ const std::map<std::string, const Module*>& CausalLM::modulesByPath() const {
       for (const Module* c : m.children()) walk(*c);
     };
     walk(*this);
+    for (const auto& [path, m] : index_) {
+      numbers_[m] = int64_t(order_.size());
+      order_.push_back(m);
+    }
   });
   return index_;
+}
+
+int64_t CausalLM::portId(const Module& m, PortRole role) const {
+  modulesByPath();
+  const auto it = numbers_.find(&m);
+  return it == numbers_.end() ? -1 : 2 * it->second + int64_t(role);
+}
+
+std::pair<const Module*, PortRole> CausalLM::portAt(int64_t id) const {
+  modulesByPath();
+  SS_ASSERT(id >= 0 && id / 2 < int64_t(order_.size()), "a port number outside the module tree");
+  return {order_[size_t(id / 2)], PortRole(id % 2)};
 }
 
 }  // namespace shardscope

@@ -27,6 +27,11 @@ class PortObserver {
   virtual ~PortObserver() = default;
   virtual void visit(const Module& module, PortRole role, PortValue& value,
                      const ForwardBatch& batch) = 0;
+  // Pipeline parallelism: another stage visited `module`'s port and shared its whole value (it
+  // does so only for ports this observer's twin there waits on). Writes to `whole` stay here: the
+  // owning stage applies the same writes itself.
+  virtual void visitShared(const Module& module, PortRole role, PortValue& whole,
+                           const ForwardBatch& batch) {}
   // After a step's samples are final; finished[r] says whether request r ended with this step.
   virtual void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {}
   // Whether request r asked to stop after the current step (tracer.stop()).

@@ -166,22 +166,32 @@ AllReduceAlgorithm NcclGroup::allReduceAlgorithm() const {
 }
 
 std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(int size, AllReduceAlgorithm algorithm) {
-  int devices = 0;
-  cudaGetDeviceCount(&devices);
-  if (size > devices) {
-    throw Error("NCCL needs one GPU per rank: asked for " + std::to_string(size) + " ranks but " +
-                std::to_string(devices) +
-                " GPU(s) are visible; use a smaller tp or the local group (several ranks on one "
-                "GPU)");
+  std::vector<int> devices;
+  for (int r = 0; r < size; ++r) devices.push_back(r);
+  return create(devices, algorithm);
+}
+
+std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(const std::vector<int>& devices,
+                                                          AllReduceAlgorithm algorithm) {
+  const int size = int(devices.size());
+  int visible = 0;
+  cudaGetDeviceCount(&visible);
+  for (int d : devices) {
+    if (d >= visible) {
+      throw Error("NCCL needs one GPU per rank: rank on GPU " + std::to_string(d) + " but " +
+                  std::to_string(visible) +
+                  " GPU(s) are visible; use fewer ranks (tp x pp) or the local group (several "
+                  "ranks on one GPU)");
+    }
   }
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) throw Error("ncclGetUniqueId failed");
   auto shared = std::make_shared<Shared>(size);
   shared->comms.assign(size_t(size), nullptr);
-  for (int r = 0; r < size; ++r) shared->devices.push_back(r);
+  shared->devices = devices;
   ncclGroupStart();
   for (int r = 0; r < size; ++r) {
-    cudaSetDevice(r);
+    cudaSetDevice(devices[size_t(r)]);
     ncclCommInitRank(&shared->comms[size_t(r)], size, id, r);
   }
   const ncclResult_t res = ncclGroupEnd();

@@ -32,6 +32,11 @@ class NcclGroup : public ProcessGroup {
   // and Auto without peer access use NCCL.
   static std::vector<std::unique_ptr<NcclGroup>> create(
       int size, AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
+  // One communicator per device in `devices` (rank i on devices[i]): a stage's tensor-parallel
+  // group, or the world of a pipeline. create(size) is create({0..size-1}).
+  static std::vector<std::unique_ptr<NcclGroup>> create(
+      const std::vector<int>& devices,
+      AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
   // The implementation small all-reduces use in this group (never Auto).
   AllReduceAlgorithm allReduceAlgorithm() const;
   // Rank processes (one GPU each, bootstrapped over MPI): newUniqueId() on one rank, its bytes sent

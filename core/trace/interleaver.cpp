@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "../engine/generation.h"
+#include "../engine/pipeline_step.h"
 #include "../model/module_call.h"
 #include "../model/tokenizer.h"
 #include "../parallel/collective_board.h"
 #include "../parallel/shard_spec.h"
 #include "coroutine.h"
 #include "interpreter.h"
+#include "stage_reads.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
@@ -138,7 +140,12 @@ class Mediator : public Host {
     if (name == "output") return readPort(in, m, PortRole::Output);
     if (name == "input") return readPort(in, m, PortRole::Input);
     if (name == "inputs") return tuple({readPort(in, m, PortRole::Input)});
-    if (const Parameter* p = m->parameter(name)) return tensor(p->shard);
+    if (const int holder = holdingStage(owner_.rank(), *m); holder < 0) {
+      if (const Parameter* p = m->parameter(name)) return tensor(p->shard);
+    } else if (name != "whole" && !m->method(name) && !owner_.findModule(m->path() + "." + name)) {
+      // Another stage may hold it: every rank asks the holding stage (one world broadcast).
+      if (auto shard = parameterFromStage(owner_.rank(), holder, *m, name)) return tensor(*shard);
+    }
     if (name == "whole")
       return builtin("whole",
                      [this, m](CallArgs& a) { return wholeParameter(m, str(a.required(0))); });
@@ -207,8 +214,12 @@ class Mediator : public Host {
               ") from a trace is not supported; callable modules: " + owner_.callableKinds());
     }
     const ForwardBatch batch = plain();
-    return callResult(
-        m->callWhole(ModuleCall(m->path(), callArgs(args, m->path(), owner_), batch)));
+    const auto call = [&] {
+      return m->callWhole(ModuleCall(m->path(), callArgs(args, m->path(), owner_), batch));
+    };
+    // With pipeline stages the stage holding the module runs it and shares the outputs.
+    const int holder = holdingStage(owner_.rank(), *m);
+    return callResult(holder < 0 ? call() : computeOnStage(owner_.rank(), holder, call));
   }
 
   Value tracerAttribute(Interpreter& in, const Value&, const std::string& name) override {
@@ -334,16 +345,24 @@ class Mediator : public Host {
     std::sort(near.begin(), near.end());
     std::string hint;
     for (size_t i = 0; i < near.size() && i < 3; ++i) hint += (i ? ", " : "") + near[i].second;
-    const Parameter* anyParam = parent->parameters().empty() ? nullptr : &parent->parameters()[0];
+    const std::string param = firstParameterName(owner_.rank(), *parent);
     in.fail(parent->path() + " has no module, port or parameter '" + name + "'" +
             (hint.empty() ? "" : "; nearest: " + hint) + "; ports are .input, .output, .inputs" +
-            (anyParam ? std::string("; parameters: .") + anyParam->name : std::string()));
+            (param.empty() ? std::string() : "; parameters: ." + param));
   }
 
   Value wholeParameter(const Module* m, const std::string& name) {
+    const int holder = holdingStage(owner_.rank(), *m);
+    if (holder < 0) return tensor(gatheredParameter(m, name));
+    return tensor(computeOnStage(owner_.rank(), holder, [&] {
+      return std::vector<at::Tensor>{gatheredParameter(m, name)};
+    })[0]);
+  }
+
+  at::Tensor gatheredParameter(const Module* m, const std::string& name) {
     const Parameter* p = m->parameter(name);
     if (!p) throw RuntimeFailure(m->path() + " has no parameter '" + name + "'");
-    if (p->splitDim < 0) return tensor(p->shard.clone());
+    if (p->splitDim < 0) return p->shard.clone();
     const std::string where = m->path() + "." + name + ".whole()";
     CollectiveSite site(where, step);
     const int64_t dim = p->splitDim;
@@ -351,7 +370,7 @@ class Mediator : public Host {
     ShardSpec spec = ShardSpec::padded(ShardKind::Column, dim, p->fullShape[size_t(dim)]);
     spec.replicas = p->replicas;
     at::Tensor whole = gather(p->shard, spec, group);
-    return tensor(group.size() == 1 ? whole.clone() : whole);  // never a view of the weights
+    return group.size() == 1 ? whole.clone() : whole;  // never a view of the weights
   }
 
   // The step's group and step, observed by nobody: a module called from a script visits no ports.
@@ -435,6 +454,12 @@ int64_t layerOf(const Module* m) {
 }  // namespace
 
 bool Interleaver::visitedThisStep(const Module* m, PortRole role) const {
+  // With stages: a port of a stage whose turn has passed (or not come) this step is decided by
+  // the stage alone, alike on every rank; only the running stage's ports need the list.
+  if (ctx_.pipeline && ctx_.model.portId(*m, role) >= 0) {
+    const int owner = ctx_.model.portStage(*m, role);
+    if (owner != kEveryStage && owner != runningStage_) return owner < runningStage_;
+  }
   for (const auto& [vm, vr] : visited_) {
     if (vm == m && vr == role) return true;
   }
@@ -453,12 +478,26 @@ int64_t Interleaver::firstLayerNeeded(int64_t step, int64_t numLayers) const {
 }
 
 void Interleaver::layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) {
-  if (batch.step != currentStep_) {
-    currentStep_ = batch.step;
-    visited_.clear();
-    replayedThrough_ = 0;
-  }
+  enterStep(batch.step);
+  runningStage_ = ctx_.stage();
   replayedThrough_ = std::max(replayedThrough_, end);
+}
+
+void Interleaver::enterStep(int64_t step) {
+  if (step == currentStep_) return;
+  currentStep_ = step;
+  visited_.clear();
+  replayedThrough_ = 0;
+  runningStage_ = 0;
+}
+
+void Interleaver::noteVisit(const Module& module, PortRole role, int64_t step) {
+  enterStep(step);
+  visited_.emplace_back(&module, role);
+  if (ctx_.pipeline && ctx_.model.portId(module, role) >= 0) {
+    const int owner = ctx_.model.portStage(module, role);
+    runningStage_ = owner == kEveryStage ? ctx_.stages() : owner;  // every stage: the step's end
+  }
 }
 
 void Interleaver::resume(Mediator& m) {
@@ -472,12 +511,7 @@ void Interleaver::start() {
 
 void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
                         const ForwardBatch& batch) {
-  if (batch.step != currentStep_) {
-    currentStep_ = batch.step;
-    visited_.clear();
-    replayedThrough_ = 0;
-  }
-  visited_.emplace_back(&module, role);
+  noteVisit(module, role, batch.step);
   bool waited = false;
   for (const auto& m : mediators_) {
     waited |= m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
@@ -486,16 +520,34 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   if (!waited) return;
 
   const ShardSpec& shard = module.port(role).shard;
-  const bool perRequest = module.port(role).perRequest;
   const std::string port = portName(&module, role);
   CollectiveSite site(port, batch.step);
   std::vector<at::Tensor> wholes;
-  for (const at::Tensor& t : value.items) {
-    wholes.push_back(gather(t, shard, ctx_.group));
-    if (wholes.back().defined() && wholes.back().has_storage())
-      servedStorages_.insert(wholes.back().storage().unsafeGetStorageImpl());
-  }
+  for (const at::Tensor& t : value.items) wholes.push_back(gather(t, shard, ctx_.group));
+  // Every other stage follows this one's turn and gets the whole value too.
+  if (sharingStage(ctx_, module, role) >= 0)
+    sharePortValue(ctx_, module, role, wholes, value.tuple);
   takeTensorWrite();
+  serve(module, role, wholes, value.tuple, batch);
+  if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
+  for (size_t i = 0; i < value.items.size(); ++i)
+    scatterBack(value.items[i], wholes[i], shard, ctx_.group);
+}
+
+void Interleaver::visitShared(const Module& module, PortRole role, PortValue& whole,
+                              const ForwardBatch& batch) {
+  noteVisit(module, role, batch.step);
+  takeTensorWrite();
+  serve(module, role, whole.items, whole.tuple, batch);
+  takeTensorWrite();  // the stage holding the port applies the same writes
+}
+
+void Interleaver::serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes,
+                        bool tuple, const ForwardBatch& batch) {
+  const bool perRequest = module.port(role).perRequest;
+  for (const at::Tensor& w : wholes) {
+    if (w.defined() && w.has_storage()) servedStorages_.insert(w.storage().unsafeGetStorageImpl());
+  }
   for (auto& m : mediators_) {
     if (!(m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
           m->step == batch.step))
@@ -522,7 +574,7 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
         items.push_back(tensor(w.narrow(0, batch.spans[first].tokenStart, tokens)));
       }
     }
-    m->served = value.tuple ? tuple(items) : items[0];
+    m->served = tuple ? trace::tuple(items) : items[0];
     m->serving = true;
     m->servedModule = &module;
     m->servedRole = role;
@@ -530,9 +582,6 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
     resume(*m);
     m->serving = false;
   }
-  if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
-  for (size_t i = 0; i < value.items.size(); ++i)
-    scatterBack(value.items[i], wholes[i], shard, ctx_.group);
 }
 
 void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {

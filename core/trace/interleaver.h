@@ -6,6 +6,10 @@
 //
 // Every rank runs the same blocks on the same whole values, so every rank makes the same
 // collectives in the same order; errors are raised identically on every rank.
+//
+// Pipeline stages: the block runs on every rank of every stage. At a port a block waits on, the
+// stage visiting it gathers over its tensor-parallel group and shares the whole with every rank
+// (visitShared on the others, which follow that stage's turn); only that stage writes back.
 #pragma once
 
 #include <map>
@@ -58,6 +62,8 @@ class Interleaver : public PortObserver {
   void start();
   void visit(const Module& module, PortRole role, PortValue& value,
              const ForwardBatch& batch) override;
+  void visitShared(const Module& module, PortRole role, PortValue& whole,
+                   const ForwardBatch& batch) override;
   void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) override;
   bool stopRequested(int64_t request) const override;
   int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const override;
@@ -88,6 +94,11 @@ class Interleaver : public PortObserver {
 
  private:
   void resume(Mediator& m);
+  void enterStep(int64_t step);
+  void noteVisit(const Module& module, PortRole role, int64_t step);
+  // Resumes every mediator waiting on this port with its rows of the whole values.
+  void serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes, bool tuple,
+             const ForwardBatch& batch);
 
   RankContext& ctx_;
   std::shared_ptr<const Program> program_;
@@ -99,6 +110,8 @@ class Interleaver : public PortObserver {
   int64_t currentStep_ = -1;
   std::vector<std::pair<const Module*, PortRole>> visited_;
   int64_t replayedThrough_ = 0;  // layers below this ran as a graph in the current step
+  // With stages: whose turn it is in the current step (stages(): every turn has passed).
+  int runningStage_ = 0;
   std::vector<std::string> printed_;
   std::unordered_set<const void*> servedStorages_;  // storages of port values handed out
   std::vector<std::string> stop_;

@@ -21,6 +21,7 @@ namespace {
 
 // Accepted VLLM(...) keywords; vLLM knobs that mean nothing here are accepted and reported once.
 const std::set<std::string> kModelKeywords = {"tensor_parallel_size",
+                                              "pipeline_parallel_size",
                                               "dispatch",
                                               "dtype",
                                               "device",
@@ -176,6 +177,7 @@ struct ScriptRunner::Impl : public Host {
         in.fail("VLLM() got an unknown keyword '" + k + "'; accepted: " + join(kModelKeywords) +
                 " (and vLLM knobs that are ignored: " + join(kIgnoredKeywords) + ")");
       if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
+      if (k == "pipeline_parallel_size") o.pp = int(asInt(v, "pipeline_parallel_size"));
       if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
       if (k == "device") o.device = str(v);
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
@@ -185,6 +187,7 @@ struct ScriptRunner::Impl : public Host {
     }
     if (options.expertParallel) o.expertParallel = true;
     if (options.tp > 0) o.tp = options.tp;
+    if (options.pp > 0) o.pp = options.pp;
     if (options.dcp > 0) o.dcp = options.dcp;
     if (options.process) {
       if (o.tp != options.process->size())
@@ -198,9 +201,9 @@ struct ScriptRunner::Impl : public Host {
     if (!options.backend.empty()) o.backend = options.backend;
     if (options.collectiveTimeoutSeconds > 0)
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
-    const std::string key = o.model + "|" + std::to_string(o.tp) + "|" + o.device + "|" + o.dtype +
-                            (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "") +
-                            "|dcp" + std::to_string(o.dcp);
+    const std::string key = o.model + "|" + std::to_string(o.tp) + "x" + std::to_string(o.pp) +
+                            "|" + o.device + "|" + o.dtype + (o.cudaGraphs ? "" : "|eager") +
+                            (o.expertParallel ? "|ep" : "") + "|dcp" + std::to_string(o.dcp);
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);
@@ -406,7 +409,7 @@ struct ScriptRunner::Impl : public Host {
           const MemoryBudget memory = memoryOption != 0 ? MemoryBudget(memoryOption)
                                       : ctx.device.is_cuda()
                                           ? MemoryBudget::deviceDefault("cuda")
-                                          : MemoryBudget::deviceDefault("cpu", ctx.group.size());
+                                          : MemoryBudget::deviceDefault("cpu", ctx.worldSize());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
@@ -414,7 +417,7 @@ struct ScriptRunner::Impl : public Host {
           Interleaver interleaver(ctx, program, local, tokenizer, budget, memory);
           interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
-          runGeneration(ctx, request, ctx.reports ? generated.get() : nullptr, &interleaver);
+          runGeneration(ctx, request, ctx.fillsResult() ? generated.get() : nullptr, &interleaver);
           if (ctx.reports) *output = interleaver.output();
         },
         request.sampling.maxTokens);

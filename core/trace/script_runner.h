@@ -24,6 +24,7 @@ namespace shardscope::trace {
 struct RunOptions {
   std::map<std::string, std::string> modelDirs;  // model name in the script -> model spec
   int tp = 0;                                    // > 0 overrides tensor_parallel_size
+  int pp = 0;                                    // > 0 overrides pipeline_parallel_size
   int dcp = 0;                                   // > 0 overrides decode_context_parallel_size
   std::string device;                            // overrides the device ("cpu", "cuda")
   std::string dtype;                             // overrides dtype

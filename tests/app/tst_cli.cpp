@@ -148,6 +148,27 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains(".weight  shard [75968, 32] of [151936, 32]"));
   }
 
+  // Pipeline stages: the tree shows which stage holds each module (the demo's 4 layers: 0-1 on
+  // stage 0, 2-3 on stage 1), and the stage-1 modules' ports and shards come from that stage.
+  void inspectShowsStages() {
+    const Result r = cli({"inspect", "--tp", "2", "--pp", "2"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("4 layers, tp=2, pp=2"), qPrintable(r.out));
+    QVERIFY(r.out.contains("model.model.embed_tokens  (VocabParallelEmbedding)  stage 0"));
+    QVERIFY(r.out.contains("model.model.layers[1]  (DecoderLayer)  stage 0"));
+    QVERIFY(r.out.contains("model.model.layers[2]  (DecoderLayer)  stage 1"));
+    QVERIFY(
+        r.out.contains("model.lm_head  (ParallelLMHead)  stage 1\n"
+                       "      .weight  shard [75968, 32] of [151936, 32]"));
+    QVERIFY2(r.out.contains("model.model.layers[3].self_attn.o_proj  (RowParallelLinear)  stage 1\n"
+                            "              .input  [row]  [5, 32] -> [5, 64]"),
+             qPrintable(r.out));
+    const Result generated = cli({"generate", "--pp", "2", "--max-tokens", "3", "Hello"});
+    const Result one = cli({"generate", "--max-tokens", "3", "Hello"});
+    QCOMPARE(generated.code, 0);
+    QCOMPARE(generated.out, one.out);
+  }
+
   // DeepSeek-V2-Lite style at tp=4, dcp=2: the MLA and MoE modules with their shard kinds, the
   // group-sharded q_proj, and the latent KV cache a token costs a rank (halved by dcp=2).
   void inspectShowsMlaAndDcp() {

@@ -25,16 +25,17 @@ ModelInfo smallModel() {
   m.numHeads = 4;
   m.numKvHeads = 2;
   m.headDim = 8;
-  m.modules = {{"model", "model", "Qwen3ForCausalLM", 0, {}, {}},
-               {"model.model", "model", "Qwen3Model", 1, {}, {}},
-               {"model.model.layers[0]", "[0]", "Qwen3DecoderLayer", 2, {}, {}},
+  m.modules = {{"model", "model", "Qwen3ForCausalLM", 0, 0, {}, {}},
+               {"model.model", "model", "Qwen3Model", 1, 0, {}, {}},
+               {"model.model.layers[0]", "[0]", "Qwen3DecoderLayer", 2, 0, {}, {}},
                {"model.model.layers[0].self_attn.o_proj",
                 "o_proj",
                 "RowParallelLinear",
                 3,
+                0,
                 {},
                 {{"weight", {16, 16}, {16, 32}}}},
-               {"model.model.layers[1]", "[1]", "Qwen3DecoderLayer", 2, {}, {}}};
+               {"model.model.layers[1]", "[1]", "Qwen3DecoderLayer", 2, 0, {}, {}}};
   return m;
 }
 

@@ -203,7 +203,7 @@ void DeepseekV2Model::runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residu
 }
 
 DeepseekV2ForCausalLM::DeepseekV2ForCausalLM(const ModelConfig& c, TpRank tp)
-    : CausalLM("model", nullptr), config_(c), tp_(tp) {
+    : CausalLM("model", nullptr), config_(c), tp_(tp), stage_{PipelineStages(c.numLayers, 1), 0} {
   c.checkTensorParallel(tp.size, tp.expertParallel, tp.dcp);
   model = child<DeepseekV2Model>(this, c, tp);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
@@ -226,12 +226,17 @@ void DeepseekV2ForCausalLM::load(LoadContext& ctx) {
   }
 }
 
-at::Tensor DeepseekV2ForCausalLM::forward(const at::Tensor& ids, const ForwardBatch& b) const {
+at::Tensor DeepseekV2ForCausalLM::forwardStage(const at::Tensor& ids, StageCarry&,
+                                               const ForwardBatch& b) const {
   PortValue in = PortValue::single(ids);
   b.visit(*this, PortRole::Input, in);
   PortValue out = PortValue::single(model->forward(in.items[0], b));
   b.visit(*this, PortRole::Output, out);
   return out.items[0];
+}
+
+int DeepseekV2ForCausalLM::portStage(const Module& m, PortRole) const {
+  return &m == samplesPort_ || &m == model->layerList ? kEveryStage : 0;
 }
 
 at::Tensor DeepseekV2ForCausalLM::logits(const at::Tensor& hidden, const ForwardBatch& b) const {

@@ -119,7 +119,11 @@ class DeepseekV2ForCausalLM : public CausalLM {
   // The latent and the rope key per token, split along the tokens across a DCP group.
   KvCacheLayout kvCacheLayout() const override;
   bool graphCapturable() const override { return false; }
-  at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const override;
+  // One pipeline stage: every layer, and every port, runs on it.
+  at::Tensor forwardStage(const at::Tensor& ids, StageCarry& carry,
+                          const ForwardBatch& b) const override;
+  const StageRank& stage() const override { return stage_; }
+  int portStage(const Module& m, PortRole role) const override;
   at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& b) const override;
   const Module& logitsPort() const override { return *logitsPort_; }
   const Module& samplesPort() const override { return *samplesPort_; }
@@ -131,6 +135,7 @@ class DeepseekV2ForCausalLM : public CausalLM {
  private:
   ModelConfig config_;
   TpRank tp_;
+  StageRank stage_;
   StepPort* logitsPort_;
   StepPort* samplesPort_;
 };

@@ -186,8 +186,8 @@ std::pair<at::Tensor, at::Tensor> DecoderLayer::forward(const at::Tensor& positi
   return {out.items[0], out.items[1]};
 }
 
-DecoderModel::DecoderModel(Module* parent, const ModelConfig& c, TpRank tp)
-    : Module("model", parent) {
+DecoderModel::DecoderModel(Module* parent, const ModelConfig& c, TpRank tp, StageRank stage)
+    : Module("model", parent), stage_(std::move(stage)) {
   embedTokens = child<VocabParallelEmbedding>("embed_tokens", this, c.vocabSize, c.hiddenSize, tp);
   layerList = child<ModuleList>("layers", this);
   for (int64_t i = 0; i < c.numLayers; ++i)
@@ -196,22 +196,31 @@ DecoderModel::DecoderModel(Module* parent, const ModelConfig& c, TpRank tp)
 }
 
 void DecoderModel::load(LoadContext& ctx) {
-  embedTokens->load(ctx, "model.embed_tokens.weight");
-  for (DecoderLayer* l : layers) l->load(ctx);
-  norm->load(ctx, "model.norm.weight");
+  if (stage_.first()) embedTokens->load(ctx, "model.embed_tokens.weight");
+  for (DecoderLayer* l : layers) {
+    if (stage_.holdsLayer(*l->layer())) l->load(ctx);
+  }
+  if (stage_.last()) norm->load(ctx, "model.norm.weight");
 }
 
-at::Tensor DecoderModel::forward(const at::Tensor& ids, const ForwardBatch& b) const {
-  PortValue in = PortValue::single(ids);
-  b.visit(*this, PortRole::Input, in);
-  at::Tensor h = embedTokens->forward(in.items[0], b), r;
-  for (int64_t i = 0; i < numLayers();) {
+at::Tensor DecoderModel::forwardStage(const at::Tensor& ids, StageCarry& carry,
+                                      const ForwardBatch& b) const {
+  at::Tensor& h = carry.hidden;
+  at::Tensor& r = carry.residual;
+  if (stage_.first()) {
+    PortValue in = PortValue::single(ids);
+    b.visit(*this, PortRole::Input, in);
+    h = embedTokens->forward(in.items[0], b);
+    r = at::Tensor();
+  }
+  for (int64_t i = stage_.stages.begin(stage_.stage); i < numLayers();) {
     // A decode step replays graphs over the layers nobody observes; the rest run here.
     if (b.replayer) i = b.replayer->replay(*this, i, h, r, b);
     if (i == numLayers()) break;
     if (b.failure) applyFailureInjection(*b.failure, i, b, h);
     runLayer(i++, h, r, b);
   }
+  if (!stage_.last()) return {};
   at::Tensor normed = r.defined() ? norm->forward(h, r, b).first : norm->forward(h, b);
   PortValue out = PortValue::single(normed);
   b.visit(*this, PortRole::Output, out);
@@ -223,10 +232,11 @@ void DecoderModel::runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
   std::tie(hidden, residual) = layers[size_t(i)]->forward(b.positions, hidden, residual, b);
 }
 
-DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp)
-    : CausalLM("model", nullptr), config_(c) {
+DenseCausalLM::DenseCausalLM(const ModelConfig& c, TpRank tp, StageRank stage)
+    : CausalLM("model", nullptr), config_(c), stage_(std::move(stage)) {
   c.checkTensorParallel(tp.size, tp.expertParallel, tp.dcp);
-  model = child<DecoderModel>(this, c, tp);
+  if (stage_.stages.count() == 1) stage_.stages = PipelineStages(c.numLayers, 1);
+  model = child<DecoderModel>(this, c, tp, stage_);
   lmHead = child<ParallelLMHead>("lm_head", this, c.vocabSize, c.hiddenSize, tp);
   logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
   logitsPort_ = child<StepPort>("logits", this, "Logits");
@@ -256,20 +266,35 @@ const char* DenseCausalLM::kind() const {
 
 void DenseCausalLM::load(LoadContext& ctx) {
   model->load(ctx);
-  if (config_.tieWordEmbeddings) {
-    lmHead->tie(*model->embedTokens);
-    ctx.source.ignore("lm_head.weight");
-  } else {
+  if (config_.tieWordEmbeddings) ctx.source.ignore("lm_head.weight");
+  if (!stage_.last()) return;
+  if (!config_.tieWordEmbeddings) {
     lmHead->load(ctx, "lm_head.weight");
+  } else if (stage_.first()) {
+    lmHead->tie(*model->embedTokens);
+  } else {  // the last stage holds no embedding: it reads the tied weight for the head (vLLM too)
+    lmHead->load(ctx, "model.embed_tokens.weight");
   }
 }
 
-at::Tensor DenseCausalLM::forward(const at::Tensor& ids, const ForwardBatch& b) const {
+at::Tensor DenseCausalLM::forwardStage(const at::Tensor& ids, StageCarry& carry,
+                                       const ForwardBatch& b) const {
   PortValue in = PortValue::single(ids);
-  b.visit(*this, PortRole::Input, in);
-  PortValue out = PortValue::single(model->forward(in.items[0], b));
+  if (stage_.first()) b.visit(*this, PortRole::Input, in);
+  at::Tensor hidden = model->forwardStage(in.items[0], carry, b);
+  if (!stage_.last()) return {};
+  PortValue out = PortValue::single(hidden);
   b.visit(*this, PortRole::Output, out);
   return out.items[0];
+}
+
+int DenseCausalLM::portStage(const Module& m, PortRole role) const {
+  const PipelineStages& stages = stage_.stages;
+  if (m.layer()) return stages.stageOfLayer(*m.layer());
+  if (&m == model->embedTokens) return 0;
+  if (&m == this || &m == model) return role == PortRole::Input ? 0 : stages.last();
+  if (&m == samplesPort_ || &m == model->layerList) return kEveryStage;
+  return stages.last();  // the final norm, lm_head, the logits processor, model.logits
 }
 
 at::Tensor DenseCausalLM::logits(const at::Tensor& hidden, const ForwardBatch& b) const {

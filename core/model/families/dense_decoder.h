@@ -88,32 +88,40 @@ class DecoderLayer : public Module {
 // "model.model": ids -> final normed hidden states.
 class DecoderModel : public Module, public LayerStack {
  public:
-  DecoderModel(Module* parent, const ModelConfig& c, TpRank tp);
+  DecoderModel(Module* parent, const ModelConfig& c, TpRank tp, StageRank stage);
   const char* kind() const override { return "DecoderModel"; }
   void load(LoadContext& ctx);
-  at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const;
+  // The stage's part (CausalLM::forwardStage): embedding on the first, norm on the last.
+  at::Tensor forwardStage(const at::Tensor& ids, StageCarry& carry, const ForwardBatch& b) const;
 
-  int64_t numLayers() const override { return int64_t(layers.size()); }
+  // The end of this stage's layers (all of them with one stage): graphs replay no further.
+  int64_t numLayers() const override { return stage_.stages.end(stage_.stage); }
   void runLayer(int64_t i, at::Tensor& hidden, at::Tensor& residual,
                 const ForwardBatch& b) const override;
 
   VocabParallelEmbedding* embedTokens;
   ModuleList* layerList;
-  std::vector<DecoderLayer*> layers;
+  std::vector<DecoderLayer*> layers;  // every layer, with weights only on the stage holding it
   RMSNorm* norm;
+
+ private:
+  StageRank stage_;
 };
 
 // "model": the causal LM root.
 class DenseCausalLM : public CausalLM {
  public:
-  DenseCausalLM(const ModelConfig& c, TpRank tp);
+  DenseCausalLM(const ModelConfig& c, TpRank tp, StageRank stage = {});
   const char* kind() const override;
   void load(LoadContext& ctx);
 
   const ModelConfig& config() const override { return config_; }
   int64_t kvHeadsPerRank() const override { return kvHeadsPerRank_; }
   bool graphCapturable() const override { return graphCapturable_; }
-  at::Tensor forward(const at::Tensor& ids, const ForwardBatch& b) const override;
+  at::Tensor forwardStage(const at::Tensor& ids, StageCarry& carry,
+                          const ForwardBatch& b) const override;
+  const StageRank& stage() const override { return stage_; }
+  int portStage(const Module& m, PortRole role) const override;
   at::Tensor logits(const at::Tensor& hidden, const ForwardBatch& b) const override;
 
   DecoderModel* model;
@@ -128,6 +136,7 @@ class DenseCausalLM : public CausalLM {
  private:
   ModelConfig config_;
   int64_t kvHeadsPerRank_;
+  StageRank stage_;
   bool graphCapturable_;
 };
 

@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include "../../parallel/pipeline_stages.h"
+
 namespace shardscope {
 
 struct TpRank {
@@ -22,6 +24,7 @@ struct LoadContext {
   TpRank tp;
   at::ScalarType dtype = at::kFloat;
   at::Device device = at::kCPU;
+  StageRank stage;  // this rank's pipeline stage: which layers it builds weights for
 };
 
 }  // namespace shardscope

@@ -3,9 +3,10 @@
 // Qwen3-MoE (8 experts, top-2, one dense layer) made by tests/golden/qwen3_moe/make_golden.py,
 // and DeepSeek-V2 (V2-Lite style and V2 style with q LoRA and group-limited routing) made by
 // tests/golden/deepseek_v2/make_golden.py. At tp=1, 2 and 4 (MoE: in both expert layouts;
-// DeepSeek also tp=4 with decode_context_parallel_size 2 and 4): prefill logits at every position
-// and 8 decode steps through the KV cache within 1e-4 relative error (max |ours - HF| / max |HF|),
-// greedy ids identical; MoE requests batched equal each alone.
+// DeepSeek also tp=4 with decode_context_parallel_size 2 and 4), and the dense and MoE models
+// split into pipeline stages at (tp, pp) = (1, 2), (2, 2) and, for the 4-layer MoE model, (1, 4):
+// prefill logits at every position and 8 decode steps through the KV cache within 1e-4 relative
+// error (max |ours - HF| / max |HF|), greedy ids identical; MoE requests batched equal each alone.
 #include <QtTest>
 
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
+#include "core/engine/pipeline_step.h"
 #include "core/engine/rank_context.h"
 #include "core/host_tensor_conversion.h"
 #include "core/model/safetensors_file.h"
@@ -52,9 +54,10 @@ at::Tensor prefillLogitsAllPositions(Engine& engine, const std::vector<int64_t>&
     ForwardBatch batch{
         ctx.group, at::arange(n, at::kLong).to(ctx.device), {{0, n, 0, &cache}}, nullptr, 0, {},
         {}};
-    at::Tensor hidden = ctx.model.forward(at::tensor(ids, at::kLong).to(ctx.device), batch);
-    at::Tensor logits = ctx.model.logits(hidden, batch);
-    if (ctx.rank == 0) *out = logits.to(at::kCPU, at::kFloat);
+    at::Tensor logits =
+        runStages(ctx, at::tensor(ids, at::kLong).to(ctx.device), batch,
+                  [&](const at::Tensor& hidden) { return ctx.model.logits(hidden, batch); });
+    if (ctx.isSampler()) *out = logits.to(at::kCPU, at::kFloat);
   });
   h.wait();
   return *out;
@@ -115,6 +118,39 @@ class TestHfGolden : public QObject {
     checkF32(engine, g, expertParallel ? "qwen3-moe-tiny (expert parallel)" : "qwen3-moe-tiny", tp);
   }
 
+  // Pipeline stages (vLLM's pipeline_parallel_size): the layers split into pp stages, each
+  // sharded tp ways, give transformers' logits and ids as one rank does. The dense models have two
+  // layers (llama-tiny's tied embeddings: the last stage reads the embedding for its head); the
+  // MoE model has four, so it also runs as four stages of one layer.
+  void stagesMatchTransformers_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
+    for (const QString m : {"qwen3-tiny", "qwen2-tiny", "llama-tiny", "qwen3-moe-tiny"}) {
+      QTest::newRow(qPrintable(m + "_tp1_pp2")) << m << 1 << 2;
+      QTest::newRow(qPrintable(m + "_tp2_pp2")) << m << 2 << 2;
+    }
+    QTest::newRow("qwen3-moe-tiny_tp1_pp4") << "qwen3-moe-tiny" << 1 << 4;
+  }
+  void stagesMatchTransformers() {
+    QFETCH(QString, model);
+    QFETCH(int, tp);
+    QFETCH(int, pp);
+    const Golden g = loadGolden(model.toStdString(), "f32");
+    EngineOptions o;
+    o.model = test::goldenModel(model.toStdString()).string();
+    o.tp = tp;
+    o.pp = pp;
+    o.device = test::device();
+    o.dtype = "f32";
+    o.backend = test::backend();
+    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp * pp)
+      QSKIP("NCCL needs one GPU per rank");
+    Engine engine(o);
+    QCOMPARE(engine.info().pp, pp);
+    checkF32(engine, g, model + " pp=" + QString::number(pp), tp);
+  }
+
   // DeepSeek-V2: MLA over a latent cache, shared experts, YaRN; decode-context parallel at tp=4.
   void deepseekV2MatchesTransformers_data() {
     QTest::addColumn<QString>("model");
@@ -143,6 +179,34 @@ class TestHfGolden : public QObject {
     Engine engine(o);
     QCOMPARE(QString::fromStdString(engine.info().family), QString("deepseek_v2"));
     checkF32(engine, g, model + " dcp=" + QString::number(dcp), tp);
+  }
+
+  // DeepSeek-V2 runs as one pipeline stage: --pp refuses, alone and with --dcp, naming what works.
+  void deepseekV2RefusesStages_data() {
+    QTest::addColumn<int>("dcp");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("pp2") << 1 << "deepseek_v2 runs as one pipeline stage: use --pp 1";
+    QTest::newRow("pp2_dcp2") << 2
+                              << "pp=2 with dcp=2: decode-context parallelism runs on one "
+                                 "pipeline stage";
+  }
+  void deepseekV2RefusesStages() {
+    QFETCH(int, dcp);
+    QFETCH(QString, expected);
+    EngineOptions o;
+    o.model = test::goldenModel("deepseek-v2-lite-tiny").string();
+    o.tp = 2;
+    o.pp = 2;
+    o.dcp = dcp;
+    o.dtype = "f32";
+    o.backend = "local";
+    QString error;
+    try {
+      Engine engine(o);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.contains(expected), qPrintable(error));
   }
 
   // Two requests of different lengths in one batch give each one's ids and logits alone.

@@ -154,6 +154,22 @@ class TestRankProcesses : public QObject {
     QCOMPARE(after.outputs[0].tokenIds, expected);
   }
 
+  // Pipeline stages run as rank threads of one process: every rank process refuses them alike,
+  // before any collective, saying what works instead.
+  void pipelineStagesAreRefused() {
+    EngineOptions o = options("qwen3-tiny", true);
+    o.pp = 2;
+    QString error;
+    try {
+      Engine engine(o);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.contains("pp=2: pipeline stages run as rank threads; rank processes support "
+                            "tensor parallelism only"),
+             qPrintable(error));
+  }
+
   void cancelOnRankZeroStopsEveryRankAtTheSameStep() {
     Engine engine(options("qwen3-tiny", true));
     const Golden g = loadGolden("qwen3-tiny");

@@ -375,7 +375,7 @@ class TestTrace : public QObject {
         << "model = VLLM(\"demo\", frobnicate=1)\n"
         << "VLLM() got an unknown keyword 'frobnicate'; accepted: "
            "decode_context_parallel_size, device, dispatch, dtype, enable_expert_parallel, "
-           "enforce_eager, tensor_parallel_size";
+           "enforce_eager, pipeline_parallel_size, tensor_parallel_size";
     QTest::newRow("unknown trace keyword")
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\", beam_width=2):\n    pass\n"
         << "model.trace() got an unknown keyword 'beam_width'";
