@@ -62,10 +62,10 @@ ModelInfo moeModel() {
   m.numLayers = 4;
   m.numExperts = 8;
   m.expertsPerToken = 2;
-  m.modules = {{"model.model.layers[0].mlp", "mlp", "Qwen3MoeMLP", 3, {}, {}},
-               {"model.model.layers[1].mlp.experts", "experts", "FusedMoE", 4, {}, {}},
-               {"model.model.layers[3].mlp.experts", "experts", "FusedMoE", 4, {}, {}},
-               {"model.model.layers[3].mlp.gate", "gate", "ReplicatedLinear", 4, {}, {}}};
+  m.modules = {{"model.model.layers[0].mlp", "mlp", "Qwen3MoeMLP", 3, 0, {}, {}},
+               {"model.model.layers[1].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}},
+               {"model.model.layers[3].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}},
+               {"model.model.layers[3].mlp.gate", "gate", "ReplicatedLinear", 4, 0, {}, {}}};
   return m;
 }
 
@@ -78,7 +78,7 @@ class TestRoutingView : public QObject {
   void sparseLayersAreTheLayersWithExperts() {
     QCOMPARE(sparseLayers(moeModel()), (std::vector<int64_t>{1, 3}));
     ModelInfo dense;
-    dense.modules = {{"model.model.layers[0].mlp", "mlp", "MLP", 3, {}, {}}};
+    dense.modules = {{"model.model.layers[0].mlp", "mlp", "MLP", 3, 0, {}, {}}};
     QVERIFY(sparseLayers(dense).empty());
   }
 
