@@ -1,5 +1,7 @@
 #include "arguments.h"
 
+#include <sstream>
+
 namespace shardscope::cli {
 
 Arguments::Arguments(const std::vector<std::string>& args, const std::set<std::string>& options,
@@ -73,6 +75,20 @@ int64_t Arguments::memoryBudgetBytes() const {
     throw UsageError("--memory-budget-mb expects a positive number of megabytes, got '" +
                      get("memory-budget-mb") + "'");
   return int64_t(mb * (1 << 20));
+}
+
+std::vector<int64_t> parseIds(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      ids.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      throw UsageError("--ids expects comma-separated integers, got '" + item + "'");
+    }
+  }
+  return ids;
 }
 
 }  // namespace shardscope::cli

@@ -39,4 +39,7 @@ class Arguments {
   std::vector<std::string> positional_;
 };
 
+// "1,2,3" -> {1, 2, 3} (--ids, --stop-ids); UsageError names the item that is not an integer.
+std::vector<int64_t> parseIds(const std::string& text);
+
 }  // namespace shardscope::cli

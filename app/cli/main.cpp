@@ -151,20 +151,6 @@ EngineOptions engineOptions(const Arguments& a) {
   return o;
 }
 
-std::vector<int64_t> parseIds(const std::string& text) {
-  std::vector<int64_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      ids.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      throw UsageError("--ids expects comma-separated integers, got '" + item + "'");
-    }
-  }
-  return ids;
-}
-
 // Engine::LoadProgress drawn by `progress` (nothing when stderr is not a terminal).
 Engine::LoadProgress loadProgress(TerminalProgress& progress) {
   return [&progress](const std::string& what, int done, int total) {

@@ -71,20 +71,6 @@ Outcome runJob(remote::EngineClient& client, const remote::v1::JobRequest& job) 
   return o;
 }
 
-std::vector<int64_t> parseIdList(const std::string& text) {
-  std::vector<int64_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      ids.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      throw UsageError("--ids expects comma-separated integers, got '" + item + "'");
-    }
-  }
-  return ids;
-}
-
 }  // namespace
 
 int runRemote(const Arguments& a, const std::string& source, const std::string& file) {
@@ -136,7 +122,7 @@ int generateRemote(const Arguments& a) {
   remote::v1::JobRequest job;
   auto& g = *job.mutable_generate();
   if (a.has("ids")) {
-    for (int64_t id : parseIdList(a.get("ids"))) g.add_prompts()->add_ids(id);
+    for (int64_t id : parseIds(a.get("ids"))) g.add_prompts()->add_ids(id);
   }
   for (const auto& p : a.positional()) g.add_texts(p);
   SamplingParams s;
@@ -146,7 +132,7 @@ int generateRemote(const Arguments& a) {
   s.topP = a.getDouble("top-p", 1.0);
   s.seed = uint64_t(a.getInt("seed", 0));
   s.ignoreEos = a.has("ignore-eos");
-  if (a.has("stop-ids")) s.stopTokenIds = parseIdList(a.get("stop-ids"));
+  if (a.has("stop-ids")) s.stopTokenIds = parseIds(a.get("stop-ids"));
   remote::toWire(s, *g.mutable_sampling());
   const Outcome o = runJob(client, job);
   if (!o.failure.empty()) throw Error(o.failure);
