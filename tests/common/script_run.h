@@ -36,6 +36,22 @@ struct ScriptRun {
   }
 };
 
+// Runs `model = VLLM("<name>")` and then `body` with the options `o` (their out and note are set
+// here); a script that fails leaves "ERROR: <message>" as its last line instead of throwing.
+inline ScriptRun runBody(trace::RunOptions o, const std::string& name, const std::string& body,
+                         const std::string& file) {
+  ScriptRun r;
+  o.out = r.printTo();
+  o.note = [](const std::string&) {};
+  r.runner = std::make_unique<trace::ScriptRunner>(o);
+  try {
+    r.runner->run("model = VLLM(\"" + name + "\")\n" + body, file);
+  } catch (const std::exception& e) {
+    r.lines.push_back(std::string("ERROR: ") + e.what());
+  }
+  return r;
+}
+
 // The integers of a printed list: "[1, 2, 3]" -> {1, 2, 3}.
 inline std::vector<int64_t> idList(const std::string& repr) {
   std::vector<int64_t> ids;

@@ -34,7 +34,6 @@ using Run = test::ScriptRun;
 using test::idList;
 
 Run run(const std::string& body, int tp, bool expertParallel) {
-  Run r;
   trace::RunOptions o;
   o.modelDirs["moe"] = test::goldenModel("qwen3-moe-tiny").string();
   o.tp = tp;
@@ -42,16 +41,7 @@ Run run(const std::string& body, int tp, bool expertParallel) {
   o.device = test::device();
   o.dtype = "f32";
   o.backend = test::backend();
-  o.out = r.printTo();
-  o.note = [](const std::string&) {};
-  r.runner = std::make_unique<trace::ScriptRunner>(o);
-  try {
-    r.runner->run("model = VLLM(\"moe\")\n" + body, "moe.py");
-  } catch (const std::exception& e) {
-    qWarning("script failed: %s", e.what());
-    r.lines.push_back(std::string("ERROR: ") + e.what());
-  }
-  return r;
+  return test::runBody(o, "moe", body, "moe.py");
 }
 
 std::string layoutName(int tp, bool expertParallel) {

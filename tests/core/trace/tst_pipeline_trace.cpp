@@ -26,7 +26,6 @@ namespace {
 using Run = test::ScriptRun;
 
 Run run(const std::string& body, int tp, int pp, const std::string& model = "") {
-  Run r;
   trace::RunOptions o;
   o.modelDirs["demo"] = model.empty() ? ensureDemoModel().string() : model;
   o.tp = tp;
@@ -34,15 +33,7 @@ Run run(const std::string& body, int tp, int pp, const std::string& model = "") 
   o.device = test::device();
   o.dtype = "f32";
   o.backend = test::backend();
-  o.out = r.printTo();
-  o.note = [](const std::string&) {};
-  r.runner = std::make_unique<trace::ScriptRunner>(o);
-  try {
-    r.runner->run("model = VLLM(\"demo\")\n" + body, "test.py");
-  } catch (const std::exception& e) {
-    r.lines.push_back(std::string("ERROR: ") + e.what());
-  }
-  return r;
+  return test::runBody(o, "demo", body, "test.py");
 }
 
 bool enoughRanks(int tp, int pp) {
