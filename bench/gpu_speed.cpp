@@ -8,7 +8,9 @@
 // graphs off (the engine's own peer); --scaling measures only what the tensor-parallel scaling
 // table needs (issue 8: prefill 2048, decode at batch 1, the cost of one gathered read per step).
 //
-//   gpu_speed --model DIR [--steps 64] [--tp 1] [--eager] [--scaling] > ours.json
+// --pp splits the layers into pipeline stages (tp x pp rank threads, one GPU each).
+//
+//   gpu_speed --model DIR [--steps 64] [--tp 1] [--pp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAFunctions.h>
 
@@ -188,6 +190,7 @@ int main(int argc, char** argv) {
   std::string model;
   int64_t steps = 64;
   int tp = 1;
+  int pp = 1;
   bool eager = false, scaling = false, expertParallel = false;
   std::vector<int64_t> batchList, prefillList;
   const auto parseList = [](const std::string& text) {
@@ -205,12 +208,13 @@ int main(int argc, char** argv) {
     if (a == "--model") model = argv[i + 1];
     if (a == "--steps") steps = std::stoll(argv[i + 1]);
     if (a == "--tp") tp = std::stoi(argv[i + 1]);
+    if (a == "--pp") pp = std::stoi(argv[i + 1]);
     if (a == "--batches") batchList = parseList(argv[i + 1]);
     if (a == "--prefills") prefillList = parseList(argv[i + 1]);
   }
   if (model.empty()) {
     std::fprintf(stderr,
-                 "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] "
+                 "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
                  "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048]\n");
     return 2;
   }
@@ -246,6 +250,7 @@ int main(int argc, char** argv) {
   eo.device = "cuda";
   eo.dtype = "bf16";
   eo.tp = tp;
+  eo.pp = pp;
   eo.cudaGraphs = !eager;
   eo.expertParallel = expertParallel;
   out["expert_parallel"] = expertParallel;
@@ -267,6 +272,7 @@ int main(int argc, char** argv) {
   Engine& e = *engine;
   const ModelInfo& info = e.info();
   out["tp"] = tp;
+  out["pp"] = pp;
   int64_t weightBytes = 0, embeddingElements = 0;
   for (const auto& m : info.modules) {
     for (const auto& p : m.parameters) {
