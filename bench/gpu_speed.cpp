@@ -213,9 +213,10 @@ int main(int argc, char** argv) {
     if (a == "--prefills") prefillList = parseList(argv[i + 1]);
   }
   if (model.empty()) {
-    std::fprintf(stderr,
-                 "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
-                 "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048]\n");
+    std::fprintf(
+        stderr,
+        "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
+        "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048]\n");
     return 2;
   }
   json out;

@@ -12,11 +12,12 @@ DecodeState::~DecodeState() {
   graphs_.reset();  // graphs first: they point into the cache
 }
 
-KvCache& DecodeState::cache(const ModelConfig& config, const KvCacheLayout& layout,
-                            int64_t requests, int64_t capacity, at::TensorOptions options) {
+KvCache& DecodeState::cache(const StageRank& stage, const KvCacheLayout& layout, int64_t requests,
+                            int64_t capacity, at::TensorOptions options) {
   capacity = layout.localCapacity(capacity);
   const bool fits = cache_ && cache_->requests() >= requests && cache_->capacity() >= capacity &&
-                    cache_->parts() == layout.parts &&
+                    cache_->parts() == layout.parts && cache_->firstLayer() == stage.firstLayer() &&
+                    cache_->layers() == stage.layers() &&
                     cache_->allKeys(0).size(-2) == layout.heads &&
                     cache_->allKeys(0).size(-1) == layout.headDim &&
                     cache_->allKeys(0).options().dtype() == options.dtype() &&
@@ -31,8 +32,8 @@ KvCache& DecodeState::cache(const ModelConfig& config, const KvCacheLayout& layo
   const int64_t tokens = cache_ ? std::max(capacity, cache_->capacity()) : capacity;
   graphs_.reset();  // recorded against the old buffers
   cache_.reset();   // freed before the larger one is allocated
-  cache_ = std::make_unique<KvCache>(config.numLayers, tokens, layout.heads, layout.headDim,
-                                     options, rows, layout.parts);
+  cache_ = std::make_unique<KvCache>(stage.layers(), tokens, layout.heads, layout.headDim, options,
+                                     rows, layout.parts, stage.firstLayer());
   return *cache_;
 }
 

@@ -9,7 +9,7 @@
 
 #include "../model/kv_cache.h"
 #include "../model/layer_replayer.h"
-#include "../model/model_config.h"
+#include "../parallel/pipeline_stages.h"
 #include "../parallel/process_group.h"
 
 namespace shardscope {
@@ -21,8 +21,9 @@ class DecodeState {
   ~DecodeState();
 
   // A cleared cache with room for `requests` rows of `capacity` tokens (this rank's share of
-  // them under decode-context parallelism), laid out as the model asks.
-  KvCache& cache(const ModelConfig& config, const KvCacheLayout& layout, int64_t requests,
+  // them under decode-context parallelism) in the layers of this rank's stage, laid out as the
+  // model asks.
+  KvCache& cache(const StageRank& stage, const KvCacheLayout& layout, int64_t requests,
                  int64_t capacity, at::TensorOptions options);
   // The graph runner for this rank's GPU steps, or nullptr (CPU, graphs off, a group that
   // cannot be captured, LibTorch without CUDA).

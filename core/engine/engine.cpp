@@ -412,7 +412,7 @@ void Engine::Impl::buildInfo() {
   // This process's first rank: every rank of rank threads, or the one rank of a rank process.
   const CausalLM& root = *models[size_t(localRanks[0])];
   info.kvCacheBytesPerToken =
-      root.kvCacheLayout().bytesPerToken(c.numLayers, int64_t(at::elementSize(dtype)));
+      root.kvCacheLayout().bytesPerToken(root.stage().layers(), int64_t(at::elementSize(dtype)));
   info.vocabSize = c.vocabSize;
   info.numLayers = c.numLayers;
   info.numHeads = c.numHeads;

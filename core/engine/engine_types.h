@@ -120,8 +120,9 @@ struct ModelInfo {
   int pp = 1;  // pipeline stages
   bool expertParallel = false;
   int dcp = 1;
-  // The KV cache a token costs each rank, over all layers in the model's dtype (a latent under
-  // MLA, split along the tokens under decode-context parallelism).
+  // The KV cache a token costs each rank, over the layers of its stage (all layers with one
+  // stage; this process's first rank's stage otherwise) in the model's dtype (a latent under MLA,
+  // split along the tokens under decode-context parallelism).
   double kvCacheBytesPerToken = 0;
   int64_t vocabSize = 0;
   int64_t numLayers = 0;

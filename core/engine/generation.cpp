@@ -123,7 +123,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   // One cache for every request (row i is request i), so decode steps attend in one batch; kept
   // by the rank for the next generation, so graphs recorded over it stay valid.
   const KvCacheLayout layout = ctx.model.kvCacheLayout();
-  KvCache& cache = ctx.decode.cache(config, layout, int64_t(seqs.size()), longest, cacheOptions);
+  KvCache& cache = ctx.decode.cache(ctx.model.stage(), layout, int64_t(seqs.size()), longest, cacheOptions);
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   const auto graphLayers = [&ctx] {

@@ -36,26 +36,34 @@ struct KvCacheLayout {
 class KvCache {
  public:
   // Zero-filled: masked attention multiplies unseen slots by 0, which must not meet NaN garbage.
-  // `parts` is 2 (keys, values) or 1 (a latent: keys() only).
+  // `parts` is 2 (keys, values) or 1 (a latent: keys() only). Holds layers [firstLayer,
+  // firstLayer + numLayers): a pipeline stage keeps only its own layers' tokens.
   KvCache(int64_t numLayers, int64_t capacity, int64_t kvHeadsPerRank, int64_t headDim,
-          at::TensorOptions options, int64_t requests = 1, int64_t parts = 2);
+          at::TensorOptions options, int64_t requests = 1, int64_t parts = 2,
+          int64_t firstLayer = 0);
 
   int64_t capacity() const { return capacity_; }
   int64_t requests() const { return storage_.size(2); }
   int64_t parts() const { return storage_.size(1); }
   int64_t bytes() const { return storage_.numel() * int64_t(storage_.element_size()); }
   // One request's buffers: [capacity, kvHeadsPerRank, headDim] views.
-  at::Tensor keys(int64_t layer, int64_t slot = 0) const { return keys_[layer][slot]; }
-  at::Tensor values(int64_t layer, int64_t slot = 0) const { return values_[layer][slot]; }
+  at::Tensor keys(int64_t layer, int64_t slot = 0) const { return keys_[index(layer)][slot]; }
+  at::Tensor values(int64_t layer, int64_t slot = 0) const { return values_[index(layer)][slot]; }
   // Every request's buffers: [requests, capacity, kvHeadsPerRank, headDim].
-  const at::Tensor& allKeys(int64_t layer) const { return keys_[layer]; }
-  const at::Tensor& allValues(int64_t layer) const { return values_[layer]; }
+  const at::Tensor& allKeys(int64_t layer) const { return keys_[index(layer)]; }
+  const at::Tensor& allValues(int64_t layer) const { return values_[index(layer)]; }
+  int64_t firstLayer() const { return firstLayer_; }
+  int64_t layers() const { return int64_t(keys_.size()); }
   // Zeroes the first `requests` x `capacity` entries of every layer (one kernel), so that a
   // reused cache holds nothing of the generation before.
   void clear(int64_t requests, int64_t capacity);
 
  private:
+  // Position of decoder layer `layer` in this cache; throws for a layer of another stage.
+  size_t index(int64_t layer) const;
+
   int64_t capacity_;
+  int64_t firstLayer_;
   at::Tensor storage_;  // [layers, parts, requests, capacity, kvHeadsPerRank, headDim]
   std::vector<at::Tensor> keys_;
   std::vector<at::Tensor> values_;

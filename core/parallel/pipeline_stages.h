@@ -40,6 +40,8 @@ struct StageRank {
   bool holdsLayer(int64_t layer) const {
     return layer >= stages.begin(stage) && layer < stages.end(stage);
   }
+  int64_t firstLayer() const { return stages.begin(stage); }
+  int64_t layers() const { return stages.end(stage) - stages.begin(stage); }
 };
 
 }  // namespace shardscope

@@ -148,6 +148,12 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains(".weight  shard [75968, 32] of [151936, 32]"));
   }
 
+  // The "kv cache: N bytes per token per rank" figure of `inspect` (-1 when absent).
+  static int kvBytesPerToken(const QString& out) {
+    const auto m = QRegularExpression("kv cache: (\\d+) bytes per token per rank").match(out);
+    return m.hasMatch() ? m.captured(1).toInt() : -1;
+  }
+
   // Pipeline stages: the tree shows which stage holds each module (the demo's 4 layers: 0-1 on
   // stage 0, 2-3 on stage 1), and the stage-1 modules' ports and shards come from that stage.
   void inspectShowsStages() {
@@ -163,6 +169,9 @@ class TestCli : public QObject {
     QVERIFY2(r.out.contains("model.model.layers[3].self_attn.o_proj  (RowParallelLinear)  stage 1\n"
                             "              .input  [row]  [5, 32] -> [5, 64]"),
              qPrintable(r.out));
+    // Each stage keeps the KV cache of its own layers only: half of one stage's.
+    const Result single = cli({"inspect", "--tp", "2"});
+    QCOMPARE(kvBytesPerToken(r.out), kvBytesPerToken(single.out) / 2);
     const Result generated = cli({"generate", "--pp", "2", "--max-tokens", "3", "Hello"});
     const Result one = cli({"generate", "--max-tokens", "3", "Hello"});
     QCOMPARE(generated.code, 0);
