@@ -107,9 +107,7 @@ class TestEngine : public QObject {
   // A rank keeps its KV cache across generations: reused while it fits, cleared over its whole
   // capacity (a stale NaN must not reach masked attention), grown when a request needs more.
   void kvCacheIsKeptClearedAndGrown() {
-    ModelConfig c;
-    c.numLayers = 2;
-    c.headDim = 4;
+    const StageRank c{PipelineStages(2, 1), 0};  // two layers, one stage
     DecodeState state(false);
     const auto options = at::TensorOptions().dtype(at::kFloat);
     KvCache& first = state.cache(c, KvCacheLayout{2, 4}, 3, 10, options);
@@ -132,8 +130,7 @@ class TestEngine : public QObject {
   // An MLA latent cache: one part per token, and under decode-context parallelism a rank holds
   // every dcp-th token, so its capacity and its bytes per token are divided by dcp.
   void latentCacheIsSplitAlongTokens() {
-    ModelConfig c;
-    c.numLayers = 2;
+    const StageRank c{PipelineStages(2, 1), 0};
     DecodeState state(false);
     const KvCacheLayout latent{1, 6, 1, 2};
     KvCache& cache = state.cache(c, latent, 1, 9, at::TensorOptions().dtype(at::kFloat));
@@ -142,6 +139,31 @@ class TestEngine : public QObject {
     QCOMPARE(cache.allKeys(1).sizes().vec(), (std::vector<int64_t>{1, 5, 1, 6}));
     QCOMPARE(latent.bytesPerToken(2, 4), 2.0 * 6 * 4 / 2);
     QCOMPARE(cache.bytes(), int64_t(2 * 5 * 6 * 4));
+  }
+
+  // A pipeline stage keeps the tokens of its own layers only (5 layers in 2 stages: 0-2, 3-4);
+  // asking it for another stage's layer is an error that names both, not a silent wrong buffer.
+  void stageCacheHoldsItsOwnLayers() {
+    DecodeState state(false);
+    const StageRank second{PipelineStages(5, 2), 1};
+    KvCache& cache =
+        state.cache(second, KvCacheLayout{2, 4}, 1, 8, at::TensorOptions().dtype(at::kFloat));
+    QCOMPARE(cache.firstLayer(), int64_t(3));
+    QCOMPARE(cache.layers(), int64_t(2));
+    QCOMPARE(cache.bytes(), int64_t(2 * 2 * 8 * 2 * 4 * 4));
+    QCOMPARE(cache.allKeys(4).sizes().vec(), (std::vector<int64_t>{1, 8, 2, 4}));
+    try {
+      cache.allKeys(2);
+      QFAIL("layer 2 of stage 0 was found in stage 1's cache");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("holds layers 3 to 4, not layer 2") != std::string::npos,
+               e.what());
+    }
+    // Another stage's cache is a new one, not stage 1's buffers.
+    KvCache& first = state.cache(StageRank{PipelineStages(5, 2), 0}, KvCacheLayout{2, 4}, 1, 8,
+                                 at::TensorOptions().dtype(at::kFloat));
+    QCOMPARE(first.firstLayer(), int64_t(0));
+    QCOMPARE(first.layers(), int64_t(3));
   }
 
   void seedsDecideSampledText() {
