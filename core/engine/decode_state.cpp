@@ -15,14 +15,16 @@ DecodeState::~DecodeState() {
 KvCache& DecodeState::cache(const StageRank& stage, const KvCacheLayout& layout, int64_t requests,
                             int64_t capacity, at::TensorOptions options) {
   capacity = layout.localCapacity(capacity);
-  const bool fits = cache_ && cache_->requests() >= requests && cache_->capacity() >= capacity &&
-                    cache_->parts() == layout.parts && cache_->firstLayer() == stage.firstLayer() &&
-                    cache_->layers() == stage.layers() &&
-                    cache_->allKeys(0).size(-2) == layout.heads &&
-                    cache_->allKeys(0).size(-1) == layout.headDim &&
-                    cache_->allKeys(0).options().dtype() == options.dtype() &&
-                    cache_->allKeys(0).device() == options.device();
-  if (fits) {
+  const auto fits = [&] {
+    if (!cache_ || cache_->firstLayer() != stage.firstLayer() || cache_->layers() != stage.layers())
+      return false;
+    const at::Tensor& keys = cache_->allKeys(stage.firstLayer());
+    return cache_->requests() >= requests && cache_->capacity() >= capacity &&
+           cache_->parts() == layout.parts && keys.size(-2) == layout.heads &&
+           keys.size(-1) == layout.headDim && keys.options().dtype() == options.dtype() &&
+           keys.device() == options.device();
+  };
+  if (fits()) {
     // All of its capacity: a decode step attends over a rounded-up span, masked, and a stale
     // non-finite key there would still turn the masked scores into NaN.
     cache_->clear(requests, cache_->capacity());
