@@ -159,6 +159,10 @@ class TestEngine : public QObject {
       QVERIFY2(std::string(e.what()).find("holds layers 3 to 4, not layer 2") != std::string::npos,
                e.what());
     }
+    // Kept for the stage's next generation (its first layer is 3: nothing may look for layer 0).
+    KvCache& again =
+        state.cache(second, KvCacheLayout{2, 4}, 1, 8, at::TensorOptions().dtype(at::kFloat));
+    QCOMPARE(&again, &cache);
     // Another stage's cache is a new one, not stage 1's buffers.
     KvCache& first = state.cache(StageRank{PipelineStages(5, 2), 0}, KvCacheLayout{2, 4}, 1, 8,
                                  at::TensorOptions().dtype(at::kFloat));
