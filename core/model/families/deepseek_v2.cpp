@@ -91,9 +91,9 @@ at::Tensor DeepseekV2MLAAttention::forward(const at::Tensor& positions, const at
                                        kvA.narrow(-1, kvLora, rope).reshape({T, 1, rope}), b);
   const at::Tensor query = at::cat({q.narrow(-1, 0, nope), qPe}, -1);
   const at::Tensor kPeRows = kPe.reshape({T, rope});
-  const at::Tensor o =
-      absorbed ? mlaAttn->forwardAbsorbed(query, latent, kPeRows, groupExpansion(), b)
-               : mlaAttn->forward(query, latent, kPeRows, kv, groupExpansion(), b);
+  const at::Tensor o = absorbed
+                           ? mlaAttn->forwardAbsorbed(query, latent, kPeRows, groupExpansion(), b)
+                           : mlaAttn->forward(query, latent, kPeRows, kv, groupExpansion(), b);
   PortValue out = PortValue::single(oProj->forward(o, b));
   b.visit(*this, PortRole::Output, out);
   return out.items[0];

@@ -151,8 +151,7 @@ std::pair<at::Tensor, at::Tensor> MLAAttention::attendLatent(const at::Tensor& q
   const at::Tensor latentOut =
       at::bmm(probs.to(q.scalar_type()), entries.narrow(-1, 0, kvLora_));  // [R, gh, kv_lora]
   // o_h = latentOut_h W_UV,h^T: [gh, R, kv_lora] x [gh, kv_lora, v].
-  const at::Tensor out =
-      at::bmm(latentOut.transpose(0, 1), w.narrow(1, nope_, v_).transpose(1, 2));
+  const at::Tensor out = at::bmm(latentOut.transpose(0, 1), w.narrow(1, nope_, v_).transpose(1, 2));
   return {out.transpose(0, 1), lse};
 }
 

@@ -44,7 +44,8 @@ at::Tensor decodeStepLogits(RankContext& ctx, PortObserver* observer, bool swapS
   const int64_t capacity = 16, R = 2;
   KvCache cache(c.numLayers, layout.localCapacity(capacity), layout.heads, layout.headDim,
                 at::TensorOptions().dtype(ctx.dtype).device(ctx.device), R, layout.parts);
-  const std::vector<int64_t> slots = swapSlots ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
+  const std::vector<int64_t> slots =
+      swapSlots ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{0, 1};
   std::vector<int64_t> ids, positions;
   std::vector<SequenceSpan> spans;
   for (int64_t i = 0; i < R; ++i) {
@@ -61,8 +62,8 @@ at::Tensor decodeStepLogits(RankContext& ctx, PortObserver* observer, bool swapS
 
   ForwardBatch decode{ctx.group, onDevice({7, 3}), {}, observer, 1, {}, {}};
   for (int64_t i = 0; i < R; ++i) {
-    decode.spans.push_back({i, 1, int64_t(kPrompts[size_t(i)].size()), &cache, i,
-                            slots[size_t(i)]});
+    decode.spans.push_back(
+        {i, 1, int64_t(kPrompts[size_t(i)].size()), &cache, i, slots[size_t(i)]});
   }
   decode.decodeSlots = onDevice(slots);
   decode.decodeSlotsInOrder = !swapSlots;
@@ -100,7 +101,8 @@ class TestMlaAbsorbed : public QObject {
     QFETCH(QString, model);
     QFETCH(int, tp);
     QFETCH(int, dcp);
-    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp)
+      QSKIP("NCCL needs one GPU per rank");
     Engine engine(options(model, tp, dcp));
     for (bool swap : {false, true}) {
       std::mutex m;
@@ -131,7 +133,8 @@ class TestMlaAbsorbed : public QObject {
     QFETCH(QString, model);
     QFETCH(int, tp);
     QFETCH(int, dcp);
-    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp)
+      QSKIP("NCCL needs one GPU per rank");
     const Golden g = loadGolden(model.toStdString());
     Engine engine(options(model, tp, dcp));
     GenerateRequest r;
@@ -155,7 +158,8 @@ class TestMlaAbsorbed : public QObject {
     const double againstHf = test::maxRelativeError(a.narrow(0, 1, g.decode.size(0)), g.decode);
     QVERIFY2(againstExpanded <= 1e-5,
              ("latent against expanded: " + std::to_string(againstExpanded)).c_str());
-    QVERIFY2(againstHf <= 1e-4, ("latent against transformers: " + std::to_string(againstHf)).c_str());
+    QVERIFY2(againstHf <= 1e-4,
+             ("latent against transformers: " + std::to_string(againstHf)).c_str());
     qInfo("%s tp=%d dcp=%d: latent vs expanded %.2e, vs transformers %.2e", qPrintable(model), tp,
           dcp, againstExpanded, againstHf);
   }
