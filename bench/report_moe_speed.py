@@ -1,5 +1,6 @@
-"""Prints the Qwen3-MoE speed runs (issue 16) against their floors (bench/moe_floors.py) and the
-Hugging Face peer of the same call (bench/peers/hf_speed.py, one GPU):
+"""Prints the Qwen3-MoE (issue 16) and DeepSeek-V2 (issue 17) speed runs against their floors
+(bench/moe_floors.py: MoeShape or DeepseekShape by the run's config.json) and the Hugging Face peer
+of the same call (bench/peers/hf_speed.py, one GPU):
 
     python3 bench/report_moe_speed.py hf.json ours-tp1.json ours-tp2.json ours-tp2-ep.json
 
@@ -21,8 +22,9 @@ def main():
     hf = json.load(open(sys.argv[1]))
     peers = hf.get("attention", {})
     runs = [json.load(open(p)) for p in sys.argv[2:]]
-    shape = moe_floors.MoeShape(runs[0]["config"])
-    print(f"Qwen3-MoE: {shape.layers} layers, {shape.experts} experts top-{shape.top_k}; a batch-1 "
+    config = runs[0]["config"]
+    shape = moe_floors.shape_of(config)
+    print(f"{config.get('model_type')}: {shape.layers} layers, {shape.experts} experts top-{shape.top_k}; a batch-1 "
           f"decode step reads {shape.decode_weight_bytes(1) / 1e9:.2f} GB of weights, a batch-16 "
           f"step about {shape.decode_weight_bytes(16) / 1e9:.2f} GB (uniform-routing estimate), a "
           f"prefill {shape.streamed_weight_bytes() / 1e9:.1f} GB")

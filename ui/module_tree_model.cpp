@@ -45,7 +45,8 @@ QColor badgeColour(const std::string& kind) {
   if (kind == "head") return QColor(0xef, 0x6c, 0x00);
   if (kind == "partial") return QColor(0xc6, 0x28, 0x28);
   if (kind == "vocab") return QColor(0x00, 0x83, 0x8f);
-  return QColor(0x61, 0x61, 0x61);  // whole
+  if (kind == "dcp-group") return QColor(0x6d, 0x4c, 0x41);  // split, each shard on dcp ranks
+  return QColor(0x61, 0x61, 0x61);                           // whole
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-"""Hugging Face transformers on the same configuration as bench/gpu_speed.cpp: random bf16 weights
-on one GPU, the same prompt lengths, steps and batch sizes, greedy decoding, with and without a
+"""Hugging Face transformers on the same configuration as bench/gpu_speed.cpp (dense Qwen/Llama,
+Qwen3-MoE, DeepSeek-V2): random bf16 weights on one GPU, the same prompt lengths, steps and batch sizes, greedy decoding, with and without a
 forward pre-hook on layers[10].self_attn.o_proj that keeps its input every step. Runs twice in one
 process: with transformers' default attention (sdpa) and with eager attention. A prefill computes
 the logits of the last position only (`logits_to_keep=1`), as ours does and as `generate` does.
@@ -35,9 +35,23 @@ def prompt(n, vocab, salt, batch=1):
     return torch.randint(500, vocab - 500, (batch, n), generator=g).cuda()
 
 
+def hf_config_fields(fields):
+    """config.json's fields as transformers 5 takes them: a Hub-era `rope_scaling` (DeepSeek-V2's
+    YaRN, {"type": "yarn", ...}) becomes `rope_parameters` with the rope type and theta."""
+    fields = {k: v for k, v in fields.items() if k != "architectures"}
+    scaling = fields.get("rope_scaling")
+    if int(transformers.__version__.split(".")[0]) >= 5 and isinstance(scaling, dict):
+        params = {k: v for k, v in scaling.items() if k != "type"}
+        params["rope_type"] = scaling.get("rope_type", scaling.get("type"))
+        params["rope_theta"] = fields.pop("rope_theta", 10000.0)
+        del fields["rope_scaling"]
+        fields["rope_parameters"] = params
+    return fields
+
+
 def load(config_path, attention):
     with open(config_path) as f:
-        cfg = AutoConfig.for_model(**{k: v for k, v in json.load(f).items() if k != "architectures"})
+        cfg = AutoConfig.for_model(**hf_config_fields(json.load(f)))
     cfg._attn_implementation = attention
     torch.manual_seed(0)
     with torch.device("cuda"):

@@ -27,18 +27,20 @@ struct Sequence {
 // recorded for one span serve many steps (each request still stops at its own position).
 constexpr int64_t kSpanGranule = 128;
 
-// A pure decode step on the GPU: batched attention over the shared cache, its slots and span
-// built once for all layers.
-void prepareDecode(const KvCache& cache, const std::vector<int64_t>& slots,
-                   const std::vector<int64_t>& past, at::Tensor deviceSlots, ForwardBatch& batch) {
+// A pure decode step: batched attention over the shared cache, its slots and span (in positions:
+// under decode-context parallelism a rank holds 1/tokenShards of them) built once for all layers.
+void prepareDecode(const KvCache& cache, const KvCacheLayout& layout,
+                   const std::vector<int64_t>& slots, const std::vector<int64_t>& past,
+                   at::Tensor deviceSlots, ForwardBatch& batch) {
   const int64_t longest = *std::max_element(past.begin(), past.end()) + 1;
-  SS_ASSERT(longest <= cache.capacity(), "a request outgrew its KV cache");
+  const int64_t positions = cache.capacity() * layout.tokenShards;
+  SS_ASSERT(longest <= positions, "a request outgrew its KV cache");
   const int64_t requests = int64_t(slots.size());
   batch.decodeSlots = std::move(deviceSlots);
   batch.decodeSlotsInOrder = true;
   for (int64_t i = 0; i < requests; ++i) batch.decodeSlotsInOrder &= slots[size_t(i)] == i;
   batch.decodeSpan =
-      std::min(cache.capacity(), (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
+      std::min(positions, (longest + kSpanGranule - 1) / kSpanGranule * kSpanGranule);
 }
 
 // Whether the request's generated text now contains one of its stop strings. Every rank decides
@@ -167,9 +169,10 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     host.insert(host.end(), slots.begin(), slots.end());
     const at::Tensor device = at::tensor(host, longOptions).to(ctx.device);
     batch.positions = device.narrow(0, T, T);
-    // The batched decode path reads keys and values per head; a latent cache is read per span.
-    if (decodeOnly && ctx.device.is_cuda() && layout.parts == 2)
-      prepareDecode(cache, slots, past, device.narrow(0, 2 * T + R, R), batch);
+    // Batched decode: on the GPU for every cache; on the CPU for a latent cache too, whose
+    // latent-space attention (MLA) runs there as on the GPU.
+    if (decodeOnly && (ctx.device.is_cuda() || layout.parts == 1))
+      prepareDecode(cache, layout, slots, past, device.narrow(0, 2 * T + R, R), batch);
     if (ctx.device.is_cuda() && ctx.model.graphCapturable())
       batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
     if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;

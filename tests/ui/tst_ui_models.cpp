@@ -5,6 +5,9 @@
 #include <QtTest>
 #include <cmath>
 
+#include "common/test_support.h"
+#include "core/engine/engine.h"
+#include "core/engine/port_probe.h"
 #include "ui/module_tree_model.h"
 #include "ui/result_math.h"
 #include "ui/script_builder.h"
@@ -90,6 +93,60 @@ class TestUiModels : public QObject {
     QCOMPARE(model.data(layerOut.siblingAtColumn(1)).toString(), QString("([5, 16], [5, 16])"));
     model.setModel(ModelInfo{}, {});
     QCOMPARE(model.rowCount(), 0);
+  }
+
+  // DeepSeek-V2-Lite style at tp=4, dcp=2, the tree built as the GUI builds it (the engine's
+  // modules and probePortShapes): the MLA and MoE modules with their classes, and their ports with
+  // their shard kinds, the group-sharded q_proj's badge told apart from a whole value's.
+  void moduleTreeShowsMlaAndMoe() {
+    EngineOptions o;
+    o.model = test::goldenModel("deepseek-v2-lite-tiny").string();
+    o.tp = 4;
+    o.dcp = 2;
+    o.dtype = "f32";
+    o.device = "cpu";
+    o.backend = "local";
+    Engine engine(o);
+    ModuleTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setModel(engine.info(), probePortShapes(engine, {3, 17, 42, 99, 123}));
+    const std::string layer = "model.model.layers[1].";
+    const auto moduleKind = [&](const std::string& path) {
+      const QModelIndex m = model.indexOfModule(layer + path);
+      return m.isValid() ? model.data(m.siblingAtColumn(ModuleTreeModel::KindColumn)).toString()
+                         : QString("(no row for " + QString::fromStdString(path) + ")");
+    };
+    const auto portKind = [&](const std::string& path, const std::string& port) {
+      const QModelIndex p = model.indexOfPort(layer + path, port);
+      return p.isValid()
+                 ? model.data(p, ModuleTreeModel::ShardKindRole).toString()
+                 : QString("(no row for " + QString::fromStdString(path + "." + port) + ")");
+    };
+    QCOMPARE(moduleKind("self_attn"), QString("DeepseekV2MLAAttention"));
+    QCOMPARE(moduleKind("self_attn.q_proj"), QString("DCPGroupColumnParallelLinear"));
+    QCOMPARE(portKind("self_attn.q_proj", "output"), QString("dcp-group"));
+    QCOMPARE(moduleKind("self_attn.kv_a_proj_with_mqa"), QString("ReplicatedLinear"));
+    QCOMPARE(moduleKind("self_attn.kv_b_proj"), QString("ColumnParallelLinear"));
+    QCOMPARE(portKind("self_attn.kv_b_proj", "output"), QString("column"));
+    QCOMPARE(moduleKind("self_attn.mla_attn"), QString("MLAAttention"));
+    QCOMPARE(portKind("self_attn.mla_attn", "input"), QString("head"));
+    QCOMPARE(portKind("self_attn.mla_attn", "output"), QString("head"));
+    QCOMPARE(moduleKind("self_attn.o_proj"), QString("RowParallelLinear"));
+    QCOMPARE(moduleKind("mlp"), QString("DeepseekV2MoE"));
+    QCOMPARE(moduleKind("mlp.gate"), QString("ReplicatedLinear"));
+    QCOMPARE(moduleKind("mlp.experts"), QString("FusedMoE"));
+    QCOMPARE(portKind("mlp.experts", "output"), QString("partial"));
+    QCOMPARE(portKind("mlp.shared_experts", "output"), QString("partial"));
+    QCOMPARE(portKind("mlp", "output"), QString("whole"));
+    const QModelIndex q = model.indexOfPort(layer + "self_attn.q_proj", "output");
+    const QModelIndex whole = model.indexOfPort(layer + "mlp", "output");
+    const auto badge = [&](const QModelIndex& i) {
+      return model.data(i.siblingAtColumn(ModuleTreeModel::KindColumn), Qt::ForegroundRole)
+          .value<QBrush>()
+          .color();
+    };
+    QVERIFY(badge(q) != badge(whole));
+    QVERIFY(model.data(q, Qt::ToolTipRole).toString().contains("dcp-group-sharded"));
   }
 
   void sessionLogModel() {

@@ -1,6 +1,7 @@
 #include "deepseek_v2.h"
 
 #include "../../parallel/collective_board.h"
+#include "../layer_replayer.h"
 #include "../layers/dcp_group_column_parallel_linear.h"
 #include "../weight_source.h"
 
@@ -82,12 +83,17 @@ at::Tensor DeepseekV2MLAAttention::forward(const at::Tensor& positions, const at
   q = q.reshape({T, -1, mla_.qkHeadDim()});              // [T, groupHeads, nope + rope]
   const at::Tensor kvA = kvAProjWithMqa->forward(h, b);  // [T, kv_lora + rope]
   const at::Tensor latent = kvALayernorm->forward(kvA.narrow(-1, 0, kvLora).contiguous(), b);
-  const at::Tensor kv = kvBProj->forward(latent, b);  // [T, heads/tp * (nope + v)]
+  // An unobserved decode step folds kv_b_proj into the attention (latent space); otherwise it
+  // runs here, before rotary_emb, in the order its ports are visited.
+  const bool absorbed = MLAAttention::absorbs(b);
+  const at::Tensor kv = absorbed ? at::Tensor() : kvBProj->forward(latent, b);  // [T, h/tp*(n+v)]
   auto [qPe, kPe] = rotaryEmb->forward(positions, q.narrow(-1, nope, rope).contiguous(),
                                        kvA.narrow(-1, kvLora, rope).reshape({T, 1, rope}), b);
   const at::Tensor query = at::cat({q.narrow(-1, 0, nope), qPe}, -1);
-  const at::Tensor o =
-      mlaAttn->forward(query, latent, kPe.reshape({T, rope}), kv, groupExpansion(), b);
+  const at::Tensor kPeRows = kPe.reshape({T, rope});
+  const at::Tensor o = absorbed
+                           ? mlaAttn->forwardAbsorbed(query, latent, kPeRows, groupExpansion(), b)
+                           : mlaAttn->forward(query, latent, kPeRows, kv, groupExpansion(), b);
   PortValue out = PortValue::single(oProj->forward(o, b));
   b.visit(*this, PortRole::Output, out);
   return out.items[0];
@@ -187,9 +193,12 @@ at::Tensor DeepseekV2Model::forward(const at::Tensor& ids, const ForwardBatch& b
   PortValue in = PortValue::single(ids);
   b.visit(*this, PortRole::Input, in);
   at::Tensor h = embedTokens->forward(in.items[0], b), r;
-  for (int64_t i = 0; i < numLayers(); ++i) {
+  for (int64_t i = 0; i < numLayers();) {
+    // Steps of up to kMaxRecordedTokens replay graphs over the layers nobody observes.
+    if (b.replayer) i = b.replayer->replay(*this, i, h, r, b);
+    if (i == numLayers()) break;
     if (b.failure) applyFailureInjection(*b.failure, i, b, h);
-    runLayer(i, h, r, b);
+    runLayer(i++, h, r, b);
   }
   at::Tensor normed = r.defined() ? norm->forward(h, r, b).first : norm->forward(h, b);
   PortValue out = PortValue::single(normed);
@@ -210,6 +219,9 @@ DeepseekV2ForCausalLM::DeepseekV2ForCausalLM(const ModelConfig& c, TpRank tp)
   logitsProcessor = child<LogitsProcessor>("logits_processor", this, c.vocabSize);
   logitsPort_ = child<StepPort>("logits", this, "Logits");
   samplesPort_ = child<StepPort>("samples", this, "Samples");
+  // The latent-space decode and the expanded prefill keep every decision on the device or in the
+  // step's layout; the MoE layers record where the fused kernels route on the device.
+  graphCapturable_ = !c.hasSparseLayers() || FusedMoE::recordable(c, tp, kMaxRecordedTokens);
 }
 
 KvCacheLayout DeepseekV2ForCausalLM::kvCacheLayout() const {

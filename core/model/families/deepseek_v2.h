@@ -118,7 +118,7 @@ class DeepseekV2ForCausalLM : public CausalLM {
   int64_t kvHeadsPerRank() const override { return 1; }
   // The latent and the rope key per token, split along the tokens across a DCP group.
   KvCacheLayout kvCacheLayout() const override;
-  bool graphCapturable() const override { return false; }
+  bool graphCapturable() const override { return graphCapturable_; }
   // One pipeline stage: every layer, and every port, runs on it.
   at::Tensor forwardStage(const at::Tensor& ids, StageCarry& carry,
                           const ForwardBatch& b) const override;
@@ -138,6 +138,7 @@ class DeepseekV2ForCausalLM : public CausalLM {
   StageRank stage_;
   StepPort* logitsPort_;
   StepPort* samplesPort_;
+  bool graphCapturable_;
 };
 
 }  // namespace shardscope

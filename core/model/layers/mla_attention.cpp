@@ -1,7 +1,9 @@
 #include "mla_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "../../error.h"
 #include "../../parallel/collective_board.h"
@@ -24,6 +26,17 @@ double softmaxScale(const ModelConfig& c) {
     scale *= m * m;
   }
   return scale;
+}
+
+// Softmax of the scores over the last dimension in fp32 and its log-sum-exp, safe where every key
+// is masked (probabilities 0, lse -inf): a DCP rank's partial result.
+std::pair<at::Tensor, at::Tensor> softmaxAndLse(const at::Tensor& scores) {
+  const at::Tensor s32 = scores.to(at::kFloat);
+  at::Tensor m = std::get<0>(s32.max(-1, true));
+  m = m.masked_fill(at::isinf(m), 0.0);
+  const at::Tensor p = (s32 - m).exp();
+  const at::Tensor sum = p.sum(-1, true);
+  return {p / at::where(sum > 0, sum, at::ones_like(sum)), (m + sum.log()).squeeze(-1)};
 }
 
 }  // namespace
@@ -88,16 +101,64 @@ std::pair<at::Tensor, at::Tensor> MLAAttention::attendSpan(const SequenceSpan& s
     const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
     return {at::matmul(probs, values).permute({1, 0, 2}), at::Tensor()};
   }
-  // Unnormalised softmax and its log-sum-exp, safe where every key is masked.
-  const at::Tensor s32 = scores.to(at::kFloat);
-  at::Tensor m = std::get<0>(s32.max(-1, true));
-  m = m.masked_fill(at::isinf(m), 0.0);
-  const at::Tensor p = (s32 - m).exp();
-  const at::Tensor sum = p.sum(-1, true);
-  const at::Tensor out = at::matmul(p.to(q.scalar_type()), values) /
-                         at::where(sum > 0, sum, at::ones_like(sum)).to(q.scalar_type());
-  const at::Tensor lse = (m + sum.log()).squeeze(-1);  // [gh, n], -inf where sum is 0
+  auto [probs, lse] = softmaxAndLse(scores);  // lse [gh, n]
+  const at::Tensor out = at::matmul(probs.to(q.scalar_type()), values);
   return {out.permute({1, 0, 2}), lse.transpose(0, 1)};
+}
+
+void MLAAttention::writeDecodeCache(const at::Tensor& entries, const ForwardBatch& batch) const {
+  const int64_t R = entries.size(0), dcp = tp_.dcp;
+  const at::Tensor& all = batch.spans[0].cache->allKeys(layer_);  // [requests, capacity, 1, d]
+  const at::Tensor value = entries.reshape({R, 1, entries.size(-1)});
+  const at::Tensor& slots = batch.decodeSlots;
+  if (dcp == 1) {
+    all.index_put_({slots, batch.positions}, value);
+    return;
+  }
+  // Position p lies on group rank p % dcp at local slot p / dcp; the other ranks write back what
+  // that slot holds, so every rank runs the same kernels and nothing is decided on the host.
+  const at::Tensor local = at::div(batch.positions, dcp, "trunc");
+  const at::Tensor mine = (batch.positions.remainder(dcp) == tp_.rank % dcp).view({R, 1, 1});
+  all.index_put_({slots, local}, at::where(mine, value, all.index({slots, local})));
+}
+
+std::pair<at::Tensor, at::Tensor> MLAAttention::attendLatent(const at::Tensor& q,
+                                                             const at::Tensor& kvB,
+                                                             const ForwardBatch& batch) const {
+  const int64_t R = q.size(0), gh = groupHeads(), dcp = tp_.dcp, r = tp_.rank % dcp;
+  const KvCache& cache = *batch.spans[0].cache;
+  // The keys this rank holds of the step's span (local key j sits at position j * dcp + r).
+  const int64_t span = std::min(cache.capacity(), (batch.decodeSpan + dcp - 1) / dcp);
+  const at::Tensor& all = cache.allKeys(layer_);
+  const at::Tensor rows =
+      batch.decodeSlotsInOrder ? all.narrow(0, 0, R) : all.index_select(0, batch.decodeSlots);
+  const at::Tensor entries = rows.narrow(1, 0, span).squeeze(2);  // [R, span, kv_lora + rope]
+  const at::Tensor w = kvB.view({gh, nope_ + v_, kvLora_});       // per head [W_UK; W_UV]
+  // q_nope,h W_UK,h: [gh, R, nope] x [gh, nope, kv_lora]; then the rope part beside it.
+  const at::Tensor qLatent =
+      at::bmm(q.narrow(-1, 0, nope_).transpose(0, 1), w.narrow(1, 0, nope_)).transpose(0, 1);
+  const at::Tensor query = at::cat({qLatent, q.narrow(-1, nope_, rope_)}, -1);
+  at::Tensor scores = at::bmm(query, entries.transpose(1, 2)).mul_(scale_);  // [R, gh, span]
+  const at::Tensor keyPos = at::arange(span, batch.positions.options()) * dcp + r;
+  const at::Tensor unseen = keyPos.unsqueeze(0) > batch.positions.unsqueeze(1);  // [R, span]
+  scores.masked_fill_(unseen.unsqueeze(1), -std::numeric_limits<float>::infinity());
+  at::Tensor probs, lse;
+  if (dcp == 1) {  // HF's eager arithmetic: softmax in fp32, cast back
+    probs = at::softmax(scores, -1, at::kFloat);
+  } else {
+    std::tie(probs, lse) = softmaxAndLse(scores);  // lse [R, gh]
+  }
+  const at::Tensor latentOut =
+      at::bmm(probs.to(q.scalar_type()), entries.narrow(-1, 0, kvLora_));  // [R, gh, kv_lora]
+  // o_h = latentOut_h W_UV,h^T: [gh, R, kv_lora] x [gh, kv_lora, v].
+  const at::Tensor out = at::bmm(latentOut.transpose(0, 1), w.narrow(1, nope_, v_).transpose(1, 2));
+  return {out.transpose(0, 1), lse};
+}
+
+at::Tensor MLAAttention::finish(const at::Tensor& out, const at::Tensor& lse,
+                                const ForwardBatch& batch) const {
+  if (tp_.dcp == 1) return out.reshape({out.size(0), headsPerRank_ * v_});
+  return combine(out, lse, batch);
 }
 
 at::Tensor MLAAttention::groupColumns(const at::Tensor& x, const ForwardBatch& batch) const {
@@ -144,13 +205,23 @@ at::Tensor MLAAttention::forward(const at::Tensor& q, const at::Tensor& latent,
     lses.push_back(lse);
   }
   const at::Tensor out = outs.size() == 1 ? outs[0] : at::cat(outs, 0);  // [T, gh, v]
-  at::Tensor result;
-  if (tp_.dcp == 1) {
-    result = out.reshape({out.size(0), headsPerRank_ * v_});
-  } else {
-    result = combine(out, lses.size() == 1 ? lses[0] : at::cat(lses, 0), batch);
-  }
-  PortValue o = PortValue::single(result);
+  const at::Tensor lse =
+      tp_.dcp == 1 ? at::Tensor() : (lses.size() == 1 ? lses[0] : at::cat(lses, 0));
+  PortValue o = PortValue::single(finish(out, lse, batch));
+  batch.visit(*this, PortRole::Output, o);
+  return o.items[0];
+}
+
+at::Tensor MLAAttention::forwardAbsorbed(const at::Tensor& q, const at::Tensor& latent,
+                                         const at::Tensor& kPe, const at::Tensor& kvB,
+                                         const ForwardBatch& batch) const {
+  SS_ASSERT(batch.decodeSlots.defined() && !batch.spans.empty() && batch.spans[0].cache,
+            path() + ": the latent-space attention runs decode steps only");
+  PortValue in = PortValue::single(q);
+  batch.visit(*this, PortRole::Input, in);
+  writeDecodeCache(at::cat({latent, kPe}, -1), batch);
+  auto [out, lse] = attendLatent(in.items[0], kvB, batch);
+  PortValue o = PortValue::single(finish(out, lse, batch));
   batch.visit(*this, PortRole::Output, o);
   return o.items[0];
 }

@@ -7,6 +7,13 @@
 //   yarn_mscale(mscale_all_dim)^2.
 // The step's own keys and values are kv_b_proj's output as the step saw it (a trace's write to it
 // reaches this step's attention; later steps expand the cached latent again).
+// A decode step nobody observes (no port observer: a plain generation, or the layers a CUDA graph
+// replays) attends in the latent space instead, as vLLM's MLA decode does: with
+// kv_b_proj's rows split per head into W_UK (nope) and W_UV (v),
+//   q_lat,h = q_nope,h W_UK,h,  s_h = [q_lat,h | q_pe,h] [latent | k_pe]^T * scale,
+//   o_h = softmax(s_h) latent W_UV,h^T,
+// the same sums regrouped, so a step reads the cached latent (kv_lora + rope per token) and never
+// expands keys and values per head.
 // Decode-context parallelism (TpRank::dcp > 1): the tokens are split across the dcp ranks of a
 // group (token t on group rank t % dcp); each rank attends with all of the group's query heads over
 // its tokens, and the partial results are combined exactly through their log-sum-exp, after which
@@ -36,6 +43,16 @@ class MLAAttention : public Module {
   at::Tensor forward(const at::Tensor& q, const at::Tensor& latent, const at::Tensor& kPe,
                      const at::Tensor& kv, const at::Tensor& kvB, const ForwardBatch& batch) const;
 
+  // The latent-space decode: q, latent, kPe and kvB as forward's (no kv_b_proj output: nothing
+  // is expanded). Needs batch.decodeSlots (one token per request in one cache).
+  at::Tensor forwardAbsorbed(const at::Tensor& q, const at::Tensor& latent, const at::Tensor& kPe,
+                             const at::Tensor& kvB, const ForwardBatch& batch) const;
+  // Whether a step takes forwardAbsorbed: a decode step that no observer can see into (a trace
+  // that reads or writes kv_b_proj, the expanded k/v or this module sees the expanded path).
+  static bool absorbs(const ForwardBatch& batch) {
+    return !batch.observer && batch.decodeSlots.defined();
+  }
+
   int64_t layer() const { return layer_; }
   double scale() const { return scale_; }
   // Query heads a rank attends with: its own heads times dcp (its group's).
@@ -48,6 +65,15 @@ class MLAAttention : public Module {
                                                const at::Tensor& kvNew,
                                                const at::Tensor& kvB) const;
   void writeCache(const SequenceSpan& s, const at::Tensor& entries) const;
+  // A decode step's entries [R, kv_lora + rope] into the shared cache, each at its request's
+  // position on the rank that holds it (device-side, so CUDA graphs record it).
+  void writeDecodeCache(const at::Tensor& entries, const ForwardBatch& batch) const;
+  // Latent-space attention of a decode step: q [R, gh, nope + rope] -> out [R, gh, v] and, under
+  // DCP, lse [R, gh].
+  std::pair<at::Tensor, at::Tensor> attendLatent(const at::Tensor& q, const at::Tensor& kvB,
+                                                 const ForwardBatch& batch) const;
+  // This rank's heads of the group's result: [T, gh, v] (+ lse under DCP) -> [T, heads * v].
+  at::Tensor finish(const at::Tensor& out, const at::Tensor& lse, const ForwardBatch& batch) const;
   // The group's heads of a per-rank, per-head tensor [T, headsPerRank * d] -> [T, groupHeads * d].
   at::Tensor groupColumns(const at::Tensor& x, const ForwardBatch& batch) const;
   // Combines the group's partial results exactly: [T, groupHeads, v] + lse -> this rank's heads.
