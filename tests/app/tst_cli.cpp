@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "common/test_support.h"
+#include "core/model/model_source.h"
 
 namespace {
 
@@ -109,12 +110,13 @@ class TestCli : public QObject {
     QCOMPARE(b.out, a.out);
   }
 
-  // Issue 22's commands: the demo (151936 rows, a tokenizer of 151669 ids) samples id 151691 at
-  // this seed. generate prints it as a marker; a script's text leaves it out as vLLM's does, its
-  // token_ids keep it, and the session log shows the marker.
+  // Issue 22's commands on the random test model (151936 rows, a tokenizer of 151669 ids), which
+  // samples id 151691 at this seed. generate prints it as a marker; a script's text leaves it out
+  // as vLLM's does, its token_ids keep it, and the session log shows the marker.
   void sampledIdsPastTheTokenizerDoNotEndTheRun() {
-    const Result r = cli({"generate", "--tp", "2", "--temperature", "0.8", "--seed", "3",
-                          "--max-tokens", "12", "Once upon a time"});
+    const QString random = QString::fromStdString(shardscope::ensureDemoModel().string());
+    const Result r = cli({"generate", "--model", random, "--tp", "2", "--temperature", "0.8",
+                          "--seed", "3", "--max-tokens", "12", "Once upon a time"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains("<|id 151691|>"), qPrintable(r.out));
     shardscope::test::TempDir dir;
@@ -125,7 +127,7 @@ class TestCli : public QObject {
       QVERIFY(f.open(QIODevice::WriteOnly));
       f.write(kSampleScript);
     }
-    const Result run = cli({"run", script, "--log", db});
+    const Result run = cli({"run", script, "--log", db, "--model-dir", "demo=" + random});
     QVERIFY2(run.code == 0, qPrintable(run.err));
     QVERIFY2(run.out.contains("True False"), qPrintable(run.out));
     const Result show = cli({"show", db, "1"});
