@@ -42,7 +42,7 @@ CONFIG = {
     "num_key_value_heads": 4,
     "head_dim": 32,
     "hidden_act": "silu",
-    "max_position_embeddings": 2048,
+    "max_position_embeddings": 4096,
     "rms_norm_eps": 1e-06,
     "rope_theta": ROPE_THETA,
     "attention_bias": False,

@@ -140,14 +140,14 @@ class TestCli : public QObject {
     const Result r = cli({"inspect", "--tp", "2"});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.contains("model.model.layers[0].self_attn.qkv_proj  (QKVParallelLinear)"));
-    // Demo model: 8 query heads, 4 KV heads, head_dim 8, hidden 32; tp=2 holds 4 q + 2 k + 2 v
-    // heads.
-    QVERIFY2(r.out.contains(".output  [fused]  ([5, 64], None) -> ([5, 128], None)"),
+    // Demo model: 8 query heads, 4 KV heads, head_dim 32, hidden 256, vocabulary 8192; tp=2
+    // holds 4 q + 2 k + 2 v heads. The prompt is 7 tokens.
+    QVERIFY2(r.out.contains(".output  [fused]  ([7, 256], None) -> ([7, 512], None)"),
              qPrintable(r.out));
-    QVERIFY(r.out.contains(".input  [row]  [5, 32] -> [5, 64]"));
-    QVERIFY(r.out.contains(".weight  shard [32, 32] of [32, 64]"));  // o_proj
+    QVERIFY(r.out.contains(".input  [row]  [7, 128] -> [7, 256]"));
+    QVERIFY(r.out.contains(".weight  shard [256, 128] of [256, 256]"));  // o_proj
     QVERIFY(r.out.contains("model.lm_head  (ParallelLMHead)"));
-    QVERIFY(r.out.contains(".weight  shard [75968, 32] of [151936, 32]"));
+    QVERIFY(r.out.contains(".weight  shard [4096, 256] of [8192, 256]"));
   }
 
   // Pipeline stages: the tree shows which stage holds each module (the demo's 4 layers: 0-1 on
@@ -161,9 +161,9 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains("model.model.layers[2]  (DecoderLayer)  stage 1"));
     QVERIFY(
         r.out.contains("model.lm_head  (ParallelLMHead)  stage 1\n"
-                       "      .weight  shard [75968, 32] of [151936, 32]"));
+                       "      .weight  shard [4096, 256] of [8192, 256]"));
     QVERIFY2(r.out.contains("model.model.layers[3].self_attn.o_proj  (RowParallelLinear)  stage 1\n"
-                            "              .input  [row]  [5, 32] -> [5, 64]"),
+                            "              .input  [row]  [7, 128] -> [7, 256]"),
              qPrintable(r.out));
     const Result generated = cli({"generate", "--pp", "2", "--max-tokens", "3", "Hello"});
     const Result one = cli({"generate", "--max-tokens", "3", "Hello"});
@@ -253,7 +253,7 @@ class TestCli : public QObject {
     QCOMPARE(log.out.count(QRegularExpression(" s +\\d+\\.\\d+ m?s +3  2 ")), 2);
     const Result show = cli({"show", db, "1"});
     QCOMPARE(show.code, 0);
-    QVERIFY2(show.out.contains("saved h: float32 [5, 64]"), qPrintable(show.out));
+    QVERIFY2(show.out.contains("saved h: float32 [7, 256]"), qPrintable(show.out));
     QVERIFY(show.out.contains("tp=2"));
     QVERIFY2(show.out.contains(QRegularExpression("\n  time " + traceTime.pattern() + "\n")),
              qPrintable(show.out));
@@ -261,8 +261,8 @@ class TestCli : public QObject {
              qPrintable(show.out));
     const Result value = cli({"show", db, "1", "--value", "h", "--limit", "3"});
     QCOMPARE(value.code, 0);
-    QVERIFY2(value.out.startsWith("float32 [5, 64]  min"), qPrintable(value.out));
-    QVERIFY(value.out.contains("... 317 more"));
+    QVERIFY2(value.out.startsWith("float32 [7, 256]  min"), qPrintable(value.out));
+    QVERIFY(value.out.contains("... 1789 more"));
     const Result replay = cli({"replay", db, "2"});
     QCOMPARE(replay.code, 0);
     QVERIFY2(replay.out.contains("h                                bit-identical"),
@@ -273,7 +273,7 @@ class TestCli : public QObject {
     const Result exported = cli({"export", db, "1", out});
     QCOMPARE(exported.code, 0);
     QVERIFY(exported.out.contains("wrote 1 tensors"));
-    QVERIFY(QFileInfo(out).size() > 5 * 64 * 4);
+    QVERIFY(QFileInfo(out).size() > 7 * 256 * 4);
     const Result missing = cli({"show", db, "9"});
     QCOMPARE(missing.code, 1);
     QVERIFY2(missing.err.contains("run 9 is not in") && missing.err.contains("runs there: 1, 2, 3"),
