@@ -193,8 +193,11 @@ class TestCli : public QObject {
     QVERIFY2(one.out.contains("kv cache: 480 bytes per token per rank"), qPrintable(one.out));
   }
 
+  // Qwen3's ids for the prompt, through the random test model (it has Qwen3's tokenizer).
   void tokenizePrintsIdsAndPieces() {
-    const Result r = cli({"tokenize", "The capital of France is"});
+    const Result r =
+        cli({"tokenize", "--model", QString::fromStdString(shardscope::ensureDemoModel().string()),
+             "The capital of France is"});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.startsWith("785 6722 315 9625 374\n"));
     QVERIFY(r.out.contains("9625\tĠFrance\t France"));
