@@ -86,6 +86,19 @@ std::filesystem::path executablePath() {
   return ec ? std::filesystem::path() : p;
 }
 
+// Where demoModelDir() looks, in order: the folder the user named (then only there), bin/../share
+// (an installed tree, the .deb or a prefix, and the build tree alike), the install prefix.
+std::vector<std::filesystem::path> demoModelPlaces() {
+  if (!env("SHARDSCOPE_DEMO_MODEL").empty()) return {env("SHARDSCOPE_DEMO_MODEL")};
+  std::vector<std::filesystem::path> places;
+  if (const auto exe = executablePath(); !exe.empty())
+    places.push_back(exe.parent_path().parent_path() / "share" / kTrainedDemoFolder);
+#ifdef SHARDSCOPE_INSTALL_DATADIR
+  places.push_back(std::filesystem::path(SHARDSCOPE_INSTALL_DATADIR) / kTrainedDemoFolder);
+#endif
+  return places;
+}
+
 }  // namespace
 
 std::filesystem::path cacheDir() {
@@ -225,14 +238,7 @@ std::filesystem::path ensureDemoModel() {
 }
 
 std::filesystem::path demoModelDir() {
-  std::vector<std::filesystem::path> candidates;
-  if (!env("SHARDSCOPE_DEMO_MODEL").empty()) candidates.emplace_back(env("SHARDSCOPE_DEMO_MODEL"));
-  // bin/../share: an installed tree (the .deb, a prefix) and the build tree alike.
-  if (const auto exe = executablePath(); !exe.empty())
-    candidates.push_back(exe.parent_path().parent_path() / "share" / kTrainedDemoFolder);
-#ifdef SHARDSCOPE_INSTALL_DATADIR
-  candidates.push_back(std::filesystem::path(SHARDSCOPE_INSTALL_DATADIR) / kTrainedDemoFolder);
-#endif
+  const auto candidates = demoModelPlaces();
   std::string looked;
   for (const auto& dir : candidates) {
     if (std::filesystem::exists(dir / "model.safetensors")) return dir;

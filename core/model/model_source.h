@@ -45,8 +45,9 @@ std::filesystem::path cacheDir();
 
 // The built-in demo model ("" and "demo"): a 4-layer Qwen3-architecture checkpoint trained on
 // English text from Debian packages, with its own 8192-id tokenizer (resources/demo-model). Found
-// at $SHARDSCOPE_DEMO_MODEL, else beside the executable (bin/../share/shardscope/demo-model: the
-// build tree and installed trees), else in the install prefix; throws naming those places.
+// at $SHARDSCOPE_DEMO_MODEL when set (only there), else beside the executable
+// (bin/../share/shardscope/demo-model: the build tree and installed trees), else in the install
+// prefix; throws naming those places.
 std::filesystem::path demoModelDir();
 
 // The random test model, created on first use in the cache directory: the demo model's layer
