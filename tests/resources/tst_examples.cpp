@@ -143,6 +143,21 @@ class TestExamples : public QObject {
     QVERIFY2(moved.size() == 1 && moved[0] > 0, qPrintable(r.out));
   }
 
+  // The demo model's induction head: the repeat of a random sequence is predicted (its loss at
+  // most half the first copy's), and layer 3 head 7 puts most of its attention on the token after
+  // the previous occurrence.
+  void inductionHeadPredictsTheRepeat() {
+    const CliResult r = cli({"run", "--example", "induction_head"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto m =
+        QRegularExpression(R"(loss on the first copy ([0-9.]+), on the second ([0-9.]+) nats)")
+            .match(r.out);
+    QVERIFY2(m.hasMatch(), qPrintable(r.out));
+    QVERIFY2(m.captured(2).toDouble() <= 0.5 * m.captured(1).toDouble(), qPrintable(r.out));
+    const auto weight = numbers(r.out, R"(^layer 3 head 7: ([0-9.]+) of its attention)");
+    QVERIFY2(weight.size() == 1 && weight[0] > 0.5, qPrintable(r.out));
+  }
+
   void moduleAblationMeasuresEveryBlock() {
     const CliResult r = cli({"run", "--example", "module_ablation"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
