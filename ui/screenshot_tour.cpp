@@ -5,6 +5,7 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QTreeView>
+#include <algorithm>
 
 #include "engine_controller.h"
 #include "expert_routing.h"
@@ -64,9 +65,22 @@ void ScreenshotTour::planSteps() {
        }},
       {"05-logit-lens", [this] { window_.runLogitLens(); }},
       {"06-top-k", [this] { window_.runTopK(); }},
-      {"07-attention", [this] { window_.runAttentionPattern(1, 3); }},
+      {"07-attention", [this] { showInductionHead(); }},
       {"08-replay", [this] { window_.replayRun(2); }},
   };
+}
+
+// The demo model's induction head (tests/core/model/tst_demo_model.cpp finds it): on a sentence
+// said twice, layer 3 head 7 attends from each token of the second copy to the token after its
+// first occurrence, a diagonal stripe below the main one. Other models: the last layer's last head.
+void ScreenshotTour::showInductionHead() {
+  const ModelInfo& m = window_.controller()->model();
+  window_.setPrompts(
+      {"Ever get the feeling that the world is on tape and one of the reels is "
+       "missing? Ever get the feeling that the world is on tape and one of the "
+       "reels is missing?"});
+  window_.runAttentionPattern(std::min<int64_t>(3, m.numLayers - 1),
+                              std::min<int64_t>(7, m.numHeads - 1));
 }
 
 void ScreenshotTour::start() {

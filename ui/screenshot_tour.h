@@ -1,7 +1,7 @@
 // ScreenshotTour: drives a MainWindow through its views on the demo model (read a port, zero two
-// heads, sweep two layers, logit lens, top-k, attention pattern, replay), or on an MoE model
-// through the routing view and an expert's ablation, and saves a PNG of the window after each,
-// for docs/screenshots. `scripts/screenshots` runs it under Xvfb on both.
+// heads, sweep two layers, logit lens, top-k, the induction head's attention pattern, replay), or
+// on an MoE model through the routing view and an expert's ablation, and saves a PNG of the window
+// after each, for docs/screenshots. `scripts/screenshots` runs it under Xvfb on both.
 #pragma once
 
 #include <QObject>
@@ -28,6 +28,7 @@ class ScreenshotTour : public QObject {
     std::function<void()> action;
   };
   void planSteps();
+  void showInductionHead();
   void begin();
   void next();
   void capture();

@@ -54,7 +54,7 @@ void addEos(std::vector<int64_t>& ids, const nlohmann::json& v) {
   }
 }
 
-// The demo model: Qwen3 architecture, Qwen3's vocabulary, tiny widths.
+// The random test model: Qwen3 architecture, Qwen3's vocabulary, tiny widths.
 constexpr const char* kDemoConfig = R"({
   "architectures": ["Qwen3ForCausalLM"],
   "model_type": "qwen3",
@@ -75,6 +75,29 @@ constexpr const char* kDemoConfig = R"({
 })";
 constexpr uint64_t kDemoSeed = 20261129;
 constexpr const char* kDemoName = "demo-qwen3-v1";
+
+// Where the trained demo model's files are, relative to a data directory ("share").
+constexpr const char* kTrainedDemoFolder = "shardscope/demo-model";
+
+// This process's executable (empty where /proc is missing).
+std::filesystem::path executablePath() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : p;
+}
+
+// Where demoModelDir() looks, in order: the folder the user named (then only there), bin/../share
+// (an installed tree, the .deb or a prefix, and the build tree alike), the install prefix.
+std::vector<std::filesystem::path> demoModelPlaces() {
+  if (!env("SHARDSCOPE_DEMO_MODEL").empty()) return {env("SHARDSCOPE_DEMO_MODEL")};
+  std::vector<std::filesystem::path> places;
+  if (const auto exe = executablePath(); !exe.empty())
+    places.push_back(exe.parent_path().parent_path() / "share" / kTrainedDemoFolder);
+#ifdef SHARDSCOPE_INSTALL_DATADIR
+  places.push_back(std::filesystem::path(SHARDSCOPE_INSTALL_DATADIR) / kTrainedDemoFolder);
+#endif
+  return places;
+}
 
 }  // namespace
 
@@ -214,6 +237,18 @@ std::filesystem::path ensureDemoModel() {
   return dir;
 }
 
+std::filesystem::path demoModelDir() {
+  const auto candidates = demoModelPlaces();
+  std::string looked;
+  for (const auto& dir : candidates) {
+    if (std::filesystem::exists(dir / "model.safetensors")) return dir;
+    looked += (looked.empty() ? "" : ", ") + dir.string();
+  }
+  throw CheckpointError("the demo model's files are missing (looked in " + looked +
+                        "): reinstall ShardScope, rebuild (the build copies resources/demo-model "
+                        "into build/share), or set SHARDSCOPE_DEMO_MODEL to its folder");
+}
+
 bool isDemoSpec(const std::string& spec) {
   return spec.empty() || spec == "demo";
 }
@@ -225,7 +260,7 @@ std::filesystem::path tokenizerPathFor(const std::string& spec) {
     candidate =
         std::filesystem::path(path.substr(0, path.rfind('@'))).parent_path() / "tokenizer.json";
   } else {
-    candidate = (isDemoSpec(spec) ? ensureDemoModel() : resolveModelDir(spec)) / "tokenizer.json";
+    candidate = (isDemoSpec(spec) ? demoModelDir() : resolveModelDir(spec)) / "tokenizer.json";
   }
   return std::filesystem::exists(candidate) ? candidate : std::filesystem::path();
 }
@@ -250,7 +285,7 @@ ModelSource openModelSource(const std::string& spec) {
     s.weights = std::make_shared<RandomSource>(seed);
     s.tokenizerJson = tokenizerPathFor(spec);
   } else {
-    s.dir = std::filesystem::absolute(isDemoSpec(spec) ? ensureDemoModel() : resolveModelDir(spec));
+    s.dir = std::filesystem::absolute(isDemoSpec(spec) ? demoModelDir() : resolveModelDir(spec));
     const std::string text = readCheckpointFile(s.dir / "config.json");
     s.config = ModelConfig::parse(text, (s.dir / "config.json").string());
     s.configSha256 = sha256Hex(text);

@@ -1,5 +1,5 @@
 // ModelSource: what a model name resolves to before any rank loads it. A spec is
-//   ""                      the built-in demo model (created once in the cache directory),
+//   "" or "demo"            the built-in demo model (trained, shipped in share/shardscope),
 //   "random:CONFIG.json[@SEED]"  a config with deterministic random weights (no files),
 //   a directory             a Hugging Face checkpoint,
 //   "org/name"              a checkpoint in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,
@@ -43,8 +43,17 @@ std::filesystem::path resolveModelDir(const std::string& nameOrPath);
 // ~/.cache/shardscope.
 std::filesystem::path cacheDir();
 
-// The demo model's directory, created on first use: a small Qwen3-architecture checkpoint with
-// random weights from a fixed seed and the real Qwen3 tokenizer (fetched by scripts/setup).
+// The built-in demo model ("" and "demo"): a 4-layer Qwen3-architecture checkpoint trained on
+// English text from Debian packages, with its own 8192-id tokenizer (resources/demo-model). Found
+// at $SHARDSCOPE_DEMO_MODEL when set (only there), else beside the executable
+// (bin/../share/shardscope/demo-model: the build tree and installed trees), else in the install
+// prefix; throws naming those places.
+std::filesystem::path demoModelDir();
+
+// The random test model, created on first use in the cache directory: the demo model's layer
+// count and head counts (8 query, 4 KV heads) at tiny widths (hidden 32, head_dim 8), random
+// weights from a fixed seed and the real Qwen3 tokenizer (fetched by scripts/setup). Suites whose
+// numbers rest on those widths or on Qwen3's vocabulary map VLLM("demo") to it.
 std::filesystem::path ensureDemoModel();
 
 // Writes a Hugging Face checkpoint (config.json + model.safetensors) for `configJson` with

@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "common/test_support.h"
+#include "core/model/model_source.h"
 
 namespace {
 
@@ -109,12 +110,13 @@ class TestCli : public QObject {
     QCOMPARE(b.out, a.out);
   }
 
-  // Issue 22's commands: the demo (151936 rows, a tokenizer of 151669 ids) samples id 151691 at
-  // this seed. generate prints it as a marker; a script's text leaves it out as vLLM's does, its
-  // token_ids keep it, and the session log shows the marker.
+  // Issue 22's commands on the random test model (151936 rows, a tokenizer of 151669 ids), which
+  // samples id 151691 at this seed. generate prints it as a marker; a script's text leaves it out
+  // as vLLM's does, its token_ids keep it, and the session log shows the marker.
   void sampledIdsPastTheTokenizerDoNotEndTheRun() {
-    const Result r = cli({"generate", "--tp", "2", "--temperature", "0.8", "--seed", "3",
-                          "--max-tokens", "12", "Once upon a time"});
+    const QString random = QString::fromStdString(shardscope::ensureDemoModel().string());
+    const Result r = cli({"generate", "--model", random, "--tp", "2", "--temperature", "0.8",
+                          "--seed", "3", "--max-tokens", "12", "Once upon a time"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains("<|id 151691|>"), qPrintable(r.out));
     shardscope::test::TempDir dir;
@@ -125,7 +127,7 @@ class TestCli : public QObject {
       QVERIFY(f.open(QIODevice::WriteOnly));
       f.write(kSampleScript);
     }
-    const Result run = cli({"run", script, "--log", db});
+    const Result run = cli({"run", script, "--log", db, "--model-dir", "demo=" + random});
     QVERIFY2(run.code == 0, qPrintable(run.err));
     QVERIFY2(run.out.contains("True False"), qPrintable(run.out));
     const Result show = cli({"show", db, "1"});
@@ -138,14 +140,14 @@ class TestCli : public QObject {
     const Result r = cli({"inspect", "--tp", "2"});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.contains("model.model.layers[0].self_attn.qkv_proj  (QKVParallelLinear)"));
-    // Demo model: 8 query heads, 4 KV heads, head_dim 8, hidden 32; tp=2 holds 4 q + 2 k + 2 v
-    // heads.
-    QVERIFY2(r.out.contains(".output  [fused]  ([5, 64], None) -> ([5, 128], None)"),
+    // Demo model: 8 query heads, 4 KV heads, head_dim 32, hidden 256, vocabulary 8192; tp=2
+    // holds 4 q + 2 k + 2 v heads. The prompt is 7 tokens.
+    QVERIFY2(r.out.contains(".output  [fused]  ([7, 256], None) -> ([7, 512], None)"),
              qPrintable(r.out));
-    QVERIFY(r.out.contains(".input  [row]  [5, 32] -> [5, 64]"));
-    QVERIFY(r.out.contains(".weight  shard [32, 32] of [32, 64]"));  // o_proj
+    QVERIFY(r.out.contains(".input  [row]  [7, 128] -> [7, 256]"));
+    QVERIFY(r.out.contains(".weight  shard [256, 128] of [256, 256]"));  // o_proj
     QVERIFY(r.out.contains("model.lm_head  (ParallelLMHead)"));
-    QVERIFY(r.out.contains(".weight  shard [75968, 32] of [151936, 32]"));
+    QVERIFY(r.out.contains(".weight  shard [4096, 256] of [8192, 256]"));
   }
 
   // The "kv cache: N bytes per token per rank" figure of `inspect` (-1 when absent).
@@ -165,9 +167,9 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains("model.model.layers[2]  (DecoderLayer)  stage 1"));
     QVERIFY(
         r.out.contains("model.lm_head  (ParallelLMHead)  stage 1\n"
-                       "      .weight  shard [75968, 32] of [151936, 32]"));
+                       "      .weight  shard [4096, 256] of [8192, 256]"));
     QVERIFY2(r.out.contains("model.model.layers[3].self_attn.o_proj  (RowParallelLinear)  stage 1\n"
-                            "              .input  [row]  [5, 32] -> [5, 64]"),
+                            "              .input  [row]  [7, 128] -> [7, 256]"),
              qPrintable(r.out));
     // Each stage keeps the KV cache of its own layers only: half of one stage's.
     const Result single = cli({"inspect", "--tp", "2"});
@@ -200,8 +202,11 @@ class TestCli : public QObject {
     QVERIFY2(one.out.contains("kv cache: 480 bytes per token per rank"), qPrintable(one.out));
   }
 
+  // Qwen3's ids for the prompt, through the random test model (it has Qwen3's tokenizer).
   void tokenizePrintsIdsAndPieces() {
-    const Result r = cli({"tokenize", "The capital of France is"});
+    const Result r =
+        cli({"tokenize", "--model", QString::fromStdString(shardscope::ensureDemoModel().string()),
+             "The capital of France is"});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.startsWith("785 6722 315 9625 374\n"));
     QVERIFY(r.out.contains("9625\tĠFrance\t France"));
@@ -260,7 +265,7 @@ class TestCli : public QObject {
     QCOMPARE(log.out.count(QRegularExpression(" s +\\d+\\.\\d+ m?s +3  2 ")), 2);
     const Result show = cli({"show", db, "1"});
     QCOMPARE(show.code, 0);
-    QVERIFY2(show.out.contains("saved h: float32 [5, 64]"), qPrintable(show.out));
+    QVERIFY2(show.out.contains("saved h: float32 [7, 256]"), qPrintable(show.out));
     QVERIFY(show.out.contains("tp=2"));
     QVERIFY2(show.out.contains(QRegularExpression("\n  time " + traceTime.pattern() + "\n")),
              qPrintable(show.out));
@@ -268,8 +273,8 @@ class TestCli : public QObject {
              qPrintable(show.out));
     const Result value = cli({"show", db, "1", "--value", "h", "--limit", "3"});
     QCOMPARE(value.code, 0);
-    QVERIFY2(value.out.startsWith("float32 [5, 64]  min"), qPrintable(value.out));
-    QVERIFY(value.out.contains("... 317 more"));
+    QVERIFY2(value.out.startsWith("float32 [7, 256]  min"), qPrintable(value.out));
+    QVERIFY(value.out.contains("... 1789 more"));
     const Result replay = cli({"replay", db, "2"});
     QCOMPARE(replay.code, 0);
     QVERIFY2(replay.out.contains("h                                bit-identical"),
@@ -280,7 +285,7 @@ class TestCli : public QObject {
     const Result exported = cli({"export", db, "1", out});
     QCOMPARE(exported.code, 0);
     QVERIFY(exported.out.contains("wrote 1 tensors"));
-    QVERIFY(QFileInfo(out).size() > 5 * 64 * 4);
+    QVERIFY(QFileInfo(out).size() > 7 * 256 * 4);
     const Result missing = cli({"show", db, "9"});
     QCOMPARE(missing.code, 1);
     QVERIFY2(missing.err.contains("run 9 is not in") && missing.err.contains("runs there: 1, 2, 3"),

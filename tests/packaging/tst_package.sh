@@ -43,10 +43,17 @@ cli="$root/usr/bin/shardscope-cli"
 version=$("$cli" --version)
 echo "$version"
 [[ $version == "shardscope-cli "[0-9]* ]] || fail "shardscope-cli --version printed '$version'"
-# A real command of the installed CLI: the demo model's module tree (its tokenizer comes from the
-# asset cache that scripts/fetch-assets fills).
+# The trained demo model is installed where the executables look for it (bin/../share).
+for f in config.json model.safetensors tokenizer.json SOURCES.md; do
+  [[ -s $root/usr/share/shardscope/demo-model/$f ]] || fail "demo model: missing $f"
+done
+# A real command of the installed CLI: the installed demo model's module tree (4 layers, hidden
+# 256), and its tokenizer.
 "$cli" inspect --tp 2 > "$scratch/inspect.txt" 2>&1 || { cat "$scratch/inspect.txt"; fail "installed CLI inspect"; }
 grep -q "qkv_proj" "$scratch/inspect.txt" || fail "inspect printed no module tree"
+grep -q "of \[8192, 256\]" "$scratch/inspect.txt" || fail "inspect did not load the trained demo model"
+"$cli" tokenize "The quick brown fox" > "$scratch/tokens.txt" 2>&1 || fail "installed CLI tokenize"
+grep -q "^[0-9][0-9 ]*$" "$scratch/tokens.txt" || fail "tokenize printed no ids"
 # The examples are compiled in: one runs from the scratch root; their files are in the docs too.
 "$cli" run --example logit_lens > "$scratch/lens.txt" 2>&1 || { cat "$scratch/lens.txt"; fail "installed CLI run --example"; }
 grep -q "^model: " "$scratch/lens.txt" || fail "the logit lens example printed no prediction"

@@ -133,14 +133,29 @@ class TestExamples : public QObject {
   void headAblationZeroesOneHead() {
     const CliResult r = cli({"run", "--example", "head_ablation"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
-    const QRegularExpression slice(R"(o_proj.input \(5, (\d+)\), norm ([0-9.e+-]+) -> 0$)",
+    const QRegularExpression slice(R"(o_proj.input \(7, (\d+)\), norm ([0-9.e+-]+) -> 0$)",
                                    QRegularExpression::MultilineOption);
     const auto m = slice.match(r.out);
-    QVERIFY2(m.hasMatch(), qPrintable(r.out));
-    QCOMPARE(m.captured(1).toInt(), 8);  // the demo model's head_dim
+    QVERIFY2(m.hasMatch(), qPrintable(r.out));  // 7 tokens of the prompt
+    QCOMPARE(m.captured(1).toInt(), 32);        // the demo model's head_dim
     QVERIFY(m.captured(2).toDouble() > 0);
     const auto moved = numbers(r.out, R"(logits moved by up to ([0-9.e+-]+))");
     QVERIFY2(moved.size() == 1 && moved[0] > 0, qPrintable(r.out));
+  }
+
+  // The demo model's induction head: the repeat of a random sequence is predicted (its loss at
+  // most half the first copy's), and layer 3 head 7 puts most of its attention on the token after
+  // the previous occurrence.
+  void inductionHeadPredictsTheRepeat() {
+    const CliResult r = cli({"run", "--example", "induction_head"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto m =
+        QRegularExpression(R"(loss on the first copy ([0-9.]+), on the second ([0-9.]+) nats)")
+            .match(r.out);
+    QVERIFY2(m.hasMatch(), qPrintable(r.out));
+    QVERIFY2(m.captured(2).toDouble() <= 0.5 * m.captured(1).toDouble(), qPrintable(r.out));
+    const auto weight = numbers(r.out, R"(^layer 3 head 7: ([0-9.]+) of its attention)");
+    QVERIFY2(weight.size() == 1 && weight[0] > 0.5, qPrintable(r.out));
   }
 
   void moduleAblationMeasuresEveryBlock() {

@@ -145,14 +145,14 @@ class TestRunComparison : public QObject {
       QCOMPARE(table->item(rowOf[name], RunComparisonView::MaxAbsColumn)->text(),
                QString::number(v.diff.maxAbs, 'g', 4));
     }
-    // Head 3 zeroed: its 8 columns of layer 0's o_proj.input are gone, so layer 1 sees another
-    // input; the heatmap is B - A as stored.
+    // Head 3 zeroed: its 32 columns of layer 0's o_proj.input are gone, so layer 1 sees another
+    // input; the heatmap is B - A as stored (the demo's 7 prompt tokens x 8 heads of 32).
     table->setCurrentCell(rowOf["z"], RunComparisonView::NameColumn);
     store::SessionStore s(db, {.readOnly = true});
     const auto za = elements(s.value(a, "z").tensor), zb = elements(s.value(b, "z").tensor);
     const Matrix& shown = view->heatmap()->matrix();
-    QCOMPARE(shown.rows, int64_t(5));
-    QCOMPARE(shown.cols, int64_t(64));
+    QCOMPARE(shown.rows, int64_t(7));
+    QCOMPARE(shown.cols, int64_t(256));
     for (size_t i = 0; i < za.size(); ++i) QCOMPARE(shown.data[i], zb[i] - za[i]);
 
     // Generations: the same changed-token count as the CLI's.

@@ -1,4 +1,5 @@
-// The engine on the demo model (Qwen3 architecture, real Qwen3 tokenizer): identical greedy and
+// The engine on the random test model (ensureDemoModel(): Qwen3 architecture, real Qwen3 tokenizer,
+// whose LM head has rows past the tokenizer's ids): identical greedy and
 // seeded sampled text at tp=1, 2 and 4; sampling over every row, ids past the tokenizer included;
 // batching; stop tokens; progress and cancellation; a job that fails on one rank, then jobs that
 // succeed.
@@ -16,6 +17,7 @@
 #include "core/engine/rank_context.h"
 #include "core/error.h"
 #include "core/host_tensor_conversion.h"
+#include "core/model/model_source.h"
 #include "core/model/tokenizer.h"
 #include "core/parallel/local_group.h"
 
@@ -25,6 +27,7 @@ namespace {
 
 std::unique_ptr<Engine> demoEngine(int tp) {
   EngineOptions o;
+  o.model = ensureDemoModel().string();
   o.tp = tp;
   o.device = test::device();
   o.dtype = "f32";
