@@ -5,6 +5,7 @@
 #include "access_token.h"
 #include "core/error.h"
 #include "core/remote/engine_protocol.grpc.pb.h"
+#include "core/trace/engine_connection.h"
 #include "protocol_version.h"
 
 namespace shardscope::remote {
@@ -70,17 +71,47 @@ void EngineClient::run(v1::JobRequest job,
   job.set_protocol_version(kProtocolVersion);
   grpc::ClientContext context;
   if (!token_.empty()) context.AddMetadata(kTokenHeader, token_);
+  {
+    std::lock_guard lock(callMutex_);
+    call_ = &context;
+    cancelled_ = false;
+  }
+  struct Forget {  // the context dies with this call
+    EngineClient* client;
+    ~Forget() {
+      std::lock_guard lock(client->callMutex_);
+      client->call_ = nullptr;
+    }
+  } forget{this};
   auto reader = impl_->stub->Run(&context, job);
   v1::JobEvent event;
   while (reader->Read(&event)) onEvent(event);
   const grpc::Status s = reader->Finish();
   if (s.ok()) return;
+  {
+    std::lock_guard lock(callMutex_);
+    if (cancelled_)
+      throw Cancelled("the job was cancelled (the engine at " + address_ + " stops it)");
+  }
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
       s.error_code() == grpc::StatusCode::CANCELLED)
-    throw Error("engine lost: the connection to the engine at " + address_ +
-                " ended during the job (" + statusText(s) +
-                "); a rank process may have died: see the engine's log, restart it and run again");
+    throw EngineLost("engine lost: the connection to the engine at " + address_ +
+                     " ended during the job (" + statusText(s) +
+                     "); a rank process may have died: see the engine's log, restart it and run "
+                     "again");
   throw Error("the engine at " + address_ + " refused the job: " + statusText(s));
+}
+
+void EngineClient::cancel() {
+  std::lock_guard lock(callMutex_);
+  if (!call_) return;
+  cancelled_ = true;
+  call_->TryCancel();
+}
+
+bool EngineClient::reachable() const {
+  const grpc_connectivity_state state = impl_->channel->GetState(/*try_to_connect=*/true);
+  return state != GRPC_CHANNEL_TRANSIENT_FAILURE && state != GRPC_CHANNEL_SHUTDOWN;
 }
 
 }  // namespace shardscope::remote

@@ -1,14 +1,21 @@
-// EngineClient: a connection to a shardscope-engine server (the CLI's --engine, later the GUI).
-// Connecting says hello: the protocol versions must match and the token (if the server wants one)
-// must be right, else the constructor throws Error saying which. A job's events arrive in order;
-// a connection lost under a job is one Error that says "engine lost" and where.
+// EngineClient: a connection to a shardscope-engine server (the CLI's --engine, the GUI's
+// RemoteEngineConnection). Connecting says hello: the protocol versions must match and the token
+// (if the server wants one) must be right, else the constructor throws Error saying which. A job's
+// events arrive in order; a connection lost under a job is one EngineLost that says where.
+//
+// Threading: run() from one thread at a time; cancel() and reachable() from any thread.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/remote/engine_protocol.pb.h"
+
+namespace grpc {
+class ClientContext;
+}
 
 namespace shardscope::remote {
 
@@ -24,10 +31,14 @@ class EngineClient {
   // LibTorch 1.13.0": what a session log records about the engine a run used.
   std::string describe() const;
 
-  // Runs `job` (its protocol version is set here), passing each event to `onEvent`. Throws Error
-  // when the call fails (refused, or the connection is lost); a job that fails on the engine
-  // arrives as a Failure event instead.
+  // Runs `job` (its protocol version is set here), passing each event to `onEvent`. Throws
+  // EngineLost when the connection is lost, Cancelled after cancel(), Error when the engine
+  // refuses the job; a job that fails on the engine arrives as a Failure event instead.
   void run(v1::JobRequest job, const std::function<void(const v1::JobEvent&)>& onEvent);
+  // Ends the running call (the engine cancels its job); none running: nothing happens.
+  void cancel();
+  // Without blocking: false while the server cannot be reached (its port refuses connections).
+  bool reachable() const;
 
  private:
   struct Impl;
@@ -35,6 +46,9 @@ class EngineClient {
   std::string address_;
   std::string token_;
   v1::EngineIdentity identity_;
+  std::mutex callMutex_;
+  grpc::ClientContext* call_ = nullptr;  // the running call's (guarded by callMutex_)
+  bool cancelled_ = false;
 };
 
 }  // namespace shardscope::remote

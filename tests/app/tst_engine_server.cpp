@@ -11,14 +11,13 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "common/engine_server_process.h"
 #include "common/test_support.h"
 #include "core/parallel/mpi_runtime.h"
 #include "core/remote/engine_client.h"
@@ -27,6 +26,8 @@
 #include "core/store/session_store.h"
 
 using namespace shardscope;
+using test::EngineServerProcess;
+using test::freePort;
 
 namespace {
 
@@ -47,18 +48,6 @@ Result cli(const QStringList& args, int timeoutMs = 600000) {
           QString::fromUtf8(p.readAllStandardError())};
 }
 
-int freePort() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
 QString script(const char* name) {
   return QString::fromStdString(
       (test::sourceDir() / "tests/trace/scripts/rank_processes" / name).string());
@@ -68,61 +57,6 @@ bool processGone(qint64 pid) {
   return ::kill(pid_t(pid), 0) != 0 ||
          !std::ifstream("/proc/" + std::to_string(pid) + "/stat").good();
 }
-
-// `mpirun -np N shardscope-engine ...` (tests/mpirun_test.sh), stopped when it goes away.
-class EngineServerProcess {
- public:
-  EngineServerProcess(int np, const QStringList& options, const QString& listen)
-      : address_(listen) {
-    QStringList args = {
-        QString::fromStdString((test::sourceDir() / "tests/mpirun_test.sh").string()),
-        QString::number(np), SHARDSCOPE_ENGINE};
-    args << options << "--listen" << listen;
-    p_.start("bash", args);
-  }
-  ~EngineServerProcess() { stop(); }
-
-  // Waits for the serving line; false when the engine ended first (its error is in err()).
-  bool waitServing(int ms = 300000) {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < ms) {
-      if (err_.contains("shardscope-engine: serving")) return true;
-      if (p_.state() == QProcess::NotRunning) return false;
-      p_.waitForReadyRead(200);
-      err_ += QString::fromUtf8(p_.readAllStandardError());
-    }
-    return false;
-  }
-  // Waits for the engine to end; its exit code, or -1 on timeout.
-  int waitFinished(int ms) {
-    if (!p_.waitForFinished(ms)) return -1;
-    err_ += QString::fromUtf8(p_.readAllStandardError());
-    return p_.exitCode();
-  }
-  QString err() {
-    err_ += QString::fromUtf8(p_.readAllStandardError());
-    return err_;
-  }
-  const QString& address() const { return address_; }
-  // Rank r's pid, from the engine's "rank R: host H, pid P" lines.
-  qint64 pidOf(int rank) {
-    const QRegularExpression re(QString("rank %1: host \\S+, pid (\\d+)").arg(rank));
-    const auto m = re.match(err());
-    return m.hasMatch() ? m.captured(1).toLongLong() : -1;
-  }
-  void stop() {
-    if (p_.state() == QProcess::NotRunning) return;
-    p_.terminate();
-    if (!p_.waitForFinished(20000)) p_.kill();
-    p_.waitForFinished(5000);
-  }
-
- private:
-  QProcess p_;
-  QString address_;
-  QString err_;
-};
 
 // The output of a script run on the engine and with rank threads.
 void compareWithRankThreads(const QString& address, const QString& file, int tp) {
