@@ -17,8 +17,8 @@
 namespace shardscope::ui {
 namespace {
 
-// The prompt whose port shapes the module tree shows.
-constexpr const char* kProbePrompt = "The capital of France is";
+// The module tree shows the port shapes of inspect's default prompt ("The capital of France is").
+constexpr const char* kProbePrompt = "";
 
 std::unique_ptr<EngineConnection> openConnection(const EngineSource& source,
                                                  const Engine::LoadProgress& progress) {

@@ -111,7 +111,17 @@ void EngineClient::cancel() {
 
 bool EngineClient::reachable() const {
   const grpc_connectivity_state state = impl_->channel->GetState(/*try_to_connect=*/true);
-  return state != GRPC_CHANNEL_TRANSIENT_FAILURE && state != GRPC_CHANNEL_SHUTDOWN;
+  if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
+  // After the server went away the channel may wait in connecting or idle (reconnect backoff)
+  // rather than report the failure: not ready for a while is as good as failed.
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(stateMutex_);
+  if (state == GRPC_CHANNEL_READY) {
+    unreadySince_.reset();
+    return true;
+  }
+  if (!unreadySince_) unreadySince_ = now;
+  return std::chrono::duration<double>(now - *unreadySince_).count() < kUnreadySeconds;
 }
 
 }  // namespace shardscope::remote

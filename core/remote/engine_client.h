@@ -6,9 +6,11 @@
 // Threading: run() from one thread at a time; cancel() and reachable() from any thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/remote/engine_protocol.pb.h"
@@ -37,8 +39,10 @@ class EngineClient {
   void run(v1::JobRequest job, const std::function<void(const v1::JobEvent&)>& onEvent);
   // Ends the running call (the engine cancels its job); none running: nothing happens.
   void cancel();
-  // Without blocking: false while the server cannot be reached (its port refuses connections).
+  // Without blocking: false once the server cannot be reached (the connection failed, or has not
+  // been ready for kUnreadySeconds: a live server accepts at once).
   bool reachable() const;
+  static constexpr double kUnreadySeconds = 2;
 
  private:
   struct Impl;
@@ -49,6 +53,8 @@ class EngineClient {
   std::mutex callMutex_;
   grpc::ClientContext* call_ = nullptr;  // the running call's (guarded by callMutex_)
   bool cancelled_ = false;
+  mutable std::mutex stateMutex_;
+  mutable std::optional<std::chrono::steady_clock::time_point> unreadySince_;
 };
 
 }  // namespace shardscope::remote

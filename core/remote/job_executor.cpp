@@ -165,11 +165,9 @@ void JobExecutor::generate(const v1::Generate& job, const Emit& emit) {
 }
 
 void JobExecutor::describe(const v1::Describe& job, const Emit& emit) {
-  auto tokenizer = engine_.tokenizer();
-  std::vector<int64_t> ids;
-  if (tokenizer && !job.prompt().empty()) ids = tokenizer->encode(job.prompt());
-  for (int64_t i = 0; ids.empty() && i < 5; ++i) ids.push_back(i);
-  const std::vector<PortShape> shapes = probePortShapes(engine_, ids);  // on every rank
+  const auto tokenizer = engine_.tokenizer();
+  // On every rank, as inspect probes.
+  const std::vector<PortShape> shapes = probePortShapes(engine_, probeIds(engine_, job.prompt()));
   v1::JobEvent e;
   auto& d = *e.mutable_description();
   toWire(engine_.info(), *d.mutable_model());

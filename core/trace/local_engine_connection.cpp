@@ -1,6 +1,6 @@
 #include "local_engine_connection.h"
 
-#include "../model/tokenizer.h"
+#include "../engine/module_tree_text.h"
 #include "script_runner.h"
 
 namespace shardscope {
@@ -8,10 +8,7 @@ namespace shardscope {
 LocalEngineConnection::LocalEngineConnection(EngineOptions options, Engine::LoadProgress progress,
                                              const std::string& prompt)
     : engine_(std::make_unique<Engine>(std::move(options), std::move(progress))) {
-  std::vector<int64_t> ids;
-  if (auto tok = engine_->tokenizer()) ids = tok->encode(prompt);
-  for (int64_t i = 0; ids.empty() && i < 5; ++i) ids.push_back(i);
-  shapes_ = probePortShapes(*engine_, ids);
+  shapes_ = probePortShapes(*engine_, probeIds(*engine_, prompt));
 }
 
 LocalEngineConnection::~LocalEngineConnection() = default;

@@ -12,7 +12,7 @@ namespace shardscope {
 class LocalEngineConnection : public EngineConnection {
  public:
   // Loads the model (blocking; `progress` may throw Cancelled to abandon the load) and probes its
-  // port shapes with `prompt` (its token ids; the first ids when the model has no tokenizer).
+  // port shapes with `prompt` (probeIds: empty for the default).
   LocalEngineConnection(EngineOptions options, Engine::LoadProgress progress,
                         const std::string& prompt);
   ~LocalEngineConnection() override;

@@ -84,6 +84,7 @@ class Lateness {
     timer_.start();
   }
   qint64 worst() const { return worst_; }
+  qint64 elapsed() const { return clock_.elapsed(); }
   int ticks() const { return ticks_; }
 
  private:
@@ -140,8 +141,8 @@ class TestEngineGui : public QObject {
     QVERIFY(shown.wait(120000));
     QVERIFY(waitIdle(*w));
     const Matrix heat = w->heatmap()->matrix();  // a copy: the second read redraws it
-    QCOMPARE(heat.rows, int64_t(5));   // "The capital of France is"
-    QCOMPARE(heat.cols, int64_t(64));  // 8 heads x 8
+    QCOMPARE(heat.rows, int64_t(5));             // "The capital of France is"
+    QCOMPARE(heat.cols, int64_t(64));            // 8 heads x 8
     const std::string script = w->editor()->toPlainText().toStdString();
     const auto local = rankThreadsValue(dir.path(), script, "value_0");
     const store::RunSummary last = w->controller()->session()->runs().back();
@@ -189,8 +190,8 @@ class TestEngineGui : public QObject {
       Lateness lateness;
       QVERIFY(lost.count() > 0 || lost.wait(20000));
       QTest::qWait(200);
-      qInfo("engine lost: %d timer ticks, worst lateness %lld ms", lateness.ticks(),
-            (long long)lateness.worst());
+      qInfo("engine lost after %lld ms: %d timer ticks, worst lateness %lld ms",
+            (long long)lateness.elapsed(), lateness.ticks(), (long long)lateness.worst());
       QVERIFY2(lateness.worst() < 100,
                qPrintable(QString("event loop stalled %1 ms").arg(lateness.worst())));
     }
