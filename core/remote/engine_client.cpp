@@ -56,14 +56,24 @@ EngineClient::EngineClient(const std::string& address, std::string token, double
 
 EngineClient::~EngineClient() = default;
 
-std::string EngineClient::describe() const {
-  const auto& id = identity_;
+std::string describeEngine(const v1::EngineIdentity& id, const std::string& address) {
   std::string hosts;
-  for (int r = 0; r < id.rank_hosts_size(); ++r)
+  for (int r = 0; r < id.rank_hosts_size(); ++r) {
     hosts += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " " + id.rank_hosts(r);
-  return "shardscope-engine " + id.shardscope_version() + " at " + address_ + ": " +
+    if (id.device() != "cuda") continue;
+    // Each rank process takes the GPU of its rank among the ranks of its host.
+    int gpu = 0;
+    for (int q = 0; q < r; ++q) gpu += id.rank_hosts(q) == id.rank_hosts(r);
+    hosts += " cuda:" + std::to_string(gpu);
+  }
+  return "shardscope-engine " + id.shardscope_version() + " at " + address + ": " +
          std::to_string(id.tp()) + " rank processes (" + id.backend() + ", " + id.device() +
-         ") on " + hosts + "; LibTorch " + id.libtorch_version();
+         ") on " + hosts + "; LibTorch " + id.libtorch_version() +
+         (id.nccl_version().empty() ? "" : ", NCCL " + id.nccl_version());
+}
+
+std::string EngineClient::describe() const {
+  return describeEngine(identity_, address_);
 }
 
 void EngineClient::run(v1::JobRequest job,

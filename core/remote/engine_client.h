@@ -21,6 +21,9 @@ class ClientContext;
 
 namespace shardscope::remote {
 
+// EngineClient::describe's text for an engine `id` listening at `address`.
+std::string describeEngine(const v1::EngineIdentity& id, const std::string& address);
+
 class EngineClient {
  public:
   // `token` empty: none is sent. Waits up to `connectSeconds` for the server.
@@ -29,8 +32,9 @@ class EngineClient {
 
   const v1::EngineIdentity& identity() const { return identity_; }
   const std::string& address() const { return address_; }
-  // "shardscope-engine 0.1.0 at 127.0.0.1:5000: 2 rank processes (mpi) on host a, host a;
-  // LibTorch 1.13.0": what a session log records about the engine a run used.
+  // "shardscope-engine 0.1.0 at 127.0.0.1:5000: 2 rank processes (nccl+mpi, cuda) on rank 0 a
+  // cuda:0, rank 1 a cuda:1; LibTorch 2.11.0, NCCL 2.28.3": what a session log records about
+  // the engine a run used (hosts, ranks, GPUs, versions).
   std::string describe() const;
 
   // Runs `job` (its protocol version is set here), passing each event to `onEvent`. Throws

@@ -155,6 +155,23 @@ class TestEngineServer : public QObject {
     QVERIFY(!rec.result.traces.empty() && !rec.result.traces[0].values.empty());
   }
 
+  // What the session log records of a GPU engine on two hosts: every rank's host and GPU (the
+  // rank's place among its host's ranks) and the versions.
+  void engineDescriptionNamesEveryRanksGpu() {
+    remote::v1::EngineIdentity id;
+    id.set_shardscope_version("0.1.0");
+    id.set_libtorch_version("2.11.0");
+    id.set_nccl_version("2.28.3");
+    id.set_backend("nccl+mpi");
+    id.set_device("cuda");
+    id.set_tp(4);
+    for (const char* h : {"a", "a", "b", "b"}) id.add_rank_hosts(h);
+    QCOMPARE(remote::describeEngine(id, "127.0.0.1:5000"),
+             std::string("shardscope-engine 0.1.0 at 127.0.0.1:5000: 4 rank processes (nccl+mpi, "
+                         "cuda) on rank 0 a cuda:0, rank 1 a cuda:1, rank 2 b cuda:0, rank 3 b "
+                         "cuda:1; LibTorch 2.11.0, NCCL 2.28.3"));
+  }
+
   void refusedRequestsLeaveTheEngineServing() {
     const QString address = engines_[2]->address();
     auto stub = stubFor(address);
