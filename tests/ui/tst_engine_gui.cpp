@@ -192,7 +192,9 @@ class TestEngineGui : public QObject {
       QTest::qWait(200);
       qInfo("engine lost after %lld ms: %d timer ticks, worst lateness %lld ms",
             (long long)lateness.elapsed(), lateness.ticks(), (long long)lateness.worst());
-      QVERIFY2(lateness.worst() < 100,
+      // A check that blocked on the network would stall for seconds (the connect timeout is
+      // 10 s); the margin is for a machine busy with other work.
+      QVERIFY2(lateness.worst() < 250,
                qPrintable(QString("event loop stalled %1 ms").arg(lateness.worst())));
     }
     QVERIFY(w->controller()->engineIsLost());
