@@ -1,18 +1,47 @@
 #include "engine_controller.h"
 
 #include <QMetaObject>
+#include <QTimer>
 #include <chrono>
 
 #include "core/error.h"
 #include "core/model/tokenizer.h"
 #include "core/store/run_recorder.h"
+#include "core/trace/local_engine_connection.h"
 #include "core/trace/source_location.h"
+#if SHARDSCOPE_WITH_REMOTE
+#include "core/remote/access_token.h"
+#include "core/remote/remote_engine_connection.h"
+#endif
 
 namespace shardscope::ui {
+namespace {
 
-EngineController::EngineController(QObject* parent) : QObject(parent) {
+// The module tree shows the port shapes of inspect's default prompt ("The capital of France is").
+constexpr const char* kProbePrompt = "";
+
+std::unique_ptr<EngineConnection> openConnection(const EngineSource& source,
+                                                 const Engine::LoadProgress& progress) {
+  if (source.address.empty())
+    return std::make_unique<LocalEngineConnection>(source.local, progress, kProbePrompt);
+#if SHARDSCOPE_WITH_REMOTE
+  progress("connecting to " + source.address, 0, 1);
+  const std::string token =
+      source.tokenFile.empty() ? std::string() : remote::readTokenFile(source.tokenFile);
+  return std::make_unique<remote::RemoteEngineConnection>(source.address, token, kProbePrompt);
+#else
+  throw Error("this ShardScope was built without gRPC, so it cannot connect to an engine server");
+#endif
+}
+
+}  // namespace
+
+EngineController::EngineController(QObject* parent) : QObject(parent), watch_(new QTimer(this)) {
   qRegisterMetaType<std::shared_ptr<const RunOutcome>>();
   qRegisterMetaType<std::shared_ptr<const ReplayOutcome>>();
+  // An engine server can go away between jobs too: look every half second, without blocking.
+  watch_->setInterval(500);
+  connect(watch_, &QTimer::timeout, this, &EngineController::checkEngine);
 }
 
 EngineController::~EngineController() {
@@ -20,13 +49,46 @@ EngineController::~EngineController() {
   if (worker_.joinable()) worker_.join();
 }
 
+bool EngineController::remoteEngines() {
+#if SHARDSCOPE_WITH_REMOTE
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::shared_ptr<const Tokenizer> EngineController::tokenizer() const {
-  return engine_ ? engine_->tokenizer() : nullptr;
+  return connection_ ? connection_->tokenizer() : nullptr;
+}
+
+const std::vector<PortShape>& EngineController::portShapes() const {
+  static const std::vector<PortShape> none;
+  return connection_ ? connection_->portShapes() : none;
+}
+
+QString EngineController::engineText() const {
+  return connection_ ? QString::fromStdString(connection_->describe()) : QString();
 }
 
 JobProgress EngineController::progress() const {
+  if (connection_ && busy_) {
+    const JobProgress p = connection_->progress();
+    if (p.total > 0) return p;
+  }
   std::lock_guard lock(jobMutex_);
   return job_.state() ? job_.progress() : JobProgress{};
+}
+
+void EngineController::markLost(const QString& why) {
+  if (lost_ || !connection_) return;
+  lost_ = true;
+  watch_->stop();
+  Q_EMIT engineLost(why);
+}
+
+void EngineController::checkEngine() {
+  if (connection_ && connection_->lost())
+    markLost(tr("the engine %1 cannot be reached").arg(engineText()));
 }
 
 QString EngineController::openSession(const QString& path) {
@@ -64,54 +126,61 @@ void EngineController::finish() {
 }
 
 void EngineController::loadModel(const EngineOptions& options) {
+  EngineSource source;
+  source.local = options;
+  open(source);
+}
+
+void EngineController::reconnect() {
+  open(source_);
+}
+
+void EngineController::open(const EngineSource& source) {
   if (busy_) {
     Q_EMIT requestRefused(tr("The engine is busy; wait for the running job or press Stop."));
     return;
   }
-  engine_.reset();  // free the old model before loading the next: both may not fit
-  portShapes_.clear();
-  start([this, options] {
-    std::unique_ptr<Engine> engine;
-    std::vector<PortShape> shapes;
+  watch_->stop();
+  connection_.reset();  // free the old model before loading the next: both may not fit
+  lost_ = false;
+  source_ = source;
+  start([this, source] {
+    std::unique_ptr<EngineConnection> connection;
     QString error;
     try {
-      engine =
-          std::make_unique<Engine>(options, [this](const std::string& what, int done, int total) {
-            if (stopRequested_) throw Cancelled("loading was cancelled");
-            QMetaObject::invokeMethod(
-                this,
-                [this, w = QString::fromStdString(what), done, total] {
-                  Q_EMIT loadProgress(w, done, total);
-                },
-                Qt::QueuedConnection);
-          });
+      connection = openConnection(source, [this](const std::string& what, int done, int total) {
+        if (stopRequested_) throw Cancelled("loading was cancelled");
+        QMetaObject::invokeMethod(
+            this,
+            [this, w = QString::fromStdString(what), done, total] {
+              Q_EMIT loadProgress(w, done, total);
+            },
+            Qt::QueuedConnection);
+      });
       if (stopRequested_) throw Cancelled("loading was cancelled");
-      std::vector<int64_t> ids;
-      if (auto tok = engine->tokenizer()) ids = tok->encode("The capital of France is");
-      for (int64_t i = 0; ids.empty() && i < 5; ++i) ids.push_back(i);
-      shapes = probePortShapes(*engine, ids);
     } catch (const std::exception& e) {
-      engine.reset();
+      connection.reset();
       error = QString::fromStdString(e.what());
     }
     QMetaObject::invokeMethod(
         this,
-        [this, e = std::make_shared<std::unique_ptr<Engine>>(std::move(engine)),
-         s = std::move(shapes), error]() mutable {
-          engine_ = std::move(*e);
-          portShapes_ = std::move(s);
+        [this, c = std::make_shared<std::unique_ptr<EngineConnection>>(std::move(connection)),
+         error]() mutable {
+          connection_ = std::move(*c);
           finish();
-          if (engine_)
-            Q_EMIT modelLoaded();
-          else
+          if (!connection_) {
             Q_EMIT loadFailed(error);
+            return;
+          }
+          watch_->start();
+          Q_EMIT modelLoaded();
         },
         Qt::QueuedConnection);
   });
 }
 
 void EngineController::runScripts(std::vector<ScriptRequest> scripts) {
-  if (!engine_) {
+  if (!connection_) {
     Q_EMIT requestRefused(tr("Open a model first."));
     return;
   }
@@ -145,19 +214,10 @@ void EngineController::runOne(const ScriptRequest& request, int index, int size)
   outcome->script = request.script;
   outcome->batchIndex = index;
   outcome->batchSize = size;
-  trace::RunOptions o;
-  o.engine = engine_.get();
-  o.out = [](const std::string&) {};  // prints are kept in the run's record
-  o.note = [](const std::string&) {};
-  o.onJob = [this](const JobHandle& job) {
-    std::lock_guard lock(jobMutex_);
-    job_ = job;
-    if (stopRequested_) job_.cancel();
-  };
-  trace::ScriptRunner runner(o);
+  QString lost;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    const auto recorded = store::runRecorded(*session_, runner, request.script, "gui.py",
+    const auto recorded = store::runRecorded(*session_, *connection_, request.script, "gui.py",
                                              request.title, {}, &outcome->runId);
     outcome->runId = recorded.id;
   } catch (const trace::ScriptError& e) {
@@ -168,15 +228,21 @@ void EngineController::runOne(const ScriptRequest& request, int index, int size)
   } catch (const Cancelled& e) {
     outcome->status = "interrupted";
     outcome->error = e.what();
+  } catch (const EngineLost& e) {
+    outcome->status = "failed";
+    outcome->error = e.what();
+    lost = QString::fromStdString(e.what());
+    stopRequested_ = true;  // the rest of a batch would fail alike
   } catch (const std::exception& e) {
     outcome->status = "failed";
     outcome->error = e.what();
   }
   outcome->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  outcome->result = runner.result();
+  outcome->result = connection_->result();
   QMetaObject::invokeMethod(
       this,
-      [this, outcome] {
+      [this, outcome, lost] {
+        if (!lost.isEmpty()) markLost(lost);
         Q_EMIT runFinished(outcome);
         Q_EMIT sessionChanged();
       },
@@ -192,14 +258,14 @@ void EngineController::replay(int64_t runId) {
       o.run.out = [](const std::string&) {};
       o.run.note = [](const std::string&) {};
       const auto original = session_->run(runId, /*withValueData=*/false);
-      // The loaded engine serves the replay when it is the model the run was recorded on.
-      if (engine_ && !original.result.models.empty()) {
+      // The open model serves the replay when it is the model the run was recorded on.
+      if (connection_ && !original.result.models.empty()) {
         const auto& m = original.result.models[0];
-        const ModelInfo& info = engine_->info();
+        const ModelInfo& info = connection_->info();
         if (m.spec == info.spec && m.tp == info.tp && m.dtype == info.dtype &&
             m.device == info.device && m.configSha256 == info.configSha256 &&
             m.expertParallel == info.expertParallel)
-          o.run.engine = engine_.get();
+          o.connection = connection_.get();
       }
       o.run.onJob = [this](const JobHandle& job) {
         std::lock_guard lock(jobMutex_);
@@ -222,6 +288,7 @@ void EngineController::replay(int64_t runId) {
 
 void EngineController::stop() {
   stopRequested_ = true;
+  if (connection_ && busy_) connection_->cancel();
   std::lock_guard lock(jobMutex_);
   if (job_.state()) job_.cancel();
 }

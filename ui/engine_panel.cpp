@@ -26,15 +26,19 @@ int64_t weightBytesPerRank(const ModelInfo& model) {
 EnginePanel::EnginePanel(QWidget* parent)
     : QWidget(parent),
       model_(new QLabel(this)),
+      engine_(new QLabel(this)),
       ranks_(new QTreeWidget(this)),
       job_(new QLabel(this)),
       progress_(new QProgressBar(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(model_);
+  layout->addWidget(engine_);
   layout->addWidget(ranks_, 1);
   layout->addWidget(job_);
   layout->addWidget(progress_);
   model_->setWordWrap(true);
+  engine_->setWordWrap(true);
+  engine_->setObjectName("engineWhere");
   keepLabelFromWidening(job_);
   ranks_->setHeaderLabels({tr("Rank"), tr("Device"), tr("Weights")});
   ranks_->setRootIsDecorated(false);
@@ -63,9 +67,12 @@ void EnginePanel::setModel(const ModelInfo* m) {
                       .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5))));
   const QString bytes = QLocale().formattedDataSize(weightBytesPerRank(*m));
   for (int r = 0; r < m->tp; ++r) {
-    const QString device = m->device == "cpu"     ? QString("cpu")
-                           : m->backend == "nccl" ? QString("cuda:%1").arg(r)
-                                                  : QString("cuda:0");
+    QString device = m->device == "cpu"     ? QString("cpu")
+                     : m->backend == "nccl" ? QString("cuda:%1").arg(r)
+                                            : QString("cuda");
+    // Rank processes (an engine server): each on its host, its GPU the host's next one.
+    if (size_t(r) < m->rankHosts.size())
+      device = QString("%1 on %2").arg(device, QString::fromStdString(m->rankHosts[size_t(r)]));
     new QTreeWidgetItem(ranks_, {QString::number(r), device, bytes});
   }
 }
@@ -75,6 +82,17 @@ void EnginePanel::setJob(const QString& what, int64_t step, int64_t total) {
   progress_->setVisible(!what.isEmpty());
   progress_->setRange(0, int(std::max<int64_t>(total, 1)));
   progress_->setValue(int(std::min(step, std::max<int64_t>(total, 1))));
+}
+
+void EnginePanel::setEngine(const QString& where, bool lost) {
+  engine_->setStyleSheet(lost ? "color: #c62828" : "");
+  engine_->setText(
+      lost ? tr("Engine lost: %1. File > Reconnect to engine once it runs again.").arg(where)
+           : where);
+}
+
+QString EnginePanel::engineText() const {
+  return engine_->text();
 }
 
 QString EnginePanel::jobText() const {

@@ -142,6 +142,7 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   connect(controller_, &EngineController::replayFinished, this, &MainWindow::onReplayFinished);
   connect(controller_, &EngineController::sessionChanged, this, &MainWindow::refreshLog);
   connect(controller_, &EngineController::busyChanged, this, &MainWindow::onBusyChanged);
+  connect(controller_, &EngineController::engineLost, this, &MainWindow::onEngineLost);
   connect(controller_, &EngineController::requestRefused, this,
           [this](const QString& why) { status_->setText(why); });
   connect(controller_, &EngineController::runFinished, sweep_, &SweepController::onRunFinished);
@@ -187,7 +188,11 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   if (session.isEmpty()) session = settings.value("session/file", defaultSessionFile()).toString();
   const QString error = openSession(session);
   if (!error.isEmpty()) message(error);
-  openModel(modelOptions_);
+  if (options.engine.isEmpty()) {
+    openModel(modelOptions_);
+  } else {
+    connectEngine(options.engine, options.tokenFile);
+  }
 }
 
 MainWindow::~MainWindow() = default;
@@ -348,12 +353,48 @@ GenerationSettings MainWindow::settings() const {
 
 void MainWindow::openModel(const EngineOptions& options) {
   modelOptions_ = options;
+  EngineSource source;
+  source.local = options;
+  openSource(source, QString::fromStdString(options.model.empty() ? "demo" : options.model));
+}
+
+void MainWindow::connectEngine(const QString& address, const QString& tokenFile) {
+  engineAddress_ = address;
+  engineTokenFile_ = tokenFile;
+  EngineSource source;
+  source.address = address.toStdString();
+  source.tokenFile = tokenFile.toStdString();
+  openSource(source, tr("the engine at %1").arg(address));
+}
+
+void MainWindow::reconnectEngine() {
+  if (controller_->busy()) {
+    status_->setText(tr("The engine is busy; wait for the running job or press Stop."));
+    return;
+  }
+  status_->setText(tr("Reconnecting..."));
   tree_->setModel(ModelInfo{}, {});
   enginePanel_->setModel(nullptr);
-  status_->setText(
-      tr("Loading %1...")
-          .arg(QString::fromStdString(options.model.empty() ? "demo" : options.model)));
-  controller_->loadModel(options);
+  enginePanel_->setEngine({});
+  controller_->reconnect();
+}
+
+void MainWindow::openSource(const EngineSource& source, const QString& what) {
+  if (controller_->busy()) {
+    status_->setText(tr("The engine is busy; wait for the running job or press Stop."));
+    return;
+  }
+  tree_->setModel(ModelInfo{}, {});
+  enginePanel_->setModel(nullptr);
+  enginePanel_->setEngine({});
+  status_->setText(tr("Loading %1...").arg(what));
+  controller_->open(source);
+}
+
+void MainWindow::onEngineLost(const QString& why) {
+  message(tr("Engine lost: %1").arg(why));
+  enginePanel_->setEngine(controller_->engineText(), /*lost=*/true);
+  status_->setText(tr("Engine lost (see the Engine panel); File > Reconnect to engine."));
 }
 
 QString MainWindow::openSession(const QString& path) {
@@ -370,6 +411,8 @@ void MainWindow::onModelLoaded() {
   tree_->setModel(m, controller_->portShapes());
   treeView_->expandToDepth(1);
   enginePanel_->setModel(&m);
+  enginePanel_->setEngine(controller_->engineText());
+  message(tr("Model %1 runs on %2").arg(QString::fromStdString(m.spec), controller_->engineText()));
   headGrid_->setShape(m.numLayers, m.numHeads);
   sweepGrid_->setShape(m.numLayers, m.numHeads);
   promptBar_->setHeadCount(m.numHeads);
@@ -574,7 +617,11 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
 }
 
 void MainWindow::onBatchFinished(bool cancelled) {
-  if (cancelled) status_->setText(tr("Stopped."));
+  if (controller_->engineIsLost()) {
+    status_->setText(tr("Engine lost (see the Engine panel); File > Reconnect to engine."));
+  } else if (cancelled) {
+    status_->setText(tr("Stopped."));
+  }
 }
 
 void MainWindow::refreshLog() {

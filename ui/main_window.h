@@ -50,6 +50,8 @@ class TopKView;
 
 struct StartOptions {
   EngineOptions model;  // spec "" = demo
+  QString engine;       // HOST:PORT: the model of this engine server instead of `model`
+  QString tokenFile;    // the engine server's access token file (empty: none)
   QString sessionFile;  // empty: the remembered one, else the default in the data folder
   bool restoreState = true;
 };
@@ -62,6 +64,10 @@ class MainWindow : public QMainWindow {
 
   // Actions (menus, buttons and tests call these).
   void openModel(const EngineOptions& options);
+  // Opens the model of a shardscope-engine server at `address` (HOST:PORT); `tokenFile` holds its
+  // access token (empty: none). Reconnect opens the last engine again, after "engine lost".
+  void connectEngine(const QString& address, const QString& tokenFile);
+  void reconnectEngine();
   QString openSession(const QString& path);
   bool selectPort(const std::string& module, const std::string& port);
   void readSelectedPort();
@@ -134,6 +140,9 @@ class MainWindow : public QMainWindow {
   GenerationSettings settings() const;
   void submit(std::vector<ScriptRequest> scripts);
   void onModelLoaded();
+  void onEngineLost(const QString& why);
+  // Clears the views of the old model and opens `source` (`what` names it in the status bar).
+  void openSource(const EngineSource& source, const QString& what);
   void onRunFinished(const std::shared_ptr<const RunOutcome>& outcome);
   void onBatchFinished(bool cancelled);
   void onReplayFinished(const std::shared_ptr<const ReplayOutcome>& outcome);
@@ -167,6 +176,7 @@ class MainWindow : public QMainWindow {
   EngineController* controller_;
   SweepController* sweep_;
   EngineOptions modelOptions_;
+  QString engineAddress_, engineTokenFile_;  // the last Connect to engine
   ModuleTreeModel* tree_;
   QSortFilterProxyModel* treeFilter_;
   QTreeView* treeView_;

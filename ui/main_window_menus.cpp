@@ -5,6 +5,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 
+#include "connect_engine_dialog.h"
 #include "core/build_info.h"
 #include "examples_menu.h"
 #include "main_window.h"
@@ -19,6 +20,22 @@ void MainWindow::buildMenus() {
     OpenModelDialog dialog(modelOptions_, buildInfo().gpus, this);
     if (dialog.exec() == QDialog::Accepted) openModel(dialog.options());
   });
+  QAction* connectEngine = file->addAction(tr("Co&nnect to engine..."), this, [this] {
+    ConnectEngineDialog dialog(engineAddress_, engineTokenFile_, this);
+    if (dialog.exec() == QDialog::Accepted)
+      this->connectEngine(dialog.address(), dialog.tokenFile());
+  });
+  QAction* reconnect =
+      file->addAction(tr("&Reconnect to engine"), this, &MainWindow::reconnectEngine);
+  if (!EngineController::remoteEngines()) {
+    connectEngine->setEnabled(false);
+    connectEngine->setToolTip(tr("This ShardScope was built without gRPC."));
+  }
+  reconnect->setEnabled(false);  // until a model is open
+  connect(controller_, &EngineController::modelLoaded, reconnect,
+          [reconnect] { reconnect->setEnabled(true); });
+  connect(controller_, &EngineController::loadFailed, reconnect,
+          [reconnect] { reconnect->setEnabled(true); });
   file->addAction(tr("Open or new &session file..."), QKeySequence("Ctrl+Shift+O"), this, [this] {
     const QString path = QFileDialog::getSaveFileName(
         this, tr("Session file"), {}, tr("ShardScope sessions (*.db);;All files (*)"), nullptr,

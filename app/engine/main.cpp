@@ -46,6 +46,7 @@ remote::v1::EngineIdentity identityOf(const Engine& engine) {
   remote::v1::EngineIdentity id;
   id.set_shardscope_version(b.shardscope);
   id.set_libtorch_version(b.libtorch);
+  if (b.nccl) id.set_nccl_version(b.ncclVersion);
   id.set_model_spec(info.spec);
   id.set_model_path(info.path);
   id.set_family(info.family);

@@ -1,6 +1,7 @@
 // shardscope: the desktop application. Options: --model SPEC --tp N --device cpu|cuda
 // --dtype bf16|f16|f32 --session-file FILE (or the file as the only argument, as a file manager
-// passes it), and --screenshots DIR (drive the views, save PNGs, quit).
+// passes it), --engine HOST:PORT [--token-file F] (the model of a shardscope-engine server instead
+// of one loaded here), and --screenshots DIR (drive the views, save PNGs, quit).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -27,6 +28,9 @@ int main(int argc, char** argv) {
       {"device", "cpu or cuda (default cpu).", "device", "cpu"},
       {"dtype", "bf16, f16 or f32 (default: f32 on cpu, the checkpoint's on cuda).", "dtype"},
       {"session-file", "Session file to record runs in (default: the last one).", "file"},
+      {"engine", "Open the model of the shardscope-engine server at HOST:PORT instead.",
+       "host:port"},
+      {"token-file", "The engine server's access token (a file of mode 0600).", "file"},
       {"screenshots", "Drive the views, save a PNG of each into DIR, and quit.", "dir"},
   });
   parser.addPositionalArgument("session", "A session file to open (as --session-file).",
@@ -42,6 +46,8 @@ int main(int argc, char** argv) {
   options.sessionFile = parser.positionalArguments().isEmpty()
                             ? parser.value("session-file")
                             : parser.positionalArguments().first();
+  options.engine = parser.value("engine");
+  options.tokenFile = parser.value("token-file");
   options.restoreState = !parser.isSet("screenshots");
   if (options.model.tp < 1 || options.model.pp < 1) parser.showHelp(2);
   shardscope::ui::MainWindow window(options);

@@ -47,13 +47,18 @@ std::string moduleTreeText(const ModelInfo& info, const std::vector<PortShape>& 
   return out.str();
 }
 
-std::string inspectText(Engine& engine, const std::string& prompt) {
+std::vector<int64_t> probeIds(const Engine& engine, const std::string& prompt) {
   std::vector<int64_t> ids;
   if (auto tok = engine.tokenizer()) {
     ids = tok->encode(prompt.empty() ? "The capital of France is" : prompt);
   } else {
     for (int64_t i = 0; i < 5; ++i) ids.push_back(i % engine.info().vocabSize);
   }
+  return ids;
+}
+
+std::string inspectText(Engine& engine, const std::string& prompt) {
+  const std::vector<int64_t> ids = probeIds(engine, prompt);
   return moduleTreeText(engine.info(), probePortShapes(engine, ids), ids.size());
 }
 

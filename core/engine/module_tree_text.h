@@ -15,8 +15,12 @@ namespace shardscope {
 std::string moduleTreeText(const ModelInfo& info, const std::vector<PortShape>& shapes,
                            size_t promptTokens);
 
-// Probes `prompt` (empty: "The capital of France is"; five token ids when the model has no
-// tokenizer) on `engine` and returns moduleTreeText of it. Runs a job on every rank.
+// The token ids a probe of `prompt` uses: its encoding (empty: "The capital of France is"), or five
+// token ids when the model has no tokenizer.
+std::vector<int64_t> probeIds(const Engine& engine, const std::string& prompt);
+
+// Probes `prompt` (see probeIds) on `engine` and returns moduleTreeText of it. Runs a job on every
+// rank.
 std::string inspectText(Engine& engine, const std::string& prompt);
 
 }  // namespace shardscope

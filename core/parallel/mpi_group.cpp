@@ -65,11 +65,12 @@ void MpiGroup::wait(MPI_Request& request, const char* op, std::vector<at::Tensor
     throw;
   } catch (const Error&) {  // the watchdog
     keepUntilExit(std::make_shared<std::vector<at::Tensor>>(std::move(buffers)));
-    const std::string message =
-        std::string("collective ") + op + " timed out after " + std::to_string(timeout.count()) +
-        " ms on rank " + std::to_string(rank_) + " (MPI, host " + hostName() +
-        "): a rank did not reach the same collective (every rank must call the same collectives "
-        "in the same order), or its process is stuck or gone";
+    const std::string message = std::string("collective ") + op + " timed out after " +
+                                std::to_string(timeout.count()) + " ms on rank " +
+                                std::to_string(rank_) +
+                                " (MPI): a rank did not reach the same collective (every rank must "
+                                "call the same collectives "
+                                "in the same order), or its process is stuck or gone";
     abort(message);
     throw CollectiveTimeout(message);
   }

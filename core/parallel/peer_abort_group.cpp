@@ -31,24 +31,37 @@ ProcessGroup& PeerAbortGroup::inner() {
   return *inner_;
 }
 
+template <typename Call>
+auto PeerAbortGroup::located(Call&& call) {
+  try {
+    return call(inner());
+  } catch (const CollectiveTimeout& e) {
+    // The wrapped group's watchdog knows its rank, not its process: the host is added here, for
+    // MPI and NCCL alike. The peers hear it now (the same text), not only once the engine aborts.
+    const std::string message = e.what() + std::string(" [") + where_ + "]";
+    if (abortInner(message)) sendToPeers(message);
+    throw CollectiveTimeout(message);
+  }
+}
+
 at::Tensor PeerAbortGroup::allGather(const at::Tensor& local, int64_t dim) {
-  return inner().allGather(local, dim);
+  return located([&](ProcessGroup& g) { return g.allGather(local, dim); });
 }
 
 void PeerAbortGroup::allReduceSum(at::Tensor& tensor) {
-  inner().allReduceSum(tensor);
+  located([&](ProcessGroup& g) { g.allReduceSum(tensor); });
 }
 
 void PeerAbortGroup::broadcast(at::Tensor& tensor, int root) {
-  inner().broadcast(tensor, root);
+  located([&](ProcessGroup& g) { g.broadcast(tensor, root); });
 }
 
 void PeerAbortGroup::barrier() {
-  inner().barrier();
+  located([](ProcessGroup& g) { g.barrier(); });
 }
 
 void PeerAbortGroup::waitForStream(const char* what) {
-  inner().waitForStream(what);
+  located([what](ProcessGroup& g) { g.waitForStream(what); });
 }
 
 std::string PeerAbortGroup::abortReason() const {
@@ -67,8 +80,8 @@ bool PeerAbortGroup::abortInner(const std::string& reason) {
 }
 
 void PeerAbortGroup::abort(const std::string& reason) {
-  const std::string located = reason + " [" + where_ + "]";
-  if (abortInner(located)) sendToPeers(located);
+  const std::string message = reason + " [" + where_ + "]";
+  if (abortInner(message)) sendToPeers(message);
 }
 
 void PeerAbortGroup::sendToPeers(const std::string& reason) {

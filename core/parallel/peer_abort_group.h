@@ -3,7 +3,9 @@
 // whose own abort reaches only this process: abort() also sends the reason to every other process,
 // and a watcher thread aborts the wrapped group as soon as a peer's reason arrives, so one rank's
 // failure wakes the collectives of all within milliseconds. The messages travel on the group's own
-// communicator, so a late abort of a failed job never reaches the group built after it.
+// communicator, so a late abort of a failed job never reaches the group built after it. The
+// wrapped group's watchdog names its rank only: its CollectiveTimeout comes out of here naming this
+// process too (host, pid), on the CPU and on GPUs alike.
 #pragma once
 
 #include <mpi.h>
@@ -49,6 +51,10 @@ class PeerAbortGroup : public ProcessGroup {
   void sendToPeers(const std::string& reason);
   // Applies the collective watchdog set on this group to the wrapped one.
   ProcessGroup& inner();
+  // Runs `call` on the wrapped group; its watchdog's CollectiveTimeout comes out naming this
+  // process (`where`), and the peers are told at once, like abort() does.
+  template <typename Call>
+  auto located(Call&& call);
 
   std::unique_ptr<ProcessGroup> inner_;
   MPI_Comm comm_;

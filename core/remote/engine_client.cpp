@@ -5,6 +5,7 @@
 #include "access_token.h"
 #include "core/error.h"
 #include "core/remote/engine_protocol.grpc.pb.h"
+#include "core/trace/engine_connection.h"
 #include "protocol_version.h"
 
 namespace shardscope::remote {
@@ -55,14 +56,24 @@ EngineClient::EngineClient(const std::string& address, std::string token, double
 
 EngineClient::~EngineClient() = default;
 
-std::string EngineClient::describe() const {
-  const auto& id = identity_;
+std::string describeEngine(const v1::EngineIdentity& id, const std::string& address) {
   std::string hosts;
-  for (int r = 0; r < id.rank_hosts_size(); ++r)
+  for (int r = 0; r < id.rank_hosts_size(); ++r) {
     hosts += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " " + id.rank_hosts(r);
-  return "shardscope-engine " + id.shardscope_version() + " at " + address_ + ": " +
+    if (id.device() != "cuda") continue;
+    // Each rank process takes the GPU of its rank among the ranks of its host.
+    int gpu = 0;
+    for (int q = 0; q < r; ++q) gpu += id.rank_hosts(q) == id.rank_hosts(r);
+    hosts += " cuda:" + std::to_string(gpu);
+  }
+  return "shardscope-engine " + id.shardscope_version() + " at " + address + ": " +
          std::to_string(id.tp()) + " rank processes (" + id.backend() + ", " + id.device() +
-         ") on " + hosts + "; LibTorch " + id.libtorch_version();
+         ") on " + hosts + "; LibTorch " + id.libtorch_version() +
+         (id.nccl_version().empty() ? "" : ", NCCL " + id.nccl_version());
+}
+
+std::string EngineClient::describe() const {
+  return describeEngine(identity_, address_);
 }
 
 void EngineClient::run(v1::JobRequest job,
@@ -70,17 +81,57 @@ void EngineClient::run(v1::JobRequest job,
   job.set_protocol_version(kProtocolVersion);
   grpc::ClientContext context;
   if (!token_.empty()) context.AddMetadata(kTokenHeader, token_);
+  {
+    std::lock_guard lock(callMutex_);
+    call_ = &context;
+    cancelled_ = false;
+  }
+  struct Forget {  // the context dies with this call
+    EngineClient* client;
+    ~Forget() {
+      std::lock_guard lock(client->callMutex_);
+      client->call_ = nullptr;
+    }
+  } forget{this};
   auto reader = impl_->stub->Run(&context, job);
   v1::JobEvent event;
   while (reader->Read(&event)) onEvent(event);
   const grpc::Status s = reader->Finish();
   if (s.ok()) return;
+  {
+    std::lock_guard lock(callMutex_);
+    if (cancelled_)
+      throw Cancelled("the job was cancelled (the engine at " + address_ + " stops it)");
+  }
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
       s.error_code() == grpc::StatusCode::CANCELLED)
-    throw Error("engine lost: the connection to the engine at " + address_ +
-                " ended during the job (" + statusText(s) +
-                "); a rank process may have died: see the engine's log, restart it and run again");
+    throw EngineLost("engine lost: the connection to the engine at " + address_ +
+                     " ended during the job (" + statusText(s) +
+                     "); a rank process may have died: see the engine's log, restart it and run "
+                     "again");
   throw Error("the engine at " + address_ + " refused the job: " + statusText(s));
+}
+
+void EngineClient::cancel() {
+  std::lock_guard lock(callMutex_);
+  if (!call_) return;
+  cancelled_ = true;
+  call_->TryCancel();
+}
+
+bool EngineClient::reachable() const {
+  const grpc_connectivity_state state = impl_->channel->GetState(/*try_to_connect=*/true);
+  if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) return false;
+  // After the server went away the channel may wait in connecting or idle (reconnect backoff)
+  // rather than report the failure: not ready for a while is as good as failed.
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(stateMutex_);
+  if (state == GRPC_CHANNEL_READY) {
+    unreadySince_.reset();
+    return true;
+  }
+  if (!unreadySince_) unreadySince_ = now;
+  return std::chrono::duration<double>(now - *unreadySince_).count() < kUnreadySeconds;
 }
 
 }  // namespace shardscope::remote

@@ -90,8 +90,11 @@ std::string invalidJob(const v1::JobRequest& job) {
     }
     case v1::JobRequest::kInspect:
       return {};
+    case v1::JobRequest::kDescribe:
+      if (job.describe().prompt().size() > 4096) return "the describe job's prompt is too long";
+      return {};
     default:
-      return "the job names no kind (run, generate or inspect)";
+      return "the job names no kind (run, generate, inspect or describe)";
   }
 }
 

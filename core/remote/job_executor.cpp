@@ -1,9 +1,15 @@
 #include "job_executor.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "core/engine/module_tree_text.h"
+#include "core/engine/port_probe.h"
 #include "core/error.h"
+#include "core/model/model_source.h"
 #include "core/model/tokenizer.h"
 #include "core/trace/script_runner.h"
+#include "core/trace/source_location.h"
 #include "wire_format.h"
 
 namespace shardscope::remote {
@@ -27,6 +33,11 @@ void sendFailure(const JobExecutor::Emit& emit, const std::exception& error) {
   v1::JobEvent e;
   e.mutable_failure()->set_message(error.what());
   e.mutable_failure()->set_cancelled(dynamic_cast<const Cancelled*>(&error) != nullptr);
+  if (const auto* script = dynamic_cast<const trace::ScriptError*>(&error)) {
+    e.mutable_failure()->set_script_line(script->location().line);
+    e.mutable_failure()->set_script_column(script->location().column);
+    e.mutable_failure()->set_script_message(script->message());
+  }
   send(emit, e);
 }
 
@@ -78,8 +89,11 @@ void JobExecutor::run(const v1::JobRequest& job, const Emit& emit) {
         sendDone(emit);
         break;
       }
+      case v1::JobRequest::kDescribe:
+        describe(job.describe(), emit);
+        break;
       default:
-        throw Error("the job names no kind (run, generate or inspect)");
+        throw Error("the job names no kind (run, generate, inspect or describe)");
     }
   } catch (const std::exception& e) {
     sendFailure(emit, e);
@@ -148,6 +162,24 @@ void JobExecutor::generate(const v1::Generate& job, const Emit& emit) {
                info.dtype + ")",
            /*note=*/true);
   sendDone(emit);
+}
+
+void JobExecutor::describe(const v1::Describe& job, const Emit& emit) {
+  const auto tokenizer = engine_.tokenizer();
+  // On every rank, as inspect probes.
+  const std::vector<PortShape> shapes = probePortShapes(engine_, probeIds(engine_, job.prompt()));
+  v1::JobEvent e;
+  auto& d = *e.mutable_description();
+  toWire(engine_.info(), *d.mutable_model());
+  for (const PortShape& s : shapes) toWire(s, *d.add_port_shapes());
+  // The same file the engine's tokenizer was read from: the client decodes tokens with it.
+  if (const auto path = tokenizerPathFor(engine_.info().spec); tokenizer && !path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    d.set_tokenizer_json(text.str());
+  }
+  send(emit, e);
 }
 
 }  // namespace shardscope::remote

@@ -30,6 +30,8 @@ class JobExecutor {
  private:
   void runScript(const v1::RunScript& job, const Emit& emit);
   void generate(const v1::Generate& job, const Emit& emit);
+  // The model, its port shapes (a probe job on every rank) and its tokenizer.json, for the GUI.
+  void describe(const v1::Describe& job, const Emit& emit);
   // Records `h` as the running engine job; cancels it at once when the client already asked.
   void track(const JobHandle& h);
 

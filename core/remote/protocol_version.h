@@ -6,7 +6,8 @@
 
 namespace shardscope::remote {
 
-constexpr uint32_t kProtocolVersion = 1;
+// 2: the Describe job (the GUI's model view) and a script error's place in Failure.
+constexpr uint32_t kProtocolVersion = 2;
 
 // The largest request or event the server and the client accept (a script, a saved value).
 constexpr int kMaxMessageBytes = 64 << 20;

@@ -154,4 +154,125 @@ trace::RunResult fromWire(const v1::RunResult& r) {
   return out;
 }
 
+namespace {
+
+void moduleToWire(const ModuleInfo& m, v1::ModuleInfo& out) {
+  out.set_path(m.path);
+  out.set_name(m.name);
+  out.set_kind(m.kind);
+  out.set_depth(m.depth);
+  out.set_stage(m.stage);
+  for (const PortInfo& p : m.ports) {
+    auto& o = *out.add_ports();
+    o.set_name(p.name);
+    o.set_shard_kind(p.shardKind);
+  }
+  for (const ParameterInfo& p : m.parameters) {
+    auto& o = *out.add_parameters();
+    o.set_name(p.name);
+    for (int64_t d : p.shardShape) o.add_shard_shape(d);
+    for (int64_t d : p.fullShape) o.add_full_shape(d);
+  }
+}
+
+ModuleInfo moduleFromWire(const v1::ModuleInfo& m) {
+  ModuleInfo out;
+  out.path = m.path();
+  out.name = m.name();
+  out.kind = m.kind();
+  out.depth = m.depth();
+  out.stage = m.stage();
+  for (const auto& p : m.ports()) out.ports.push_back({p.name(), p.shard_kind()});
+  for (const auto& p : m.parameters()) {
+    out.parameters.push_back({p.name(),
+                              {p.shard_shape().begin(), p.shard_shape().end()},
+                              {p.full_shape().begin(), p.full_shape().end()}});
+  }
+  return out;
+}
+
+}  // namespace
+
+void toWire(const ModelInfo& m, v1::ModelInfo& out) {
+  out.set_spec(m.spec);
+  out.set_path(m.path);
+  out.set_family(m.family);
+  out.set_config_sha256(m.configSha256);
+  out.set_dtype(m.dtype);
+  out.set_device(m.device);
+  out.set_backend(m.backend);
+  for (const auto& h : m.rankHosts) out.add_rank_hosts(h);
+  out.set_tp(m.tp);
+  out.set_pp(m.pp);
+  out.set_expert_parallel(m.expertParallel);
+  out.set_dcp(m.dcp);
+  out.set_kv_cache_bytes_per_token(m.kvCacheBytesPerToken);
+  out.set_vocab_size(m.vocabSize);
+  out.set_num_layers(m.numLayers);
+  out.set_num_heads(m.numHeads);
+  out.set_num_kv_heads(m.numKvHeads);
+  out.set_head_dim(m.headDim);
+  out.set_hidden_size(m.hiddenSize);
+  out.set_num_experts(m.numExperts);
+  out.set_experts_per_token(m.expertsPerToken);
+  for (int64_t id : m.eosTokenIds) out.add_eos_token_ids(id);
+  for (const ModuleInfo& module : m.modules) moduleToWire(module, *out.add_modules());
+}
+
+ModelInfo fromWire(const v1::ModelInfo& m) {
+  ModelInfo out;
+  out.spec = m.spec();
+  out.path = m.path();
+  out.family = m.family();
+  out.configSha256 = m.config_sha256();
+  out.dtype = m.dtype();
+  out.device = m.device();
+  out.backend = m.backend();
+  out.rankHosts.assign(m.rank_hosts().begin(), m.rank_hosts().end());
+  out.tp = m.tp();
+  out.pp = m.pp();
+  out.expertParallel = m.expert_parallel();
+  out.dcp = m.dcp();
+  out.kvCacheBytesPerToken = m.kv_cache_bytes_per_token();
+  out.vocabSize = m.vocab_size();
+  out.numLayers = m.num_layers();
+  out.numHeads = m.num_heads();
+  out.numKvHeads = m.num_kv_heads();
+  out.headDim = m.head_dim();
+  out.hiddenSize = m.hidden_size();
+  out.numExperts = m.num_experts();
+  out.expertsPerToken = m.experts_per_token();
+  out.eosTokenIds.assign(m.eos_token_ids().begin(), m.eos_token_ids().end());
+  // Views index heads and layers by these: a peer's nonsense fails here, not in a view.
+  if (out.tp < 1 || out.pp < 1 || out.dcp < 1 || out.numLayers < 0 || out.numHeads < 0 ||
+      out.numKvHeads < 0 || out.headDim < 0 || out.vocabSize < 0 || out.numExperts < 0)
+    throw Error("the engine's model description has a negative size or a parallel size below 1");
+  for (const auto& module : m.modules()) out.modules.push_back(moduleFromWire(module));
+  return out;
+}
+
+void toWire(const PortShape& s, v1::PortShape& out) {
+  out.set_module(s.module);
+  out.set_port(s.port);
+  out.set_shard_kind(s.shardKind);
+  for (const auto& shape : s.shard)
+    out.add_shard()->mutable_dims()->Add(shape.begin(), shape.end());
+  for (const auto& shape : s.whole)
+    out.add_whole()->mutable_dims()->Add(shape.begin(), shape.end());
+  out.set_tuple(s.tuple);
+}
+
+PortShape fromWire(const v1::PortShape& s) {
+  PortShape out;
+  out.module = s.module();
+  out.port = s.port();
+  out.shardKind = s.shard_kind();
+  for (const auto& shape : s.shard())
+    out.shard.emplace_back(shape.dims().begin(), shape.dims().end());
+  for (const auto& shape : s.whole())
+    out.whole.emplace_back(shape.dims().begin(), shape.dims().end());
+  out.tuple = s.tuple();
+  return out;
+}
+
 }  // namespace shardscope::remote

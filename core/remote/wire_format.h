@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/engine/engine_types.h"
+#include "core/engine/port_probe.h"
 #include "core/remote/engine_protocol.pb.h"
 #include "core/trace/trace_record.h"
 
@@ -17,5 +18,11 @@ HostTensor fromWire(const v1::Tensor& t);
 
 void toWire(const trace::RunResult& r, v1::RunResult& out);
 trace::RunResult fromWire(const v1::RunResult& r);
+
+// The model a client shows (Describe): module tree and port shapes.
+void toWire(const ModelInfo& m, v1::ModelInfo& out);
+ModelInfo fromWire(const v1::ModelInfo& m);
+void toWire(const PortShape& s, v1::PortShape& out);
+PortShape fromWire(const v1::PortShape& s);
 
 }  // namespace shardscope::remote

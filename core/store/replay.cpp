@@ -118,16 +118,23 @@ ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options
                              SHARDSCOPE_VERSION);
     }
   }
-  trace::ScriptRunner runner(o);
   const std::string title =
       "replay of run " + std::to_string(runId) + ": " + original.summary.title;
-  if (options.record) {
-    report.replayId =
-        runRecorded(store, runner, original.script, original.summary.scriptFile, title, runId).id;
+  const auto replay = [&](auto& runner) {
+    if (options.record) {
+      report.replayId =
+          runRecorded(store, runner, original.script, original.summary.scriptFile, title, runId).id;
+    } else {
+      runner.run(original.script, original.summary.scriptFile);
+    }
+    compareResults(original.result, runner.result(), report);
+  };
+  if (options.connection) {
+    replay(*options.connection);
   } else {
-    runner.run(original.script, original.summary.scriptFile);
+    trace::ScriptRunner runner(o);
+    replay(runner);
   }
-  compareResults(original.result, runner.result(), report);
   return report;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../trace/engine_connection.h"
 #include "../trace/script_runner.h"
 #include "session_store.h"
 #include "value_diff.h"
@@ -39,6 +40,9 @@ struct ReplayReport {
 struct ReplayOptions {
   trace::RunOptions run;  // out/note/onJob/engine; model, tp, device, dtype come from the store
   bool record = true;     // add the replay to the store as a run of its own
+  // When set, the replay runs on this loaded model (the caller checked that it is the recorded
+  // one; here or on an engine server) and `run` is not used.
+  EngineConnection* connection = nullptr;
 };
 
 // Throws StoreError when the run does not exist, and the replay's error when it fails.

@@ -1,10 +1,13 @@
 #include "run_recorder.h"
 
 namespace shardscope::store {
+namespace {
 
-RecordedRun runRecorded(SessionStore& store, trace::ScriptRunner& runner, const std::string& script,
-                        const std::string& file, const std::string& title,
-                        std::optional<int64_t> replayOf, int64_t* recordedId) {
+// `Runner`: anything with run(script, file) and result() (ScriptRunner, EngineConnection).
+template <typename Runner>
+RecordedRun recorded(SessionStore& store, Runner& runner, const std::string& script,
+                     const std::string& file, const std::string& title,
+                     std::optional<int64_t> replayOf, int64_t* recordedId) {
   RecordedRun r;
   r.id = store.beginRun(title, script, file, replayOf);
   if (recordedId) *recordedId = r.id;
@@ -25,6 +28,21 @@ RecordedRun runRecorded(SessionStore& store, trace::ScriptRunner& runner, const 
   }
   store.finishRun(r.id, runner.result(), RunStatus::Done);
   return r;
+}
+
+}  // namespace
+
+RecordedRun runRecorded(SessionStore& store, trace::ScriptRunner& runner, const std::string& script,
+                        const std::string& file, const std::string& title,
+                        std::optional<int64_t> replayOf, int64_t* recordedId) {
+  return recorded(store, runner, script, file, title, replayOf, recordedId);
+}
+
+RecordedRun runRecorded(SessionStore& store, EngineConnection& connection,
+                        const std::string& script, const std::string& file,
+                        const std::string& title, std::optional<int64_t> replayOf,
+                        int64_t* recordedId) {
+  return recorded(store, connection, script, file, title, replayOf, recordedId);
 }
 
 }  // namespace shardscope::store

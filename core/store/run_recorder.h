@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "../trace/engine_connection.h"
 #include "../trace/script_runner.h"
 #include "session_store.h"
 
@@ -21,5 +22,10 @@ struct RecordedRun {
 RecordedRun runRecorded(SessionStore& store, trace::ScriptRunner& runner, const std::string& script,
                         const std::string& file, const std::string& title,
                         std::optional<int64_t> replayOf = {}, int64_t* recordedId = nullptr);
+// The same on a loaded model, here or on an engine server (the GUI).
+RecordedRun runRecorded(SessionStore& store, EngineConnection& connection,
+                        const std::string& script, const std::string& file,
+                        const std::string& title, std::optional<int64_t> replayOf = {},
+                        int64_t* recordedId = nullptr);
 
 }  // namespace shardscope::store

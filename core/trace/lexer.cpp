@@ -13,6 +13,9 @@ ScriptError::ScriptError(const std::string& file, SourceLocation at, const std::
       at_(at),
       message_(message) {}
 
+ScriptError::ScriptError(const std::string& text, SourceLocation at, std::string message)
+    : Error(text), at_(at), message_(std::move(message)) {}
+
 namespace {
 
 class Lexer {

@@ -17,6 +17,8 @@ class ScriptError : public Error {
  public:
   ScriptError(const std::string& file, SourceLocation at, const std::string& statement,
               const std::string& message);
+  // One that another process reported (an engine server's job): its text as that side wrote it.
+  ScriptError(const std::string& text, SourceLocation at, std::string message);
   const std::string& message() const { return message_; }
   SourceLocation location() const { return at_; }
 

@@ -11,14 +11,13 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "common/engine_server_process.h"
 #include "common/test_support.h"
 #include "core/parallel/mpi_runtime.h"
 #include "core/remote/engine_client.h"
@@ -27,6 +26,8 @@
 #include "core/store/session_store.h"
 
 using namespace shardscope;
+using test::EngineServerProcess;
+using test::freePort;
 
 namespace {
 
@@ -47,18 +48,6 @@ Result cli(const QStringList& args, int timeoutMs = 600000) {
           QString::fromUtf8(p.readAllStandardError())};
 }
 
-int freePort() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
 QString script(const char* name) {
   return QString::fromStdString(
       (test::sourceDir() / "tests/trace/scripts/rank_processes" / name).string());
@@ -68,61 +57,6 @@ bool processGone(qint64 pid) {
   return ::kill(pid_t(pid), 0) != 0 ||
          !std::ifstream("/proc/" + std::to_string(pid) + "/stat").good();
 }
-
-// `mpirun -np N shardscope-engine ...` (tests/mpirun_test.sh), stopped when it goes away.
-class EngineServerProcess {
- public:
-  EngineServerProcess(int np, const QStringList& options, const QString& listen)
-      : address_(listen) {
-    QStringList args = {
-        QString::fromStdString((test::sourceDir() / "tests/mpirun_test.sh").string()),
-        QString::number(np), SHARDSCOPE_ENGINE};
-    args << options << "--listen" << listen;
-    p_.start("bash", args);
-  }
-  ~EngineServerProcess() { stop(); }
-
-  // Waits for the serving line; false when the engine ended first (its error is in err()).
-  bool waitServing(int ms = 300000) {
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < ms) {
-      if (err_.contains("shardscope-engine: serving")) return true;
-      if (p_.state() == QProcess::NotRunning) return false;
-      p_.waitForReadyRead(200);
-      err_ += QString::fromUtf8(p_.readAllStandardError());
-    }
-    return false;
-  }
-  // Waits for the engine to end; its exit code, or -1 on timeout.
-  int waitFinished(int ms) {
-    if (!p_.waitForFinished(ms)) return -1;
-    err_ += QString::fromUtf8(p_.readAllStandardError());
-    return p_.exitCode();
-  }
-  QString err() {
-    err_ += QString::fromUtf8(p_.readAllStandardError());
-    return err_;
-  }
-  const QString& address() const { return address_; }
-  // Rank r's pid, from the engine's "rank R: host H, pid P" lines.
-  qint64 pidOf(int rank) {
-    const QRegularExpression re(QString("rank %1: host \\S+, pid (\\d+)").arg(rank));
-    const auto m = re.match(err());
-    return m.hasMatch() ? m.captured(1).toLongLong() : -1;
-  }
-  void stop() {
-    if (p_.state() == QProcess::NotRunning) return;
-    p_.terminate();
-    if (!p_.waitForFinished(20000)) p_.kill();
-    p_.waitForFinished(5000);
-  }
-
- private:
-  QProcess p_;
-  QString address_;
-  QString err_;
-};
 
 // The output of a script run on the engine and with rank threads.
 void compareWithRankThreads(const QString& address, const QString& file, int tp) {
@@ -219,6 +153,23 @@ class TestEngineServer : public QObject {
              engine.c_str());
     QCOMPARE(rec.result.models[0].tp, 2);
     QVERIFY(!rec.result.traces.empty() && !rec.result.traces[0].values.empty());
+  }
+
+  // What the session log records of a GPU engine on two hosts: every rank's host and GPU (the
+  // rank's place among its host's ranks) and the versions.
+  void engineDescriptionNamesEveryRanksGpu() {
+    remote::v1::EngineIdentity id;
+    id.set_shardscope_version("0.1.0");
+    id.set_libtorch_version("2.11.0");
+    id.set_nccl_version("2.28.3");
+    id.set_backend("nccl+mpi");
+    id.set_device("cuda");
+    id.set_tp(4);
+    for (const char* h : {"a", "a", "b", "b"}) id.add_rank_hosts(h);
+    QCOMPARE(remote::describeEngine(id, "127.0.0.1:5000"),
+             std::string("shardscope-engine 0.1.0 at 127.0.0.1:5000: 4 rank processes (nccl+mpi, "
+                         "cuda) on rank 0 a cuda:0, rank 1 a cuda:1, rank 2 b cuda:0, rank 3 b "
+                         "cuda:1; LibTorch 2.11.0, NCCL 2.28.3"));
   }
 
   void refusedRequestsLeaveTheEngineServing() {

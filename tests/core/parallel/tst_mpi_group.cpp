@@ -144,6 +144,34 @@ class TestMpiGroup : public QObject {
     QVERIFY(group->aborted());
   }
 
+  // The wrapped group's watchdog names only its rank ("on rank 1 (MPI)", "(NCCL)"): the rank
+  // process's wrapper adds the host, so a timeout reads alike on the CPU and on GPUs, and tells
+  // the peers at once (rank 0, which never called the barrier, is aborted too).
+  void timeoutThroughPeerAbortNamesTheHost() {
+    const int rank = gMpi->rank();
+    PeerAbortGroup group(MpiGroup::create(MPI_COMM_WORLD), MPI_COMM_WORLD, where());
+    group.setOptions({std::chrono::milliseconds(300)});
+    std::string error;
+    if (rank != 0) {
+      try {
+        group.barrier();
+      } catch (const CollectiveTimeout& e) {
+        error = e.what();
+      } catch (const CollectiveAborted& e) {  // another rank's timeout arrived first
+        error = e.what();
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!group.aborted() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    QVERIFY(group.aborted());
+    if (rank == 0) return;
+    QVERIFY2(error.find("collective barrier timed out") != std::string::npos, error.c_str());
+    QVERIFY2(error.find(" ms on rank ") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("[host " + gMpi->host() + ", pid ") != std::string::npos, error.c_str());
+  }
+
   void groupsAfterAnAbortWorkAgain() {
     // The groups the tests above aborted hold abandoned collectives; a new one is independent.
     auto group = MpiGroup::create(MPI_COMM_WORLD);
