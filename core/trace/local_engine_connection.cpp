@@ -15,9 +15,11 @@ LocalEngineConnection::~LocalEngineConnection() = default;
 
 std::string LocalEngineConnection::describe() const {
   const ModelInfo& m = engine_->info();
-  return std::string("ShardScope ") + SHARDSCOPE_VERSION +
-         " in this process: " + std::to_string(m.tp * m.pp) + " rank threads (" + m.backend + ", " +
-         m.device + ")";
+  // Appended piece by piece: g++ 12 misreads the inlined temporaries of one long `+` chain
+  // (a false -Warray-bounds, GCC bug 105329).
+  std::string text = "ShardScope " SHARDSCOPE_VERSION " in this process: ";
+  text += std::to_string(m.tp * m.pp) + " rank threads (" + m.backend + ", " + m.device + ")";
+  return text;
 }
 
 void LocalEngineConnection::run(const std::string& source, const std::string& file) {
