@@ -51,8 +51,10 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   auto* lens = new QPushButton(tr("Logit lens"), this);
   auto* topk = new QPushButton(tr("Top-k"), this);
   auto* attn = new QPushButton(tr("Attention"), this);
-  grid->addWidget(prompts_, 0, 0, 3, 1);
-  // The knobs in two rows, so the bar fits beside the docks on a laptop-sized window.
+  // The prompts above, then the knobs and the buttons in rows of their own: beside the docks of
+  // a laptop-sized window the bar is about 700 px wide, and squeezed below its rows' widths Qt
+  // would clip every label and button.
+  grid->addWidget(prompts_, 0, 0);
   auto* sampling = new QHBoxLayout;
   auto* targets = new QHBoxLayout;
   const auto labelled = [&](QHBoxLayout* row, const QString& label, QWidget* w) {
@@ -64,21 +66,19 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   labelled(sampling, tr("Seed"), seed_);
   labelled(sampling, tr("Step"), step_);
   sampling->addStretch(1);
+  sampling->addWidget(runButton_);
+  sampling->addWidget(stopButton_);
   labelled(targets, tr("Target"), target_);
   labelled(targets, tr("Sweep layers"), sweepLayers_);
   labelled(targets, tr("Head"), attentionHead_);
   targets->addWidget(perHeadNorms_);
   targets->addStretch(1);
-  grid->addLayout(sampling, 0, 1);
-  grid->addLayout(targets, 1, 1);
-  grid->setColumnStretch(0, 1);
-  grid->setColumnStretch(1, 2);
-  prompts_->setMinimumWidth(260);
+  grid->addLayout(sampling, 1, 0);
+  grid->addLayout(targets, 2, 0);
   auto* buttons = new QHBoxLayout;
-  for (QPushButton* b : {runButton_, stopButton_, read, ablate, sweep, lens, topk, attn})
-    buttons->addWidget(b);
+  for (QPushButton* b : {read, ablate, sweep, lens, topk, attn}) buttons->addWidget(b);
   buttons->addStretch(1);
-  grid->addLayout(buttons, 2, 1);
+  grid->addLayout(buttons, 3, 0);
   connect(runButton_, &QPushButton::clicked, this, &PromptBar::generateClicked);
   connect(stopButton_, &QPushButton::clicked, this, &PromptBar::stopClicked);
   connect(read, &QPushButton::clicked, this, &PromptBar::readClicked);
