@@ -47,7 +47,8 @@ struct GenerateResult {
   std::vector<RequestOutput> outputs;
   int64_t steps = 0;
   double seconds = 0;
-  int64_t graphLayers = 0;  // decoder layers that ran from CUDA graphs, summed over steps
+  int64_t graphLayers = 0;      // decoder layers that ran from CUDA graphs, summed over steps
+  int64_t segmentedLayers = 0;  // of those, layers cut at the ports a trace waited on
 };
 
 struct JobProgress {

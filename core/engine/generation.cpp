@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "../error.h"
 #include "../host_tensor_conversion.h"
@@ -125,15 +126,16 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   // One cache for every request (row i is request i), so decode steps attend in one batch; kept
   // by the rank for the next generation, so graphs recorded over it stay valid.
   const KvCacheLayout layout = ctx.model.kvCacheLayout();
-  KvCache& cache = ctx.decode.cache(ctx.model.stage(), layout, int64_t(seqs.size()), longest, cacheOptions);
+  KvCache& cache =
+      ctx.decode.cache(ctx.model.stage(), layout, int64_t(seqs.size()), longest, cacheOptions);
   const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   const auto graphLayers = [&ctx] {
     const LayerReplayer* r =
         ctx.device.is_cuda() ? ctx.decode.replayer(ctx.group, ctx.device) : nullptr;
-    return r ? r->layersReplayed() : int64_t(0);
+    return r ? std::pair(r->layersReplayed(), r->layersSegmented()) : std::pair<int64_t, int64_t>();
   };
-  const int64_t graphLayersBefore = graphLayers();
+  const auto graphLayersBefore = graphLayers();
   // The sampled ids reach every rank of every stage.
   ProcessGroup& everyRank = ctx.pipeline ? ctx.pipeline->world() : ctx.group;
   int64_t step = 0;
@@ -286,7 +288,9 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   }
   if (!ctx.fillsResult() || !result) return;
   result->steps = step;
-  result->graphLayers = graphLayers() - graphLayersBefore;
+  const auto graphLayersAfter = graphLayers();
+  result->graphLayers = graphLayersAfter.first - graphLayersBefore.first;
+  result->segmentedLayers = graphLayersAfter.second - graphLayersBefore.second;
   result->outputs.clear();
   for (Sequence& s : seqs) {
     RequestOutput out;

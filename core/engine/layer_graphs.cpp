@@ -28,6 +28,15 @@ struct LayerGraphs::Pool {
 
 namespace {
 
+// Eager runs of a segment before its capture (SHARDSCOPE_GRAPH_WARMUPS overrides kWarmups).
+int graphWarmups() {
+  static const int warmups = [] {
+    const char* v = std::getenv("SHARDSCOPE_GRAPH_WARMUPS");
+    return v && std::atoi(v) > 0 ? std::atoi(v) : LayerGraphs::kWarmups;
+  }();
+  return warmups;
+}
+
 // Runs layers [begin, end) eagerly on the current stream.
 std::pair<at::Tensor, at::Tensor> runLayers(const LayerStack& stack, int64_t begin, int64_t end,
                                             at::Tensor hidden, at::Tensor residual,
@@ -42,7 +51,8 @@ LayerGraphs::LayerGraphs(ProcessGroup& group, at::Device device)
     : group_(group), device_(device), pool_(std::make_unique<Pool>()) {}
 
 LayerGraphs::~LayerGraphs() {
-  graphs_.clear();  // before the pool's id is forgotten
+  segmented_.clear();  // before the pool's id is forgotten
+  graphs_.clear();
 }
 
 // What a recorded graph bakes in: a decode step's requests and attended keys, or every span's
@@ -96,11 +106,7 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   ready.block(side);
   {
     c10::cuda::CUDAStreamGuard guard(side);
-    static const int warmups = [] {
-      const char* v = std::getenv("SHARDSCOPE_GRAPH_WARMUPS");
-      return v && std::atoi(v) > 0 ? std::atoi(v) : kWarmups;
-    }();
-    for (int i = 0; i < warmups; ++i)
+    for (int i = 0, n = graphWarmups(); i < n; ++i)
       runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
 #if TORCH_VERSION_MAJOR >= 2
     // Thread-local: the other rank threads keep allocating and launching while this one records.
@@ -126,6 +132,21 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   return g;
 }
 
+int64_t LayerGraphs::wholeLayersEnd(int64_t begin, int64_t layers, const ForwardBatch& batch) {
+  int64_t end = layers;
+  if (batch.observer) {
+    const int64_t needed = batch.observer->firstLayerNeeded(batch.step, layers);
+    if (needed < 0) return -1;  // the observer cannot say: every port is visited
+    end = std::clamp(needed, begin, layers);
+  }
+  if (batch.failure) {  // an injected failure's layer runs eagerly on every rank
+    for (int64_t i = begin; i < end; ++i) {
+      if (batch.failure->targets(i, batch.step)) return i;
+    }
+  }
+  return end;
+}
+
 int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& hidden,
                             at::Tensor& residual, const ForwardBatch& batch) {
   if (!hidden.is_cuda() || batch.numTokens() > kMaxTokens) return begin;
@@ -133,24 +154,29 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
     if (!s.cache) return begin;
   }
   const int64_t layers = stack.numLayers();
-  int64_t end = layers;
-  if (batch.observer) {
-    const int64_t needed = batch.observer->firstLayerNeeded(batch.step, layers);
-    if (needed < 0) return begin;  // the observer cannot say: every port is visited
-    end = std::clamp(needed, begin, layers);
-  }
-  if (batch.failure) {  // an injected failure's layer runs eagerly on every rank
-    for (int64_t i = begin; i < end; ++i) {
-      if (batch.failure->targets(i, batch.step)) end = i;
+  int64_t i = begin;
+  while (i < layers) {
+    const int64_t end = wholeLayersEnd(i, layers, batch);
+    if (end < 0) return i;
+    if (end > i) {
+      if (!replayWhole(stack, i, end, hidden, residual, batch)) return i;
+      i = end;
+      continue;
     }
+    if (!replaySegmented(stack, i, hidden, residual, batch)) return i;
+    ++i;
   }
-  if (end == begin) return begin;
+  return i;
+}
+
+bool LayerGraphs::replayWhole(const LayerStack& stack, int64_t begin, int64_t end,
+                              at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch) {
   const Layout layout = layoutOf(batch);
   Layout key{begin, end};
   key.insert(key.end(), layout.begin(), layout.end());
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
-    if (graphs_.size() >= kMaxGraphs) return begin;
+    if (graphs_.size() + segmented_.size() >= kMaxGraphs) return false;
     StepInputs& in = inputs(layout, batch);
     it = graphs_.emplace(key, record(stack, begin, end, hidden, residual, in, batch)).first;
   } else {
@@ -175,7 +201,42 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
   residual = batch.observer ? g.residualOut.clone() : g.residualOut;
   layersReplayed_ += end - begin;
   if (batch.observer) batch.observer->layersReplayed(begin, end, batch);
-  return end;
+  return true;
+}
+
+bool LayerGraphs::replaySegmented(const LayerStack& stack, int64_t layer, at::Tensor& hidden,
+                                  at::Tensor& residual, const ForwardBatch& batch) {
+  PortObserver* observer = batch.observer;
+  if (!observer || !observer->tellsPortWaits()) return false;
+  if (batch.failure && batch.failure->targets(layer, batch.step)) return false;
+  // A wait on an earlier layer's port is an ordering error the eager layer reports.
+  if (observer->firstLayerNeeded(batch.step, stack.numLayers()) != layer) return false;
+  const Layout layout = layoutOf(batch);
+  Layout key{layer};
+  key.insert(key.end(), layout.begin(), layout.end());
+  auto it = segmented_.find(key);
+  if (it == segmented_.end()) {
+    if (graphs_.size() + segmented_.size() >= kMaxGraphs) return false;
+    StepInputs& in = inputs(layout, batch);
+    ForwardBatch fixed = batch;
+    fixed.positions = in.positions;
+    if (batch.decodeSlots.defined()) fixed.decodeSlots = in.slots;
+    auto made = std::make_unique<SegmentedLayer>(stack, layer, hidden, residual, fixed, pool_->id,
+                                                 graphWarmups());
+    it = segmented_.emplace(key, std::move(made)).first;
+  } else {
+    inputs(layout, batch);
+  }
+  group_.throwIfAborted();
+  it->second->replay(hidden, residual, batch, [&] {
+    if (group_.size() == 1) return;
+    CollectiveSite site("the CUDA graph segments of layer " + std::to_string(layer), batch.step);
+    group_.waitForStream("replayed graph segment");
+  });
+  ++layersReplayed_;
+  ++layersSegmented_;
+  observer->layersReplayed(layer, layer + 1, batch);
+  return true;
 }
 
 }  // namespace shardscope

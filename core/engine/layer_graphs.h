@@ -1,9 +1,10 @@
 // LayerGraphs: decoder layers replayed as CUDA graphs, vLLM's way of taking the host out of a
-// launch-bound step, in segments broken where the trace needs to see a port: the layers an
-// observer waits on run eagerly (their ports visited as always), every run of layers between them
-// replays one graph. Decode steps and small prefills (up to kMaxTokens tokens) are recorded, keyed
-// by the segment and the step's layout (requests, tokens, cached lengths, attended keys), the first
-// time they are needed and kept for later steps and generations. Built only with LibTorch's CUDA.
+// launch-bound step, in segments broken where the trace needs to see a port: every run of layers
+// no observer needs replays one graph; a layer it needs replays as segments cut at its ports
+// (SegmentedLayer) when the observer can say which ports it waits on, else runs eagerly. Decode
+// steps and small prefills (up to kMaxTokens tokens) are recorded, keyed by the segment and the
+// step's layout (requests, tokens, cached lengths, attended keys), the first time they are needed
+// and kept for later steps and generations. Built only with LibTorch's CUDA.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -15,6 +16,7 @@
 #include "../model/forward_batch.h"
 #include "../model/layer_replayer.h"
 #include "../parallel/process_group.h"
+#include "segmented_layer.h"
 
 namespace shardscope {
 
@@ -32,6 +34,7 @@ class LayerGraphs : public LayerReplayer {
   int64_t replay(const LayerStack& stack, int64_t begin, at::Tensor& hidden, at::Tensor& residual,
                  const ForwardBatch& batch) override;
   int64_t layersReplayed() const override { return layersReplayed_; }
+  int64_t layersSegmented() const override { return layersSegmented_; }
 
  private:
   struct Graph;
@@ -45,14 +48,25 @@ class LayerGraphs : public LayerReplayer {
   std::unique_ptr<Graph> record(const LayerStack& stack, int64_t begin, int64_t end,
                                 const at::Tensor& hidden, const at::Tensor& residual,
                                 StepInputs& in, const ForwardBatch& batch);
+  // Where the run of whole layers from `begin` ends (the first layer the observer needs or a
+  // failure targets); -1 when the observer cannot tell.
+  static int64_t wholeLayersEnd(int64_t begin, int64_t layers, const ForwardBatch& batch);
+  // Layers [begin, end) as one graph; false when no more graphs may be recorded.
+  bool replayWhole(const LayerStack& stack, int64_t begin, int64_t end, at::Tensor& hidden,
+                   at::Tensor& residual, const ForwardBatch& batch);
+  // Layer `layer` in segments cut at its ports; false when it must run eagerly.
+  bool replaySegmented(const LayerStack& stack, int64_t layer, at::Tensor& hidden,
+                       at::Tensor& residual, const ForwardBatch& batch);
 
   ProcessGroup& group_;
   at::Device device_;
   std::map<Layout, StepInputs> inputs_;
-  std::map<Layout, std::unique_ptr<Graph>> graphs_;  // by {begin, end} + layout
+  std::map<Layout, std::unique_ptr<Graph>> graphs_;              // by {begin, end} + layout
+  std::map<Layout, std::unique_ptr<SegmentedLayer>> segmented_;  // by {layer} + layout
   struct Pool;
   std::unique_ptr<Pool> pool_;
   int64_t layersReplayed_ = 0;
+  int64_t layersSegmented_ = 0;
 };
 
 }  // namespace shardscope

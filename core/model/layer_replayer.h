@@ -1,6 +1,7 @@
 // LayerStack / LayerReplayer: the seam between a model's decoder layers and a runner that replays
-// captured CUDA graphs over runs of them (core/engine/layer_graphs). The model runs a layer
-// eagerly whenever the step's observer needs one of its ports; the replayer covers the rest.
+// captured CUDA graphs over runs of them (core/engine/layer_graphs). The replayer covers the layers
+// it can (a layer the observer needs, too, when the observer says which ports it waits on); the
+// model runs the rest eagerly.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -26,12 +27,14 @@ constexpr int64_t kMaxRecordedTokens = 256;
 class LayerReplayer {
  public:
   virtual ~LayerReplayer() = default;
-  // Replays layers from `begin` up to (not including) the first one the step's observer needs, or
-  // to the end; returns where it stopped: `begin` when it replayed nothing.
+  // Replays layers from `begin` on, up to (not including) the first one it cannot replay, or to
+  // the end; returns where it stopped: `begin` when it replayed nothing.
   virtual int64_t replay(const LayerStack& stack, int64_t begin, at::Tensor& hidden,
                          at::Tensor& residual, const ForwardBatch& batch) = 0;
   // Layers run from graphs so far (a count for results and benchmarks).
   virtual int64_t layersReplayed() const = 0;
+  // Of those, layers replayed in segments cut at the ports an observer waited on.
+  virtual int64_t layersSegmented() const { return 0; }
 };
 
 }  // namespace shardscope

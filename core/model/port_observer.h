@@ -17,6 +17,9 @@ struct ForwardBatch;
 struct PortValue {
   std::vector<at::Tensor> items;
   bool tuple = false;
+  // Set by an observer that changed the items' values (in place): a graph replayer, which hands
+  // out copies of its buffers, copies them back.
+  bool written = false;
 
   static PortValue single(at::Tensor t) { return {{std::move(t)}, false}; }
   static PortValue pair(at::Tensor a, at::Tensor b) { return {{std::move(a), std::move(b)}, true}; }
@@ -42,6 +45,13 @@ class PortObserver {
   virtual int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const { return -1; }
   // Layers [begin, end) of this step ran as a replayed graph: their ports were passed unvisited.
   virtual void layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) {}
+  // Whether waitsOn() answers for single ports. Then a layer the observer needs replays as graph
+  // segments cut at its ports, visiting only the ports it waits on; otherwise it runs eagerly.
+  virtual bool tellsPortWaits() const { return false; }
+  // Whether the observer waits on this port at `step`, given what it waits on now.
+  virtual bool waitsOn(const Module& module, PortRole role, int64_t step) const { return true; }
+  // A replayed graph segment passed this port without visiting it (nobody waited on it).
+  virtual void portPassed(const Module& module, PortRole role, const ForwardBatch& batch) {}
   // After the last step, with every request's generated ids.
   virtual void finish(const std::vector<std::vector<int64_t>>& generated) {}
 };

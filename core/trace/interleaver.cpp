@@ -124,6 +124,19 @@ void Interleaver::layersReplayed(int64_t begin, int64_t end, const ForwardBatch&
   replayedThrough_ = std::max(replayedThrough_, end);
 }
 
+bool Interleaver::waitsOn(const Module& module, PortRole role, int64_t step) const {
+  for (const auto& m : mediators_) {
+    if (m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
+        m->step == step)
+      return true;
+  }
+  return false;
+}
+
+void Interleaver::portPassed(const Module& module, PortRole role, const ForwardBatch& batch) {
+  noteVisit(module, role, batch.step);
+}
+
 void Interleaver::enterStep(int64_t step) {
   if (step == currentStep_) return;
   currentStep_ = step;
@@ -153,12 +166,7 @@ void Interleaver::start() {
 void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
                         const ForwardBatch& batch) {
   noteVisit(module, role, batch.step);
-  bool waited = false;
-  for (const auto& m : mediators_) {
-    waited |= m->wait == Mediator::Wait::Port && m->waitModule == &module && m->waitRole == role &&
-              m->step == batch.step;
-  }
-  if (!waited) return;
+  if (!waitsOn(module, role, batch.step)) return;
 
   const ShardSpec& shard = module.port(role).shard;
   const std::string port = portName(&module, role);
@@ -171,6 +179,7 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   takeTensorWrite();
   serve(module, role, wholes, value.tuple, batch);
   if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
+  value.written = true;
   for (size_t i = 0; i < value.items.size(); ++i)
     scatterBack(value.items[i], wholes[i], shard, ctx_.group);
 }

@@ -68,6 +68,9 @@ class Interleaver : public PortObserver {
   bool stopRequested(int64_t request) const override;
   int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const override;
   void layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) override;
+  bool tellsPortWaits() const override { return true; }
+  bool waitsOn(const Module& module, PortRole role, int64_t step) const override;
+  void portPassed(const Module& module, PortRole role, const ForwardBatch& batch) override;
   void finish(const std::vector<std::vector<int64_t>>& generated) override;
   // Rank 0's saved values and prints (call after finish()).
   TraceOutput output() const;

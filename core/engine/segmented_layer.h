@@ -1,0 +1,64 @@
+// SegmentedLayer: a decoder layer that a trace observes, recorded as CUDA graph segments cut at
+// its ports, so that reading or writing one port costs that port's own work instead of an eager
+// layer (issue 15, target 3: about 30 launches and a host wait on each collective). The recording
+// runs the module-by-module path, which visits every port; a replay launches the segments between
+// the ports the observer waits on as one graph (a composition of the recorded segments, kept per
+// range) and visits only those ports. Built only with LibTorch's CUDA.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAGraph.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../model/forward_batch.h"
+#include "../model/layer_replayer.h"
+
+namespace shardscope {
+
+class SegmentedLayer {
+ public:
+  using PoolId = decltype(at::cuda::graph_pool_handle());
+
+  // Records layer `layer` of `stack` on the current stream's device from (hidden, residual),
+  // after `warmups` eager runs; `fixed` is the step's batch with its inputs at the addresses the
+  // graphs read (its observer and replayer are replaced). Memory comes from `pool`.
+  SegmentedLayer(const LayerStack& stack, int64_t layer, const at::Tensor& hidden,
+                 const at::Tensor& residual, ForwardBatch fixed, PoolId pool, int warmups);
+  ~SegmentedLayer();
+  SegmentedLayer(const SegmentedLayer&) = delete;
+  SegmentedLayer& operator=(const SegmentedLayer&) = delete;
+
+  // Replays the layer on (hidden, residual), updating them. Ports `batch.observer` waits on are
+  // visited with copies of their values (a later replay overwrites the buffers; a write is copied
+  // back); the others are reported passed. `launched` runs after each launch (the group's wait).
+  void replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch,
+              const std::function<void()>& launched);
+
+  size_t segments() const { return segments_.size(); }
+  size_t ports() const { return ports_.size(); }
+
+ private:
+  struct Port {
+    const Module* module = nullptr;
+    PortRole role = PortRole::Input;
+    PortValue value;      // the recorded buffers
+    size_t boundary = 0;  // segments that run before this port
+  };
+  struct Launchable;
+  class Recorder;
+
+  void launch(size_t first, size_t last, const std::function<void()>& launched);
+
+  int64_t layer_ = 0;
+  at::Tensor hiddenIn_, residualIn_, hiddenOut_, residualOut_;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> segments_;
+  std::vector<Port> ports_;
+  std::map<std::pair<size_t, size_t>, std::unique_ptr<Launchable>> launchables_;
+};
+
+}  // namespace shardscope

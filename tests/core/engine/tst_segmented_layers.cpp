@@ -1,0 +1,145 @@
+// A layer a trace needs replays as CUDA graph segments cut at its ports (SegmentedLayer, issue
+// 15 target 3) when its observer says which ports it waits on: the ports it reads see the values
+// an eager layer shows them, a write lands as it does eagerly, the ports nobody waits on are
+// reported passed, and every step's ids and logits equal enforce_eager's. On the GPU only (the
+// CPU has no graphs): one GPU at tp=1 and, over NCCL, one GPU per rank at tp=2.
+#include <QtTest>
+
+#include <memory>
+#include <mutex>
+
+#include "common/tensor_checks.h"
+#include "common/test_support.h"
+#include "core/engine/engine.h"
+#include "core/engine/generation.h"
+#include "core/engine/rank_context.h"
+#include "core/host_tensor_conversion.h"
+#include "core/model/module.h"
+#include "core/model/port_observer.h"
+#include "core/model/tokenizer.h"
+
+using namespace shardscope;
+
+namespace {
+
+constexpr const char* kRead = "model.layers.1.self_attn.o_proj";
+constexpr const char* kWrite = "model.layers.2.mlp";
+
+// Reads layer 1's o_proj input at every step and zeroes layer 2's MLP output at even steps; needs
+// layers 1 and 2 and says which ports it waits on. Counts the ports a replayer passed.
+class ReadsAndWrites : public PortObserver {
+ public:
+  std::vector<at::Tensor> reads;
+  int64_t passed = 0;
+
+  void visit(const Module& m, PortRole role, PortValue& v, const ForwardBatch& b) override {
+    if (reads_(m, role)) reads.push_back(v.items[0].to(at::kCPU));
+    if (!writes_(m, role, b.step)) return;
+    v.items[0].zero_();
+    v.written = true;
+  }
+  bool tellsPortWaits() const override { return true; }
+  bool waitsOn(const Module& m, PortRole role, int64_t step) const override {
+    return reads_(m, role) || writes_(m, role, step);
+  }
+  void portPassed(const Module&, PortRole, const ForwardBatch&) override { ++passed; }
+  int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const override {
+    if (step != step_) step_ = step, through_ = 0;
+    return through_ <= 1 ? 1 : through_ <= 2 ? 2 : numLayers;
+  }
+  void layersReplayed(int64_t, int64_t end, const ForwardBatch& b) override {
+    firstLayerNeeded(b.step, 0);
+    through_ = std::max(through_, end);
+  }
+
+ private:
+  static bool reads_(const Module& m, PortRole role) {
+    return role == PortRole::Input && m.path() == kRead;
+  }
+  static bool writes_(const Module& m, PortRole role, int64_t step) {
+    return role == PortRole::Output && step % 2 == 0 && m.path() == kWrite;
+  }
+  mutable int64_t step_ = -1;
+  mutable int64_t through_ = 0;  // layers passed in this step
+};
+
+struct Outcome {
+  GenerateResult result;
+  std::vector<at::Tensor> reads;  // rank 0's
+  int64_t passed = 0;
+};
+
+Outcome generate(Engine& e, bool observe) {
+  GenerateRequest r;
+  r.prompts = {e.tokenizer()->encode("The capital of France is")};
+  r.sampling.maxTokens = 6;
+  r.sampling.ignoreEos = true;
+  r.returnLogits = true;
+  auto out = std::make_shared<Outcome>();
+  JobHandle h = e.submit([&r, out, observe](RankContext& ctx) {
+    ReadsAndWrites observer;
+    runGeneration(ctx, r, ctx.rank == 0 ? &out->result : nullptr, observe ? &observer : nullptr);
+    if (ctx.rank != 0) return;
+    out->reads = observer.reads;
+    out->passed = observer.passed;
+  });
+  h.wait();
+  return *out;
+}
+
+EngineOptions options(int tp, bool graphs) {
+  EngineOptions o;
+  o.tp = tp;
+  o.device = "cuda";
+  o.dtype = "f32";
+  o.backend = tp > 1 ? "nccl" : "local";
+  o.cudaGraphs = graphs;
+  return o;
+}
+
+}  // namespace
+
+class TestSegmentedLayers : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void readsAndWritesMatchEagerLayers_data() {
+    QTest::addColumn<int>("tp");
+    QTest::newRow("tp=1") << 1;
+    QTest::newRow("tp=2 over NCCL") << 2;
+  }
+  void readsAndWritesMatchEagerLayers() {
+    QFETCH(int, tp);
+    if (test::device() != "cuda") QSKIP("CUDA graphs need the GPU (SHARDSCOPE_TEST_DEVICE=cuda)");
+    if (int(at::getNumGPUs()) < tp) QSKIP("needs a GPU per rank");
+    Engine graphs(options(tp, true));
+    Engine eager(options(tp, false));
+    const Outcome plain = generate(graphs, false);
+    const Outcome a = generate(graphs, true);
+    const Outcome again = generate(graphs, true);  // the recorded segments, replayed
+    const Outcome b = generate(eager, true);
+    const int64_t steps = a.result.steps;
+    QCOMPARE(steps, int64_t(6));
+    QCOMPARE(a.result.segmentedLayers, 2 * steps);  // layers 1 and 2 at every step
+    QCOMPARE(a.result.graphLayers, steps * graphs.info().numLayers);
+    QCOMPARE(b.result.graphLayers, int64_t(0));
+    QVERIFY(a.passed > 0);  // the ports nobody waited on
+    QCOMPARE(a.reads.size(), size_t(steps));
+    QCOMPARE(b.reads.size(), size_t(steps));
+    for (size_t s = 0; s < a.reads.size(); ++s) {
+      QVERIFY2(test::closeToScale(a.reads[s], b.reads[s]),
+               test::closeToScaleMessage(a.reads[s], b.reads[s]).c_str());
+      QVERIFY(at::equal(again.reads[s], a.reads[s]));
+    }
+    QCOMPARE(a.result.outputs[0].tokenIds, b.result.outputs[0].tokenIds);
+    const at::Tensor x = fromHostFloat(a.result.outputs[0].logits);
+    const at::Tensor y = fromHostFloat(b.result.outputs[0].logits);
+    QVERIFY2(test::closeToScale(x, y), test::closeToScaleMessage(x, y).c_str());
+    QVERIFY(at::equal(fromHostFloat(again.result.outputs[0].logits), x));
+    // The write had an effect: the first step's logits differ from a run nobody observes.
+    const at::Tensor p = fromHostFloat(plain.result.outputs[0].logits);
+    QVERIFY(!test::closeToScale(x.narrow(0, 0, 1), p.narrow(0, 0, 1)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSegmentedLayers)
+#include "tst_segmented_layers.moc"
