@@ -340,7 +340,6 @@ int main(int argc, char** argv) {
       {"zero_head", "    for step in tracer.iter[:]:\n        z = " + o + ".input\n        " + o +
                         ".head(z, 0)[:] = 0\n"}};
   for (const auto& [name, body] : bodies) {
-    if (scaling && name == "zero_head") continue;
     const double prefill = traceSeconds(e, body, prompt, 1, 3);
     const double total = traceSeconds(e, body, prompt, steps + 1, 3);
     out["trace"][name] = {{"total_s", total}, {"per_step_s", (total - prefill) / double(steps)}};
