@@ -155,17 +155,31 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
   }
   const int64_t layers = stack.numLayers();
   int64_t i = begin;
+  // One wait for the step's graphs at the end (their collectives' watchdog), not one a launch: a
+  // wait drains the GPU, and the launches after it start from an idle GPU. An observer visited in
+  // between waits itself before it reads anything on the host (PortObserver::visit).
+  bool launched = false;
+  const auto waitForLaunched = [&] {
+    if (!launched || group_.size() == 1) return;
+    CollectiveSite site("the CUDA graphs of layers " + std::to_string(begin) + ".." +
+                            std::to_string(i - 1) + " (2 all-reduces a layer)",
+                        batch.step);
+    group_.waitForStream("replayed graphs");
+  };
   while (i < layers) {
     const int64_t end = wholeLayersEnd(i, layers, batch);
-    if (end < 0) return i;
+    if (end < 0) break;
     if (end > i) {
-      if (!replayWhole(stack, i, end, hidden, residual, batch)) return i;
+      if (!replayWhole(stack, i, end, hidden, residual, batch)) break;
+      launched = true;
       i = end;
-      continue;
+      if (i == layers) break;
     }
-    if (!replaySegmented(stack, i, hidden, residual, batch)) return i;
+    if (!replaySegmented(stack, i, hidden, residual, batch)) break;
+    launched = true;
     ++i;
   }
+  waitForLaunched();
   return i;
 }
 
@@ -187,13 +201,6 @@ bool LayerGraphs::replayWhole(const LayerStack& stack, int64_t begin, int64_t en
   Graph& g = *it->second;
   group_.throwIfAborted();  // its collectives would wait for ranks that have left
   g.graph.replay();
-  if (group_.size() > 1) {
-    const std::string where = "the CUDA graph of layers " + std::to_string(begin) + ".." +
-                              std::to_string(end - 1) + " (" + std::to_string(end - begin) +
-                              " layers, 2 all-reduces each)";
-    CollectiveSite site(where, batch.step);
-    group_.waitForStream("replayed graph");
-  }
   // The outputs' buffers are overwritten by this graph's next replay: with an observer, which
   // may keep what the later layers see, they are copied; without one the step is done with them
   // before that replay.
@@ -228,11 +235,7 @@ bool LayerGraphs::replaySegmented(const LayerStack& stack, int64_t layer, at::Te
     inputs(layout, batch);
   }
   group_.throwIfAborted();
-  it->second->replay(hidden, residual, batch, [&] {
-    if (group_.size() == 1) return;
-    CollectiveSite site("the CUDA graph segments of layer " + std::to_string(layer), batch.step);
-    group_.waitForStream("replayed graph segment");
-  });
+  it->second->replay(hidden, residual, batch);
   ++layersReplayed_;
   ++layersSegmented_;
   observer->layersReplayed(layer, layer + 1, batch);

@@ -3,7 +3,6 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <c10/util/Exception.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -40,13 +39,6 @@ bool captureHasWork(cudaStream_t stream, int64_t layer) {
 #endif
   return count > 0;
 }
-
-// Drops LibTorch's "The CUDA Graph is empty" warning while a capture with nothing after the
-// layer's last port is ended and thrown away: that emptiness is expected here.
-class QuietWarnings : public c10::WarningHandler {
- public:
-  void process(const c10::Warning&) override {}
-};
 
 }  // namespace
 
@@ -94,13 +86,7 @@ class SegmentedLayer::Recorder : public PortObserver {
     owner_.ports_.push_back(Port{&module, role, value, owner_.segments_.size()});
   }
 
-  void end() {
-    if (captureHasWork(stream(), owner_.layer_)) return finish();
-    QuietWarnings quiet;
-    c10::WarningUtils::WarningHandlerGuard guard(&quiet);
-    current_->capture_end();
-    current_.reset();
-  }
+  void end() { finish(); }
 
   // Leaves the stream out of capture mode after an error (the error itself goes on).
   void abandon() noexcept {
@@ -154,9 +140,11 @@ SegmentedLayer::SegmentedLayer(const LayerStack& stack, int64_t layer, const at:
     at::Tensor h = hiddenIn_, r = residualIn_;
     recorder.begin();
     stack.runLayer(layer, h, r, fixed);  // on an error the recorder leaves capture mode
+    // Outputs of their own (the layer's last port hands out copies), which also keeps the last
+    // segment from being empty.
+    hiddenOut_ = h.clone();
+    if (r.defined()) residualOut_ = r.clone();
     recorder.end();
-    hiddenOut_ = h;
-    residualOut_ = r;
   }
   at::cuda::CUDAEvent recorded;
   recorded.record(side);
@@ -167,7 +155,7 @@ SegmentedLayer::~SegmentedLayer() {
   launchables_.clear();  // before the segments they were composed of
 }
 
-void SegmentedLayer::launch(size_t first, size_t last, const std::function<void()>& launched) {
+void SegmentedLayer::launch(size_t first, size_t last) {
   if (first >= last) return;
   std::unique_ptr<Launchable>& l = launchables_[{first, last}];
   if (!l) {
@@ -186,11 +174,9 @@ void SegmentedLayer::launch(size_t first, size_t last, const std::function<void(
     l = std::move(made);
   }
   check(cudaGraphLaunch(l->exec, currentStream(hiddenIn_)), layer_, "cudaGraphLaunch");
-  launched();
 }
 
-void SegmentedLayer::replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch,
-                            const std::function<void()>& launched) {
+void SegmentedLayer::replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch) {
   hiddenIn_.copy_(hidden);
   if (residualIn_.defined()) residualIn_.copy_(residual);
   PortObserver& observer = *batch.observer;
@@ -200,7 +186,7 @@ void SegmentedLayer::replay(at::Tensor& hidden, at::Tensor& residual, const Forw
       observer.portPassed(*p.module, p.role, batch);
       continue;
     }
-    launch(done, p.boundary, launched);
+    launch(done, p.boundary);
     done = p.boundary;
     PortValue v = p.value;
     v.written = false;
@@ -213,10 +199,10 @@ void SegmentedLayer::replay(at::Tensor& hidden, at::Tensor& residual, const Forw
       if (p.value.items[i].defined()) p.value.items[i].copy_(v.items[i]);
     }
   }
-  launch(done, segments_.size(), launched);
-  // The outputs' buffers are overwritten by the next replay; the observer may keep what follows.
-  hidden = hiddenOut_.clone();
-  residual = residualOut_.defined() ? residualOut_.clone() : at::Tensor();
+  launch(done, segments_.size());
+  // Overwritten by this layer's next replay, when the step has long used them.
+  hidden = hiddenOut_;
+  residual = residualOut_;
 }
 
 }  // namespace shardscope

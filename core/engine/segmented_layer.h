@@ -9,7 +9,6 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAGraph.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -35,9 +34,8 @@ class SegmentedLayer {
 
   // Replays the layer on (hidden, residual), updating them. Ports `batch.observer` waits on are
   // visited with copies of their values (a later replay overwrites the buffers; a write is copied
-  // back); the others are reported passed. `launched` runs after each launch (the group's wait).
-  void replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch,
-              const std::function<void()>& launched);
+  // back); the others are reported passed. Nothing waits for the launches (the caller does).
+  void replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch);
 
   size_t segments() const { return segments_.size(); }
   size_t ports() const { return ports_.size(); }
@@ -52,7 +50,7 @@ class SegmentedLayer {
   struct Launchable;
   class Recorder;
 
-  void launch(size_t first, size_t last, const std::function<void()>& launched);
+  void launch(size_t first, size_t last);
 
   int64_t layer_ = 0;
   at::Tensor hiddenIn_, residualIn_, hiddenOut_, residualOut_;

@@ -28,6 +28,9 @@ struct PortValue {
 class PortObserver {
  public:
   virtual ~PortObserver() = default;
+  // A port's value on this rank. After replayed graphs the GPU may still be running collectives:
+  // an observer calls batch.group.waitForStream() (or a collective, which waits) before it reads
+  // anything on the host, so that a rank that never arrives ends in the watchdog, not a hang.
   virtual void visit(const Module& module, PortRole role, PortValue& value,
                      const ForwardBatch& batch) = 0;
   // Pipeline parallelism: another stage visited `module`'s port and shared its whole value (it

@@ -1,6 +1,7 @@
 #include "interleaver.h"
 
 #include <algorithm>
+#include <map>
 
 #include "../engine/generation.h"
 #include "../engine/pipeline_step.h"
@@ -16,20 +17,63 @@
 namespace shardscope::trace {
 namespace {
 
-Value toCpu(const Value& v) {
+// Saved values reach the driver on the host. The device tensors of one value (a list read at
+// every step holds one per step) move in one transfer per device and dtype, not one synchronising
+// copy each; each tensor gets its own host storage.
+void deviceLeaves(const Value& v, std::vector<const Object*>& out) {
+  if (v->type == Type::Tensor && v->tensor.defined() && !v->tensor.is_cpu()) out.push_back(v.get());
+  if (v->type != Type::Tuple && v->type != Type::List) return;
+  for (const auto& i : v->items) deviceLeaves(i, out);
+}
+
+std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>& leaves) {
+  constexpr int64_t kMaxBatchBytes = int64_t(64) << 20;  // larger values move one by one
+  std::map<const Object*, at::Tensor> host;
+  std::map<std::pair<std::string, at::ScalarType>, std::vector<const Object*>> groups;
+  for (const Object* o : leaves) {
+    const at::Tensor& t = o->tensor;
+    if (t.numel() * int64_t(t.element_size()) > kMaxBatchBytes) {
+      host[o] = t.to(at::kCPU);
+      continue;
+    }
+    groups[{t.device().str(), t.scalar_type()}].push_back(o);
+  }
+  for (const auto& [key, objects] : groups) {
+    std::vector<at::Tensor> flat;
+    for (const Object* o : objects) flat.push_back(o->tensor.reshape(-1));
+    const at::Tensor all = at::cat(flat).to(at::kCPU);
+    int64_t offset = 0;
+    for (const Object* o : objects) {
+      const int64_t n = o->tensor.numel();
+      host[o] = all.narrow(0, offset, n).view(o->tensor.sizes()).clone();
+      offset += n;
+    }
+  }
+  return host;
+}
+
+Value rebuiltOnHost(const Value& v, const std::map<const Object*, at::Tensor>& host) {
   if (v->type == Type::Tensor) {
-    auto c = tensor(v->tensor.to(at::kCPU));
+    const auto it = host.find(v.get());
+    if (it == host.end()) return v;
+    auto c = tensor(it->second);
     c->saved = v->saved;
     return c;
   }
   if (v->type == Type::Tuple || v->type == Type::List) {
     std::vector<Value> items;
-    for (const auto& i : v->items) items.push_back(toCpu(i));
+    for (const auto& i : v->items) items.push_back(rebuiltOnHost(i, host));
     Value c = v->type == Type::List ? list(items) : tuple(items);
     c->saved = v->saved;
     return c;
   }
   return v;
+}
+
+Value toCpu(const Value& v) {
+  std::vector<const Object*> leaves;
+  deviceLeaves(v, leaves);
+  return rebuiltOnHost(v, moveToHost(leaves));
 }
 
 }  // namespace
@@ -171,6 +215,9 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   const ShardSpec& shard = module.port(role).shard;
   const std::string port = portName(&module, role);
   CollectiveSite site(port, batch.step);
+  // A split or partial value's gather is a collective, which waits for the stream; a whole one is
+  // served as it is, so wait here for any graph still running (PortObserver::visit).
+  if (shard.kind == ShardKind::Whole) ctx_.group.waitForStream("a port read after graphs");
   std::vector<at::Tensor> wholes;
   for (const at::Tensor& t : value.items) wholes.push_back(gather(t, shard, ctx_.group));
   // Every other stage follows this one's turn and gets the whole value too.

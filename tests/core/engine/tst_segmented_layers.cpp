@@ -22,8 +22,8 @@ using namespace shardscope;
 
 namespace {
 
-constexpr const char* kRead = "model.layers.1.self_attn.o_proj";
-constexpr const char* kWrite = "model.layers.2.mlp";
+constexpr const char* kRead = "model.model.layers[1].self_attn.o_proj";
+constexpr const char* kWrite = "model.model.layers[2].mlp";
 
 // Reads layer 1's o_proj input at every step and zeroes layer 2's MLP output at even steps; needs
 // layers 1 and 2 and says which ports it waits on. Counts the ports a replayer passed.
