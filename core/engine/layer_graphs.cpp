@@ -161,11 +161,12 @@ int64_t LayerGraphs::replay(const LayerStack& stack, int64_t begin, at::Tensor& 
   bool launched = false;
   const auto waitForLaunched = [&] {
     if (!launched || group_.size() == 1) return;
-    CollectiveSite site("the CUDA graphs of layers " + std::to_string(begin) + ".." +
-                            std::to_string(i - 1) + " (2 all-reduces a layer)",
-                        batch.step);
+    const std::string where = "the CUDA graphs of layers " + std::to_string(begin) + ".." +
+                              std::to_string(i - 1) + " (2 all-reduces a layer)";
+    CollectiveSite site(where, batch.step);  // keeps a pointer to `where`
     group_.waitForStream("replayed graphs");
   };
+
   while (i < layers) {
     const int64_t end = wholeLayersEnd(i, layers, batch);
     if (end < 0) break;

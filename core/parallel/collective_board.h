@@ -20,6 +20,7 @@ class CollectiveSite {
  public:
   // `where` must outlive the object (a module's path, a string owned by the caller).
   explicit CollectiveSite(const std::string& where, int64_t step = -1);
+  CollectiveSite(std::string&& where, int64_t step = -1) = delete;  // it keeps a pointer
   ~CollectiveSite();
   CollectiveSite(const CollectiveSite&) = delete;
   CollectiveSite& operator=(const CollectiveSite&) = delete;
