@@ -74,20 +74,25 @@ __global__ void selectKernel(MoeSelectArgs s, int64_t tokens, int topK) {
   if (t < tokens) selectToken<T>(s, t, topK);
 }
 
-// Where the down kernel's blocks count themselves done, one int per range of kWarps rows.
-__device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
+// Per token, its choices in increasing expert order (the order of Hugging Face's adds), -1 for
+// another rank's expert: topK ints a token, after the lists.
+__device__ __forceinline__ int* addOrder(const FusedMoeArgs& a) {
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
   return a.routing + 2 + 2 * slots + pairs;
+}
+// Where the down kernel's blocks count themselves done, one int per range of kWarps rows.
+__device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
+  return addOrder(a) + a.tokens * a.topK;
 }
 
 // The routing as lists (one block), after the choice itself when a.select.logits is set (then
 // a.ids and a.weights point at the choice's output): the distinct local experts chosen, in
 // increasing order, and per expert its (token, choice) pairs. Layout of a.routing (int32): [0]
 // used experts U, [1 .. 1+U] the experts, [1+S .. 2+S+U] each one's first pair, [2+2S ..] the
-// pairs, where S is the number of slots (min(pairs, localExperts)), then the down kernel's done
-// counts, zeroed here. Later kernels' blocks of slot >= U do no work, so a step reads only the
-// chosen experts' weights.
-// One block; `counts` is shared memory for 2 * localExperts ints.
+// pairs, where S is the number of slots (min(pairs, localExperts)), then each token's add order
+// (addOrder), then the down kernel's done counts, zeroed here. Later kernels' blocks of slot >= U
+// do no work, so a step reads only the chosen experts' weights. One block; `counts` is shared
+// memory for 2 * localExperts ints.
 template <typename T>
 __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
   int* fill = counts + a.localExperts;  // after the counts: each expert's next list position
@@ -99,6 +104,17 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
   int* done = doneCounts(a);
   for (int64_t r = threadIdx.x; r * kWarps < a.hidden; r += blockDim.x) done[r] = 0;
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
+  int* order = addOrder(a);
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
+    const int64_t t = p / a.topK, j = p % a.topK, id = a.ids[p];
+    int rank = 0;  // choices before this one in increasing expert order (equal ids by choice)
+    for (int64_t i = 0; i < a.topK; ++i) {
+      const int64_t other = a.ids[t * a.topK + i];
+      rank += other < id || (other == id && i < j);
+    }
+    const bool local = id >= a.firstExpert && id < a.firstExpert + a.localExperts;
+    order[t * a.topK + rank] = local ? int(j) : -1;
+  }
   int* used = a.routing + 1;
   int* starts = a.routing + 1 + slots;
   int* list = a.routing + 2 + 2 * slots;
@@ -302,27 +318,31 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gateUpKernel(FusedMoeArgs a) {
 }
 
 // y[t, o] for the rows o of this block's range: the token's local experts' outputs added in
-// increasing expert order, each add rounded, from zero (as Hugging Face's index_add_ over
-// experts), read from `out` through L2 (other blocks wrote them).
+// increasing expert order (addOrder), each add rounded, from zero (as Hugging Face's index_add_
+// over experts), read from `out` through L2 (other blocks wrote them).
 template <typename T>
 __device__ void combineRows(const FusedMoeArgs& a) {
+  constexpr int kBatch = 8;  // loads issued together before their adds
   const int64_t first = int64_t(blockIdx.y) * kWarps;
   const int64_t rows = min(int64_t(kWarps), a.hidden - first);
   const T* out = static_cast<const T*>(a.out);
   for (int64_t i = threadIdx.x; i < a.tokens * rows; i += blockDim.x) {
     const int64_t t = i / rows, o = first + i % rows;
-    const int64_t* ids = a.ids + t * a.topK;
+    const int* order = addOrder(a) + t * a.topK;
     float y = 0.f;
-    int64_t last = -1;
-    for (int step = 0; step < a.topK; ++step) {  // the next larger expert id (k is small)
-      int pick = -1;
-      for (int j = 0; j < a.topK; ++j) {
-        if (ids[j] > last && (pick < 0 || ids[j] < ids[pick])) pick = j;
+    for (int r0 = 0; r0 < a.topK; r0 += kBatch) {
+      float v[kBatch];
+      bool mine[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int j = r0 + b < a.topK ? order[r0 + b] : -1;
+        mine[b] = j >= 0;
+        v[b] = mine[b] ? toFloat(__ldcg(out + (t * a.topK + j) * a.hidden + o)) : 0.f;
       }
-      if (pick < 0) break;
-      last = ids[pick];
-      if (last < a.firstExpert || last >= a.firstExpert + a.localExperts) continue;
-      y = addRounded<T>(y, toFloat(__ldcg(out + (t * a.topK + pick) * a.hidden + o)));
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (mine[b]) y = addRounded<T>(y, v[b]);
+      }
     }
     static_cast<T*>(a.y)[t * a.hidden + o] = fromFloat<T>(y);
   }

@@ -135,7 +135,7 @@ constexpr int64_t kFusedMoeRowsPerBlock = 8;   // output rows of one block of th
 inline int64_t fusedMoeRoutingInts(int64_t pairs, int64_t localExperts, int64_t hidden) {
   const int64_t slots = pairs < localExperts ? pairs : localExperts;
   const int64_t rowBlocks = (hidden + kFusedMoeRowsPerBlock - 1) / kFusedMoeRowsPerBlock;
-  return 2 + 2 * slots + pairs + rowBlocks;
+  return 2 + 2 * slots + 2 * pairs + rowBlocks;
 }
 // The router's choice as Hugging Face's Qwen3MoeSparseMoeBlock makes it, one warp per token:
 // p = softmax(logits [tokens, experts]) in fp32 (max, then the sum of exp(l - max) in the order
