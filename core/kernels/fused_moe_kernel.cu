@@ -1,22 +1,120 @@
+#include <climits>
+#include <cmath>
+
 #include "kernel_math.cuh"
 
 namespace shardscope::kernels {
 namespace {
 
-constexpr int kWarps = 8;      // one output row per warp
+constexpr int kWarps = int(kFusedMoeRowsPerBlock);  // one output row per warp
 constexpr int kTokenRows = 4;  // tokens dotted with one streamed weight row at a time
+constexpr unsigned kFull = 0xffffffffu;
+static_assert(kMoeRouterMaxTokens <= kTokenRows, "the router kernel keeps a sum per token");
 
-// The routing as lists (one block): the distinct local experts chosen, in increasing order, and
-// per expert its (token, choice) pairs. Layout of a.routing (int32): [0] used experts U,
-// [1 .. 1+U] the experts, [1+S .. 2+S+U] each one's first pair, [2+2S ..] the pairs, where S is
-// the number of slots (min(pairs, localExperts)). Later kernels' blocks of slot >= U return at
-// once, so a step reads only the chosen experts' weights.
-__global__ void routeKernel(FusedMoeArgs a) {
-  extern __shared__ int counts[];  // localExperts counts, then as many fill positions
-  int* fill = counts + a.localExperts;
+// Whether (p, e) comes before (q, f) in the order of the choice: larger p first, then lower e.
+__device__ __forceinline__ bool before(float p, int e, float q, int f) {
+  return p > q || (p == q && e < f);
+}
+
+// Token t's experts (MoeSelectArgs), by one warp. The softmax's max and sum run as ATen's warp
+// softmax runs them (lane l takes experts l, l + 32, ..., then a butterfly over the lanes), so p
+// is the value at::softmax gives; the top k are found by k rounds of a warp arg-max, each after
+// the previous choice in the order above; lane j keeps choice j's p for the renormalisation.
+template <typename T>
+__device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
+  const int lane = threadIdx.x % 32;
+  const T* row = static_cast<const T*>(s.logits) + t * s.experts;
+  float m = -INFINITY;
+  // Through L2: with the router's GEMV in the same kernel, other blocks wrote the row.
+  const auto logit = [&](int64_t e) { return toFloat(__ldcg(row + e)); };
+  for (int64_t e = lane; e < s.experts; e += 32) m = fmaxf(m, logit(e));
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
+  float sum = 0.f;
+  for (int64_t e = lane; e < s.experts; e += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit(e), m)));
+  for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
+  float lastP = INFINITY, mine = 0.f;
+  int lastE = -1;
+  for (int r = 0; r < topK; ++r) {
+    float bestP = -1.f;  // below every probability
+    int bestE = INT_MAX;
+    for (int64_t e = lane; e < s.experts; e += 32) {
+      const float p = __fdiv_rn(expf(__fsub_rn(logit(e), m)), sum);
+      if (before(lastP, lastE, p, int(e)) && before(p, int(e), bestP, bestE)) {
+        bestP = p;
+        bestE = int(e);
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const float p = __shfl_xor_sync(kFull, bestP, o);
+      const int e = __shfl_xor_sync(kFull, bestE, o);
+      if (before(p, e, bestP, bestE)) {
+        bestP = p;
+        bestE = e;
+      }
+    }
+    if (lane == r) mine = bestP;
+    if (lane == 0) s.ids[t * topK + r] = bestE;
+    lastP = bestP;
+    lastE = bestE;
+  }
+  float total = 0.f;  // the chosen p in order of choice
+  for (int r = 0; r < topK; ++r) total = __fadd_rn(total, __shfl_sync(kFull, mine, r));
+  if (lane >= topK) return;
+  float w = s.normTopkProb ? __fdiv_rn(mine, total) : mine;
+  if (s.scale != 1.f) w = __fmul_rn(w, s.scale);
+  static_cast<T*>(s.weights)[t * topK + lane] = fromFloat<T>(w);
+}
+
+// The choice alone (moeSelect): one warp per token.
+template <typename T>
+__global__ void selectKernel(MoeSelectArgs s, int64_t tokens, int topK) {
   waitForPreviousKernel();
   allowNextKernel();
+  const int64_t t = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (t < tokens) selectToken<T>(s, t, topK);
+}
+
+// Per token, its choices in increasing expert order (the order of Hugging Face's adds), -1 for
+// another rank's expert: topK ints a token, after the lists.
+__device__ __forceinline__ int* addOrder(const FusedMoeArgs& a) {
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
+  return a.routing + 2 + 2 * slots + pairs;
+}
+// Where the down kernel's blocks count themselves done, one int per range of kWarps rows.
+__device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
+  return addOrder(a) + a.tokens * a.topK;
+}
+
+// The routing as lists (one block), after the choice itself when a.select.logits is set (then
+// a.ids and a.weights point at the choice's output): the distinct local experts chosen, in
+// increasing order, and per expert its (token, choice) pairs. Layout of a.routing (int32): [0]
+// used experts U, [1 .. 1+U] the experts, [1+S .. 2+S+U] each one's first pair, [2+2S ..] the
+// pairs, where S is the number of slots (min(pairs, localExperts)), then each token's add order
+// (addOrder), then the down kernel's done counts, zeroed here. Later kernels' blocks of slot >= U
+// do no work, so a step reads only the chosen experts' weights. One block; `counts` is shared
+// memory for 2 * localExperts ints.
+template <typename T>
+__device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
+  int* fill = counts + a.localExperts;  // after the counts: each expert's next list position
+  if (a.select.logits) {
+    for (int64_t t = threadIdx.x / 32; t < a.tokens; t += blockDim.x / 32)
+      selectToken<T>(a.select, t, int(a.topK));
+    __syncthreads();  // the choice, in global memory, is read below by other warps
+  }
+  int* done = doneCounts(a);
+  for (int64_t r = threadIdx.x; r * kWarps < a.hidden; r += blockDim.x) done[r] = 0;
+  const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
+  int* order = addOrder(a);
+  for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
+    const int64_t t = p / a.topK, j = p % a.topK, id = a.ids[p];
+    int rank = 0;  // choices before this one in increasing expert order (equal ids by choice)
+    for (int64_t i = 0; i < a.topK; ++i) {
+      const int64_t other = a.ids[t * a.topK + i];
+      rank += other < id || (other == id && i < j);
+    }
+    const bool local = id >= a.firstExpert && id < a.firstExpert + a.localExperts;
+    order[t * a.topK + rank] = local ? int(j) : -1;
+  }
   int* used = a.routing + 1;
   int* starts = a.routing + 1 + slots;
   int* list = a.routing + 2 + 2 * slots;
@@ -27,24 +125,104 @@ __global__ void routeKernel(FusedMoeArgs a) {
     if (e >= 0 && e < a.localExperts) atomicAdd(&counts[e], 1);
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (threadIdx.x < 32) {  // one warp lists the used experts, 32 at a time (a ballot and a scan)
+    const int lane = threadIdx.x;
     int u = 0, offset = 0;
-    for (int e = 0; e < int(a.localExperts); ++e) {
-      if (counts[e] == 0) continue;
-      used[u] = e;
-      starts[u] = offset;
-      fill[e] = offset;  // from here on: where expert e's next pair goes
-      offset += counts[e];
-      ++u;
+    for (int base = 0; base < int(a.localExperts); base += 32) {
+      const int e = base + lane;
+      const int count = e < a.localExperts ? counts[e] : 0;
+      const unsigned hit = __ballot_sync(kFull, count > 0);
+      int upTo = count;  // counts of lanes 0..lane
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(kFull, upTo, o);
+        if (lane >= o) upTo += v;
+      }
+      if (count > 0) {
+        const int slot = u + __popc(hit & ((1u << lane) - 1));
+        used[slot] = e;
+        starts[slot] = offset + upTo - count;
+        fill[e] = offset + upTo - count;  // from here on: where expert e's next pair goes
+      }
+      u += __popc(hit);
+      offset += __shfl_sync(kFull, upTo, 31);
     }
-    starts[u] = offset;
-    a.routing[0] = u;
+    if (lane == 0) {
+      starts[u] = offset;
+      a.routing[0] = u;
+    }
   }
   __syncthreads();
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const int64_t e = a.ids[p] - a.firstExpert;
     if (e >= 0 && e < a.localExperts) list[atomicAdd(&fill[e], 1)] = int(p);
   }
+}
+
+template <typename T>
+__global__ void routeKernel(FusedMoeArgs a) {
+  extern __shared__ int counts[];
+  waitForPreviousKernel();
+  allowNextKernel();
+  routeBlock<T>(a, counts);
+}
+
+// The router's GEMV and the routing in one launch (a.routerWeight set, at most kTokenRows
+// tokens): warp w of block b computes logits row e = b * kWarps + w for every token, in the
+// GEMV kernel's order of adds and rounding (so the logits equal fused::gemv's); the last block
+// to finish (a.routerDone counts the blocks and wraps back to zero) then chooses and lists.
+template <typename T>
+__global__ void routerKernel(FusedMoeArgs a) {
+  extern __shared__ int counts[];
+  constexpr int VEC = 16 / sizeof(T), kRound = 8;  // 16-byte loads in flight per lane
+  constexpr int64_t kChunk = 32 * VEC;
+  const int lane = threadIdx.x % 32;
+  const int64_t e = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+  const bool mine = e < a.select.experts;
+  const T* w = static_cast<const T*>(a.routerWeight) + (mine ? e : 0) * a.hidden;
+  const T* x = static_cast<const T*>(a.x);
+  int64_t k0 = int64_t(lane) * VEC;
+  Vec<T, VEC> wv[kRound];
+  const auto loadRound = [&] {
+#pragma unroll
+    for (int u = 0; u < kRound; ++u) {
+      if (k0 + u * kChunk < a.hidden) wv[u] = load<T, VEC>(w + k0 + u * kChunk);
+    }
+  };
+  if (mine) loadRound();  // the weights do not depend on the kernel before
+  waitForPreviousKernel();
+  allowNextKernel();
+  float acc[kTokenRows] = {};
+  while (mine && k0 < a.hidden) {
+#pragma unroll
+    for (int u = 0; u < kRound; ++u) {
+      const int64_t k = k0 + u * kChunk;
+      if (k >= a.hidden) break;
+#pragma unroll
+      for (int m = 0; m < kTokenRows; ++m) {
+        if (m >= a.tokens) break;
+        const Vec<T, VEC> xv = load<T, VEC>(x + m * a.hidden + k);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          acc[m] = __fmaf_rn(toFloat(wv[u].v[j]), toFloat(xv.v[j]), acc[m]);
+      }
+    }
+    k0 += kRound * kChunk;
+    if (k0 < a.hidden) loadRound();
+  }
+#pragma unroll
+  for (int m = 0; m < kTokenRows; ++m) {
+    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(kFull, acc[m], o);
+  }
+  if (mine && lane == 0) {
+    for (int m = 0; m < int(a.tokens); ++m)
+      static_cast<T*>(a.routerLogits)[m * a.select.experts + e] = fromFloat<T>(acc[m]);
+  }
+  __shared__ bool last;
+  __threadfence();  // this block's logits are visible before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicInc(a.routerDone, gridDim.x - 1) == gridDim.x - 1;
+  __syncthreads();
+  if (last) routeBlock<T>(a, counts);
 }
 
 // This block's expert (local index) and its pairs; false when the slot is unused.
@@ -62,31 +240,55 @@ __device__ __forceinline__ bool routedTo(const FusedMoeArgs& a, Routed& r) {
   return true;
 }
 
-// acc[m] += w[0..len) . rows[m][0..len) for the `n` (<= kTokenRows) rows, one warp, fp32.
-template <typename T>
-__device__ __forceinline__ void dotRows(const T* w, const T* const (&rows)[kTokenRows], int n,
-                                        int64_t len, float (&acc)[kTokenRows]) {
-  constexpr int VEC = 16 / sizeof(T);
-  for (int64_t k = int64_t(threadIdx.x % 32) * VEC; k < len; k += 32 * VEC) {
-    const Vec<T, VEC> wv = load<T, VEC>(w + k);
+// acc[r][m] += w[r][0..len) . rows[m][0..len) for the W weight rows and the `n` (<= kTokenRows)
+// token rows, one warp, fp32; each lane adds its elements in increasing order, then the lanes
+// add in a butterfly. kAhead 16-byte loads of each weight row are issued before the multiplies
+// use them (one after another, each load waited for in turn, a warp's rows took as many memory
+// latencies as loads).
+template <typename T, int W>
+__device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (&rows)[kTokenRows],
+                                        int n, int64_t len, float (&acc)[W][kTokenRows]) {
+  constexpr int VEC = 16 / sizeof(T), kAhead = 4;
+  constexpr int64_t kChunk = 32 * VEC;
+  for (int64_t k0 = int64_t(threadIdx.x % 32) * VEC; k0 < len; k0 += kAhead * kChunk) {
+    Vec<T, VEC> wv[W][kAhead];
 #pragma unroll
-    for (int m = 0; m < kTokenRows; ++m) {
-      if (m >= n) break;
-      const Vec<T, VEC> xv = load<T, VEC>(rows[m] + k);
+    for (int r = 0; r < W; ++r) {
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) acc[m] = __fmaf_rn(toFloat(wv.v[j]), toFloat(xv.v[j]), acc[m]);
+      for (int u = 0; u < kAhead; ++u) {
+        if (k0 + u * kChunk < len) wv[r][u] = load<T, VEC>(w[r] + k0 + u * kChunk);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const int64_t k = k0 + u * kChunk;
+      if (k >= len) break;
+#pragma unroll
+      for (int m = 0; m < kTokenRows; ++m) {
+        if (m >= n) break;
+        const Vec<T, VEC> xv = load<T, VEC>(rows[m] + k);
+#pragma unroll
+        for (int r = 0; r < W; ++r) {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j)
+            acc[r][m] = __fmaf_rn(toFloat(wv[r][u].v[j]), toFloat(xv.v[j]), acc[r][m]);
+        }
+      }
     }
   }
 #pragma unroll
-  for (int m = 0; m < kTokenRows; ++m) {
-    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+  for (int r = 0; r < W; ++r) {
+#pragma unroll
+    for (int m = 0; m < kTokenRows; ++m) {
+      for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(kFull, acc[r][m], o);
+    }
   }
 }
 
 // h[p, i] = round(round(silu(round(x_t . G_e[i]))) * round(x_t . U_e[i])) for the pairs p = (t, j)
 // routed to expert e = blockIdx.x; warp w of block y computes intermediate row i = y * kWarps + w.
 template <typename T>
-__global__ void gateUpKernel(FusedMoeArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, 2) gateUpKernel(FusedMoeArgs a) {
   waitForPreviousKernel();
   allowNextKernel();
   Routed routed;
@@ -95,16 +297,16 @@ __global__ void gateUpKernel(FusedMoeArgs a) {
   const int n = routed.count;
   const int* pairs = routed.pairs;
   const T* w13 = static_cast<const T*>(a.w13) + int64_t(routed.expert) * 2 * a.inter * a.hidden;
-  const T* gate = w13 + i * a.hidden;
-  const T* up = w13 + (a.inter + i) * a.hidden;
+  const T* const gateUp[2] = {w13 + i * a.hidden, w13 + (a.inter + i) * a.hidden};
   for (int c = 0; c < n; c += kTokenRows) {
     const int m = min(kTokenRows, n - c);
     const T* rows[kTokenRows];
     for (int r = 0; r < kTokenRows; ++r)
       rows[r] = static_cast<const T*>(a.x) + (pairs[c + min(r, m - 1)] / a.topK) * a.hidden;
-    float g[kTokenRows] = {}, u[kTokenRows] = {};
-    dotRows<T>(gate, rows, m, a.hidden, g);
-    dotRows<T>(up, rows, m, a.hidden, u);
+    float acc[2][kTokenRows] = {};
+    dotRows<T, 2>(gateUp, rows, m, a.hidden, acc);
+    const float(&g)[kTokenRows] = acc[0];
+    const float(&u)[kTokenRows] = acc[1];
     if (threadIdx.x % 32 != 0) continue;  // lane 0 writes; the others go on to the next rows
     for (int r = 0; r < m; ++r) {
       const float gr = toFloat(fromFloat<T>(g[r]));
@@ -115,85 +317,128 @@ __global__ void gateUpKernel(FusedMoeArgs a) {
   }
 }
 
-// out[p, o] = round(round(h_p . D_e[o]) * weight_p) for the pairs routed to e = blockIdx.x.
+// y[t, o] for the rows o of this block's range: the token's local experts' outputs added in
+// increasing expert order (addOrder), each add rounded, from zero (as Hugging Face's index_add_
+// over experts), read from `out` through L2 (other blocks wrote them).
 template <typename T>
-__global__ void downKernel(FusedMoeArgs a) {
+__device__ void combineRows(const FusedMoeArgs& a) {
+  constexpr int kBatch = 8;  // loads issued together before their adds
+  const int64_t first = int64_t(blockIdx.y) * kWarps;
+  const int64_t rows = min(int64_t(kWarps), a.hidden - first);
+  const T* out = static_cast<const T*>(a.out);
+  for (int64_t i = threadIdx.x; i < a.tokens * rows; i += blockDim.x) {
+    const int64_t t = i / rows, o = first + i % rows;
+    const int* order = addOrder(a) + t * a.topK;
+    float y = 0.f;
+    for (int r0 = 0; r0 < a.topK; r0 += kBatch) {
+      float v[kBatch];
+      bool mine[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int j = r0 + b < a.topK ? order[r0 + b] : -1;
+        mine[b] = j >= 0;
+        v[b] = mine[b] ? toFloat(__ldcg(out + (t * a.topK + j) * a.hidden + o)) : 0.f;
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (mine[b]) y = addRounded<T>(y, v[b]);
+      }
+    }
+    static_cast<T*>(a.y)[t * a.hidden + o] = fromFloat<T>(y);
+  }
+}
+
+// out[p, o] = round(round(h_p . D_e[o]) * weight_p) for the pairs routed to e = blockIdx.x, rows
+// o of range blockIdx.y; the last block of a range to finish (a count, not a sum: the order of
+// the adds is fixed, so results do not depend on which block is last) then combines the range.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, 3) downKernel(FusedMoeArgs a) {
   waitForPreviousKernel();
   allowNextKernel();
   Routed routed;
   const int64_t o = int64_t(blockIdx.y) * kWarps + threadIdx.x / 32;
-  if (!routedTo(a, routed) || o >= a.hidden) return;
-  const int n = routed.count;
-  const int* pairs = routed.pairs;
-  const T* w = static_cast<const T*>(a.w2) + (int64_t(routed.expert) * a.hidden + o) * a.inter;
-  for (int c = 0; c < n; c += kTokenRows) {
-    const int m = min(kTokenRows, n - c);
-    const T* rows[kTokenRows];
-    for (int r = 0; r < kTokenRows; ++r)
-      rows[r] = static_cast<const T*>(a.h) + int64_t(pairs[c + min(r, m - 1)]) * a.inter;
-    float d[kTokenRows] = {};
-    dotRows<T>(w, rows, m, a.inter, d);
-    if (threadIdx.x % 32 != 0) continue;
-    for (int r = 0; r < m; ++r) {
-      const int64_t p = pairs[c + r];
-      const float weight = toFloat(static_cast<const T*>(a.weights)[p]);
-      static_cast<T*>(a.out)[p * a.hidden + o] =
-          fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(d[r])), weight));
-    }
-  }
-}
-
-// y[t, o] = the token's local experts' outputs added in increasing expert order, each add
-// rounded, from zero (as Hugging Face's index_add_ over experts).
-template <typename T>
-__global__ void combineKernel(FusedMoeArgs a) {
-  waitForPreviousKernel();
-  allowNextKernel();
-  const int64_t total = a.tokens * a.hidden;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = e / a.hidden, o = e % a.hidden;
-    const int64_t* ids = a.ids + t * a.topK;
-    float y = 0.f;
-    int64_t last = -1;
-    for (int step = 0; step < a.topK; ++step) {  // the next larger expert id (k is small)
-      int pick = -1;
-      for (int j = 0; j < a.topK; ++j) {
-        if (ids[j] > last && (pick < 0 || ids[j] < ids[pick])) pick = j;
+  if (routedTo(a, routed) && o < a.hidden) {
+    const int n = routed.count;
+    const int* pairs = routed.pairs;
+    const T* const w[1] = {static_cast<const T*>(a.w2) +
+                           (int64_t(routed.expert) * a.hidden + o) * a.inter};
+    for (int c = 0; c < n; c += kTokenRows) {
+      const int m = min(kTokenRows, n - c);
+      const T* rows[kTokenRows];
+      for (int r = 0; r < kTokenRows; ++r)
+        rows[r] = static_cast<const T*>(a.h) + int64_t(pairs[c + min(r, m - 1)]) * a.inter;
+      float acc[1][kTokenRows] = {};
+      dotRows<T, 1>(w, rows, m, a.inter, acc);
+      const float(&d)[kTokenRows] = acc[0];
+      if (threadIdx.x % 32 != 0) continue;
+      for (int r = 0; r < m; ++r) {
+        const int64_t p = pairs[c + r];
+        const float weight = toFloat(static_cast<const T*>(a.weights)[p]);
+        static_cast<T*>(a.out)[p * a.hidden + o] =
+            fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(d[r])), weight));
       }
-      if (pick < 0) break;
-      last = ids[pick];
-      if (last < a.firstExpert || last >= a.firstExpert + a.localExperts) continue;
-      y = addRounded<T>(y,
-                        toFloat(static_cast<const T*>(a.out)[(t * a.topK + pick) * a.hidden + o]));
     }
-    static_cast<T*>(a.y)[e] = fromFloat<T>(y);
   }
+  __shared__ bool last;
+  __threadfence();  // this block's outputs are visible before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(doneCounts(a) + blockIdx.y, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (last) combineRows<T>(a);
 }
 
 }  // namespace
 
-cudaError_t fusedMoe(const FusedMoeArgs& a, cudaStream_t stream) {
-  if (a.tokens == 0) return cudaSuccess;
-  if (a.tokens * a.topK > kFusedMoeMaxPairs || a.localExperts > kFusedMoeMaxExperts || !a.routing)
+cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
+  if (args.tokens == 0) return cudaSuccess;
+  if (args.tokens * args.topK > kFusedMoeMaxPairs || args.localExperts > kFusedMoeMaxExperts ||
+      !args.routing || args.topK > kMoeSelectMaxTopK)
     return cudaErrorInvalidValue;
+  FusedMoeArgs a = args;
+  if (a.routerWeight) {  // the first kernel computes the logits it chooses from
+    if (!a.routerLogits || !a.routerDone || a.tokens > kMoeRouterMaxTokens ||
+        a.select.experts < 1 || !aligned(a.routerWeight, 16) || !aligned(a.x, 16))
+      return cudaErrorInvalidValue;
+    a.select.logits = a.routerLogits;
+  }
+  if (a.select.logits) {  // the later kernels read the choice the first one makes
+    if (!a.select.ids || !a.select.weights || a.select.experts < a.topK)
+      return cudaErrorInvalidValue;
+    a.ids = a.select.ids;
+    a.weights = a.select.weights;
+  }
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);
     constexpr int64_t VEC = 16 / sizeof(T);
     if (a.hidden % VEC != 0 || a.inter % VEC != 0) return cudaErrorInvalidValue;
     const unsigned slots = unsigned(std::min(a.tokens * a.topK, a.localExperts));
     const dim3 threads(kWarps * 32);
-    cudaError_t e = launchKernel(routeKernel, dim3(1), dim3(1024),
-                                 size_t(2 * a.localExperts) * sizeof(int), stream, a);
+    const size_t shared = size_t(2 * a.localExperts) * sizeof(int);
+    const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
+    cudaError_t e =
+        a.routerWeight
+            ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a)
+            : launchKernel(routeKernel<T>, dim3(1), dim3(1024), shared, stream, a);
     if (e != cudaSuccess) return e;
     e = launchKernel(gateUpKernel<T>, dim3(slots, unsigned((a.inter + kWarps - 1) / kWarps)),
                      threads, 0, stream, a);
     if (e != cudaSuccess) return e;
-    e = launchKernel(downKernel<T>, dim3(slots, unsigned((a.hidden + kWarps - 1) / kWarps)),
-                     threads, 0, stream, a);
-    if (e != cudaSuccess) return e;
-    const int64_t blocks = std::min<int64_t>((a.tokens * a.hidden + 255) / 256, 4096);
-    return launchKernel(combineKernel<T>, dim3(unsigned(blocks)), dim3(256), 0, stream, a);
+    return launchKernel(downKernel<T>, dim3(slots, unsigned((a.hidden + kWarps - 1) / kWarps)),
+                        threads, 0, stream, a);
+  });
+}
+
+cudaError_t moeSelect(DType dtype, const MoeSelectArgs& s, int64_t tokens, int64_t topK,
+                      cudaStream_t stream) {
+  if (tokens == 0) return cudaSuccess;
+  if (topK < 1 || topK > kMoeSelectMaxTopK || s.experts < topK || !s.logits || !s.ids || !s.weights)
+    return cudaErrorInvalidValue;
+  return dispatch(dtype, [&](auto t) -> cudaError_t {
+    using T = decltype(t);
+    constexpr int kTokensPerBlock = 8;
+    const unsigned blocks = unsigned((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
+    return launchKernel(selectKernel<T>, dim3(blocks), dim3(kTokensPerBlock * 32), 0, stream, s,
+                        tokens, int(topK));
   });
 }
 

@@ -244,41 +244,129 @@ bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
                    int64_t localExperts) {
   // 16-byte rows for every dtype the kernels take (fp32: 4 elements; 8 covers bf16 and fp16).
   return tokens * topK <= kernels::kFusedMoeMaxPairs &&
-         localExperts <= kernels::kFusedMoeMaxExperts && hidden % 8 == 0 && inter % 8 == 0;
+         localExperts <= kernels::kFusedMoeMaxExperts && topK <= kernels::kMoeSelectMaxTopK &&
+         hidden % 8 == 0 && inter % 8 == 0;
 }
 
-at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
-                    const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert) {
-  if (!usable(x, w13) || !usable(weights, x) || x.dim() != 2 || ids.scalar_type() != at::kLong)
-    return {};
-  const int64_t T = x.size(0), H = x.size(1), k = ids.size(1), E = w13.size(0), I = w2.size(2);
-  if (!fusedMoeTakes(T, k, H, I, E) || !w13.is_contiguous() || !w2.is_contiguous()) return {};
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor xc = x.contiguous(), idc = ids.contiguous(), wc = weights.contiguous();
-  at::Tensor h = at::empty({T * k, I}, x.options());
-  at::Tensor out = at::empty({T * k, H}, x.options());
-  at::Tensor routing =
-      at::empty({kernels::fusedMoeRoutingInts(T * k, E)}, x.options().dtype(at::kInt));
-  at::Tensor y = at::empty({T, H}, x.options());
+namespace {
+
+bool selectable(const at::Tensor& logits, const MoeRouting& r) {
+  return usable(logits) && logits.dim() == 2 && r.topK >= 1 &&
+         r.topK <= kernels::kMoeSelectMaxTopK && logits.size(1) >= r.topK;
+}
+
+// The choice's arguments with its outputs: ids [T, k] int64 and weights [T, k] (logits' dtype).
+kernels::MoeSelectArgs selectArgs(const at::Tensor& logits, const MoeRouting& r, at::Tensor& ids,
+                                  at::Tensor& weights) {
+  const int64_t T = logits.size(0);
+  ids = at::empty({T, r.topK}, logits.options().dtype(at::kLong));
+  weights = at::empty({T, r.topK}, logits.options());
+  kernels::MoeSelectArgs s;
+  s.logits = logits.data_ptr();
+  s.experts = logits.size(1);
+  s.normTopkProb = r.normTopkProb;
+  s.scale = float(r.scale);
+  s.ids = ids.data_ptr<int64_t>();
+  s.weights = weights.data_ptr();
+  return s;
+}
+
+// The expert kernels' arguments and scratch for x [T, H] with k choices a token.
+struct MoeCall {
   kernels::FusedMoeArgs a;
+  at::Tensor x, h, out, routing, y;
+};
+
+// Undefined y when the kernels do not take the shapes.
+MoeCall moeCall(const at::Tensor& x, int64_t k, const at::Tensor& w13, const at::Tensor& w2,
+                int64_t firstExpert) {
+  MoeCall c;
+  if (!usable(x, w13) || x.dim() != 2) return c;
+  const int64_t T = x.size(0), H = x.size(1), E = w13.size(0), I = w2.size(2);
+  if (!fusedMoeTakes(T, k, H, I, E) || !w13.is_contiguous() || !w2.is_contiguous()) return c;
+  c.x = x.contiguous();
+  c.h = at::empty({T * k, I}, x.options());
+  c.out = at::empty({T * k, H}, x.options());
+  c.routing = at::empty({kernels::fusedMoeRoutingInts(T * k, E, H)}, x.options().dtype(at::kInt));
+  c.y = at::empty({T, H}, x.options());
+  kernels::FusedMoeArgs& a = c.a;
   a.dtype = dtypeOf(x);
-  a.x = xc.data_ptr();
-  a.ids = idc.data_ptr<int64_t>();
-  a.weights = wc.data_ptr();
+  a.x = c.x.data_ptr();
   a.w13 = w13.data_ptr();
   a.w2 = w2.data_ptr();
-  a.h = h.data_ptr();
-  a.out = out.data_ptr();
-  a.y = y.data_ptr();
-  a.routing = routing.data_ptr<int>();
+  a.h = c.h.data_ptr();
+  a.out = c.out.data_ptr();
+  a.y = c.y.data_ptr();
+  a.routing = c.routing.data_ptr<int>();
   a.tokens = T;
   a.topK = k;
   a.hidden = H;
   a.inter = I;
   a.firstExpert = firstExpert;
   a.localExperts = E;
-  check(kernels::fusedMoe(a, streamOf(x)), "fused_moe");
-  return y;
+  return c;
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> moeSelect(const at::Tensor& logits, const MoeRouting& routing) {
+  if (!selectable(logits, routing)) return {};
+  const c10::cuda::CUDAGuard guard(logits.device());
+  const at::Tensor lc = logits.contiguous();
+  at::Tensor ids, weights;
+  const kernels::MoeSelectArgs s = selectArgs(lc, routing, ids, weights);
+  check(kernels::moeSelect(dtypeOf(lc), s, lc.size(0), routing.topK, streamOf(lc)), "moe_select");
+  return {weights, ids};
+}
+
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
+                    const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert) {
+  if (!usable(weights, x) || ids.scalar_type() != at::kLong || ids.dim() != 2) return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  MoeCall c = moeCall(x, ids.size(1), w13, w2, firstExpert);
+  if (!c.y.defined()) return {};
+  const at::Tensor idc = ids.contiguous(), wc = weights.contiguous();
+  c.a.ids = idc.data_ptr<int64_t>();
+  c.a.weights = wc.data_ptr();
+  check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe");
+  return c.y;
+}
+
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerLogits, const MoeRouting& routing,
+                    const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert) {
+  if (!selectable(routerLogits, routing) || !usable(routerLogits, x) ||
+      routerLogits.size(0) != x.size(0))
+    return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  MoeCall c = moeCall(x, routing.topK, w13, w2, firstExpert);
+  if (!c.y.defined()) return {};
+  const at::Tensor lc = routerLogits.contiguous();
+  at::Tensor ids, weights;
+  c.a.select = selectArgs(lc, routing, ids, weights);
+  check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe");
+  return c.y;
+}
+
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
+                    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                    const at::Tensor& w2, int64_t firstExpert) {
+  if (!usable(routerWeight, x) || routerWeight.dim() != 2 || !routerWeight.is_contiguous() ||
+      x.dim() != 2 || x.size(0) > kernels::kMoeRouterMaxTokens ||
+      routerWeight.size(1) != x.size(1) || routing.topK < 1 ||
+      routing.topK > kernels::kMoeSelectMaxTopK || routerWeight.size(0) < routing.topK ||
+      routerDone.scalar_type() != at::kInt || routerDone.device() != x.device())
+    return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  MoeCall c = moeCall(x, routing.topK, w13, w2, firstExpert);
+  if (!c.y.defined()) return {};
+  const at::Tensor logits = at::empty({x.size(0), routerWeight.size(0)}, x.options());
+  at::Tensor ids, weights;
+  c.a.select = selectArgs(logits, routing, ids, weights);
+  c.a.routerWeight = routerWeight.data_ptr();
+  c.a.routerLogits = logits.data_ptr();
+  c.a.routerDone = reinterpret_cast<unsigned*>(routerDone.data_ptr<int>());
+  check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe");
+  return c.y;
 }
 
 }  // namespace shardscope::fused

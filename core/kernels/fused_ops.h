@@ -57,12 +57,37 @@ at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,
                            const at::Tensor& positions, int64_t kvHeads, int64_t span,
                            double scale);
 
+// How FusedMoE's router chooses (Hugging Face's Qwen3MoeSparseMoeBlock; DeepSeek-V2's greedy
+// top-k): softmax of the router logits in fp32, the top k by decreasing probability, divided by
+// their sum when normTopkProb, times scale, cast to the logits' dtype.
+struct MoeRouting {
+  int64_t topK = 0;
+  bool normTopkProb = false;
+  double scale = 1.0;
+};
+
+// The choice for router logits [T, E] in one kernel: (weights [T, k] in the logits' dtype, ids
+// [T, k] int64), as the ATen chain computes it (the renormalising sum may round differently in
+// the last bit). Undefined tensors when the kernel does not take the logits.
+std::pair<at::Tensor, at::Tensor> moeSelect(const at::Tensor& logits, const MoeRouting& routing);
+
 // FusedMoE's experts for a few tokens with the routing kept on the GPU (no host sync, so CUDA
 // graphs record it): x [T, H], topk weights [T, k] (x's dtype) and ids [T, k] (int64), this
 // rank's experts from firstExpert on (w13 [E_local, 2I, H], w2 [E_local, H, I]) -> [T, H], the
 // sum of each token's local experts. Undefined when the kernels do not take the shapes.
 at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
                     const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert);
+// The same from the router logits [T, E] (x's dtype): the choice (moeSelect) runs inside the
+// first of the three kernels.
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerLogits, const MoeRouting& routing,
+                    const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert);
+// The same for a decode step of a few tokens nobody observes, from the router's weight [E, H] (x's
+// dtype): the router's GEMV runs in the first kernel too, its logits rounded as gemv() rounds
+// them. `routerDone` is an int32 zero on x's device that the kernel leaves zero (one per layer:
+// FusedMoE holds it). Undefined when the kernels do not take the shapes.
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
+                    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                    const at::Tensor& w2, int64_t firstExpert);
 // Whether fusedMoe takes every step of up to `tokens` tokens with these sizes.
 bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
                    int64_t localExperts);

@@ -125,18 +125,46 @@ cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
 // gate rows then up rows; w2 [localExperts, hidden, inter]): h [tokens * topK, inter] and out
 // [tokens * topK, hidden] are scratch, routing (int32, fusedMoeRoutingInts) too; y [tokens,
 // hidden] gets each token's local experts' sum. Only the chosen experts' weights are read; each
-// rounds as Hugging Face's expert loop does.
+// rounds as Hugging Face's expert loop does. Three kernels: the routing lists, gate_up + SwiGLU,
+// and down, whose last block of each row range adds the tokens' experts in increasing order.
+// With `select.logits` set, the first kernel also chooses the experts (see MoeSelectArgs) into
+// select.ids / select.weights, and the others read them there (ids and weights are then unused).
 constexpr int64_t kFusedMoeMaxPairs = 4096;    // tokens * topK
 constexpr int64_t kFusedMoeMaxExperts = 4096;  // local experts
-inline int64_t fusedMoeRoutingInts(int64_t pairs, int64_t localExperts) {
+constexpr int64_t kFusedMoeRowsPerBlock = 8;   // output rows of one block of the down kernel
+inline int64_t fusedMoeRoutingInts(int64_t pairs, int64_t localExperts, int64_t hidden) {
   const int64_t slots = pairs < localExperts ? pairs : localExperts;
-  return 2 + 2 * slots + pairs;
+  const int64_t rowBlocks = (hidden + kFusedMoeRowsPerBlock - 1) / kFusedMoeRowsPerBlock;
+  return 2 + 2 * slots + 2 * pairs + rowBlocks;
 }
+// The router's choice as Hugging Face's Qwen3MoeSparseMoeBlock makes it, one warp per token:
+// p = softmax(logits [tokens, experts]) in fp32 (max, then the sum of exp(l - max) in the order
+// of ATen's warp softmax), the topK largest p by decreasing value (ties: the lower expert),
+// divided by their sum when normTopkProb, times scale (when not 1), cast to dtype. Writes ids
+// [tokens, topK] (int64) and weights [tokens, topK] (dtype).
+struct MoeSelectArgs {
+  const void* logits = nullptr;
+  int64_t experts = 0;
+  bool normTopkProb = false;
+  float scale = 1.f;
+  int64_t* ids = nullptr;
+  void* weights = nullptr;
+};
+constexpr int64_t kMoeSelectMaxTopK = 32;
+// With routerWeight [select.experts, hidden] set (at most kMoeRouterMaxTokens tokens), the first
+// kernel also computes the router logits x routerWeight^T into routerLogits [tokens,
+// select.experts] (rounded as the GEMV kernel rounds) and chooses from them; routerDone is an
+// int zero on the device that the kernel leaves zero (it counts the kernel's blocks).
+constexpr int64_t kMoeRouterMaxTokens = 4;
 struct FusedMoeArgs {
   DType dtype = DType::Float;
   const void* x = nullptr;
   const int64_t* ids = nullptr;
   const void* weights = nullptr;
+  MoeSelectArgs select;
+  const void* routerWeight = nullptr;
+  void* routerLogits = nullptr;
+  unsigned* routerDone = nullptr;
   const void* w13 = nullptr;
   const void* w2 = nullptr;
   void* h = nullptr;
@@ -146,6 +174,9 @@ struct FusedMoeArgs {
   int64_t tokens = 0, topK = 0, hidden = 0, inter = 0;
   int64_t firstExpert = 0, localExperts = 0;
 };
+// Only the choice (MoeSelectArgs) for `tokens` rows of logits, as the first fused kernel makes it.
+cudaError_t moeSelect(DType dtype, const MoeSelectArgs& a, int64_t tokens, int64_t topK,
+                      cudaStream_t stream);
 cudaError_t fusedMoe(const FusedMoeArgs& a, cudaStream_t stream);
 
 }  // namespace shardscope::kernels

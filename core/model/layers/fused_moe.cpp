@@ -5,9 +5,6 @@
 #include "../../error.h"
 #include "../module_call.h"
 #include "../weight_source.h"
-#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
-#include "../../kernels/fused_ops.h"
-#endif
 
 namespace shardscope {
 
@@ -65,12 +62,19 @@ void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {
   }
   w13_ = at::stack(w13, 0).to(ctx.device);
   w2_ = at::stack(w2, 0).to(ctx.device);
+  routerDone_ = at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(ctx.device));
   const int64_t w13Split = tp_.expertParallel ? 0 : 1, w2Split = tp_.expertParallel ? 0 : 2;
   addParameter({"w13_weight", w13_, {numExperts_, 2 * I, H}, w13Split});
   addParameter({"w2_weight", w2_, {numExperts_, H, I}, w2Split});
 }
 
 std::pair<at::Tensor, at::Tensor> FusedMoE::selectExperts(const at::Tensor& routerLogits) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  if (topkMethod_ == TopkMethod::Greedy) {
+    auto chosen = fused::moeSelect(routerLogits, routing());
+    if (chosen.first.defined()) return chosen;
+  }
+#endif
   at::Tensor probs = at::softmax(routerLogits, -1, at::kFloat);
   if (topkMethod_ == TopkMethod::GroupLimitedGreedy) {
     // Experts outside the chosen groups score 0, as HF's DeepseekV2TopkRouter masks them.
@@ -91,12 +95,26 @@ at::Tensor FusedMoE::forward(const at::Tensor& hiddenStates, const at::Tensor& r
   PortValue in = PortValue::pair(hiddenStates, routerLogits);
   batch.visit(*this, PortRole::Input, in);
   const at::Tensor& x = in.items[0];
-  auto [weights, ids] = selectExperts(in.items[1]);
-  at::Tensor y = onDevice(x, weights, ids);
-  if (!y.defined()) y = grouped(x, weights, ids);
+  at::Tensor y = onDevice(x, in.items[1]);
+  if (!y.defined()) {
+    auto [weights, ids] = selectExperts(in.items[1]);
+    y = onDevice(x, weights, ids);
+    if (!y.defined()) y = grouped(x, weights, ids);
+  }
   PortValue out = PortValue::single(y);
   batch.visit(*this, PortRole::Output, out);
   return out.items[0];
+}
+
+at::Tensor FusedMoE::forwardUnobserved(const at::Tensor& hidden,
+                                       const at::Tensor& routerWeight) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  if (topkMethod_ != TopkMethod::Greedy) return {};
+  return fused::fusedMoe(hidden, routerWeight, routerDone_, routing(), w13_, w2_, firstExpert_);
+#else
+  (void)hidden, (void)routerWeight;
+  return {};
+#endif
 }
 
 bool FusedMoE::recordable(const ModelConfig& c, TpRank tp, int64_t maxTokens) {
@@ -120,6 +138,26 @@ at::Tensor FusedMoE::onDevice(const at::Tensor& x, const at::Tensor& weights,
   return {};
 #endif
 }
+
+at::Tensor FusedMoE::onDevice(const at::Tensor& x, const at::Tensor& routerLogits) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  if (topkMethod_ != TopkMethod::Greedy) return {};
+  return fused::fusedMoe(x, routerLogits, routing(), w13_, w2_, firstExpert_);
+#else
+  (void)x, (void)routerLogits;
+  return {};
+#endif
+}
+
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+fused::MoeRouting FusedMoE::routing() const {
+  fused::MoeRouting r;
+  r.topK = topK_;
+  r.normTopkProb = normTopkProb_;
+  r.scale = routedScalingFactor_;
+  return r;
+}
+#endif
 
 at::Tensor FusedMoE::grouped(const at::Tensor& x, const at::Tensor& weights,
                              const at::Tensor& ids) const {

@@ -26,6 +26,9 @@
 #include "../model_config.h"
 #include "../module.h"
 #include "tp_rank.h"
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
 
 namespace shardscope {
 
@@ -40,6 +43,11 @@ class FusedMoE : public Module {
   // Visits input ((hidden, router_logits)) and output.
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& routerLogits,
                      const ForwardBatch& batch) const;
+  // The block's router and experts at once for a step nobody observes (no port is visited):
+  // routerWeight [E, H] is mlp.gate's. On a GPU for a decode step of a few tokens the router's
+  // GEMV, the choice, the routing lists and the experts run as three kernels; undefined
+  // otherwise (the caller runs the router and forward()).
+  at::Tensor forwardUnobserved(const at::Tensor& hidden, const at::Tensor& routerWeight) const;
   // The routing: (topk_weights [T, k] in routerLogits' dtype, topk_ids [T, k] int64), each row's
   // experts by decreasing probability.
   std::pair<at::Tensor, at::Tensor> selectExperts(const at::Tensor& routerLogits) const;
@@ -55,6 +63,11 @@ class FusedMoE : public Module {
 
  private:
   at::Tensor onDevice(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids) const;
+  // The fused kernels from the router logits, the choice included (greedy top-k only).
+  at::Tensor onDevice(const at::Tensor& x, const at::Tensor& routerLogits) const;
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  fused::MoeRouting routing() const;
+#endif
   at::Tensor grouped(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids) const;
 
   int64_t numExperts_, topK_, hidden_, intermediate_;
@@ -66,6 +79,8 @@ class FusedMoE : public Module {
   int64_t firstExpert_, localExperts_, iPerRank_;
   at::Tensor w13_;  // [localExperts, 2 * iPerRank, H]: [gate | up] rows per expert
   at::Tensor w2_;   // [localExperts, H, iPerRank]
+  // forwardUnobserved's router kernel counts its blocks here (int32, zero between launches).
+  at::Tensor routerDone_;
 };
 
 }  // namespace shardscope

@@ -19,6 +19,7 @@ class ReplicatedLinear : public Module {
   void load(LoadContext& ctx, const std::string& prefix);
   // x: [T, in] whole  ->  [T, out] whole. Visits input and output.
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const;
+  const at::Tensor& weight() const { return weight_; }
 
  private:
   int64_t in_, out_;

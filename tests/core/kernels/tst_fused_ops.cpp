@@ -76,6 +76,24 @@ at::Tensor referenceMoe(const at::Tensor& x, const at::Tensor& weights, const at
   return y;
 }
 
+// FusedMoE::selectExperts' ATen chain (Hugging Face's order of ops).
+std::pair<at::Tensor, at::Tensor> referenceSelect(const at::Tensor& logits,
+                                                  const fused::MoeRouting& r) {
+  auto [w, ids] = at::softmax(logits, -1, at::kFloat).topk(r.topK, -1);
+  if (r.normTopkProb) w = w / w.sum(-1, true);
+  if (r.scale != 1.0) w = w * r.scale;
+  return {w.to(logits.scalar_type()), ids};
+}
+
+// Router logits with no two experts of a token equal (so the top k is one set in any dtype): a
+// permutation of evenly spaced values per token, in bf16's range of exact steps.
+at::Tensor distinctLogits(int64_t T, int64_t E, at::TensorOptions o) {
+  std::vector<at::Tensor> rows;
+  for (int64_t t = 0; t < T; ++t)
+    rows.push_back((at::randperm(E, o.dtype(at::kLong)) - E / 2).to(at::kFloat) * 0.04);
+  return at::stack(rows).to(o.dtype());
+}
+
 }  // namespace
 
 class TestFusedOps : public QObject {
@@ -307,6 +325,107 @@ class TestFusedOps : public QObject {
     const at::Tensor fused = fused::fusedMoe(x, w, ids, w13, w2, first);
     QVERIFY(fused.defined());
     expectClose(fused, referenceMoe(x, w, ids, w13, w2, first), 0.3, "fused_moe");
+  }
+
+  // The router's choice in one kernel against the ATen chain: the same experts in the same order
+  // (the probabilities at the chosen ids equal ATen's top k bit for bit, so ties could only
+  // swap equal values) and weights within the rounding (bf16: at least 99 % identical).
+  void moeSelect_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("tokens");
+    QTest::addColumn<int>("experts");
+    QTest::addColumn<int>("topK");
+    QTest::addColumn<bool>("norm");
+    QTest::addColumn<double>("scale");
+    for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
+      const char* d = t == int(at::kFloat) ? "fp32" : "bf16";
+      QTest::addRow("%s qwen3 T=1", d) << t << 1 << 128 << 8 << true << 1.0;
+      QTest::addRow("%s qwen3 T=300", d) << t << 300 << 128 << 8 << true << 1.0;
+      QTest::addRow("%s deepseek T=16", d) << t << 16 << 64 << 6 << false << 1.0;
+      QTest::addRow("%s scaled E=60 T=7", d) << t << 7 << 60 << 4 << true << 2.5;
+    }
+  }
+  void moeSelect() {
+    QFETCH(int, dtype);
+    QFETCH(int, tokens);
+    QFETCH(int, experts);
+    QFETCH(int, topK);
+    QFETCH(bool, norm);
+    QFETCH(double, scale);
+    const auto o = gpu(at::ScalarType(dtype));
+    const fused::MoeRouting r{topK, norm, scale};
+    const at::Tensor logits = at::randn({tokens, experts}, o) * 2;
+    auto [w, ids] = fused::moeSelect(logits, r);
+    QVERIFY(w.defined() && ids.defined());
+    QCOMPARE(ids.scalar_type(), at::kLong);
+    auto [refW, refIds] = referenceSelect(logits, r);
+    const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
+    const at::Tensor refP = probs.gather(1, refIds);
+    QVERIFY2(at::equal(probs.gather(1, ids), refP), "the chosen probabilities differ from ATen's");
+    const at::Tensor sortedIds = std::get<0>(ids.sort(1));
+    QVERIFY2(
+        (sortedIds.narrow(1, 1, topK - 1) != sortedIds.narrow(1, 0, topK - 1)).all().item<bool>(),
+        "an expert chosen twice");
+    // In order of choice: equal probabilities (a tie ordered either way) give equal weights.
+    expectClose(w, refW, 0.99, "moe_select");
+  }
+
+  // The experts from the router logits (the choice inside the first kernel; logits with no ties,
+  // so ATen's choice is the same set) against the ATen choice and the expert loop, and for a
+  // decode step from the router's weight (its GEMV there too) against the GEMV kernel's logits;
+  // twice, bit-identical (the down kernel's last block adds in a fixed order), and the router's
+  // block count back at zero.
+  void fusedMoeFromRouter_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("tokens");
+    QTest::addColumn<bool>("expertParallel");
+    for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
+      for (int T : {1, 4, 16, 256}) {
+        for (bool ep : {false, true}) {
+          QTest::addRow("%s T=%d%s", t == int(at::kFloat) ? "fp32" : "bf16", T, ep ? " ep" : "")
+              << t << T << ep;
+        }
+      }
+    }
+  }
+  void fusedMoeFromRouter() {
+    QFETCH(int, dtype);
+    QFETCH(int, tokens);
+    QFETCH(bool, expertParallel);
+    const auto o = gpu(at::ScalarType(dtype));
+    const int64_t E = 32, k = 4, H = 256, I = 96;
+    const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
+    const fused::MoeRouting r{k, true, 1.0};
+    at::Tensor x = at::randn({tokens, H}, o);
+    at::Tensor w13 = at::randn({local, 2 * I, H}, o) * 0.05,
+               w2 = at::randn({local, H, I}, o) * 0.05;
+    const at::Tensor logits = distinctLogits(tokens, E, o);
+    auto [refW, refIds] = referenceSelect(logits, r);
+    const at::Tensor reference = referenceMoe(x, refW, refIds, w13, w2, first);
+    const at::Tensor fromLogits = fused::fusedMoe(x, logits, r, w13, w2, first);
+    QVERIFY(fromLogits.defined());
+    expectClose(fromLogits, reference, 0.3, "fused_moe from logits");
+    QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)),
+             "two runs differ");
+
+    const at::Tensor done = at::zeros({1}, o.dtype(at::kInt));
+    const at::Tensor routerW = at::randn({E, H}, o) * 0.1;
+    const at::Tensor fromWeight = fused::fusedMoe(x, routerW, done, r, w13, w2, first);
+    if (tokens > 4) {
+      QVERIFY(!fromWeight.defined());  // a prefill: the router runs as its own GEMM
+      return;
+    }
+    QVERIFY(fromWeight.defined());
+    const at::Tensor gemvLogits = fused::gemv(x, routerW);
+    QVERIFY(gemvLogits.defined());
+    auto [gw, gids] = fused::moeSelect(gemvLogits, r);  // its ties as the kernel breaks them
+    expectClose(fromWeight, referenceMoe(x, gw, gids, w13, w2, first), 0.3,
+                "fused_moe with router");
+    QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, gemvLogits, r, w13, w2, first)),
+             "the router's GEMV inside the kernel differs from the GEMV kernel");
+    QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, routerW, done, r, w13, w2, first)),
+             "two runs differ");
+    QCOMPARE(done.item<int>(), 0);
   }
 
   void gemvLeavesOtherShapes() {
