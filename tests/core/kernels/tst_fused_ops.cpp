@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "common/tensor_checks.h"
 #include "core/kernels/fused_ops.h"
 
 using namespace shardscope;
@@ -374,7 +375,13 @@ class TestFusedOps : public QObject {
     if (norm) hx = referenceNorm(hx, in.normWeight, in.eps);
     at::Tensor hy = bias ? at::addmm(in.bias, hx, in.w.t()) : at::matmul(hx, in.w.t());
     if (swiGlu) hy = at::silu(hy.narrow(1, 0, n)) * hy.narrow(1, n, n);
-    expectClose(out.y, hy, 0.8, "gemv with norm / swiglu");
+    // Against the reference's scale: a GEMV's sum order differs from cuBLAS's by a last bit,
+    // which SwiGLU can carry into a neighbouring value of the dtype.
+    const double tolerance = dtype == int(at::kFloat)  ? 1e-5
+                             : dtype == int(at::kHalf) ? 4e-3
+                                                       : 2e-2;
+    QVERIFY2(test::closeToScale(out.y, hy, tolerance),
+             test::closeToScaleMessage(out.y, hy).c_str());
   }
 
   // Shapes gemvFused does not take come back undefined (the layer runs its modules instead).
