@@ -47,43 +47,63 @@ __device__ __forceinline__ void accumulate(const Vec<T, VEC>& w, const X& x, int
   }
 }
 
-// One warp's dot products of weight row w (k elements) with every row of x, summed over the warp
-// (every lane gets them). The first weights do not depend on the kernel before: they load, then
-// `ready` runs (it waits for that kernel, and builds x where x is built here). Then each round
-// issues the next round's loads before it multiplies (two sets in flight).
-template <typename T, int ROWS, typename X, typename Ready>
-__device__ __forceinline__ void dotRow(const T* w, int64_t K, const X& x, float (&acc)[ROWS],
-                                       Ready&& ready) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int64_t kChunk = 32 * VEC;  // elements a warp covers per load
-  const int lane = threadIdx.x % 32;
-  int64_t k = int64_t(lane) * VEC;
-  const auto full = [&](int64_t at) { return at + (kUnroll - 1) * kChunk < K; };
-  Vec<T, VEC> wv[kUnroll];
-  bool have = full(k);
-  if (have) {
+template <typename T>
+constexpr int64_t kChunk = 32 * (16 / int64_t(sizeof(T)));  // elements a warp covers per load
+
+// Whether a round of kUnroll loads from element `at` on stays inside a row of K.
+template <typename T>
+__device__ __forceinline__ bool fullRound(int64_t at, int64_t K) {
+  return at + (kUnroll - 1) * kChunk<T> < K;
+}
+
+// The first round of a weight row (kUnroll loads of 16 bytes a lane, when the row has one).
+template <typename T, int VEC>
+__device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC> (&wv)[kUnroll]) {
+  const int64_t k = int64_t(threadIdx.x % 32) * VEC;
+  if (!fullRound<T>(k, K)) return;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk);
-  }
-  ready();
-  while (have) {
-    const int64_t next = k + kUnroll * kChunk;
-    const bool more = full(next);
+  for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
+}
+
+// One warp's dot products of weight row w (K elements) with every row of x, summed over the warp
+// (every lane gets them). wv holds w's first round (loadFirstRound); each round issues the next
+// round's loads before it multiplies (two sets in flight), and the last one loads the first round
+// of `next`, the row this warp streams after w (null: none), into wv, so that the loads never
+// stop between two rows.
+template <typename T, int ROWS, int VEC, typename X>
+__device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, const X& x,
+                                       float (&acc)[ROWS], Vec<T, VEC> (&wv)[kUnroll]) {
+  constexpr int64_t chunk = kChunk<T>;
+  const int64_t start = int64_t(threadIdx.x % 32) * VEC;
+  int64_t k = start;
+  const bool rounds = fullRound<T>(k, K);
+#pragma unroll 1
+  while (rounds && fullRound<T>(k + kUnroll * chunk, K)) {
+    const int64_t after = k + kUnroll * chunk;
     Vec<T, VEC> ahead[kUnroll];
-    if (more) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + next + u * kChunk);
+    for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + after + u * chunk);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
+    k = after;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
+  }
+  if (rounds) {  // the row's last round: the next row's first loads go out before it multiplies
+    Vec<T, VEC> ahead[kUnroll];
+    if (next) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(next + start + u * chunk);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * kChunk, acc);
-    k = next;
-    have = more;
-    if (more) {
+    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
+    k += kUnroll * chunk;
+    if (next) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
     }
   }
-  for (; k < K; k += kChunk) accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, acc);
+  for (; k < K; k += chunk) accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, acc);
 #pragma unroll
   for (int m = 0; m < ROWS; ++m) {
     for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
@@ -146,58 +166,88 @@ __device__ __forceinline__ T swiGlu(float gate, float up) {
   return fromFloat<T>(__fmul_rn(act, u));
 }
 
-// One warp per output column n: the weight row n (with SwiGLU also row n + a.n) is streamed once,
-// dotted with every row of x. With NORM, x is first normed into shared memory by the block.
+// Warp i of the grid's W computes output columns i, i + W, ... (one each with the full grid): it
+// streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
+// every row of x. The first weights do not depend on the kernel before: they load while it
+// finishes. With NORM, the block then norms x into shared memory.
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
 __global__ void gemvKernel(GemvArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   extern __shared__ __align__(16) unsigned char shared[];
   const int lane = threadIdx.x % 32;
-  const int64_t n = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  T* xs = reinterpret_cast<T*>(shared);
-  const auto ready = [&] {
-    waitForPreviousKernel();
-    allowNextKernel();
-    if constexpr (NORM) normRows<T, ROWS, VEC>(a, xs);
-  };
-  if (n >= a.n) {                 // an exited warp counts as done for the dependent launch
-    if constexpr (NORM) ready();  // the block's norm needs every thread
-    return;
-  }
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  const int64_t first = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const T* w = static_cast<const T*>(a.w);
+  const auto columnOf = [&](int64_t j) { return first + (SWIGLU ? j / 2 : j) * warps; };
+  const auto rowAt = [&](int64_t j) -> const T* {  // the j-th weight row this warp streams
+    const int64_t n = columnOf(j);
+    if (n >= a.n) return nullptr;
+    return w + (SWIGLU && j % 2 == 1 ? n + a.n : n) * a.k;
+  };
+  const T* row = rowAt(0);
+  Vec<T, VEC> wv[kUnroll];
+  if (row) loadFirstRound<T, VEC>(row, a.k, wv);
+  waitForPreviousKernel();
+  allowNextKernel();
+  T* xs = reinterpret_cast<T*>(shared);
+  if constexpr (NORM) normRows<T, ROWS, VEC>(a, xs);  // every thread takes part
+  if (!row) return;  // an exited warp counts as done for the dependent launch
+
   const T* b = static_cast<const T*>(a.bias);
-  float acc[ROWS] = {}, up[ROWS] = {};
-  const auto run = [&](const auto& x) {
-    dotRow<T, ROWS>(w + n * a.k, a.k, x, acc, ready);
-    if constexpr (SWIGLU) dotRow<T, ROWS>(w + (n + a.n) * a.k, a.k, x, up, [] {});
+  T* y = static_cast<T*>(a.y);
+  const auto stream = [&](const auto& x) {
+    float gate[ROWS];
+#pragma unroll 1
+    for (int64_t j = 0; row; ++j) {
+      const T* next = NORM || SWIGLU ? rowAt(j + 1) : nullptr;  // plain: one column a warp
+      float acc[ROWS] = {};
+      dotRow<T, ROWS, VEC>(row, next, a.k, x, acc, wv);
+      row = next;
+      const int64_t n = columnOf(j);
+      if (SWIGLU && j % 2 == 0) {
+#pragma unroll
+        for (int m = 0; m < ROWS; ++m) gate[m] = acc[m];
+        continue;
+      }
+      if (lane != 0) continue;
+      const float bias = b ? toFloat(b[SWIGLU ? n + a.n : n]) : 0.f;
+      const float gateBias = SWIGLU && b ? toFloat(b[n]) : 0.f;
+#pragma unroll
+      for (int m = 0; m < ROWS; ++m) {
+        y[m * a.n + n] =
+            SWIGLU ? swiGlu<T>(gate[m] + gateBias, acc[m] + bias) : fromFloat<T>(acc[m] + bias);
+      }
+    }
   };
   if constexpr (NORM) {
-    run(SharedRows<T, VEC>{xs, a.k});
+    stream(SharedRows<T, VEC>{xs, a.k});
   } else {
-    run(GlobalRows<T, VEC>{static_cast<const T*>(a.x), a.k});
-  }
-  if (lane != 0) return;
-  T* y = static_cast<T*>(a.y);
-  const float bg = b ? toFloat(b[n]) : 0.f;
-  if constexpr (SWIGLU) {
-    const float bu = b ? toFloat(b[n + a.n]) : 0.f;
-#pragma unroll
-    for (int m = 0; m < ROWS; ++m) y[m * a.n + n] = swiGlu<T>(acc[m] + bg, up[m] + bu);
-  } else {
-#pragma unroll
-    for (int m = 0; m < ROWS; ++m) y[m * a.n + n] = fromFloat<T>(acc[m] + bg);
+    stream(GlobalRows<T, VEC>{static_cast<const T*>(a.x), a.k});
   }
 }
 
+// A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
+// fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
 cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
-  const int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
   const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU>;
+  int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
   if (shared > 48 * 1024) {  // above the default: opt in (gemvNormFits checked the limit)
     const cudaError_t set =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     if (set != cudaSuccess) return set;
+  }
+  const char* grid = std::getenv("SHARDSCOPE_NORM_GEMV_GRID");
+  if (NORM && !(grid && std::strcmp(grid, "full") == 0)) {
+    int device = 0, sms = 0, perSm = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarpsPerBlock * 32,
+                                                        shared);
+    if (e != cudaSuccess) return e;
+    blocks = std::min<int64_t>(blocks, std::max(1, sms * perSm));
   }
   return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a);
 }
