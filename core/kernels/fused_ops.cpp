@@ -3,6 +3,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "../error.h"
 #include "kernels.h"
 
@@ -169,6 +172,72 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias
   a.k = k;
   check(kernels::gemv(a, streamOf(x)), "gemv");
   return y;
+}
+
+namespace {
+
+// Whether `in` is a shape gemvFused takes: x, w (and the optional tensors) on one GPU in one
+// dtype, contiguous, 16-byte aligned, rows within kMaxGemvRows and within shared memory.
+bool gemvTakes(const GemvInput& in) {
+  const at::Tensor& x = in.x;
+  const at::Tensor& w = in.w;
+  if (!usable(x, w) || w.dim() != 2 || !w.is_contiguous() || x.dim() != 2 || !x.is_contiguous())
+    return false;
+  const int64_t k = w.size(1), n = in.swiGlu ? w.size(0) / 2 : w.size(0), rows = x.size(0);
+  const auto aligned = [](const at::Tensor& t) {
+    return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+  };
+  if (x.size(1) != k || k % (16 / int64_t(x.element_size())) != 0 || !aligned(x) || !aligned(w))
+    return false;
+  if (rows == 0 || rows > kernels::kMaxGemvRows || (in.swiGlu && w.size(0) % 2 != 0)) return false;
+  if (in.bias.defined() &&
+      (!usable(in.bias, w) || in.bias.numel() != w.size(0) || !in.bias.is_contiguous()))
+    return false;
+  const auto fits = [&](const at::Tensor& t, int64_t numel) {
+    return usable(t, w) && t.is_contiguous() && t.numel() == numel && aligned(t);
+  };
+  if (in.residual.defined() && (!in.normWeight.defined() || !fits(in.residual, rows * k) ||
+                                in.residual.sizes() != x.sizes()))
+    return false;
+  if (!in.normWeight.defined()) return n > 0;
+  return fits(in.normWeight, k) &&
+         kernels::gemvNormFits(dtypeOf(x), rows, k, int(x.device().index()));
+}
+
+}  // namespace
+
+GemvOutput gemvFused(const GemvInput& in) {
+  if (!gemvTakes(in)) return {};
+  const c10::cuda::CUDAGuard guard(in.x.device());
+  const int64_t n = in.swiGlu ? in.w.size(0) / 2 : in.w.size(0);
+  GemvOutput out;
+  out.y = emptyWithLastDim(in.x, n);
+  kernels::GemvArgs a;
+  a.dtype = dtypeOf(in.x);
+  a.x = in.x.data_ptr();
+  a.w = in.w.data_ptr();
+  a.bias = in.bias.defined() ? in.bias.data_ptr() : nullptr;
+  a.y = out.y.data_ptr();
+  a.rows = in.x.size(0);
+  a.n = n;
+  a.k = in.w.size(1);
+  a.swiGlu = in.swiGlu;
+  if (in.normWeight.defined()) {
+    a.normWeight = in.normWeight.data_ptr();
+    a.eps = float(in.eps);
+  }
+  if (in.residual.defined()) {
+    out.residualSum = at::empty_like(in.x);
+    a.residual = in.residual.data_ptr();
+    a.residualOut = out.residualSum.data_ptr();
+  }
+  check(kernels::gemv(a, streamOf(in.x)), "gemv (fused)");
+  return out;
+}
+
+bool layerFusion() {
+  const char* v = std::getenv("SHARDSCOPE_FUSED_DECODE");
+  return !(v && std::string_view(v) == "0");
 }
 
 at::Tensor qkvToCache(const QkvToCache& in) {

@@ -35,6 +35,27 @@ at::Tensor siluAndMul(const at::Tensor& x);
 // undefined otherwise, and the caller's matmul runs.
 at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
 
+// The GEMV of a decoder layer's unobserved step with the kernels before and after it folded in
+// (kernels::GemvArgs): with normWeight, x [rows, k] is first normed as rmsNorm (addRmsNorm when
+// residual is given: residualSum gets x + residual); with swiGlu, w is [gate; up] ([2n, k]) and y
+// [rows, n] is siluAndMul of the product. Equal bit for bit to those ops run one by one. y is
+// undefined when the kernel does not take the shapes (more than kMaxGemvRows rows, widths that are
+// not a multiple of 16 bytes, rows too wide for shared memory): the caller runs the ops one by one.
+struct GemvInput {
+  at::Tensor x, residual, normWeight;
+  double eps = 1e-6;
+  at::Tensor w, bias;
+  bool swiGlu = false;
+};
+struct GemvOutput {
+  at::Tensor y, residualSum;
+};
+GemvOutput gemvFused(const GemvInput& in);
+
+// Whether layers fold norms and SwiGLU into their GEMVs (gemvFused): on unless the environment
+// sets SHARDSCOPE_FUSED_DECODE=0 (read at each call, so a process can compare both).
+bool layerFusion();
+
 // A decode step's q/k norms, rotary and KV cache write in one kernel: from the fused qkv rows
 // [R, (qHeads + 2 kvHeads) * d] of R requests (one token each, at `positions`, in cache rows
 // `slots`), k and v go into the layer's caches [slots, capacity, kvHeads, d]; returns q

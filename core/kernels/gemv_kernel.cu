@@ -17,74 +17,248 @@ __device__ __forceinline__ Vec<T, VEC> loadCached(const T* p) {  // x: read by e
   return *reinterpret_cast<const Vec<T, VEC>*>(&raw);
 }
 
-template <typename T, int ROWS, int VEC>
-__device__ __forceinline__ void accumulate(const Vec<T, VEC>& w, const T* x, int64_t k,
-                                           int64_t stride, float (&acc)[ROWS]) {
+// The rows of x as a warp reads them: from global memory (through the read-only cache, every warp
+// reads them) or from this block's shared memory (the normed rows the block built).
+template <typename T, int VEC>
+struct GlobalRows {
+  const T* p;
+  int64_t stride;
+  __device__ __forceinline__ Vec<T, VEC> at(int m, int64_t k) const {
+    return loadCached<T, VEC>(p + m * stride + k);
+  }
+};
+template <typename T, int VEC>
+struct SharedRows {
+  const T* p;
+  int64_t stride;
+  __device__ __forceinline__ Vec<T, VEC> at(int m, int64_t k) const {
+    return load<T, VEC>(p + m * stride + k);
+  }
+};
+
+template <typename T, int ROWS, int VEC, typename X>
+__device__ __forceinline__ void accumulate(const Vec<T, VEC>& w, const X& x, int64_t k,
+                                           float (&acc)[ROWS]) {
 #pragma unroll
   for (int m = 0; m < ROWS; ++m) {
-    const Vec<T, VEC> xv = loadCached<T, VEC>(x + m * stride + k);
+    const Vec<T, VEC> xv = x.at(m, k);
 #pragma unroll
     for (int j = 0; j < VEC; ++j) acc[m] = __fmaf_rn(toFloat(w.v[j]), toFloat(xv.v[j]), acc[m]);
   }
 }
 
-// One warp per output column n: the weight row n is streamed once, dotted with every row of x.
-template <typename T, int ROWS>
-__global__ void gemvKernel(GemvArgs a) {
-  constexpr int VEC = 16 / sizeof(T);
-  const int lane = threadIdx.x % 32;
-  const int64_t n = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (n >= a.n) return;  // an exited warp counts as done for the dependent launch
-  const T* w = static_cast<const T*>(a.w) + n * a.k;
-  const T* x = static_cast<const T*>(a.x);
-  float acc[ROWS] = {};
-  constexpr int64_t kChunk = 32 * VEC;  // elements a warp covers per load
-  int64_t k = int64_t(lane) * VEC;
-  const auto full = [&](int64_t at) { return at + (kUnroll - 1) * kChunk < a.k; };
-  // The first weights do not depend on the kernel before: they load while it finishes. Then
-  // each round issues the next round's loads before it multiplies (two sets in flight).
-  Vec<T, VEC> wv[kUnroll];
-  bool have = full(k);
-  if (have) {
+template <typename T>
+constexpr int64_t kChunk = 32 * (16 / int64_t(sizeof(T)));  // elements a warp covers per load
+
+// Whether a round of kUnroll loads from element `at` on stays inside a row of K.
+template <typename T>
+__device__ __forceinline__ bool fullRound(int64_t at, int64_t K) {
+  return at + (kUnroll - 1) * kChunk<T> < K;
+}
+
+// The first round of a weight row (kUnroll loads of 16 bytes a lane, when the row has one).
+template <typename T, int VEC>
+__device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC> (&wv)[kUnroll]) {
+  const int64_t k = int64_t(threadIdx.x % 32) * VEC;
+  if (!fullRound<T>(k, K)) return;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk);
-  }
-  waitForPreviousKernel();
-  allowNextKernel();
-  while (have) {
-    const int64_t next = k + kUnroll * kChunk;
-    const bool more = full(next);
+  for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
+}
+
+// One warp's dot products of weight row w (K elements) with every row of x, summed over the warp
+// (every lane gets them). wv holds w's first round (loadFirstRound); each round issues the next
+// round's loads before it multiplies (two sets in flight), and the last one loads the first round
+// of `next`, the row this warp streams after w (null: none), into wv, so that the loads never
+// stop between two rows.
+template <typename T, int ROWS, int VEC, typename X>
+__device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, const X& x,
+                                       float (&acc)[ROWS], Vec<T, VEC> (&wv)[kUnroll]) {
+  constexpr int64_t chunk = kChunk<T>;
+  const int64_t start = int64_t(threadIdx.x % 32) * VEC;
+  int64_t k = start;
+  const bool rounds = fullRound<T>(k, K);
+#pragma unroll 1
+  while (rounds && fullRound<T>(k + kUnroll * chunk, K)) {
+    const int64_t after = k + kUnroll * chunk;
     Vec<T, VEC> ahead[kUnroll];
-    if (more) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + next + u * kChunk);
+    for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + after + u * chunk);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
+    k = after;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
+  }
+  if (rounds) {  // the row's last round: the next row's first loads go out before it multiplies
+    Vec<T, VEC> ahead[kUnroll];
+    if (next) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(next + start + u * chunk);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * kChunk, a.k, acc);
-    k = next;
-    have = more;
-    if (more) {
+    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
+    k += kUnroll * chunk;
+    if (next) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
     }
   }
-  for (; k < a.k; k += kChunk)
-    accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, a.k, acc);
+  for (; k < K; k += chunk) accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, acc);
 #pragma unroll
   for (int m = 0; m < ROWS; ++m) {
     for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
   }
-  if (lane != 0) return;
-  const float b = a.bias ? toFloat(static_cast<const T*>(a.bias)[n]) : 0.f;
+}
+
+// rmsNormKernel's arithmetic on each row of x (plus the residual) into xs [ROWS, k] of shared
+// memory, by the block's first kNormThreads threads in rmsNormKernel's element order and sum
+// tree (its widest block; a narrower one gives each thread at most one vector, as here), so the
+// rows are bit for bit what fused::addRmsNorm writes. Block 0 writes x + residual out.
+constexpr int kNormThreads = 256;
+template <typename T, int ROWS, int VEC>
+__device__ void normRows(const GemvArgs& a, T* xs) {
+  const bool team = threadIdx.x < kNormThreads, writer = blockIdx.x == 0 && a.residualOut;
+  const T* nw = static_cast<const T*>(a.normWeight);
+  constexpr int64_t step = int64_t(kNormThreads) * VEC;
+#pragma unroll 1
+  for (int m = 0; m < ROWS; ++m) {
+    const T* x = static_cast<const T*>(a.x) + m * a.k;
+    const T* residual = a.residual ? static_cast<const T*>(a.residual) + m * a.k : nullptr;
+    T* row = xs + m * a.k;
+    float squares = 0.f;
+    for (int64_t i = int64_t(threadIdx.x) * VEC; team && i < a.k; i += step) {
+      Vec<T, VEC> v = load<T, VEC>(x + i);
+      if (residual) {
+        const Vec<T, VEC> rv = load<T, VEC>(residual + i);
 #pragma unroll
-  for (int m = 0; m < ROWS; ++m) static_cast<T*>(a.y)[m * a.n + n] = fromFloat<T>(acc[m] + b);
+        for (int j = 0; j < VEC; ++j)
+          v.v[j] = fromFloat<T>(__fadd_rn(toFloat(v.v[j]), toFloat(rv.v[j])));
+        if (writer) store<T, VEC>(static_cast<T*>(a.residualOut) + m * a.k + i, v);
+      }
+      store<T, VEC>(row + i, v);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float f = toFloat(v.v[j]);
+        squares = __fmaf_rn(f, f, squares);
+      }
+    }
+    const float inv = rsqrtf(blockSum(squares) / float(a.k) + a.eps);
+    for (int64_t i = int64_t(threadIdx.x) * VEC; team && i < a.k; i += step) {
+      const Vec<T, VEC> v = load<T, VEC>(row + i), wv = load<T, VEC>(nw + i);
+      Vec<T, VEC> o;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float normed = mulRounded<T>(toFloat(v.v[j]), inv);
+        o.v[j] = fromFloat<T>(__fmul_rn(toFloat(wv.v[j]), normed));
+      }
+      store<T, VEC>(row + i, o);
+    }
+  }
+  __syncthreads();
+}
+
+// What gemv writes for a column (the bias added to the fp32 sum, rounded once) and, for SwiGLU,
+// what siluAndMulKernel then makes of a gate and an up column.
+template <typename T>
+__device__ __forceinline__ T swiGlu(float gate, float up) {
+  const float g = toFloat(fromFloat<T>(gate)), u = toFloat(fromFloat<T>(up));
+  const float act = toFloat(fromFloat<T>(__fdiv_rn(g, __fadd_rn(1.f, expf(-g)))));
+  return fromFloat<T>(__fmul_rn(act, u));
+}
+
+// Warp i of the grid's W computes output columns i, i + W, ... (one each with the full grid): it
+// streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
+// every row of x. The first weights do not depend on the kernel before: they load while it
+// finishes. With NORM, the block then norms x into shared memory.
+template <typename T, int ROWS, bool NORM, bool SWIGLU>
+__global__ void gemvKernel(GemvArgs a) {
+  constexpr int VEC = 16 / sizeof(T);
+  extern __shared__ __align__(16) unsigned char shared[];
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  const int64_t first = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const T* w = static_cast<const T*>(a.w);
+  const auto columnOf = [&](int64_t j) { return first + (SWIGLU ? j / 2 : j) * warps; };
+  const auto rowAt = [&](int64_t j) -> const T* {  // the j-th weight row this warp streams
+    const int64_t n = columnOf(j);
+    if (n >= a.n) return nullptr;
+    return w + (SWIGLU && j % 2 == 1 ? n + a.n : n) * a.k;
+  };
+  const T* row = rowAt(0);
+  Vec<T, VEC> wv[kUnroll];
+  if (row) loadFirstRound<T, VEC>(row, a.k, wv);
+  waitForPreviousKernel();
+  allowNextKernel();
+  T* xs = reinterpret_cast<T*>(shared);
+  if constexpr (NORM) normRows<T, ROWS, VEC>(a, xs);  // every thread takes part
+  if (!row) return;  // an exited warp counts as done for the dependent launch
+
+  const T* b = static_cast<const T*>(a.bias);
+  T* y = static_cast<T*>(a.y);
+  const auto stream = [&](const auto& x) {
+    float gate[ROWS];
+#pragma unroll 1
+    for (int64_t j = 0; row; ++j) {
+      const T* next = NORM || SWIGLU ? rowAt(j + 1) : nullptr;  // plain: one column a warp
+      float acc[ROWS] = {};
+      dotRow<T, ROWS, VEC>(row, next, a.k, x, acc, wv);
+      row = next;
+      const int64_t n = columnOf(j);
+      if (SWIGLU && j % 2 == 0) {
+#pragma unroll
+        for (int m = 0; m < ROWS; ++m) gate[m] = acc[m];
+        continue;
+      }
+      if (lane != 0) continue;
+      const float bias = b ? toFloat(b[SWIGLU ? n + a.n : n]) : 0.f;
+      const float gateBias = SWIGLU && b ? toFloat(b[n]) : 0.f;
+#pragma unroll
+      for (int m = 0; m < ROWS; ++m) {
+        y[m * a.n + n] =
+            SWIGLU ? swiGlu<T>(gate[m] + gateBias, acc[m] + bias) : fromFloat<T>(acc[m] + bias);
+      }
+    }
+  };
+  if constexpr (NORM) {
+    stream(SharedRows<T, VEC>{xs, a.k});
+  } else {
+    stream(GlobalRows<T, VEC>{static_cast<const T*>(a.x), a.k});
+  }
+}
+
+// A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
+// fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
+template <typename T, int ROWS, bool NORM, bool SWIGLU>
+cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
+  const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU>;
+  int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
+  if (shared > 48 * 1024) {  // above the default: opt in (gemvNormFits checked the limit)
+    const cudaError_t set =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (set != cudaSuccess) return set;
+  }
+  const char* grid = std::getenv("SHARDSCOPE_NORM_GEMV_GRID");
+  if (NORM && !(grid && std::strcmp(grid, "full") == 0)) {
+    int device = 0, sms = 0, perSm = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarpsPerBlock * 32,
+                                                        shared);
+    if (e != cudaSuccess) return e;
+    blocks = std::min<int64_t>(blocks, std::max(1, sms * perSm));
+  }
+  return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a);
 }
 
 template <typename T, int ROWS>
-cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
-  const int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  return launchKernel(gemvKernel<T, ROWS>, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), 0,
-                      stream, a);
+cudaError_t launchRows(const GemvArgs& a, cudaStream_t stream) {
+  const bool norm = a.normWeight != nullptr;
+  if (norm && a.swiGlu) return launch<T, ROWS, true, true>(a, stream);
+  if (norm) return launch<T, ROWS, true, false>(a, stream);
+  if (a.swiGlu) return launch<T, ROWS, false, true>(a, stream);
+  return launch<T, ROWS, false, false>(a, stream);
 }
 
 }  // namespace
@@ -95,19 +269,32 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     using T = decltype(t);
     if (a.k % (16 / int64_t(sizeof(T))) != 0 || !aligned(a.x, 16) || !aligned(a.w, 16))
       return cudaErrorInvalidValue;
+    if (a.normWeight && (!aligned(a.normWeight, 16) || (a.residual && !aligned(a.residual, 16)) ||
+                         (a.residualOut && !aligned(a.residualOut, 16))))
+      return cudaErrorInvalidValue;
     switch (a.rows) {
       case 1:
-        return launch<T, 1>(a, stream);
+        return launchRows<T, 1>(a, stream);
       case 2:
-        return launch<T, 2>(a, stream);
+        return launchRows<T, 2>(a, stream);
       case 3:
-        return launch<T, 3>(a, stream);
+        return launchRows<T, 3>(a, stream);
       case 4:
-        return launch<T, 4>(a, stream);
+        return launchRows<T, 4>(a, stream);
       default:
         return cudaErrorInvalidValue;
     }
   });
+}
+
+bool gemvNormFits(DType dtype, int64_t rows, int64_t k, int device) {
+  int limit = 0;
+  if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+      cudaSuccess)
+    return false;
+  const int64_t element = dtype == DType::Float ? 4 : 2;
+  // blockSum's partial sums take 128 bytes of the same shared memory
+  return rows * k * element + 128 <= int64_t(limit);
 }
 
 }  // namespace shardscope::kernels

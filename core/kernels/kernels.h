@@ -62,6 +62,14 @@ cudaError_t siluAndMul(const SiluAndMulArgs& a, cudaStream_t stream);
 // streams each weight row once for all rows of x, so the step reads its weights at close to copy
 // bandwidth. rows at most kMaxGemvRows; k a multiple of 16 bytes' worth of elements.
 constexpr int64_t kMaxGemvRows = 4;
+//
+// Two fusions for a decoder layer's unobserved steps, each rounding as the kernels it replaces:
+// - normWeight set: x is first replaced by rmsNorm(x (+ residual)) exactly as rmsNorm computes it
+//   (each block recomputes the rows into shared memory, rows * k elements, within
+//   gemvNormFits); block 0 writes x + residual to residualOut. The norm before qkv_proj and
+//   gate_up_proj.
+// - swiGlu: w holds 2n rows, n gate rows then n up rows; y [rows, n] is siluAndMul of what gemv
+//   would write for them (SwiGLU in gate_up_proj's epilogue).
 struct GemvArgs {
   DType dtype = DType::Float;
   const void* x = nullptr;
@@ -69,8 +77,15 @@ struct GemvArgs {
   const void* bias = nullptr;
   void* y = nullptr;
   int64_t rows = 0, n = 0, k = 0;
+  const void* normWeight = nullptr;
+  const void* residual = nullptr;
+  void* residualOut = nullptr;
+  float eps = 1e-6f;
+  bool swiGlu = false;
 };
 cudaError_t gemv(const GemvArgs& a, cudaStream_t stream);
+// Whether `rows` normed rows of k elements fit in one block's shared memory on `device`.
+bool gemvNormFits(DType dtype, int64_t rows, int64_t k, int device);
 
 // A decode step's attention input, from the fused qkv rows [tokens, (qHeads + 2 kvHeads) * d]:
 // per-head RMSNorm of q and k (when the weights are set; Qwen3), rotary at positions[t], q into

@@ -32,6 +32,9 @@ class DecoderAttention : public Module {
   const char* kind() const override { return "Attention block"; }
   void load(LoadContext& ctx, const std::string& hfPrefix);
   at::Tensor forward(const at::Tensor& positions, const at::Tensor& x, const ForwardBatch& b) const;
+  // The rest of forward from qkv_proj's output (the layer's fused step computes qkv itself).
+  at::Tensor forwardFromQkv(const at::Tensor& positions, const at::Tensor& qkv,
+                            const ForwardBatch& b) const;
 
   QKVParallelLinear* qkvProj;
   RMSNorm* qNorm = nullptr;  // Qwen3 only
@@ -82,7 +85,13 @@ class DecoderLayer : public Module {
   FeedForward* mlp;  // DecoderMLP, or Qwen3-MoE's sparse block
 
  private:
+  std::pair<at::Tensor, at::Tensor> fusedForward(const at::Tensor& positions,
+                                                 const at::Tensor& hidden,
+                                                 const at::Tensor& residual,
+                                                 const ForwardBatch& b) const;
+
   int64_t layer_;
+  DecoderMLP* denseMlp_ = nullptr;  // mlp when it is dense (its norm and SwiGLU fuse)
 };
 
 // "model.model": ids -> final normed hidden states.

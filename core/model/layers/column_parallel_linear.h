@@ -31,6 +31,8 @@ class ColumnParallelLinear : public Module {
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const;
 
   int64_t outPerRank() const { return outPerRank_; }
+  const at::Tensor& weight() const { return weight_; }  // [out/tp, in]
+  const at::Tensor& bias() const { return bias_; }
 
  protected:
   // Loads one HF tensor's row range [start, start+len) and appends it to the fused shard.

@@ -107,6 +107,45 @@ class TestEngine : public QObject {
     }
   }
 
+  // Unobserved steps of a few rows fold each layer's norms and SwiGLU into its GEMVs; with
+  // SHARDSCOPE_FUSED_DECODE=0 the modules run one by one. Both give the same ids and bit-identical
+  // logits, eagerly and from CUDA graphs (recorded under each setting), in fp32 and bf16.
+  void fusedLayersEqualModulesOneByOne_data() {
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<bool>("graphs");
+    QTest::newRow("f32 eager") << "f32" << false;
+    QTest::newRow("f32 graphs") << "f32" << true;
+    QTest::newRow("bf16 graphs") << "bf16" << true;
+  }
+  void fusedLayersEqualModulesOneByOne() {
+    if (test::device() != "cuda") QSKIP("the fused kernels run on the GPU only");
+    QFETCH(QString, dtype);
+    QFETCH(bool, graphs);
+    EngineOptions o;
+    o.device = "cuda";
+    o.dtype = dtype.toStdString();
+    o.cudaGraphs = graphs;
+    const auto run = [&](bool fused) {
+      if (fused) {
+        qunsetenv("SHARDSCOPE_FUSED_DECODE");
+      } else {
+        qputenv("SHARDSCOPE_FUSED_DECODE", "0");
+      }
+      Engine engine(o);
+      auto r = request(engine, {"The capital of France is", "Hi", "Tensor parallelism shards"}, 8);
+      r.returnLogits = true;
+      GenerateResult result = Engine::generateResult(engine.generate(r));
+      qunsetenv("SHARDSCOPE_FUSED_DECODE");
+      return result;
+    };
+    const GenerateResult modules = run(false), fusedRun = run(true);
+    for (size_t i = 0; i < 3; ++i) {
+      QCOMPARE(fusedRun.outputs[i].tokenIds, modules.outputs[i].tokenIds);
+      QVERIFY(at::equal(fromHostFloat(fusedRun.outputs[i].logits),
+                        fromHostFloat(modules.outputs[i].logits)));
+    }
+  }
+
   // A rank keeps its KV cache across generations: reused while it fits, cleared over its whole
   // capacity (a stale NaN must not reach masked attention), grown when a request needs more.
   void kvCacheIsKeptClearedAndGrown() {

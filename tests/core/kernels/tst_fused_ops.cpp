@@ -1,10 +1,12 @@
 // The fused CUDA kernels (core/kernels) against the ATen chains they replace, written as Hugging
-// Face's modules compute them: fp32 and bf16, vectorised and scalar row widths, q/k heads read
-// in place from a fused qkv row. Built only with the kernels; skips without a GPU.
+// Face's modules compute them: fp32 and bf16 (fp16 too for the fused GEMV), vectorised and scalar
+// row widths, q/k heads read in place from a fused qkv row. Built only with the kernels; skips
+// without a GPU.
 #include <QtTest>
 
 #include <cmath>
 
+#include "common/tensor_checks.h"
 #include "core/kernels/fused_ops.h"
 
 using namespace shardscope;
@@ -41,7 +43,9 @@ void expectClose(const at::Tensor& fused, const at::Tensor& reference, double ex
   QCOMPARE(fused.scalar_type(), reference.scalar_type());
   at::Tensor a = fused.to(at::kFloat).cpu(), b = reference.to(at::kFloat).cpu();
   const bool bf16 = fused.scalar_type() == at::kBFloat16;
-  const double rtol = bf16 ? 1.0 / 128 : 1e-5, atol = bf16 ? 1e-3 : 1e-6;
+  const bool fp16 = fused.scalar_type() == at::kHalf;  // 11-bit mantissa: 2 ulp is 1/512
+  const double rtol = bf16 ? 1.0 / 128 : fp16 ? 1.0 / 512 : 1e-5;
+  const double atol = bf16 || fp16 ? 1e-3 : 1e-6;
   const double worst = ((a - b).abs() - rtol * b.abs()).max().item<double>();
   const double same = a.eq(b).to(at::kFloat).mean().item<double>();
   qInfo("%s: %.4f of elements identical, worst excess %.3g", what, same, worst);
@@ -426,6 +430,125 @@ class TestFusedOps : public QObject {
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, routerW, done, r, w13, w2, first)),
              "two runs differ");
     QCOMPARE(done.item<int>(), 0);
+  }
+
+  // The GEMV with the norm before it and SwiGLU after it folded in (a decoder layer's unobserved
+  // step): bit for bit what the kernels it replaces write one after another (addRmsNorm or
+  // rmsNorm, gemv, siluAndMul), and close to the ATen chain of Hugging Face's modules; 1 to 4
+  // rows, fp32/bf16/fp16.
+  void gemvFused_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<bool>("norm");
+    QTest::addColumn<bool>("residual");
+    QTest::addColumn<bool>("swiGlu");
+    QTest::addColumn<bool>("bias");
+    const std::pair<int, const char*> types[] = {
+        {int(at::kFloat), "fp32"}, {int(at::kBFloat16), "bf16"}, {int(at::kHalf), "fp16"}};
+    for (const auto& [t, name] : types) {
+      for (int rows : {1, 2, 3, 4}) {
+        QTest::addRow("%s %d rows, norm", name, rows)
+            << t << rows << true << false << false << false;
+        QTest::addRow("%s %d rows, add+norm", name, rows)
+            << t << rows << true << true << false << false;
+        QTest::addRow("%s %d rows, swiglu", name, rows)
+            << t << rows << false << false << true << false;
+        QTest::addRow("%s %d rows, add+norm+swiglu", name, rows)
+            << t << rows << true << true << true << false;
+      }
+      QTest::addRow("%s bias, add+norm+swiglu", name) << t << 2 << true << true << true << true;
+    }
+  }
+  void gemvFused() {
+    QFETCH(int, dtype);
+    QFETCH(int, rows);
+    QFETCH(bool, norm);
+    QFETCH(bool, residual);
+    QFETCH(bool, swiGlu);
+    QFETCH(bool, bias);
+    const auto o = gpu(at::ScalarType(dtype));
+    // 4099 columns: with the norm the grid holds only the blocks that fit on the GPU at once, so
+    // a warp computes several columns, and the last block is part-empty.
+    const int64_t n = 4099, k = 4096, outRows = swiGlu ? 2 * n : n;
+    fused::GemvInput in;
+    in.x = at::randn({rows, k}, o);
+    if (residual) in.residual = at::randn({rows, k}, o) * 4;
+    if (norm) in.normWeight = at::rand({k}, o) + 0.5;
+    in.w = at::randn({outRows, k}, o) * 0.02;
+    if (bias) in.bias = at::randn({outRows}, o);
+    in.swiGlu = swiGlu;
+    const fused::GemvOutput out = fused::gemvFused(in);
+    QVERIFY(out.y.defined());
+    QCOMPARE(out.residualSum.defined(), residual);
+
+    // The kernels one by one, as the module path runs them on the GPU.
+    at::Tensor x = in.x, sum;
+    if (residual) std::tie(x, sum) = fused::addRmsNorm(in.x, in.residual, in.normWeight, in.eps);
+    if (norm && !residual) x = fused::rmsNorm(in.x, in.normWeight, in.eps);
+    at::Tensor y = fused::gemv(x, in.w, in.bias);
+    if (swiGlu) y = fused::siluAndMul(y);
+    QVERIFY(at::equal(out.y, y));
+    if (residual) QVERIFY(at::equal(out.residualSum, sum));
+
+    // Hugging Face's modules in ATen.
+    at::Tensor hx = in.x;
+    if (residual) hx = in.x + in.residual;
+    if (norm) hx = referenceNorm(hx, in.normWeight, in.eps);
+    at::Tensor hy = bias ? at::addmm(in.bias, hx, in.w.t()) : at::matmul(hx, in.w.t());
+    if (swiGlu) hy = at::silu(hy.narrow(1, 0, n)) * hy.narrow(1, n, n);
+    // Against the reference's scale: a GEMV's sum order differs from cuBLAS's by a last bit,
+    // which SwiGLU can carry into a neighbouring value of the dtype.
+    const double tolerance = dtype == int(at::kFloat)  ? 1e-5
+                             : dtype == int(at::kHalf) ? 4e-3
+                                                       : 2e-2;
+    QVERIFY2(test::closeToScale(out.y, hy, tolerance),
+             test::closeToScaleMessage(out.y, hy).c_str());
+  }
+
+  // Shapes gemvFused does not take come back undefined (the layer runs its modules instead).
+  void gemvFusedLeavesOtherShapes() {
+    const auto o = gpu(at::kBFloat16);
+    fused::GemvInput in;
+    in.x = at::randn({1, 4096}, o);
+    in.w = at::randn({64, 4096}, o);
+    in.normWeight = at::ones({4096}, o);
+    QVERIFY(fused::gemvFused(in).y.defined());
+    const auto refused = [](fused::GemvInput bad) { return !fused::gemvFused(bad).y.defined(); };
+    fused::GemvInput bad = in;
+    bad.x = at::randn({5, 4096}, o);  // too many rows
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.x = at::randn({1, 100}, o);  // k not a multiple of 16 bytes
+    bad.w = at::randn({64, 100}, o);
+    bad.normWeight = at::ones({100}, o);
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.x = at::randn({1, 4096}, gpu(at::kFloat));  // dtypes differ
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.normWeight = at::ones({4095}, o);  // norm weight of another width
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.normWeight = at::Tensor();
+    bad.residual = at::randn({1, 4096}, o);  // a residual needs the norm
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.residual = at::randn({2, 4096}, o);  // residual rows differ
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.w = at::randn({63, 4096}, o);  // SwiGLU needs gate and up rows in pairs
+    bad.swiGlu = true;
+    QVERIFY(refused(bad));
+    bad = in;
+    bad.x = at::randn({2, 8192}, o).narrow(1, 0, 4096);  // rows not contiguous
+    QVERIFY(refused(bad));
+    bad = in;  // four fp32 rows of 65536 do not fit in a block's shared memory
+    bad.x = at::randn({4, 65536}, gpu(at::kFloat));
+    bad.w = at::randn({2, 65536}, gpu(at::kFloat));
+    bad.normWeight = at::ones({65536}, gpu(at::kFloat));
+    QVERIFY(refused(bad));
+    bad.normWeight = at::Tensor();  // without the norm nothing goes to shared memory
+    QVERIFY(!refused(bad));
   }
 
   void gemvLeavesOtherShapes() {
