@@ -233,7 +233,12 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
   const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU>;
   int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
-  if (shared > 48 * 1024) {  // above the default: opt in (gemvNormFits checked the limit)
+  // Past the default 48 KB, counting the kernel's static shared memory too (at exactly 48 KB of
+  // rows the launch failed): opt in (gemvNormFits checked the limit).
+  cudaFuncAttributes attributes{};
+  const cudaError_t got = cudaFuncGetAttributes(&attributes, kernel);
+  if (got != cudaSuccess) return got;
+  if (shared + attributes.sharedSizeBytes > 48 * 1024) {
     const cudaError_t set =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     if (set != cudaSuccess) return set;
