@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "common/engine_server_process.h"
+#include "common/main_window_waits.h"
 #include "common/qt_warnings.h"
 #include "common/test_support.h"
 #include "core/store/session_store.h"
@@ -37,21 +38,6 @@ std::unique_ptr<MainWindow> connectWindow(const std::filesystem::path& session,
   auto w = std::make_unique<MainWindow>(o);
   w->show();
   return w;
-}
-
-bool waitLoaded(MainWindow& w, int seconds = 300) {
-  QTest::qWait(20);
-  for (int i = 0; i < seconds * 10 && (w.controller()->busy() || !w.controller()->hasModel()); ++i)
-    QTest::qWait(100);
-  QTest::qWait(50);
-  return w.controller()->hasModel() && !w.controller()->busy();
-}
-
-bool waitIdle(MainWindow& w, int seconds = 300) {
-  QTest::qWait(20);
-  for (int i = 0; i < seconds * 20 && w.controller()->busy(); ++i) QTest::qWait(50);
-  QTest::qWait(50);
-  return !w.controller()->busy();
 }
 
 // Runs `script` through shardscope-cli with rank threads (--tp 2) and returns the saved value.
@@ -120,7 +106,7 @@ class TestEngineGui : public QObject {
 
     // The engine's model, shown as a loaded one is, with where it runs.
     auto w = connectWindow(dir.path() / "s.db", address);
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     const ModelInfo& m = w->controller()->model();
     QCOMPARE(m.tp, 2);
     QCOMPARE(QString::fromStdString(m.backend), QString("mpi"));
@@ -139,7 +125,7 @@ class TestEngineGui : public QObject {
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->readSelectedPort();
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     const Matrix heat = w->heatmap()->matrix();  // a copy: the second read redraws it
     const std::string script = w->editor()->toPlainText().toStdString();
     const auto local = rankThreadsValue(dir.path(), script, "value_0");
@@ -168,7 +154,7 @@ class TestEngineGui : public QObject {
         "with model.trace(\"Hello\"):\n"
         "    h = model.model.layers[1].no_such_module.output.save()\n");
     w->runEditorScript();
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QCOMPARE(w->editor()->errorLine(), 3);
     QVERIFY(w->messages()->toPlainText().contains("no_such_module"));
     // Stop cancels the engine's job: the run is recorded as interrupted, and the engine serves on.
@@ -179,7 +165,7 @@ class TestEngineGui : public QObject {
     QVERIFY(w->controller()->progress().step >= 2);  // progress streams back
     w->stop();
     QVERIFY(batch.wait(60000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QCOMPARE(QString::fromStdString(w->controller()->session()->runs().back().status),
              QString("interrupted"));
     QVERIFY(!w->controller()->engineIsLost());
@@ -210,7 +196,7 @@ class TestEngineGui : public QObject {
     const auto outcome = finished.last().at(0).value<std::shared_ptr<const RunOutcome>>();
     QCOMPARE(QString::fromStdString(outcome->status), QString("failed"));
     QVERIFY2(outcome->error.find("engine lost") != std::string::npos, outcome->error.c_str());
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QVERIFY2(w->statusText().contains("Engine lost"), qPrintable(w->statusText()));
 
     // Started again on the same port: Reconnect opens it, and runs work again.
@@ -218,14 +204,14 @@ class TestEngineGui : public QObject {
         std::make_unique<test::EngineServerProcess>(2, QStringList{"--model", "demo"}, address);
     QVERIFY2(engine->waitServing(), qPrintable(engine->err()));
     w->reconnectEngine();
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QVERIFY(!w->controller()->engineIsLost());
     QVERIFY2(!w->enginePanel()->engineText().startsWith("Engine lost"),
              qPrintable(w->enginePanel()->engineText()));
     QVERIFY(w->selectPort(kOProj, "input"));
     w->readSelectedPort();
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QCOMPARE(QString::fromStdString(w->controller()->session()->runs().back().status),
              QString("done"));
     QCOMPARE(w->heatmap()->matrix().data, heat.data);
@@ -240,7 +226,7 @@ class TestEngineGui : public QObject {
     QVERIFY2(failed.last().at(0).toString().contains("cannot reach an engine"),
              qPrintable(failed.last().at(0).toString()));
     QVERIFY(!w->controller()->hasModel());
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
   }
 
  private:

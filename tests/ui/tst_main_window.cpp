@@ -20,6 +20,7 @@
 #include <QtTest>
 #include <fstream>
 
+#include "common/main_window_waits.h"
 #include "common/qt_warnings.h"
 #include "common/test_support.h"
 #include "core/model/model_source.h"
@@ -57,20 +58,6 @@ std::unique_ptr<MainWindow> openWindow(const std::filesystem::path& session,
   auto w = std::make_unique<MainWindow>(o);
   w->show();
   return w;
-}
-
-bool waitLoaded(MainWindow& w) {
-  for (int i = 0; i < 1200 && !w.controller()->hasModel(); ++i) QTest::qWait(100);
-  QTest::qWait(50);
-  return w.controller()->hasModel() && !w.controller()->busy();
-}
-
-// Waits until the controller is idle again (all queued results drawn).
-bool waitIdle(MainWindow& w, int seconds = 300) {
-  QTest::qWait(20);
-  for (int i = 0; i < seconds * 20 && w.controller()->busy(); ++i) QTest::qWait(50);
-  QTest::qWait(50);
-  return !w.controller()->busy();
 }
 
 // Runs `script` through shardscope-cli with --log and returns the saved value.
@@ -114,7 +101,7 @@ class TestMainWindow : public QObject {
   void examplesMenuLoadsAnExample() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QMenu* file = nullptr;
     for (QAction* a : w->menuBar()->actions())
       if (a->text() == "&File") file = a->menu();
@@ -137,7 +124,7 @@ class TestMainWindow : public QObject {
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->runEditorScript();
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     const store::RunSummary* run = w->sessionLog()->runAt(w->sessionLog()->rowCount() - 1);
     QCOMPARE(QString::fromStdString(run->status), QString("done"));
     const store::RunRecord record = w->controller()->session()->run(run->id);
@@ -148,7 +135,7 @@ class TestMainWindow : public QObject {
   void readPortMatchesCli() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QCOMPARE(w->enginePanel()->rankRows(), 2);
     QVERIFY(w->selectPort(kOProj, "input"));
     // Double-clicking a port reads it.
@@ -164,7 +151,7 @@ class TestMainWindow : public QObject {
                       at);  // Qt's double-click follows a press
     QTest::mouseDClick(tree->viewport(), Qt::LeftButton, {}, at);
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     const Matrix& m = w->heatmap()->matrix();
     QCOMPARE(m.rows, kPromptTokens);
     QCOMPARE(m.cols, kHeadsWidth);
@@ -199,7 +186,7 @@ class TestMainWindow : public QObject {
   void zeroTwoHeadsMatchesCli() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     w->setMaxTokens(6);
     w->tabs()->setCurrentIndex(1);
     QTest::qWait(100);
@@ -216,7 +203,7 @@ class TestMainWindow : public QObject {
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->runAblation();
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QVERIFY(!w->outputView()->baselineText().isEmpty());
     QVERIFY(!w->outputView()->ablatedText().isEmpty());
     QVERIFY2(w->outputView()->summary().contains("at the first step"),
@@ -236,7 +223,7 @@ class TestMainWindow : public QObject {
   void sweepTwoLayersThenCancel() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     w->runSweep({0, 1});  // no target given: a top-k run finds the greedy token first
     for (int i = 0; i < 6000 && !(w->sweepRun(0) && w->sweepRun(1) && !w->controller()->busy());
          ++i)
@@ -270,7 +257,7 @@ class TestMainWindow : public QObject {
     w->runSweep({0, 1, 2, 3});
     QVERIFY(batch.wait(300000));
     QCOMPARE(batch.last().at(0).toBool(), true);  // cancelled
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     int sweepRuns = 0;
     for (const auto& r : w->controller()->session()->runs())
       sweepRuns += r.title.find("target 100") != std::string::npos;
@@ -286,13 +273,13 @@ class TestMainWindow : public QObject {
   void badScriptShowsItsLine() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     w->editor()->setPlainText(
         "model = VLLM(\"demo\")\n"
         "with model.trace(\"Hello\"):\n"
         "    h = model.model.layers[1].no_such_module.output.save()\n");
     w->runEditorScript();
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QCOMPARE(w->editor()->errorLine(), 3);
     QVERIFY(w->messages()->toPlainText().contains("no_such_module"));
     w->editor()->setPlainText(
@@ -315,7 +302,7 @@ class TestMainWindow : public QObject {
   void idsPastTheTokenizerShowAsMarkers() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db", ensureDemoModel().string());
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     w->editor()->setPlainText(
         "model = VLLM(\"demo\")\n"
         "with model.trace(\"Hello\", max_tokens=3, ignore_eos=True) as tracer:\n"
@@ -324,7 +311,7 @@ class TestMainWindow : public QObject {
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->runEditorScript();
     QVERIFY(shown.wait(60000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     QCOMPARE(w->editor()->errorLine(), 0);
     OutputDiffView* view = w->outputView();
     QCOMPARE(view->baselineText(), QString(" France<|id 151691|> France"));
@@ -341,20 +328,20 @@ class TestMainWindow : public QObject {
     int64_t readRun = 0;
     {
       auto w = openWindow(session);
-      QVERIFY(waitLoaded(*w));
+      QVERIFY(test::waitLoaded(*w));
       QVERIFY(w->selectPort(kOProj, "input"));
       QSignalSpy shown(w.get(), &MainWindow::resultShown);
       w->readSelectedPort();
       QVERIFY(shown.wait(60000));
-      QVERIFY(waitIdle(*w));  // the result is shown before the worker's end reaches the GUI
+      QVERIFY(test::waitIdle(*w));  // the result is shown before the worker's end reaches the GUI
       w->runLogitLens();
       QVERIFY(shown.wait(60000));
-      QVERIFY(waitIdle(*w));
+      QVERIFY(test::waitIdle(*w));
       QCOMPARE(w->sessionLog()->rowCount(), 2);
       readRun = w->sessionLog()->runAt(0)->id;
     }
     auto w = openWindow(session);
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QCOMPARE(w->sessionLog()->rowCount(), 2);
     QVERIFY(QString::fromStdString(w->sessionLog()->runAt(0)->title)
                 .startsWith("Read " + QString::fromStdString(kOProj)));
@@ -374,7 +361,7 @@ class TestMainWindow : public QObject {
   void lensTopKAndAttention() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->runLogitLens();
     QVERIFY(shown.wait(60000));
@@ -382,7 +369,7 @@ class TestMainWindow : public QObject {
     QCOMPARE(lens.rows, int64_t(4));     // layers
     QCOMPARE(lens.cols, kPromptTokens);  // positions
     for (double p : lens.data) QVERIFY(p > 0 && p <= 1);
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     w->runTopK();
     QVERIFY(shown.wait(60000));
     const auto& bars = w->topK()->tokens();
@@ -390,7 +377,7 @@ class TestMainWindow : public QObject {
     for (size_t i = 1; i < bars.size(); ++i) QVERIFY(bars[i - 1].second >= bars[i].second);
     // The top token's probability is the last layer's lens value at the last position.
     QVERIFY(std::abs(bars[0].second - lens.at(3, kPromptTokens - 1)) < 1e-5);
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     w->runAttentionPattern(1, 3);
     QVERIFY(shown.wait(60000));
     const Matrix& a = w->attention()->matrix();
@@ -417,7 +404,7 @@ class TestMainWindow : public QObject {
   void loadingCanBeCancelled() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QSignalSpy failed(w->controller(), &EngineController::loadFailed);
     EngineOptions o;
     o.model = "demo";
@@ -429,7 +416,7 @@ class TestMainWindow : public QObject {
              qPrintable(failed.last().at(0).toString()));
     QVERIFY(!w->controller()->hasModel());
     w->openModel(o);
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     QCOMPARE(w->controller()->model().tp, 1);
   }
 
@@ -437,7 +424,7 @@ class TestMainWindow : public QObject {
   void staysResponsiveDuringGeneration() {
     test::TempDir dir;
     auto w = openWindow(dir.path() / "s.db");
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     w->setMaxTokens(64);
     QElapsedTimer clock;
     qint64 last = 0, worst = 0;
@@ -480,12 +467,12 @@ class TestMainWindow : public QObject {
     o.restoreState = false;
     auto w = std::make_unique<MainWindow>(o);
     w->show();
-    QVERIFY(waitLoaded(*w));
+    QVERIFY(test::waitLoaded(*w));
     w->setMaxTokens(3);
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->routingView()->routeButton()->click();
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     const ExpertRouting routing = w->routingView()->routing();
     QCOMPARE(routing.layers, (std::vector<int64_t>{0, 1, 2}));  // every layer is sparse
     QCOMPARE(routing.topK, int64_t(4));
@@ -504,7 +491,7 @@ class TestMainWindow : public QObject {
     QTest::mouseClick(w->routingView()->canvas(), Qt::LeftButton, {},
                       w->routingView()->cellCentre(1, 0));
     QVERIFY(shown.wait(120000));
-    QVERIFY(waitIdle(*w));
+    QVERIFY(test::waitIdle(*w));
     const store::RunSummary* run = w->sessionLog()->runAt(w->sessionLog()->rowCount() - 1);
     QCOMPARE(QString::fromStdString(run->title),
              QString("Ablate expert %1 of layer 1").arg(expert));

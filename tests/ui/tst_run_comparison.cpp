@@ -11,6 +11,7 @@
 #include <QTableWidget>
 #include <QtTest>
 
+#include "common/main_window_waits.h"
 #include "common/qt_warnings.h"
 #include "common/test_support.h"
 #include "core/store/session_store.h"
@@ -45,19 +46,11 @@ std::string script(const char* scale) {
          "            logits = model.logits.save()\n";
 }
 
-bool waitIdle(MainWindow& w, int seconds = 300) {
-  for (int i = 0; i < 1200 && !w.controller()->hasModel(); ++i) QTest::qWait(100);
-  QTest::qWait(20);
-  for (int i = 0; i < seconds * 20 && w.controller()->busy(); ++i) QTest::qWait(50);
-  QTest::qWait(50);
-  return w.controller()->hasModel() && !w.controller()->busy();
-}
-
 int64_t runScript(MainWindow& w, const std::string& text) {
   w.editor()->setPlainText(QString::fromStdString(text));
   QSignalSpy shown(&w, &MainWindow::resultShown);
   w.runEditorScript();
-  if (!shown.wait(300000) || !waitIdle(w)) return 0;
+  if (!shown.wait(300000) || !test::waitLoaded(w)) return 0;
   return shown.takeFirst().at(0).toLongLong();
 }
 
@@ -100,7 +93,7 @@ class TestRunComparison : public QObject {
     o.restoreState = false;
     MainWindow w(o);
     w.show();
-    QVERIFY(waitIdle(w));
+    QVERIFY(test::waitLoaded(w));
     const int64_t a = runScript(w, script("1.0"));
     const int64_t b = runScript(w, script("0.0"));
     QVERIFY(a > 0 && b > a);
