@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "common/golden_engine.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
@@ -85,13 +86,8 @@ class TestHfGolden : public QObject {
     QFETCH(int, tp);
     QFETCH(QString, dtype);
     const Golden g = loadGolden(model.toStdString(), dtype.toStdString());
-    EngineOptions o;
-    o.model = test::goldenModel(model.toStdString()).string();
-    o.tp = tp;
-    o.device = test::device();
-    o.dtype = dtype.toStdString();
-    o.backend = test::backend();
-    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    const EngineOptions o = test::goldenEngineOptions(model.toStdString(), tp, dtype.toStdString());
+    if (!test::hasGpuPerRank(o)) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
     if (dtype == "bf16") return checkBf16(engine, g, model, tp);
 
@@ -112,7 +108,7 @@ class TestHfGolden : public QObject {
     QFETCH(bool, expertParallel);
     const Golden g = loadGolden("qwen3-moe-tiny", "f32");
     EngineOptions o = moeOptions(tp, expertParallel);
-    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    if (!test::hasGpuPerRank(o)) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
     QCOMPARE(QString::fromStdString(engine.info().family), QString("qwen3_moe"));
     checkF32(engine, g, expertParallel ? "qwen3-moe-tiny (expert parallel)" : "qwen3-moe-tiny", tp);
@@ -137,15 +133,9 @@ class TestHfGolden : public QObject {
     QFETCH(int, tp);
     QFETCH(int, pp);
     const Golden g = loadGolden(model.toStdString(), "f32");
-    EngineOptions o;
-    o.model = test::goldenModel(model.toStdString()).string();
-    o.tp = tp;
+    EngineOptions o = test::goldenEngineOptions(model.toStdString(), tp);
     o.pp = pp;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
-    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp * pp)
-      QSKIP("NCCL needs one GPU per rank");
+    if (!test::hasGpuPerRank(o)) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
     QCOMPARE(engine.info().pp, pp);
     checkF32(engine, g, model + " pp=" + QString::number(pp), tp);
@@ -168,14 +158,9 @@ class TestHfGolden : public QObject {
     QFETCH(int, tp);
     QFETCH(int, dcp);
     const Golden g = loadGolden(model.toStdString(), "f32");
-    EngineOptions o;
-    o.model = test::goldenModel(model.toStdString()).string();
-    o.tp = tp;
+    EngineOptions o = test::goldenEngineOptions(model.toStdString(), tp);
     o.dcp = dcp;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
-    if (o.backend == "nccl" && int(at::getNumGPUs()) < tp) QSKIP("NCCL needs one GPU per rank");
+    if (!test::hasGpuPerRank(o)) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
     QCOMPARE(QString::fromStdString(engine.info().family), QString("deepseek_v2"));
     checkF32(engine, g, model + " dcp=" + QString::number(dcp), tp);
@@ -218,7 +203,7 @@ class TestHfGolden : public QObject {
   void qwen3MoeBatchingEqualsAlone() {
     QFETCH(bool, expertParallel);
     EngineOptions o = moeOptions(2, expertParallel);
-    if (o.backend == "nccl" && int(at::getNumGPUs()) < 2) QSKIP("NCCL needs one GPU per rank");
+    if (!test::hasGpuPerRank(o)) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
     const std::vector<std::vector<int64_t>> prompts = {{3, 17, 42, 99, 123, 200, 7},
                                                        {5, 9, 240, 31}};
@@ -241,13 +226,8 @@ class TestHfGolden : public QObject {
 
  private:
   static EngineOptions moeOptions(int tp, bool expertParallel) {
-    EngineOptions o;
-    o.model = test::goldenModel("qwen3-moe-tiny").string();
-    o.tp = tp;
+    EngineOptions o = test::goldenEngineOptions("qwen3-moe-tiny", tp);
     o.expertParallel = expertParallel;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
     return o;
   }
 

@@ -12,6 +12,7 @@
 
 #include <mutex>
 
+#include "common/golden_engine.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
@@ -199,13 +200,8 @@ class TestMlaAbsorbed : public QObject {
   }
 
   static EngineOptions options(const QString& model, int tp, int dcp) {
-    EngineOptions o;
-    o.model = test::goldenModel(model.toStdString()).string();
-    o.tp = tp;
+    EngineOptions o = test::goldenEngineOptions(model.toStdString(), tp);
     o.dcp = dcp;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
     return o;
   }
 };
