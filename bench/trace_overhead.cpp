@@ -4,7 +4,8 @@
 // Plain and traced runs alternate after warm-up; a case's overhead is the median of the N per-pair
 // differences in wall time, and beside it in process CPU time (every thread; robust to a loaded
 // machine, where wall time mostly measures the neighbours). --threads N sets the rank threads'
-// intra-op threads (default: cores / tp); --profile N runs only N empty traces (for perf record).
+// intra-op threads (default: cores / tp); --profile N runs only N empty traces (for perf record),
+// --profile-plain N only N plain forwards (its baseline in a differential profile).
 // nnsight's published figures for the same shapes of work (308 / 474 / 716 us) are printed as
 // context, not as a ratio: they were not run in this call (no Python torch on this machine), and
 // a peer measured elsewhere is no peer.
@@ -66,12 +67,13 @@ std::string traceScript(const std::string& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int tp = 1, n = 200, threads = 0, profile = 0;
+  int tp = 1, n = 200, threads = 0, profile = 0, profilePlain = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--tp") tp = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--n") n = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--threads") threads = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--profile") profile = std::stoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--profile-plain") profilePlain = std::stoi(argv[i + 1]);
   }
   EngineOptions o;
   o.tp = tp;
@@ -85,6 +87,13 @@ int main(int argc, char** argv) {
   r.sampling.maxTokens = 1;
   const auto plainRun = [&] { Engine::generateResult(engine.generate(r)); };
 
+  if (profilePlain > 0) {
+    const double total = timeOnce([&] {
+                           for (int i = 0; i < profilePlain; ++i) plainRun();
+                         }).wall;
+    std::printf("%d plain forwards: %.1f us each\n", profilePlain, total / profilePlain);
+    return 0;
+  }
   trace::RunOptions ro;
   ro.modelDirs["demo"] = ensureDemoModel().string();
   ro.tp = tp;
