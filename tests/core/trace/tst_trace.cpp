@@ -326,6 +326,7 @@ class TestTrace : public QObject {
 
   void syntheticPartialSumPortDividesWrites();
   void moduleUnknownToTheTraceLayerDeclaresMethodsAndCalls();
+  void segmentedReplayAsksForThePortsItWaitsOn();
 
   void errorsNameTheLineAndTheNextJobWorks_data() {
     QTest::addColumn<QString>("script");
@@ -574,3 +575,78 @@ void TestTrace::moduleUnknownToTheTraceLayerDeclaresMethodsAndCalls() {
 
 QTEST_GUILESS_MAIN(TestTrace)
 #include "tst_trace.moc"
+
+namespace {
+
+// Two whole-valued ports in model order: `first`, then `second`.
+class OrderedProbe : public Module {
+ public:
+  explicit OrderedProbe(std::string name) : Module(std::move(name), nullptr) {
+    setPorts(ShardSpec::whole(), ShardSpec::whole());
+  }
+  const char* kind() const override { return "OrderedProbe"; }
+};
+
+}  // namespace
+
+// What a graph replayer that cuts a layer at its ports asks of the interleaver (SegmentedLayer on
+// the GPU; here on the CPU, as the replayer would call it): which ports a block waits on now, that
+// a read leaves PortValue::written unset and a write sets it, and that a port the replay passed
+// unvisited counts as run past, so a later read of it fails as it does in an eager layer.
+void TestTrace::segmentedReplayAsksForThePortsItWaitsOn() {
+  EngineOptions o;
+  o.dtype = "f32";
+  o.backend = "local";
+  o.device = test::device();
+  Engine engine(o);
+  const auto runScript = [&](const std::string& source, bool passFirst) {
+    auto program = trace::parseProgram(source, "cuts.py");
+    std::vector<trace::InvokeSpec> invokes{
+        {program->body,
+         {{"first", trace::moduleProxy("first")}, {"second", trace::moduleProxy("second")}},
+         ""}};
+    std::vector<std::string> notes;
+    engine
+        .submit([&](RankContext& ctx) {
+          OrderedProbe first("first"), second("second");
+          trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
+          il.registerModule(first);
+          il.registerModule(second);
+          il.start();
+          ForwardBatch batch{
+              ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0, {}, {}};
+          const auto waits = [&](const Module& m) {
+            return std::string(m.name()) + (il.waitsOn(m, PortRole::Output, 0) ? "+" : "-");
+          };
+          if (!il.tellsPortWaits()) notes.push_back("cannot tell its port waits");
+          notes.push_back(waits(first) + waits(second));
+          PortValue a = PortValue::single(at::ones({2, 3}).to(ctx.device));
+          if (passFirst) {
+            il.portPassed(first, PortRole::Output, batch);
+          } else {
+            il.visit(first, PortRole::Output, a, batch);
+            notes.push_back(std::string("first written ") + (a.written ? "yes" : "no"));
+          }
+          notes.push_back(waits(first) + waits(second));
+          PortValue b = PortValue::single(at::ones({2, 3}).to(ctx.device));
+          try {
+            il.visit(second, PortRole::Output, b, batch);
+          } catch (const std::exception& e) {
+            notes.push_back(e.what());
+            return;
+          }
+          notes.push_back(std::string("second written ") + (b.written ? "yes" : "no") + " sum " +
+                          std::to_string(b.items[0].sum().item<double>()));
+        })
+        .wait();
+    return notes;
+  };
+  const auto inOrder = runScript("a = first.output.clone().save()\nsecond.output[:] = 0\n", false);
+  QCOMPARE(inOrder, (std::vector<std::string>{"first+second-", "first written no", "first-second+",
+                                              "second written yes sum 0.000000"}));
+  const auto late = runScript("b = second.output.save()\na = first.output.save()\n", true);
+  QCOMPARE(late.size(), size_t(3));
+  QCOMPARE(late[0], std::string("first-second+"));
+  QVERIFY2(late[2].find("already ran past first.output at step 0") != std::string::npos,
+           late[2].c_str());
+}
