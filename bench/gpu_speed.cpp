@@ -6,7 +6,8 @@
 // prefill computes); bench/peers/hf_speed.py measures Hugging Face (sdpa and eager attention) on
 // the same configuration and bench/report_gpu_speed.py prints both with ratios. --eager turns CUDA
 // graphs off (the engine's own peer); --scaling measures only what the tensor-parallel scaling
-// table needs (issue 8: prefill 2048, decode at batch 1, the cost of one gathered read per step).
+// table needs (issue 8: prefill 2048, decode at batch 1, the cost of one gathered read and of
+// one head write per step).
 //
 // --pp splits the layers into pipeline stages (tp x pp rank threads, one GPU each).
 //
