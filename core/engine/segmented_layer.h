@@ -37,9 +37,6 @@ class SegmentedLayer {
   // back); the others are reported passed. Nothing waits for the launches (the caller does).
   void replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch);
 
-  size_t segments() const { return segments_.size(); }
-  size_t ports() const { return ports_.size(); }
-
  private:
   struct Port {
     const Module* module = nullptr;
