@@ -12,6 +12,7 @@
 #include <QtTest>
 #include <fstream>
 
+#include "common/cli_saved_value.h"
 #include "common/engine_server_process.h"
 #include "common/main_window_waits.h"
 #include "common/qt_warnings.h"
@@ -38,21 +39,6 @@ std::unique_ptr<MainWindow> connectWindow(const std::filesystem::path& session,
   auto w = std::make_unique<MainWindow>(o);
   w->show();
   return w;
-}
-
-// Runs `script` through shardscope-cli with rank threads (--tp 2) and returns the saved value.
-trace::SavedValue rankThreadsValue(const std::filesystem::path& dir, const std::string& script,
-                                   const std::string& name) {
-  const auto file = dir / "cli.py";
-  std::ofstream(file) << script;
-  const auto db = dir / "cli.db";
-  QProcess p;
-  p.start(SHARDSCOPE_CLI, {"run", QString::fromStdString(file.string()), "--tp", "2", "--log",
-                           QString::fromStdString(db.string())});
-  if (!p.waitForFinished(300000) || p.exitCode() != 0)
-    throw std::runtime_error("cli failed: " + p.readAllStandardError().toStdString());
-  store::SessionStore s(db, {.readOnly = true});
-  return s.value(s.runs().back().id, name);
 }
 
 // Measures how late a 10 ms timer fires while it runs: the event loop never waits long.
@@ -128,7 +114,7 @@ class TestEngineGui : public QObject {
     QVERIFY(test::waitIdle(*w));
     const Matrix heat = w->heatmap()->matrix();  // a copy: the second read redraws it
     const std::string script = w->editor()->toPlainText().toStdString();
-    const auto local = rankThreadsValue(dir.path(), script, "value_0");
+    const auto local = test::cliSavedValue(dir.path(), script, "value_0", {"--tp", "2"});
     // The prompt's tokens (as the demo's tokenizer splits it) by every head's values.
     QCOMPARE(local.tensor.shape.size(), size_t(2));
     QCOMPARE(heat.rows, int64_t(local.tensor.shape[0]));

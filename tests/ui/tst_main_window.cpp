@@ -20,6 +20,7 @@
 #include <QtTest>
 #include <fstream>
 
+#include "common/cli_saved_value.h"
 #include "common/main_window_waits.h"
 #include "common/qt_warnings.h"
 #include "common/test_support.h"
@@ -58,21 +59,6 @@ std::unique_ptr<MainWindow> openWindow(const std::filesystem::path& session,
   auto w = std::make_unique<MainWindow>(o);
   w->show();
   return w;
-}
-
-// Runs `script` through shardscope-cli with --log and returns the saved value.
-trace::SavedValue cliValue(const std::filesystem::path& dir, const std::string& script,
-                           const std::string& name) {
-  const auto file = dir / "cli.py";
-  std::ofstream(file) << script;
-  const auto db = dir / "cli.db";
-  QProcess p;
-  p.start(SHARDSCOPE_CLI, {"run", QString::fromStdString(file.string()), "--log",
-                           QString::fromStdString(db.string())});
-  if (!p.waitForFinished(300000) || p.exitCode() != 0)
-    throw std::runtime_error("cli failed: " + p.readAllStandardError().toStdString());
-  store::SessionStore s(db, {.readOnly = true});
-  return s.value(s.runs().back().id, name);
 }
 
 std::vector<double> asDoubles(const HostTensor& t) {
@@ -157,7 +143,7 @@ class TestMainWindow : public QObject {
     QCOMPARE(m.cols, kHeadsWidth);
     const std::string script = w->editor()->toPlainText().toStdString();
     QVERIFY(script.find(kOProj + ".input.save()") != std::string::npos);
-    const auto cli = cliValue(dir.path(), script, "value_0");
+    const auto cli = test::cliSavedValue(dir.path(), script, "value_0");
     QCOMPARE(cli.tensor.shape, (std::vector<int64_t>{kPromptTokens, kHeadsWidth}));
     QVERIFY2(asDoubles(cli.tensor) == m.data, "the heatmap differs from the CLI's saved value");
     QVERIFY(w->heatmap()->readoutAt(3, 1).startsWith("token 1 ("));
@@ -212,7 +198,7 @@ class TestMainWindow : public QObject {
     const std::string script = w->editor()->toPlainText().toStdString();
     for (const char* name : {"baseline_logits", "ablated_logits"}) {
       const auto gui = w->controller()->session()->value(run, name);
-      const auto cli = cliValue(dir.path(), script, name);
+      const auto cli = test::cliSavedValue(dir.path(), script, name);
       QVERIFY2(gui.tensor.bytes == cli.tensor.bytes, name);
     }
     const auto base = w->controller()->session()->value(run, "baseline_logits");
@@ -501,7 +487,7 @@ class TestMainWindow : public QObject {
              script.c_str());
     for (const char* name : {"baseline_logits", "ablated_logits"}) {
       const auto gui = w->controller()->session()->value(run->id, name);
-      const auto cli = cliValue(dir.path(), script, name);
+      const auto cli = test::cliSavedValue(dir.path(), script, name);
       QVERIFY2(gui.tensor.bytes == cli.tensor.bytes, name);
     }
     const auto base = w->controller()->session()->value(run->id, "baseline_logits");
