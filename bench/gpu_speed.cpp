@@ -10,6 +10,8 @@
 // one head write per step).
 //
 // --pp splits the layers into pipeline stages (tp x pp rank threads, one GPU each).
+// --timeline DIR measures nothing: it records the kernels of a 16-step decode at batch 1, plain,
+// with the read and with the head write, as Chrome traces in DIR (bench/report_timeline.py).
 //
 //   gpu_speed --model DIR [--steps 64] [--tp 1] [--pp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernel_timeline.h"
 #include "core/engine/engine.h"
 #include "core/model/layers/linear.h"
 #include "core/trace/script_runner.h"
@@ -40,8 +43,14 @@ double seconds(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Every GPU (the ranks of tp > 1 run on their own).
 void deviceSync() {
-  c10::cuda::device_synchronize();
+  const c10::DeviceIndex current = c10::cuda::current_device();
+  for (c10::DeviceIndex d = 0; d < c10::cuda::device_count(); ++d) {
+    c10::cuda::set_device(d);
+    c10::cuda::device_synchronize();
+  }
+  c10::cuda::set_device(current);
 }
 
 double median(std::vector<double> v) {
@@ -135,6 +144,39 @@ double traceSeconds(Engine& e, const std::string& body, const std::vector<int64_
   return median(times);
 }
 
+// Traces at batch 1: plain, one read of layer 10's o_proj.input per step, one head zeroed.
+std::map<std::string, std::string> traceBodies() {
+  const std::string o = "model.model.layers[10].self_attn.o_proj";
+  return {{"plain", "    pass\n"},
+          {"read", "    xs = list().save()\n    for step in tracer.iter[:]:\n        xs.append(" +
+                       o + ".input.clone())\n"},
+          {"zero_head", "    for step in tracer.iter[:]:\n        z = " + o + ".input\n        " +
+                            o + ".head(z, 0)[:] = 0\n"}};
+}
+
+// --timeline: 16 decode steps at batch 1 (after a 5-token prefill) plain and under each trace,
+// each recorded after two unrecorded runs (graphs recorded, allocator warm).
+void recordTimelines(Engine& e, const std::string& dir) {
+  constexpr int64_t kSteps = 16;
+  const auto prompt = promptIds(5, e.info().vocabSize, 0);
+  const auto record = [&](const std::string& name, const auto& work) {
+    work();
+    work();
+    deviceSync();
+    const std::string path = dir + "/" + name + ".json";
+    bench::recordKernelTimeline(path, [&] {
+      work();
+      deviceSync();
+    });
+    std::fprintf(stderr, "timeline %s: %s\n", name.c_str(), path.c_str());
+  };
+  record("decode", [&] { generateSeconds(e, {prompt}, kSteps + 1, 1); });
+  for (const auto& [name, body] : traceBodies()) {
+    if (name == "plain") continue;
+    record("trace-" + name, [&] { traceSeconds(e, body, prompt, kSteps + 1, 1); });
+  }
+}
+
 // A decode step's matmuls alone at batch 1: each weight shape of layer 0 once per layer, then the
 // LM head; LibTorch's matmul against `linearForward` (the GEMV kernel where it applies). One
 // layer's weights serve every layer: at ~400 MB they leave the GPU's L2 between uses.
@@ -188,7 +230,7 @@ json decodeMatmuls(const ModelInfo& info, double bandwidth) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model;
+  std::string model, timelineDir;
   int64_t steps = 64;
   int tp = 1;
   int pp = 1;
@@ -212,12 +254,14 @@ int main(int argc, char** argv) {
     if (a == "--pp") pp = std::stoi(argv[i + 1]);
     if (a == "--batches") batchList = parseList(argv[i + 1]);
     if (a == "--prefills") prefillList = parseList(argv[i + 1]);
+    if (a == "--timeline") timelineDir = argv[i + 1];
   }
   if (model.empty()) {
     std::fprintf(
         stderr,
         "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
-        "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048]\n");
+        "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048] "
+        "[--timeline DIR]\n");
     return 2;
   }
   json out;
@@ -292,6 +336,11 @@ int main(int argc, char** argv) {
   out["layers"] = info.numLayers;
   out["hidden"] = info.hiddenSize;
 
+  if (!timelineDir.empty()) {
+    std::filesystem::create_directories(timelineDir);
+    recordTimelines(e, timelineDir);
+    return 0;
+  }
   if (!scaling && tp == 1)
     out["decode_matmuls"] = decodeMatmuls(info, out["bandwidth_bytes_per_s"].get<double>());
 
@@ -331,16 +380,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "decode batch %lld: %.2f ms/step, %.0f tok/s (%lld layers from graphs)\n",
                  (long long)batch, perStep * 1e3, double(batch) / perStep, (long long)graphLayers);
   }
-  // Traces at batch 1: plain, one read of layer 10's o_proj.input per step, one head zeroed.
   const auto prompt = promptIds(5, info.vocabSize, 0);
-  const std::string o = "model.model.layers[10].self_attn.o_proj";
-  const std::map<std::string, std::string> bodies = {
-      {"plain", "    pass\n"},
-      {"read", "    xs = list().save()\n    for step in tracer.iter[:]:\n        xs.append(" + o +
-                   ".input.clone())\n"},
-      {"zero_head", "    for step in tracer.iter[:]:\n        z = " + o + ".input\n        " + o +
-                        ".head(z, 0)[:] = 0\n"}};
-  for (const auto& [name, body] : bodies) {
+  for (const auto& [name, body] : traceBodies()) {
     const double prefill = traceSeconds(e, body, prompt, 1, 3);
     const double total = traceSeconds(e, body, prompt, steps + 1, 3);
     out["trace"][name] = {{"total_s", total}, {"per_step_s", (total - prefill) / double(steps)}};

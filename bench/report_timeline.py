@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Sums a kernel timeline (gpu_speed --timeline: a Chrome trace from LibTorch's Kineto profiler)
+per GPU: the span from the first kernel's start to the last one's end, the time some kernel ran
+(busy) and the idle gaps between kernels; then per kernel name its count, its time and the idle
+gap before it, each per forward (the trace's forwards: --forwards, 17 for a 16-step decode after
+its prefill). Where the span exceeds the busy time, the GPU waited on the host; where a kernel's
+time exceeds what its bytes cost, the kernel itself is slow.
+
+  report_timeline.py TRACE.json [--forwards 17] [--top 25]
+"""
+import argparse
+import collections
+import json
+import re
+import sys
+
+
+def short_name(name):
+    """The kernel's name and template arguments, without namespaces or parameters."""
+    name = name.replace("(anonymous namespace)::", "")
+    name = re.sub(r"^void ", "", name)
+    name = re.sub(r"\(.*$", "", name)  # parameter list
+    name = re.sub(r"\b[A-Za-z_]\w*::", "", name)
+    return name.replace("__nv_bfloat16", "bf16").replace(" ", "")
+
+
+def kernels_by_device(events):
+    per = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        args = e.get("args", {})
+        per[args.get("device", 0)].append(
+            (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e["cat"], short_name(e["name"])))
+    for k in per.values():
+        k.sort()
+    return per
+
+
+def report(kernels, forwards, top, out):
+    start, end = kernels[0][0], max(k[1] for k in kernels)
+    busy, reach = 0.0, start
+    gaps = []
+    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0])  # count, time, idle before
+    previous = None
+    for ts, te, cat, name in kernels:
+        gap = max(0.0, ts - reach)
+        busy += max(0.0, te - max(ts, reach))
+        if gap > 0 and previous is not None:
+            gaps.append((gap, previous, name))
+        row = per_name[name if cat == "kernel" else cat]
+        row[0] += 1
+        row[1] += te - ts
+        row[2] += gap
+        reach = max(reach, te)
+        previous = name
+    span = end - start
+    f = float(forwards)
+    out.write(f"  span {span / f:.1f} us a forward, busy {busy / f:.1f} us, idle {(span - busy) / f:.1f} us"
+              f" ({len(kernels) / f:.1f} kernels a forward, {forwards} forwards)\n")
+    out.write(f"  {'kernel':<44} {'n/fwd':>6} {'us/fwd':>8} {'mean us':>8} {'idle before, us/fwd':>20}\n")
+    for name, (n, t, idle) in sorted(per_name.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:top]:
+        out.write(f"  {name[:44]:<44} {n / f:6.1f} {t / f:8.1f} {t / n:8.2f} {idle / f:20.1f}\n")
+    gaps.sort(reverse=True)
+    out.write("  longest gaps: " + "; ".join(f"{g:.0f} us {a} -> {b}" for g, a, b in gaps[:6]) + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("trace")
+    p.add_argument("--forwards", type=int, default=17)
+    p.add_argument("--top", type=int, default=25)
+    a = p.parse_args()
+    with open(a.trace) as f:
+        data = json.load(f)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    per = kernels_by_device(events)
+    if not per:
+        sys.exit(f"{a.trace}: no kernel events (was the profiler built with CUPTI?)")
+    print(a.trace)
+    for device in sorted(per):
+        print(f" GPU {device}:")
+        report(per[device], a.forwards, a.top, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
