@@ -11,7 +11,8 @@
 //
 // --pp splits the layers into pipeline stages (tp x pp rank threads, one GPU each).
 // --timeline DIR measures nothing: it records the kernels of a 16-step decode at batch 1, plain,
-// with the read and with the head write, as Chrome traces in DIR (bench/report_timeline.py).
+// with the read and with the head write (not with --timeline-decode-only), as Chrome traces in
+// DIR (bench/report_timeline.py).
 //
 //   gpu_speed --model DIR [--steps 64] [--tp 1] [--pp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
@@ -156,7 +157,7 @@ std::map<std::string, std::string> traceBodies() {
 
 // --timeline: 16 decode steps at batch 1 (after a 5-token prefill) plain and under each trace,
 // each recorded after two unrecorded runs (graphs recorded, allocator warm).
-void recordTimelines(Engine& e, const std::string& dir) {
+void recordTimelines(Engine& e, const std::string& dir, bool decodeOnly) {
   constexpr int64_t kSteps = 16;
   const auto prompt = promptIds(5, e.info().vocabSize, 0);
   const auto record = [&](const std::string& name, const auto& work) {
@@ -172,7 +173,7 @@ void recordTimelines(Engine& e, const std::string& dir) {
   };
   record("decode", [&] { generateSeconds(e, {prompt}, kSteps + 1, 1); });
   for (const auto& [name, body] : traceBodies()) {
-    if (name == "plain") continue;
+    if (decodeOnly || name == "plain") continue;
     record("trace-" + name, [&] { traceSeconds(e, body, prompt, kSteps + 1, 1); });
   }
 }
@@ -234,7 +235,7 @@ int main(int argc, char** argv) {
   int64_t steps = 64;
   int tp = 1;
   int pp = 1;
-  bool eager = false, scaling = false, expertParallel = false;
+  bool eager = false, scaling = false, expertParallel = false, timelineDecodeOnly = false;
   std::vector<int64_t> batchList, prefillList;
   const auto parseList = [](const std::string& text) {
     std::vector<int64_t> v;
@@ -247,6 +248,7 @@ int main(int argc, char** argv) {
     if (a == "--eager") eager = true;
     if (a == "--scaling") scaling = true;
     if (a == "--expert-parallel") expertParallel = true;
+    if (a == "--timeline-decode-only") timelineDecodeOnly = true;
     if (i + 1 >= argc) continue;
     if (a == "--model") model = argv[i + 1];
     if (a == "--steps") steps = std::stoll(argv[i + 1]);
@@ -261,7 +263,7 @@ int main(int argc, char** argv) {
         stderr,
         "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
         "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048] "
-        "[--timeline DIR]\n");
+        "[--timeline DIR [--timeline-decode-only]]\n");
     return 2;
   }
   json out;
@@ -338,7 +340,7 @@ int main(int argc, char** argv) {
 
   if (!timelineDir.empty()) {
     std::filesystem::create_directories(timelineDir);
-    recordTimelines(e, timelineDir);
+    recordTimelines(e, timelineDir, timelineDecodeOnly);
     return 0;
   }
   if (!scaling && tp == 1)
