@@ -102,10 +102,10 @@ std::vector<int64_t> promptIds(int64_t n, int64_t vocab, uint64_t salt) {
   return ids;
 }
 
-// Wall time of one generation (prompts x maxTokens), median of `reps`; `graphLayers` gets the
-// decoder layers the last one ran from CUDA graphs.
+// Wall time of one generation (prompts x maxTokens), median of `reps`; `last` gets the last
+// one's result (its layers from CUDA graphs, its steps launched ahead).
 double generateSeconds(Engine& e, const std::vector<std::vector<int64_t>>& prompts,
-                       int64_t maxTokens, int reps, int64_t* graphLayers = nullptr) {
+                       int64_t maxTokens, int reps, GenerateResult* last = nullptr) {
   GenerateRequest r;
   r.prompts = prompts;
   r.sampling.maxTokens = maxTokens;
@@ -113,9 +113,9 @@ double generateSeconds(Engine& e, const std::vector<std::vector<int64_t>>& promp
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     const auto t = Clock::now();
-    const GenerateResult result = Engine::generateResult(e.generate(r));
+    GenerateResult result = Engine::generateResult(e.generate(r));
     times.push_back(seconds(t));
-    if (graphLayers) *graphLayers = result.graphLayers;
+    if (last) *last = std::move(result);
   }
   return median(times);
 }
@@ -373,14 +373,18 @@ int main(int argc, char** argv) {
     for (int64_t b = 0; b < batch; ++b)
       prompts.push_back(promptIds(kDecodePromptTokens, info.vocabSize, uint64_t(b)));
     const double prefill = generateSeconds(e, prompts, 1, 3);
-    int64_t graphLayers = 0;
-    const double total = generateSeconds(e, prompts, steps + 1, 3, &graphLayers);
+    GenerateResult last;
+    const double total = generateSeconds(e, prompts, steps + 1, 3, &last);
     const double perStep = (total - prefill) / double(steps);
     out["decode"][std::to_string(batch)] = {{"per_step_s", perStep},
                                             {"tokens_per_s", double(batch) / perStep},
-                                            {"graph_layers", graphLayers}};
-    std::fprintf(stderr, "decode batch %lld: %.2f ms/step, %.0f tok/s (%lld layers from graphs)\n",
-                 (long long)batch, perStep * 1e3, double(batch) / perStep, (long long)graphLayers);
+                                            {"graph_layers", last.graphLayers},
+                                            {"ahead_steps", last.aheadSteps}};
+    std::fprintf(stderr,
+                 "decode batch %lld: %.2f ms/step, %.0f tok/s (%lld layers from graphs, %lld "
+                 "steps launched ahead)\n",
+                 (long long)batch, perStep * 1e3, double(batch) / perStep,
+                 (long long)last.graphLayers, (long long)last.aheadSteps);
   }
   const auto prompt = promptIds(5, info.vocabSize, 0);
   for (const auto& [name, body] : traceBodies()) {

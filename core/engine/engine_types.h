@@ -49,6 +49,7 @@ struct GenerateResult {
   double seconds = 0;
   int64_t graphLayers = 0;      // decoder layers that ran from CUDA graphs, summed over steps
   int64_t segmentedLayers = 0;  // of those, layers cut at the ports a trace waited on
+  int64_t aheadSteps = 0;       // steps launched before the host had read the step before (greedy)
 };
 
 struct JobProgress {

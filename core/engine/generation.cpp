@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "../error.h"
@@ -11,6 +13,7 @@
 #include "../parallel/collective_board.h"
 #include "pipeline_step.h"
 #include "sampler.h"
+#include "step_decision.h"
 
 namespace shardscope {
 namespace {
@@ -54,6 +57,181 @@ bool containsStopString(const GenerateRequest& request, const Sequence& s) {
     if (text.find(stop) != std::string::npos) return true;
   }
   return false;
+}
+
+// Greedy steps nobody watches run one step ahead of the host: the next step is launched with the
+// ids still on the device while the host reads the step before (SHARDSCOPE_DECODE_AHEAD=0 turns
+// it off, to compare). Not with pipeline stages, kept logits or sampling (decided on the host).
+bool decodesAhead(const RankContext& ctx, const GenerateRequest& request,
+                  const PortObserver* observer) {
+  if (observer || ctx.pipeline || request.returnLogits || request.sampling.temperature > 0.0)
+    return false;
+  const char* v = std::getenv("SHARDSCOPE_DECODE_AHEAD");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+// The requests the next step computes: those not finished; with a step in flight (decode-ahead),
+// those of its rows whose token after the one in flight is still within max_tokens.
+std::vector<size_t> launchable(const std::vector<Sequence>& seqs, int64_t maxTokens,
+                               const StepDecision* inFlight) {
+  std::vector<size_t> active;
+  if (!inFlight) {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      if (!seqs[i].finished) active.push_back(i);
+    }
+    return active;
+  }
+  for (size_t i : inFlight->active()) {
+    const Sequence& s = seqs[i];
+    const int64_t generated = int64_t(s.tokens.size()) - s.promptLength + 1;
+    if (!s.finished && generated < maxTokens) active.push_back(i);
+  }
+  return active;
+}
+
+// Host ints on the device without a wait for it (through pinned memory on a GPU).
+at::Tensor toDevice(const std::vector<int64_t>& values, at::Device device) {
+  const auto longs = at::TensorOptions().dtype(at::kLong);
+  if (!device.is_cuda()) return at::tensor(values, longs);
+  at::Tensor host = at::empty({int64_t(values.size())}, longs.pinned_memory(true));
+  std::memcpy(host.data_ptr<int64_t>(), values.data(), values.size() * sizeof(int64_t));
+  return host.to(longs.device(device), /*non_blocking=*/true);
+}
+
+int64_t rowOf(const std::vector<size_t>& active, size_t request) {
+  const auto it = std::find(active.begin(), active.end(), request);
+  SS_ASSERT(it != active.end(), "a decode-ahead step names a request the step before lacks");
+  return int64_t(it - active.begin());
+}
+
+struct LaunchedStep {
+  ForwardBatch batch;
+  at::Tensor logits;  // [R, V] on the last stage's ranks; undefined on the others
+};
+
+// Builds and runs one step of the active requests, up to the logits: their new tokens come from
+// the host, or with a step in flight (decode-ahead) from the ids it chose, still on the device.
+struct StepLauncher {
+  RankContext& ctx;
+  KvCache& cache;
+  const KvCacheLayout& layout;
+  PortObserver* observer;
+
+  LaunchedStep launch(std::vector<Sequence>& seqs, const std::vector<size_t>& active, int64_t step,
+                      const StepDecision* inFlight) {
+    std::vector<int64_t> ids, positions, lastRows, slots, past, rows;
+    ForwardBatch batch{ctx.group, at::Tensor(), {}, observer, step, {}, {}};
+    bool decodeOnly = true;
+    for (size_t i : active) {
+      Sequence& s = seqs[i];
+      const int64_t n = inFlight ? 1 : int64_t(s.tokens.size()) - s.cached;
+      batch.spans.push_back({int64_t(ids.size()), n, s.cached, &cache, int64_t(i), int64_t(i)});
+      decodeOnly = decodeOnly && n == 1;
+      slots.push_back(int64_t(i));
+      past.push_back(s.cached);
+      if (inFlight) {
+        ids.push_back(0);  // the step in flight's choice, filled in on the device below
+        positions.push_back(s.cached);
+        rows.push_back(rowOf(inFlight->active(), i));
+      }
+      for (int64_t t = s.cached; !inFlight && t < int64_t(s.tokens.size()); ++t) {
+        ids.push_back(s.tokens[size_t(t)]);
+        positions.push_back(t);
+      }
+      lastRows.push_back(int64_t(ids.size()) - 1);
+      s.cached += n;
+    }
+    // The step's ids, positions, last rows, cache slots (and rows of the step in flight) reach
+    // the device in one copy.
+    const int64_t T = int64_t(ids.size()), R = int64_t(active.size());
+    std::vector<int64_t> host = ids;
+    for (const auto* part : {&positions, &lastRows, &slots, &rows})
+      host.insert(host.end(), part->begin(), part->end());
+    const at::Tensor device = toDevice(host, ctx.device);
+    if (inFlight) {
+      device.narrow(0, 0, T).copy_(
+          inFlight->deviceIds().index_select(0, device.narrow(0, 2 * T + 2 * R, R)));
+    }
+    batch.positions = device.narrow(0, T, T);
+    // Batched decode: on the GPU for every cache; on the CPU for a latent cache too, whose
+    // latent-space attention (MLA) runs there as on the GPU.
+    if (decodeOnly && (ctx.device.is_cuda() || layout.parts == 1))
+      prepareDecode(cache, layout, slots, past, device.narrow(0, 2 * T + R, R), batch);
+    if (ctx.device.is_cuda() && ctx.model.graphCapturable())
+      batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
+    if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;
+    batch.worldRank = ctx.rank;
+    at::Tensor logits =
+        runStages(ctx, device.narrow(0, 0, T), batch, [&](const at::Tensor& hidden) {
+          // In a decode step every row is its request's last.
+          at::Tensor last =
+              decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
+          PortValue lv = PortValue::single(ctx.model.logits(last, batch));
+          if (observer) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
+          return lv.items[0];
+        });
+    return {std::move(batch), std::move(logits)};
+  }
+};
+
+void keepLogits(std::vector<Sequence>& seqs, const StepDecision& decision,
+                const at::Tensor& logits) {
+  const at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
+  for (size_t r = 0; r < decision.active().size(); ++r)
+    seqs[decision.active()[r]].logits.push_back(host[int64_t(r)]);
+}
+
+// Every rank sees the same flags and fails alike. (-inf is a legal logit: a trace may ban a
+// token with it.)
+void throwIfNonFinite(const StepDecision& decision, const std::vector<size_t>& rows, int64_t step) {
+  std::string nonFiniteRequests;
+  for (size_t r : rows) {
+    if (decision.nonFinite(r))
+      nonFiniteRequests +=
+          (nonFiniteRequests.empty() ? "" : ", ") + std::to_string(decision.active()[r]);
+  }
+  if (nonFiniteRequests.empty()) return;
+  throw Error("the logits of step " + std::to_string(step) + " hold NaN for request(s) " +
+              nonFiniteRequests +
+              ": a NaN reached the model's output (a weight or input that is not finite, a "
+              "trace write of NaN, or an overflow in fp16: try bf16 or f32); generation "
+              "stopped");
+}
+
+// Appends the rows' tokens to their requests and ends those that stop or reach max_tokens.
+void appendTokens(const GenerateRequest& request, const std::vector<int64_t>& stopIds,
+                  std::vector<Sequence>& seqs, const StepDecision& decision,
+                  const std::vector<size_t>& rows) {
+  for (size_t r : rows) {
+    Sequence& s = seqs[decision.active()[r]];
+    const int64_t id = decision.id(r);
+    s.tokens.push_back(id);
+    const int64_t generated = int64_t(s.tokens.size()) - s.promptLength;
+    if (std::find(stopIds.begin(), stopIds.end(), id) != stopIds.end() ||
+        containsStopString(request, s)) {
+      s.finished = true;
+      s.finishReason = "stop";
+    } else if (generated >= request.sampling.maxTokens) {
+      s.finished = true;
+      s.finishReason = "length";
+    }
+  }
+}
+
+// A trace's end of step: the requests it stops end here; it learns which requests are done.
+void endStep(PortObserver& observer, const ForwardBatch& batch, std::vector<Sequence>& seqs,
+             const StepDecision& decision) {
+  std::vector<bool> finished(seqs.size(), false);
+  const std::vector<size_t>& active = decision.active();
+  for (size_t r = 0; r < active.size(); ++r) {
+    Sequence& s = seqs[active[r]];
+    if (!s.finished && observer.stopRequested(int64_t(active[r]))) {
+      s.finished = true;
+      s.finishReason = "stop";
+    }
+    finished[active[r]] = s.finished || decision.cancel();
+  }
+  observer.endStep(batch, finished);
 }
 
 }  // namespace
@@ -128,7 +306,6 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   const KvCacheLayout layout = ctx.model.kvCacheLayout();
   KvCache& cache =
       ctx.decode.cache(ctx.model.stage(), layout, int64_t(seqs.size()), longest, cacheOptions);
-  const auto longOptions = at::TensorOptions().dtype(at::kLong);
 
   const auto graphLayers = [&ctx] {
     const LayerReplayer* r =
@@ -138,148 +315,50 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   const auto graphLayersBefore = graphLayers();
   // The sampled ids reach every rank of every stage.
   ProcessGroup& everyRank = ctx.pipeline ? ctx.pipeline->world() : ctx.group;
-  int64_t step = 0;
+  const bool ahead = decodesAhead(ctx, request, observer);
+  StepLauncher launcher{ctx, cache, layout, observer};
+  // Decode-ahead: the step launched before the host has read its decision.
+  std::unique_ptr<StepDecision> inFlight;
+  int64_t step = 0;  // steps whose decision is applied
+  int64_t aheadSteps = 0;
   bool cancelled = false;
-  for (; step < sp.maxTokens; ++step) {
-    std::vector<size_t> active;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      if (!seqs[i].finished) active.push_back(i);
+  const auto apply = [&](StepDecision& decision, const ForwardBatch* batch) {
+    decision.wait(ctx.group);
+    // Rows of requests that stopped after a decode-ahead step was launched are not theirs; a
+    // step left with none is dropped.
+    std::vector<size_t> live;
+    for (size_t r = 0; r < decision.active().size(); ++r) {
+      if (!seqs[decision.active()[r]].finished) live.push_back(r);
     }
-    if (active.empty()) break;
-    // Flatten this step's new tokens of every active request.
-    std::vector<int64_t> ids, positions, lastRows, slots, past;
-    ForwardBatch batch{ctx.group, at::Tensor(), {}, observer, step, {}, {}};
-    bool decodeOnly = true;
-    for (size_t i : active) {
-      Sequence& s = seqs[i];
-      const int64_t n = int64_t(s.tokens.size()) - s.cached;
-      batch.spans.push_back({int64_t(ids.size()), n, s.cached, &cache, int64_t(i), int64_t(i)});
-      decodeOnly = decodeOnly && n == 1;
-      slots.push_back(int64_t(i));
-      past.push_back(s.cached);
-      for (int64_t t = s.cached; t < int64_t(s.tokens.size()); ++t) {
-        ids.push_back(s.tokens[t]);
-        positions.push_back(t);
-      }
-      lastRows.push_back(int64_t(ids.size()) - 1);
-    }
-    // The step's ids, positions, last rows and cache slots reach the device in one copy.
-    const int64_t T = int64_t(ids.size()), R = int64_t(active.size());
-    std::vector<int64_t> host = ids;
-    host.insert(host.end(), positions.begin(), positions.end());
-    host.insert(host.end(), lastRows.begin(), lastRows.end());
-    host.insert(host.end(), slots.begin(), slots.end());
-    const at::Tensor device = at::tensor(host, longOptions).to(ctx.device);
-    batch.positions = device.narrow(0, T, T);
-    // Batched decode: on the GPU for every cache; on the CPU for a latent cache too, whose
-    // latent-space attention (MLA) runs there as on the GPU.
-    if (decodeOnly && (ctx.device.is_cuda() || layout.parts == 1))
-      prepareDecode(cache, layout, slots, past, device.narrow(0, 2 * T + R, R), batch);
-    if (ctx.device.is_cuda() && ctx.model.graphCapturable())
-      batch.replayer = ctx.decode.replayer(ctx.group, ctx.device);
-    if (ctx.job.failure.armed()) batch.failure = &ctx.job.failure;
-    batch.worldRank = ctx.rank;
-    // [R, V] on the last stage's ranks; undefined on the others.
-    at::Tensor logits =
-        runStages(ctx, device.narrow(0, 0, T), batch, [&](const at::Tensor& hidden) {
-          // In a decode step every row is its request's last.
-          at::Tensor last =
-              decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
-          PortValue lv = PortValue::single(ctx.model.logits(last, batch));
-          if (observer) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
-          return lv.items[0];
-        });
-    for (size_t i : active) seqs[i].cached = int64_t(seqs[i].tokens.size());
-
-    // The sampler (rank 0 of the last stage) samples; the ids, its cancel decision and which
-    // requests' logits hold a NaN reach every rank in one broadcast: [ids R][cancel][NaN R].
-    // (-inf is a legal logit: a trace may ban a token with it.)
-    const int64_t R2 = int64_t(active.size());
-    at::Tensor decision = at::zeros({2 * R2 + 1}, longOptions);
-    if (ctx.isSampler()) {
-      auto* d = decision.data_ptr<int64_t>();
-      const at::Tensor nonFinite = at::isnan(logits).any(-1).to(at::kLong);
-      if (sp.temperature <= 0.0) {
-        // Greedy: one argmax and one device-to-host copy for all (in the activation dtype: the
-        // cast to fp32 keeps every value and so the first maximum).
-        const at::Tensor greedy = at::cat({logits.argmax(-1), nonFinite}).to(at::kCPU).contiguous();
-        std::memcpy(d, greedy.data_ptr<int64_t>(), size_t(R2) * sizeof(int64_t));
-        std::memcpy(d + R2 + 1, greedy.data_ptr<int64_t>() + R2, size_t(R2) * sizeof(int64_t));
+    if (live.empty()) return;
+    throwIfNonFinite(decision, live, step);
+    appendTokens(request, stopIds, seqs, decision, live);
+    cancelled = decision.cancel();
+    if (observer) endStep(*observer, *batch, seqs, decision);
+    ctx.setProgress(++step);
+  };
+  while (!cancelled) {
+    std::vector<size_t> active = launchable(seqs, sp.maxTokens, inFlight.get());
+    if (active.empty() && !inFlight) break;
+    std::unique_ptr<StepDecision> launched;
+    if (!active.empty()) {
+      const int64_t at = step + (inFlight ? 1 : 0);
+      aheadSteps += inFlight ? 1 : 0;
+      LaunchedStep s = launcher.launch(seqs, active, at, inFlight.get());
+      if (ahead) {
+        launched = std::make_unique<StepDecision>(
+            decideOnDevice(ctx, everyRank, s.logits, std::move(active), at));
       } else {
-        const at::Tensor bad = nonFinite.to(at::kCPU).contiguous();
-        std::memcpy(d + R2 + 1, bad.data_ptr<int64_t>(), size_t(R2) * sizeof(int64_t));
-        logits = logits.to(at::kFloat);
-        for (size_t r = 0; r < active.size(); ++r) {
-          if (d[R2 + 1 + int64_t(r)] == 0) d[r] = samplers[active[r]].sample(logits[r]);
-        }
-      }
-      d[active.size()] = ctx.cancelRequested() ? 1 : 0;
-    }
-    if (ctx.fillsResult() && request.returnLogits) {
-      at::Tensor host = logits.to(at::kCPU).to(at::kFloat);
-      for (size_t r = 0; r < active.size(); ++r) seqs[active[r]].logits.push_back(host[r]);
-    }
-    // Through the device only when another rank or a trace's model.samples needs it: a single
-    // rank's plain step keeps its decision on the host (two copies and a wait less per token).
-    if (everyRank.size() > 1 || observer) {
-      at::Tensor shared = decision.to(ctx.device);
-      static const std::string kSite = "model.samples (the sampling rank's tokens)";
-      CollectiveSite site(kSite, step);
-      everyRank.broadcast(shared, ctx.samplerRank());
-      if (observer) {  // a write to model.samples forces the token on every rank alike
-        PortValue sv = PortValue::single(shared.narrow(0, 0, int64_t(active.size())));
-        batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
-        if (!sv.items[0].is_same(shared.narrow(0, 0, int64_t(active.size())))) {
-          shared.narrow(0, 0, int64_t(active.size())).copy_(sv.items[0]);
-        }
-      }
-      decision = shared.to(at::kCPU);
-    }
-    const auto* d = decision.data_ptr<int64_t>();
-    std::string nonFiniteRequests;
-    for (size_t r = 0; r < active.size(); ++r) {
-      if (d[R2 + 1 + int64_t(r)] != 0)
-        nonFiniteRequests += (nonFiniteRequests.empty() ? "" : ", ") + std::to_string(active[r]);
-    }
-    if (!nonFiniteRequests.empty()) {  // every rank sees the same flags and fails alike
-      throw Error("the logits of step " + std::to_string(step) + " hold NaN for request(s) " +
-                  nonFiniteRequests +
-                  ": a NaN reached the model's output (a weight or input that is not finite, a "
-                  "trace write of NaN, or an overflow in fp16: try bf16 or f32); generation "
-                  "stopped");
-    }
-    for (size_t r = 0; r < active.size(); ++r) {
-      Sequence& s = seqs[active[r]];
-      s.tokens.push_back(d[r]);
-      const int64_t generated = int64_t(s.tokens.size()) - s.promptLength;
-      if (std::find(stopIds.begin(), stopIds.end(), d[r]) != stopIds.end() ||
-          containsStopString(request, s)) {
-        s.finished = true;
-        s.finishReason = "stop";
-      } else if (generated >= sp.maxTokens) {
-        s.finished = true;
-        s.finishReason = "length";
+        StepDecision decision =
+            decideOnHost(ctx, everyRank, s.logits, std::move(active), samplers, sp, s.batch);
+        if (ctx.fillsResult() && request.returnLogits) keepLogits(seqs, decision, s.logits);
+        apply(decision, &s.batch);
       }
     }
-    if (observer) {
-      std::vector<bool> finished(seqs.size(), false);
-      for (size_t r = 0; r < active.size(); ++r) {
-        Sequence& s = seqs[active[r]];
-        if (!s.finished && observer->stopRequested(int64_t(active[r]))) {
-          s.finished = true;
-          s.finishReason = "stop";
-        }
-        finished[active[r]] = s.finished || d[active.size()] != 0;
-      }
-      observer->endStep(batch, finished);
-    }
-    ctx.setProgress(step + 1);
-    if (d[active.size()] != 0) {
-      cancelled = true;
-      ++step;
-      break;
-    }
+    if (inFlight) apply(*inFlight, nullptr);  // a step that was not waited for holds no observer
+    inFlight = std::move(launched);
   }
+  // A cancel leaves the step after it unread: its tokens are not the request's.
   if (observer) {
     std::vector<std::vector<int64_t>> generated;
     for (const Sequence& s : seqs)
@@ -291,6 +370,7 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   const auto graphLayersAfter = graphLayers();
   result->graphLayers = graphLayersAfter.first - graphLayersBefore.first;
   result->segmentedLayers = graphLayersAfter.second - graphLayersBefore.second;
+  result->aheadSteps = aheadSteps;
   result->outputs.clear();
   for (Sequence& s : seqs) {
     RequestOutput out;

@@ -5,6 +5,7 @@
 // succeed.
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -291,6 +292,80 @@ class TestEngine : public QObject {
     QVERIFY(ids.size() <= 3);
     QCOMPARE(ids.back(), free.outputs[0].tokenIds[2]);
     QCOMPARE(free.outputs[0].finishReason, std::string("length"));
+  }
+
+  // Greedy steps nobody watches are launched before the host has read the step before, with the
+  // chosen ids still on the device (SHARDSCOPE_DECODE_AHEAD=0: one step at a time). Both give the
+  // same ids, finish reasons and step counts, also when one request of a batch stops early (its
+  // row of the step launched ahead is dropped), at its first token or later.
+  void decodeAheadEqualsStepByStep_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("stopFrom");  // the earliest token a request stops at; -1: none stops
+    QTest::newRow("tp=1") << 1 << -1;
+    QTest::newRow("tp=1, a request stops at its 1st token") << 1 << 0;
+    QTest::newRow("tp=1, a request stops midway") << 1 << 1;
+    QTest::newRow("tp=2, a request stops midway") << 2 << 1;
+  }
+  void decodeAheadEqualsStepByStep() {
+    QFETCH(int, tp);
+    QFETCH(int, stopFrom);
+    auto engine = demoEngine(tp);
+    auto r = request(*engine, {"The capital of France is", "Hi", "Tensor parallelism shards"}, 7);
+    const auto run = [&](bool ahead) {
+      if (ahead) {
+        qunsetenv("SHARDSCOPE_DECODE_AHEAD");
+      } else {
+        qputenv("SHARDSCOPE_DECODE_AHEAD", "0");
+      }
+      GenerateResult result = Engine::generateResult(engine->generate(r));
+      qunsetenv("SHARDSCOPE_DECODE_AHEAD");
+      return result;
+    };
+    // The stopping request and token: an id it first generates there, at stopFrom or later
+    // (before its last token), that no other request generates.
+    size_t stopper = 0, stopIndex = 0;
+    if (stopFrom >= 0) {
+      const GenerateResult free = run(false);
+      const auto unique = [&](size_t q, size_t k) {
+        const auto& ids = free.outputs[q].tokenIds;
+        if (size_t(std::find(ids.begin(), ids.end(), ids[k]) - ids.begin()) != k) return false;
+        for (size_t i = 0; i < 3; ++i) {
+          const auto& other = free.outputs[i].tokenIds;
+          if (i != q && std::find(other.begin(), other.end(), ids[k]) != other.end()) return false;
+        }
+        return true;
+      };
+      const auto find = [&] {
+        for (stopper = 0; stopper < 3; ++stopper) {
+          for (stopIndex = size_t(stopFrom); stopIndex + 1 < 7; ++stopIndex) {
+            if (unique(stopper, stopIndex)) return true;
+          }
+        }
+        return false;
+      };
+      QVERIFY2(find(), "no request generates an id that can stop it early");
+      r.sampling.stopTokenIds = {free.outputs[stopper].tokenIds[stopIndex]};
+    }
+    const GenerateResult stepByStep = run(false), ahead = run(true);
+    QCOMPARE(stepByStep.aheadSteps, int64_t(0));
+    QVERIFY2(ahead.aheadSteps > 0, "no step was launched ahead: the case is not what it claims");
+    QCOMPARE(ahead.steps, stepByStep.steps);
+    QCOMPARE(ahead.steps, int64_t(7));
+    for (size_t i = 0; i < 3; ++i) {
+      QCOMPARE(ahead.outputs[i].tokenIds, stepByStep.outputs[i].tokenIds);
+      QCOMPARE(ahead.outputs[i].finishReason, stepByStep.outputs[i].finishReason);
+      const bool stops = stopFrom >= 0 && i == stopper;
+      QCOMPARE(ahead.outputs[i].tokenIds.size(), stops ? stopIndex + 1 : size_t(7));
+      QCOMPARE(ahead.outputs[i].finishReason, std::string(stops ? "stop" : "length"));
+    }
+    if (stopFrom < 0) return;
+    // Alone, the stopping request leaves the step launched after its last one with no row.
+    r.prompts = {r.prompts[stopper]};
+    const GenerateResult aloneStepByStep = run(false), alone = run(true);
+    QCOMPARE(alone.steps, int64_t(stopIndex + 1));
+    QCOMPARE(alone.steps, aloneStepByStep.steps);
+    QCOMPARE(alone.outputs[0].tokenIds, aloneStepByStep.outputs[0].tokenIds);
+    QCOMPARE(alone.outputs[0].finishReason, std::string("stop"));
   }
 
   void progressAndCancellation() {
