@@ -91,9 +91,9 @@ __device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int to
   const T* row = static_cast<const T*>(s.logits) + t * s.experts;
   float p[kLaneExperts];  // the logit of expert lane + 32 i, then its probability
 #pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) {
-    const int e = lane + 32 * i;
-    p[i] = e < s.experts ? toFloat(__ldcg(row + e)) : 0.f;  // through L2, as above
+  for (int i = 0; i < kLaneExperts; ++i) {  // no branch: the loads are in flight together
+    const int64_t e = min(int64_t(lane + 32 * i), s.experts - 1);  // past the end: not counted
+    p[i] = toFloat(__ldcg(row + e));                               // through L2, as above
   }
   float m = -INFINITY;
 #pragma unroll
