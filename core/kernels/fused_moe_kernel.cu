@@ -236,8 +236,10 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
   }
 }
 
+// One block of kRouteThreads: the bound keeps the registers within what 1024 threads may hold.
+constexpr int kRouteThreads = 1024;
 template <typename T>
-__global__ void routeKernel(FusedMoeArgs a) {
+__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
   extern __shared__ int counts[];
   waitForPreviousKernel();
   allowNextKernel();
@@ -572,7 +574,7 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     cudaError_t e =
         a.routerWeight
             ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a)
-            : launchKernel(routeKernel<T>, dim3(1), dim3(1024), shared, stream, a);
+            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a);
     if (e != cudaSuccess) return e;
     return a.tokens == 1 && wideExpertKernels()
                ? launchExperts<T, WideGateUp, WideDown>(a, slots, stream)
