@@ -185,7 +185,8 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const int64_t t = p / a.topK, j = p % a.topK, id = a.ids[p];
     int rank = 0;  // choices before this one in increasing expert order (equal ids by choice)
-#pragma unroll 8   // the loads in flight together, not one L2 round trip after another
+    // Unrolled: the id loads in flight together, not one L2 round trip after another.
+#pragma unroll 8
     for (int64_t i = 0; i < a.topK; ++i) {
       const int64_t other = a.ids[t * a.topK + i];
       rank += other < id || (other == id && i < j);
