@@ -6,7 +6,7 @@
 namespace shardscope::kernels {
 namespace {
 
-constexpr int kWarps = int(kFusedMoeRowsPerBlock);  // one output row per warp
+constexpr int kWarps = 8;      // warps of one block of every kernel but the routing-only one
 constexpr int kTokenRows = 4;  // tokens dotted with one streamed weight row at a time
 constexpr unsigned kFull = 0xffffffffu;
 static_assert(kMoeRouterMaxTokens <= kTokenRows, "the router kernel keeps a sum per token");
@@ -16,12 +16,39 @@ __device__ __forceinline__ bool before(float p, int e, float q, int f) {
   return p > q || (p == q && e < f);
 }
 
+// A butterfly over the warp: every lane ends with the first of the lanes' (bestP, bestE) in the
+// order above.
+__device__ __forceinline__ void warpFirst(float& bestP, int& bestE) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float p = __shfl_xor_sync(kFull, bestP, o);
+    const int e = __shfl_xor_sync(kFull, bestE, o);
+    if (before(p, e, bestP, bestE)) {
+      bestP = p;
+      bestE = e;
+    }
+  }
+}
+
+// The weights of token t's choice, lane j holding choice j's p in `mine` (the others any value).
+template <typename T>
+__device__ __forceinline__ void writeWeights(const MoeSelectArgs& s, int64_t t, int topK,
+                                             float mine) {
+  const int lane = threadIdx.x % 32;
+  float total = 0.f;  // the chosen p in order of choice
+  for (int r = 0; r < topK; ++r) total = __fadd_rn(total, __shfl_sync(kFull, mine, r));
+  if (lane >= topK) return;
+  float w = s.normTopkProb ? __fdiv_rn(mine, total) : mine;
+  if (s.scale != 1.f) w = __fmul_rn(w, s.scale);
+  static_cast<T*>(s.weights)[t * topK + lane] = fromFloat<T>(w);
+}
+
 // Token t's experts (MoeSelectArgs), by one warp. The softmax's max and sum run as ATen's warp
 // softmax runs them (lane l takes experts l, l + 32, ..., then a butterfly over the lanes), so p
 // is the value at::softmax gives; the top k are found by k rounds of a warp arg-max, each after
 // the previous choice in the order above; lane j keeps choice j's p for the renormalisation.
+// This is the path for more than 32 * kLaneExperts experts: p is recomputed every round.
 template <typename T>
-__device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
+__device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) {
   const int lane = threadIdx.x % 32;
   const T* row = static_cast<const T*>(s.logits) + t * s.experts;
   float m = -INFINITY;
@@ -44,25 +71,73 @@ __device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
         bestE = int(e);
       }
     }
-    for (int o = 16; o > 0; o >>= 1) {
-      const float p = __shfl_xor_sync(kFull, bestP, o);
-      const int e = __shfl_xor_sync(kFull, bestE, o);
-      if (before(p, e, bestP, bestE)) {
-        bestP = p;
-        bestE = e;
-      }
-    }
+    warpFirst(bestP, bestE);
     if (lane == r) mine = bestP;
     if (lane == 0) s.ids[t * topK + r] = bestE;
     lastP = bestP;
     lastE = bestE;
   }
-  float total = 0.f;  // the chosen p in order of choice
-  for (int r = 0; r < topK; ++r) total = __fadd_rn(total, __shfl_sync(kFull, mine, r));
-  if (lane >= topK) return;
-  float w = s.normTopkProb ? __fdiv_rn(mine, total) : mine;
-  if (s.scale != 1.f) w = __fmul_rn(w, s.scale);
-  static_cast<T*>(s.weights)[t * topK + lane] = fromFloat<T>(w);
+  writeWeights<T>(s, t, topK, mine);
+}
+
+// The same choice with the lane's experts (at most kLaneExperts) in registers: the logits are
+// loaded once (all in flight together) and each p computed once, by the same expressions in the
+// same order as above, so the choice and the weights are bit for bit the streamed path's; the k
+// rounds (on the router's critical path) then only compare.
+constexpr int kLaneExperts = 8;
+template <typename T>
+__device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
+  const int lane = threadIdx.x % 32;
+  const T* row = static_cast<const T*>(s.logits) + t * s.experts;
+  float p[kLaneExperts];  // the logit of expert lane + 32 i, then its probability
+#pragma unroll
+  for (int i = 0; i < kLaneExperts; ++i) {  // no branch: the loads are in flight together
+    const int64_t e = min(int64_t(lane + 32 * i), s.experts - 1);  // past the end: not counted
+    p[i] = toFloat(__ldcg(row + e));                               // through L2, as above
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kLaneExperts; ++i) {
+    if (lane + 32 * i < s.experts) m = fmaxf(m, p[i]);
+  }
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < kLaneExperts; ++i) {
+    p[i] = expf(__fsub_rn(p[i], m));
+    if (lane + 32 * i < s.experts) sum = __fadd_rn(sum, p[i]);
+  }
+  for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
+#pragma unroll
+  for (int i = 0; i < kLaneExperts; ++i) p[i] = __fdiv_rn(p[i], sum);
+  float lastP = INFINITY, mine = 0.f;
+  int lastE = -1;
+  for (int r = 0; r < topK; ++r) {
+    float bestP = -1.f;  // below every probability
+    int bestE = INT_MAX;
+#pragma unroll
+    for (int i = 0; i < kLaneExperts; ++i) {
+      const int e = lane + 32 * i;
+      if (e < s.experts && before(lastP, lastE, p[i], e) && before(p[i], e, bestP, bestE)) {
+        bestP = p[i];
+        bestE = e;
+      }
+    }
+    warpFirst(bestP, bestE);
+    if (lane == r) mine = bestP;
+    if (lane == 0) s.ids[t * topK + r] = bestE;
+    lastP = bestP;
+    lastE = bestE;
+  }
+  writeWeights<T>(s, t, topK, mine);
+}
+
+template <typename T>
+__device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
+  if (s.experts <= 32 * kLaneExperts)
+    selectTokenInRegisters<T>(s, t, topK);
+  else
+    selectTokenStreamed<T>(s, t, topK);
 }
 
 // The choice alone (moeSelect): one warp per token.
@@ -80,7 +155,8 @@ __device__ __forceinline__ int* addOrder(const FusedMoeArgs& a) {
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
   return a.routing + 2 + 2 * slots + pairs;
 }
-// Where the down kernel's blocks count themselves done, one int per range of kWarps rows.
+// Where the down kernel's blocks count themselves done, one int per range of rows (a block's;
+// room for ranges of kFusedMoeRowsPerBlock rows, the narrowest variant's).
 __device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
   return addOrder(a) + a.tokens * a.topK;
 }
@@ -102,12 +178,15 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
     __syncthreads();  // the choice, in global memory, is read below by other warps
   }
   int* done = doneCounts(a);
-  for (int64_t r = threadIdx.x; r * kWarps < a.hidden; r += blockDim.x) done[r] = 0;
+  // As many counts as ranges of the narrowest variant: enough for either variant's down kernel.
+  for (int64_t r = threadIdx.x; r * kFusedMoeRowsPerBlock < a.hidden; r += blockDim.x) done[r] = 0;
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
   int* order = addOrder(a);
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const int64_t t = p / a.topK, j = p % a.topK, id = a.ids[p];
     int rank = 0;  // choices before this one in increasing expert order (equal ids by choice)
+    // Unrolled: the id loads in flight together, not one L2 round trip after another.
+#pragma unroll 8
     for (int64_t i = 0; i < a.topK; ++i) {
       const int64_t other = a.ids[t * a.topK + i];
       rank += other < id || (other == id && i < j);
@@ -158,8 +237,10 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
   }
 }
 
+// One block of kRouteThreads: the bound keeps the registers within what 1024 threads may hold.
+constexpr int kRouteThreads = 1024;
 template <typename T>
-__global__ void routeKernel(FusedMoeArgs a) {
+__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
   extern __shared__ int counts[];
   waitForPreviousKernel();
   allowNextKernel();
@@ -240,15 +321,15 @@ __device__ __forceinline__ bool routedTo(const FusedMoeArgs& a, Routed& r) {
   return true;
 }
 
-// acc[r][m] += w[r][0..len) . rows[m][0..len) for the W weight rows and the `n` (<= kTokenRows)
+// acc[r][m] += w[r][0..len) . rows[m][0..len) for the W weight rows and the `n` (<= TR)
 // token rows, one warp, fp32; each lane adds its elements in increasing order, then the lanes
 // add in a butterfly. kAhead 16-byte loads of each weight row are issued before the multiplies
 // use them (one after another, each load waited for in turn, a warp's rows took as many memory
-// latencies as loads).
-template <typename T, int W>
-__device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (&rows)[kTokenRows],
-                                        int n, int64_t len, float (&acc)[W][kTokenRows]) {
-  constexpr int VEC = 16 / sizeof(T), kAhead = 4;
+// latencies as loads). Neither W, kAhead nor TR changes the order of any (row, token)'s adds.
+template <typename T, int W, int kAhead, int TR>
+__device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (&rows)[TR], int n,
+                                        int64_t len, float (&acc)[W][TR]) {
+  constexpr int VEC = 16 / sizeof(T);
   constexpr int64_t kChunk = 32 * VEC;
   for (int64_t k0 = int64_t(threadIdx.x % 32) * VEC; k0 < len; k0 += kAhead * kChunk) {
     Vec<T, VEC> wv[W][kAhead];
@@ -264,7 +345,7 @@ __device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (
       const int64_t k = k0 + u * kChunk;
       if (k >= len) break;
 #pragma unroll
-      for (int m = 0; m < kTokenRows; ++m) {
+      for (int m = 0; m < TR; ++m) {
         if (m >= n) break;
         const Vec<T, VEC> xv = load<T, VEC>(rows[m] + k);
 #pragma unroll
@@ -279,52 +360,88 @@ __device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (
 #pragma unroll
   for (int r = 0; r < W; ++r) {
 #pragma unroll
-    for (int m = 0; m < kTokenRows; ++m) {
+    for (int m = 0; m < TR; ++m) {
       for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(kFull, acc[r][m], o);
     }
   }
 }
 
+// How the expert kernels split the work: each warp computes kRows output rows (gate_up:
+// intermediate rows, two weight rows each) for kTokens tokens at a time, with kAhead 16-byte
+// loads of every weight row in flight (dotRows); __launch_bounds__ asks for kMinBlocks blocks an
+// SM. No choice here changes the order of any sum's adds.
+template <int Rows, int Ahead, int Tokens, int MinBlocks>
+struct WarpRows {
+  static constexpr int kRows = Rows, kAhead = Ahead, kTokens = Tokens, kMinBlocks = MinBlocks;
+};
+// One row a warp, each weight row streamed once for up to kTokenRows tokens: for batches and
+// prefill (their grids have many waves anyway).
+using NarrowGateUp = WarpRows<1, 4, kTokenRows, 2>;
+using NarrowDown = WarpRows<1, 4, kTokenRows, 3>;
+// One token (a decode step at batch 1): one row a warp left the warps latency-bound (down: 3
+// loads a lane for inter 768, then a wait, over about five waves of small blocks). Several rows a
+// warp make the Qwen3-30B-A3B step's grids one wave on 132 SMs at 2 blocks an SM (8 experts;
+// gate_up 3 intermediate rows a warp: 8 x 32 blocks, 12 loads a lane in flight; down 8 rows a warp:
+// 8 x 32 blocks, 8 loads a lane in flight); one token a chunk leaves the registers to those loads
+// (more loads in flight spilled in bf16).
+using WideGateUp = WarpRows<3, 2, 1, 2>;
+using WideDown = WarpRows<8, 1, 1, 2>;
+
 // h[p, i] = round(round(silu(round(x_t . G_e[i]))) * round(x_t . U_e[i])) for the pairs p = (t, j)
-// routed to expert e = blockIdx.x; warp w of block y computes intermediate row i = y * kWarps + w.
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, 2) gateUpKernel(FusedMoeArgs a) {
+// routed to expert e = blockIdx.x; warp w of block y computes intermediate rows i = (y * kWarps +
+// w) * kRows + g, g < kRows (a row past inter is computed on the last row and not written).
+template <typename T, typename V>
+__global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) gateUpKernel(FusedMoeArgs a) {
+  constexpr int R = V::kRows;
   waitForPreviousKernel();
   allowNextKernel();
   Routed routed;
-  const int64_t i = int64_t(blockIdx.y) * kWarps + threadIdx.x / 32;
-  if (!routedTo(a, routed) || i >= a.inter) return;
+  const int64_t i0 = (int64_t(blockIdx.y) * kWarps + threadIdx.x / 32) * R;
+  if (!routedTo(a, routed) || i0 >= a.inter) return;
   const int n = routed.count;
   const int* pairs = routed.pairs;
   const T* w13 = static_cast<const T*>(a.w13) + int64_t(routed.expert) * 2 * a.inter * a.hidden;
-  const T* const gateUp[2] = {w13 + i * a.hidden, w13 + (a.inter + i) * a.hidden};
-  for (int c = 0; c < n; c += kTokenRows) {
-    const int m = min(kTokenRows, n - c);
-    const T* rows[kTokenRows];
-    for (int r = 0; r < kTokenRows; ++r)
+  const T* gateUp[2 * R];  // gate row then up row of each intermediate row
+#pragma unroll
+  for (int g = 0; g < R; ++g) {
+    const int64_t i = min(i0 + g, a.inter - 1);
+    gateUp[2 * g] = w13 + i * a.hidden;
+    gateUp[2 * g + 1] = w13 + (a.inter + i) * a.hidden;
+  }
+  constexpr int TR = V::kTokens;
+  for (int c = 0; c < n; c += TR) {
+    const int m = min(TR, n - c);
+    const T* rows[TR];
+    for (int r = 0; r < TR; ++r)
       rows[r] = static_cast<const T*>(a.x) + (pairs[c + min(r, m - 1)] / a.topK) * a.hidden;
-    float acc[2][kTokenRows] = {};
-    dotRows<T, 2>(gateUp, rows, m, a.hidden, acc);
-    const float(&g)[kTokenRows] = acc[0];
-    const float(&u)[kTokenRows] = acc[1];
+    float acc[2 * R][TR] = {};
+    dotRows<T, 2 * R, V::kAhead, TR>(gateUp, rows, m, a.hidden, acc);
     if (threadIdx.x % 32 != 0) continue;  // lane 0 writes; the others go on to the next rows
-    for (int r = 0; r < m; ++r) {
-      const float gr = toFloat(fromFloat<T>(g[r]));
-      const float act = toFloat(fromFloat<T>(__fdiv_rn(gr, __fadd_rn(1.f, expf(-gr)))));
-      static_cast<T*>(a.h)[int64_t(pairs[c + r]) * a.inter + i] =
-          fromFloat<T>(__fmul_rn(act, toFloat(fromFloat<T>(u[r]))));
+#pragma unroll
+    for (int g = 0; g < R; ++g) {
+      const int64_t i = i0 + g;
+      if (i >= a.inter) break;
+#pragma unroll
+      for (int r = 0; r < TR; ++r) {
+        if (r >= m) break;
+        const float gr = toFloat(fromFloat<T>(acc[2 * g][r]));
+        const float act = toFloat(fromFloat<T>(__fdiv_rn(gr, __fadd_rn(1.f, expf(-gr)))));
+        static_cast<T*>(a.h)[int64_t(pairs[c + r]) * a.inter + i] =
+            fromFloat<T>(__fmul_rn(act, toFloat(fromFloat<T>(acc[2 * g + 1][r]))));
+      }
     }
   }
 }
 
-// y[t, o] for the rows o of this block's range: the token's local experts' outputs added in
-// increasing expert order (addOrder), each add rounded, from zero (as Hugging Face's index_add_
-// over experts), read from `out` through L2 (other blocks wrote them).
+// y[t, o] for the rows o of this block's range (`range` rows from blockIdx.y * range): the token's
+// local experts' outputs added in increasing expert order (addOrder), each add rounded, from zero
+// (as Hugging Face's index_add_ over experts), read from `out` through L2 (other blocks wrote
+// them).
 template <typename T>
-__device__ void combineRows(const FusedMoeArgs& a) {
+__device__ void combineRows(const FusedMoeArgs& a, int64_t range) {
   constexpr int kBatch = 8;  // loads issued together before their adds
-  const int64_t first = int64_t(blockIdx.y) * kWarps;
-  const int64_t rows = min(int64_t(kWarps), a.hidden - first);
+  const int64_t first = int64_t(blockIdx.y) * range;
+  const int64_t rows = min(range, a.hidden - first);
   const T* out = static_cast<const T*>(a.out);
   for (int64_t i = threadIdx.x; i < a.tokens * rows; i += blockDim.x) {
     const int64_t t = i / rows, o = first + i % rows;
@@ -349,33 +466,46 @@ __device__ void combineRows(const FusedMoeArgs& a) {
 }
 
 // out[p, o] = round(round(h_p . D_e[o]) * weight_p) for the pairs routed to e = blockIdx.x, rows
-// o of range blockIdx.y; the last block of a range to finish (a count, not a sum: the order of
-// the adds is fixed, so results do not depend on which block is last) then combines the range.
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, 3) downKernel(FusedMoeArgs a) {
+// o of range blockIdx.y (kWarps * kRows rows; warp w computes o = first + w * kRows + r, r <
+// kRows, a row past hidden computed on the last row and not written); the last block of a range
+// to finish (a count, not a sum: the order of the adds is fixed, so results do not depend on
+// which block is last) then combines the range.
+template <typename T, typename V>
+__global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) downKernel(FusedMoeArgs a) {
+  constexpr int R = V::kRows;
+  constexpr int64_t kRange = int64_t(kWarps) * R;
   waitForPreviousKernel();
   allowNextKernel();
   Routed routed;
-  const int64_t o = int64_t(blockIdx.y) * kWarps + threadIdx.x / 32;
-  if (routedTo(a, routed) && o < a.hidden) {
+  const int64_t o0 = int64_t(blockIdx.y) * kRange + int64_t(threadIdx.x / 32) * R;
+  if (routedTo(a, routed) && o0 < a.hidden) {
     const int n = routed.count;
     const int* pairs = routed.pairs;
-    const T* const w[1] = {static_cast<const T*>(a.w2) +
-                           (int64_t(routed.expert) * a.hidden + o) * a.inter};
-    for (int c = 0; c < n; c += kTokenRows) {
-      const int m = min(kTokenRows, n - c);
-      const T* rows[kTokenRows];
-      for (int r = 0; r < kTokenRows; ++r)
+    const T* w2 = static_cast<const T*>(a.w2) + int64_t(routed.expert) * a.hidden * a.inter;
+    const T* w[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
+    constexpr int TR = V::kTokens;
+    for (int c = 0; c < n; c += TR) {
+      const int m = min(TR, n - c);
+      const T* rows[TR];
+      for (int r = 0; r < TR; ++r)
         rows[r] = static_cast<const T*>(a.h) + int64_t(pairs[c + min(r, m - 1)]) * a.inter;
-      float acc[1][kTokenRows] = {};
-      dotRows<T, 1>(w, rows, m, a.inter, acc);
-      const float(&d)[kTokenRows] = acc[0];
+      float acc[R][TR] = {};
+      dotRows<T, R, V::kAhead, TR>(w, rows, m, a.inter, acc);
       if (threadIdx.x % 32 != 0) continue;
-      for (int r = 0; r < m; ++r) {
+#pragma unroll
+      for (int r = 0; r < TR; ++r) {
+        if (r >= m) break;
         const int64_t p = pairs[c + r];
         const float weight = toFloat(static_cast<const T*>(a.weights)[p]);
-        static_cast<T*>(a.out)[p * a.hidden + o] =
-            fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(d[r])), weight));
+#pragma unroll
+        for (int g = 0; g < R; ++g) {
+          const int64_t o = o0 + g;
+          if (o >= a.hidden) break;
+          static_cast<T*>(a.out)[p * a.hidden + o] =
+              fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(acc[g][r])), weight));
+        }
       }
     }
   }
@@ -384,7 +514,34 @@ __global__ void __launch_bounds__(kWarps * 32, 3) downKernel(FusedMoeArgs a) {
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(doneCounts(a) + blockIdx.y, 1) == int(gridDim.x) - 1;
   __syncthreads();
-  if (last) combineRows<T>(a);
+  if (last) combineRows<T>(a, kRange);
+}
+
+// The wide kernels for one token unless SHARDSCOPE_MOE_WIDE=0 (to compare; the results are the
+// same bits either way).
+bool wideExpertKernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("SHARDSCOPE_MOE_WIDE");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+// gate_up + SwiGLU, then down (and the combine), with G / D rows a warp.
+template <typename T, typename G, typename D>
+cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, cudaStream_t stream) {
+  constexpr int64_t kGateRange = int64_t(kWarps) * G::kRows,
+                    kDownRange = int64_t(kWarps) * D::kRows;
+  // No more row ranges (done counts) than fusedMoeRoutingInts makes room for.
+  static_assert(kDownRange >= kFusedMoeRowsPerBlock, "more done counts than the buffer holds");
+  const dim3 threads(kWarps * 32);
+  const cudaError_t e = launchKernel(gateUpKernel<T, G>,
+                                     dim3(slots, unsigned((a.inter + kGateRange - 1) / kGateRange)),
+                                     threads, 0, stream, a);
+  if (e != cudaSuccess) return e;
+  return launchKernel(downKernel<T, D>,
+                      dim3(slots, unsigned((a.hidden + kDownRange - 1) / kDownRange)), threads, 0,
+                      stream, a);
 }
 
 }  // namespace
@@ -418,13 +575,11 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     cudaError_t e =
         a.routerWeight
             ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a)
-            : launchKernel(routeKernel<T>, dim3(1), dim3(1024), shared, stream, a);
+            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a);
     if (e != cudaSuccess) return e;
-    e = launchKernel(gateUpKernel<T>, dim3(slots, unsigned((a.inter + kWarps - 1) / kWarps)),
-                     threads, 0, stream, a);
-    if (e != cudaSuccess) return e;
-    return launchKernel(downKernel<T>, dim3(slots, unsigned((a.hidden + kWarps - 1) / kWarps)),
-                        threads, 0, stream, a);
+    return a.tokens == 1 && wideExpertKernels()
+               ? launchExperts<T, WideGateUp, WideDown>(a, slots, stream)
+               : launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, stream);
   });
 }
 

@@ -146,7 +146,9 @@ cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
 // select.ids / select.weights, and the others read them there (ids and weights are then unused).
 constexpr int64_t kFusedMoeMaxPairs = 4096;    // tokens * topK
 constexpr int64_t kFusedMoeMaxExperts = 4096;  // local experts
-constexpr int64_t kFusedMoeRowsPerBlock = 8;   // output rows of one block of the down kernel
+// Fewest output rows one block of the down kernel covers (its blocks count themselves done per
+// range of rows; the routing buffer has room for the most ranges any variant uses).
+constexpr int64_t kFusedMoeRowsPerBlock = 8;
 inline int64_t fusedMoeRoutingInts(int64_t pairs, int64_t localExperts, int64_t hidden) {
   const int64_t slots = pairs < localExperts ? pairs : localExperts;
   const int64_t rowBlocks = (hidden + kFusedMoeRowsPerBlock - 1) / kFusedMoeRowsPerBlock;

@@ -298,27 +298,33 @@ class TestFusedOps : public QObject {
 
   // The MoE kernels against the expert loop: a decode token, a few, a batch of 16 and a graph-sized
   // prefill of 256 tokens, all experts local (the default layout) or a quarter of them (expert
-  // parallel at tp=4, rank 1).
+  // parallel at tp=4, rank 1); and widths that the one-token kernels' groups of rows a warp do not
+  // divide (intermediate 104: a warp's last rows past the end).
   void fusedMoe_data() {
     QTest::addColumn<int>("dtype");
     QTest::addColumn<int>("tokens");
     QTest::addColumn<bool>("expertParallel");
+    QTest::addColumn<int>("hidden");
+    QTest::addColumn<int>("inter");
     for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
+      const std::string d = t == int(at::kFloat) ? "fp32" : "bf16";
       for (int T : {1, 3, 16, 256}) {
         for (bool ep : {false, true}) {
-          const std::string name = std::string(t == int(at::kFloat) ? "fp32" : "bf16") +
-                                   " T=" + std::to_string(T) + (ep ? " ep" : "");
-          QTest::newRow(name.c_str()) << t << T << ep;
+          const std::string name = d + " T=" + std::to_string(T) + (ep ? " ep" : "");
+          QTest::newRow(name.c_str()) << t << T << ep << 256 << 96;
         }
       }
+      QTest::newRow((d + " T=3 H=264 I=104").c_str()) << t << 3 << false << 264 << 104;
     }
   }
   void fusedMoe() {
     QFETCH(int, dtype);
     QFETCH(int, tokens);
     QFETCH(bool, expertParallel);
+    QFETCH(int, hidden);
+    QFETCH(int, inter);
     const auto o = gpu(at::ScalarType(dtype));
-    const int64_t E = 16, k = 4, H = 256, I = 96;
+    const int64_t E = 16, k = 4, H = hidden, I = inter;
     const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
     at::Tensor x = at::randn({tokens, H}, o);
     at::Tensor probs = at::softmax(at::randn({tokens, E}, o), -1, at::kFloat);
@@ -329,6 +335,14 @@ class TestFusedOps : public QObject {
     const at::Tensor fused = fused::fusedMoe(x, w, ids, w13, w2, first);
     QVERIFY(fused.defined());
     expectClose(fused, referenceMoe(x, w, ids, w13, w2, first), 0.3, "fused_moe");
+    // A token alone (the one-token kernels, several rows a warp) equals its row of the batch (the
+    // batch kernels): every sum is added in the same order by both.
+    for (int64_t t = 0; t < std::min<int64_t>(tokens, 3); ++t) {
+      const at::Tensor alone = fused::fusedMoe(x.narrow(0, t, 1), w.narrow(0, t, 1),
+                                               ids.narrow(0, t, 1), w13, w2, first);
+      QVERIFY(alone.defined());
+      QVERIFY2(at::equal(alone, fused.narrow(0, t, 1)), "a token alone differs from its batch row");
+    }
   }
 
   // The router's choice in one kernel against the ATen chain: the same experts in the same order
@@ -347,6 +361,8 @@ class TestFusedOps : public QObject {
       QTest::addRow("%s qwen3 T=300", d) << t << 300 << 128 << 8 << true << 1.0;
       QTest::addRow("%s deepseek T=16", d) << t << 16 << 64 << 6 << false << 1.0;
       QTest::addRow("%s scaled E=60 T=7", d) << t << 7 << 60 << 4 << true << 2.5;
+      // More experts than the choice keeps in registers (256): p recomputed every round.
+      QTest::addRow("%s many experts E=300 T=5", d) << t << 5 << 300 << 8 << true << 1.0;
     }
   }
   void moeSelect() {
