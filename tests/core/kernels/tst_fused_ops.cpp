@@ -36,19 +36,23 @@ at::Tensor referenceRotary(const at::Tensor& x, const at::Tensor& cos, const at:
 
 // Fused and reference agree within one step of the dtype's rounding (fp32: 1e-5) and, in bf16,
 // are equal bit for bit in at least `exact` of the elements (in fp32 a different order of a sum
-// changes last bits, so only the tolerance is asked there).
+// changes last bits, so only the tolerance is asked there). `ofScale`: an absolute tolerance of
+// that fraction of the reference's largest magnitude as well, for chains of sums whose rounding
+// differences reach outputs that cancel to near zero.
 void expectClose(const at::Tensor& fused, const at::Tensor& reference, double exact,
-                 const char* what) {
+                 const char* what, double ofScale = 0) {
   QCOMPARE(fused.sizes().vec(), reference.sizes().vec());
   QCOMPARE(fused.scalar_type(), reference.scalar_type());
   at::Tensor a = fused.to(at::kFloat).cpu(), b = reference.to(at::kFloat).cpu();
   const bool bf16 = fused.scalar_type() == at::kBFloat16;
   const bool fp16 = fused.scalar_type() == at::kHalf;  // 11-bit mantissa: 2 ulp is 1/512
   const double rtol = bf16 ? 1.0 / 128 : fp16 ? 1.0 / 512 : 1e-5;
-  const double atol = bf16 || fp16 ? 1e-3 : 1e-6;
+  const double scale = b.abs().max().item<double>();
+  const double atol = std::max(bf16 || fp16 ? 1e-3 : 1e-6, ofScale * scale);
   const double worst = ((a - b).abs() - rtol * b.abs()).max().item<double>();
   const double same = a.eq(b).to(at::kFloat).mean().item<double>();
-  qInfo("%s: %.4f of elements identical, worst excess %.3g", what, same, worst);
+  qInfo("%s: %.4f of elements identical, worst excess %.3g (allowed %.3g, scale %.3g)", what, same,
+        worst, atol, scale);
   QVERIFY2(worst <= atol, what);
   if (bf16) QVERIFY2(same >= exact, what);
 }
@@ -324,6 +328,7 @@ class TestFusedOps : public QObject {
     QFETCH(int, hidden);
     QFETCH(int, inter);
     const auto o = gpu(at::ScalarType(dtype));
+    at::manual_seed(uint64_t(1000 * tokens + 10 * hidden + (expertParallel ? 1 : 0)));
     const int64_t E = 16, k = 4, H = hidden, I = inter;
     const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
     at::Tensor x = at::randn({tokens, H}, o);
@@ -334,7 +339,9 @@ class TestFusedOps : public QObject {
                w2 = at::randn({local, H, I}, o) * 0.05;
     const at::Tensor fused = fused::fusedMoe(x, w, ids, w13, w2, first);
     QVERIFY(fused.defined());
-    expectClose(fused, referenceMoe(x, w, ids, w13, w2, first), 0.3, "fused_moe");
+    // Two chained GEMMs summed in another order than cuBLAS's: a last-bit difference in h moves
+    // an output by a few last bits of the outputs' scale, also where they cancel to near zero.
+    expectClose(fused, referenceMoe(x, w, ids, w13, w2, first), 0.3, "fused_moe", 1.0 / 256);
     // A token alone (the one-token kernels, several rows a warp) equals its row of the batch (the
     // batch kernels): every sum is added in the same order by both.
     for (int64_t t = 0; t < std::min<int64_t>(tokens, 3); ++t) {
