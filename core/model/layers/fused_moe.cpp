@@ -5,6 +5,7 @@
 #include "../../error.h"
 #include "../module_call.h"
 #include "../weight_source.h"
+#include "grouped_experts.h"
 
 namespace shardscope {
 
@@ -161,46 +162,7 @@ fused::MoeRouting FusedMoE::routing() const {
 
 at::Tensor FusedMoE::grouped(const at::Tensor& x, const at::Tensor& weights,
                              const at::Tensor& ids) const {
-  const int64_t T = x.size(0), k = topK_, H = hidden_, I = iPerRank_;
-  if (T == 0) return at::zeros_like(x);
-  // Sort the (token, choice) pairs by expert (stable: tokens stay in order within an expert) and
-  // keep this rank's experts' share; one host read of the counts sizes the batch.
-  const at::Tensor flat = ids.reshape(-1);
-  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
-  const at::Tensor counts = at::bincount(flat, {}, numExperts_);
-  const at::Tensor hostCounts = counts.to(at::kCPU);
-  const int64_t* count = hostCounts.data_ptr<int64_t>();
-  int64_t offset = 0, local = 0, widest = 0;
-  for (int64_t e = 0; e < firstExpert_; ++e) offset += count[e];
-  for (int64_t e = firstExpert_; e < firstExpert_ + localExperts_; ++e) {
-    local += count[e];
-    widest = std::max(widest, count[e]);
-  }
-  at::Tensor perPair = at::zeros({T * k, H}, x.options());
-  if (local > 0) {
-    // Every local expert's tokens as one padded batch [E_local, widest, H]: two batched matmuls
-    // instead of a loop of small ones (a prefill's 128 experts made 900 launches a layer).
-    const at::Tensor pairs = order.narrow(0, offset, local);
-    const at::Tensor experts = sortedIds.narrow(0, offset, local);
-    const at::Tensor starts = counts.cumsum(0) - counts;
-    const at::Tensor slot =
-        at::arange(offset, offset + local, order.options()) - starts.index_select(0, experts);
-    const at::Tensor e = experts - firstExpert_;
-    at::Tensor batched = at::zeros({localExperts_, widest, H}, x.options());
-    batched.index_put_({e, slot}, x.index_select(0, at::div(pairs, k, "trunc")));
-    const at::Tensor gateUp = at::bmm(batched, w13_.transpose(1, 2));
-    const at::Tensor h = at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
-    const at::Tensor down = at::bmm(h, w2_.transpose(1, 2)).index({e, slot});
-    perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));
-  }
-  // Each token's choices summed in increasing expert order, each add rounded, as HF's index_add_
-  // over experts (other ranks' experts add zero, which changes nothing).
-  const at::Tensor byExpert = std::get<1>(ids.sort(1));
-  const at::Tensor choices = perPair.view({T, k, H});
-  const at::Tensor ordered = choices.gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
-  at::Tensor y = ordered.select(1, 0).clone();
-  for (int64_t j = 1; j < k; ++j) y.add_(ordered.select(1, j));
-  return y;
+  return groupedExperts(x, weights, ids, w13_, w2_, firstExpert_, numExperts_);
 }
 
 }  // namespace shardscope

@@ -1,0 +1,93 @@
+#include "grouped_experts.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+#define SHARDSCOPE_RAGGED_EXPERT_GEMM 1
+#endif
+
+namespace shardscope {
+namespace {
+
+// The rows of one matmul a local expert: [rows, H] sorted by expert, `ends` [localE] int32 the
+// end of each expert's rows; returns silu(gate) * up, then its down projection: [rows, H].
+at::Tensor raggedExperts(const at::Tensor& rows, const at::Tensor& ends, const at::Tensor& w13,
+                         const at::Tensor& w2) {
+#ifdef SHARDSCOPE_RAGGED_EXPERT_GEMM
+  const int64_t I = w2.size(2);
+  const at::Tensor gateUp = at::_grouped_mm(rows, w13.transpose(1, 2), ends);
+  const at::Tensor h = at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+  return at::_grouped_mm(h, w2.transpose(1, 2), ends);
+#else
+  (void)rows, (void)ends, (void)w13, (void)w2;
+  return {};
+#endif
+}
+
+}  // namespace
+
+bool raggedExpertGemm(const at::Tensor& x) {
+#ifdef SHARDSCOPE_RAGGED_EXPERT_GEMM
+  return x.is_cuda() && x.scalar_type() == at::kBFloat16;
+#else
+  (void)x;
+  return false;
+#endif
+}
+
+at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
+                          const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert,
+                          int64_t numExperts, ExpertGemm gemm) {
+  const int64_t T = x.size(0), k = ids.size(1), H = x.size(1), I = w2.size(2);
+  const int64_t localExperts = w13.size(0);
+  if (T == 0) return at::zeros_like(x);
+  // Sort the (token, choice) pairs by expert (stable: tokens stay in order within an expert) and
+  // keep this rank's experts' share; one host read of the counts sizes the batch.
+  const at::Tensor flat = ids.reshape(-1);
+  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
+  const at::Tensor counts = at::bincount(flat, {}, numExperts);
+  const at::Tensor hostCounts = counts.to(at::kCPU);
+  const int64_t* count = hostCounts.data_ptr<int64_t>();
+  int64_t offset = 0, local = 0, widest = 0;
+  for (int64_t e = 0; e < firstExpert; ++e) offset += count[e];
+  for (int64_t e = firstExpert; e < firstExpert + localExperts; ++e) {
+    local += count[e];
+    widest = std::max(widest, count[e]);
+  }
+  at::Tensor perPair = at::zeros({T * k, H}, x.options());
+  if (local > 0) {
+    const at::Tensor pairs = order.narrow(0, offset, local);
+    const at::Tensor rows = x.index_select(0, at::div(pairs, k, "trunc"));
+    at::Tensor down;
+    if (gemm == ExpertGemm::Auto && raggedExpertGemm(x)) {
+      const at::Tensor ends = counts.narrow(0, firstExpert, localExperts).cumsum(0).to(at::kInt);
+      down = raggedExperts(rows, ends, w13, w2);
+    } else {
+      // Every local expert's rows as one padded batch [localE, widest, H]: two batched matmuls
+      // instead of a loop of small ones (a prefill's 128 experts made 900 launches a layer).
+      const at::Tensor experts = sortedIds.narrow(0, offset, local);
+      const at::Tensor starts = counts.cumsum(0) - counts;
+      const at::Tensor slot =
+          at::arange(offset, offset + local, order.options()) - starts.index_select(0, experts);
+      const at::Tensor e = experts - firstExpert;
+      at::Tensor batched = at::zeros({localExperts, widest, H}, x.options());
+      batched.index_put_({e, slot}, rows);
+      const at::Tensor gateUp = at::bmm(batched, w13.transpose(1, 2));
+      const at::Tensor h = at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+      down = at::bmm(h, w2.transpose(1, 2)).index({e, slot});
+    }
+    perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));
+  }
+  // Each token's choices summed in increasing expert order, each add rounded, as HF's index_add_
+  // over experts (other ranks' experts add zero, which changes nothing).
+  const at::Tensor byExpert = std::get<1>(ids.sort(1));
+  const at::Tensor choices = perPair.view({T, k, H});
+  const at::Tensor ordered = choices.gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
+  at::Tensor y = ordered.select(1, 0).clone();
+  for (int64_t j = 1; j < k; ++j) y.add_(ordered.select(1, j));
+  return y;
+}
+
+}  // namespace shardscope

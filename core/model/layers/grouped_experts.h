@@ -1,0 +1,30 @@
+// GroupedExperts: the experts of a batch that the fused decode kernels do not take (a prefill),
+// tokens grouped by expert so that each local expert's weights are read once:
+//   y_t = sum over t's chosen local experts e (in increasing e, each add rounded, as Hugging
+//         Face's index_add_ over experts) of w_te * (silu(x_t G_e^T) * (x_t U_e^T)) D_e^T.
+// Two ways to run the grouped matmuls:
+//   Ragged  Hopper's grouped GEMM (LibTorch >= 2.8, at::_grouped_mm): the (token, choice) rows
+//           sorted by expert, each expert's rows multiplied by its weights, no padding. bf16 on
+//           a GPU only.
+//   Padded  every local expert's rows padded to the busiest expert's count, two batched
+//           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed).
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace shardscope {
+
+enum class ExpertGemm { Auto, Padded };
+
+// x [T, H]; weights [T, k] (x's dtype) and ids [T, k] int64 from the router; w13 [localE, 2I, H]
+// ([gate | up] rows), w2 [localE, H, I] for experts [firstExpert, firstExpert + localE) of
+// numExperts. Returns [T, H]: the local experts' share of y (others' experts add nothing).
+// Auto runs Ragged where it applies, Padded elsewhere.
+at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
+                          const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert,
+                          int64_t numExperts, ExpertGemm gemm = ExpertGemm::Auto);
+
+// Whether groupedExperts(..., Auto) takes the ragged grouped GEMM for x.
+bool raggedExpertGemm(const at::Tensor& x);
+
+}  // namespace shardscope
