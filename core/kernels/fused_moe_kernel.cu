@@ -29,6 +29,19 @@ __device__ __forceinline__ void warpFirst(float& bestP, int& bestE) {
   }
 }
 
+// Round r of token t's choice, after each lane's candidate (bestP, bestE): the warp's first is
+// choice r; lane r keeps its p in `mine`, lane 0 writes its id, and it bounds the next round.
+__device__ __forceinline__ void settleRound(const MoeSelectArgs& s, int64_t t, int topK, int r,
+                                            float bestP, int bestE, float& mine, float& lastP,
+                                            int& lastE) {
+  warpFirst(bestP, bestE);
+  const int lane = threadIdx.x % 32;
+  if (lane == r) mine = bestP;
+  if (lane == 0) s.ids[t * topK + r] = bestE;
+  lastP = bestP;
+  lastE = bestE;
+}
+
 // The weights of token t's choice, lane j holding choice j's p in `mine` (the others any value).
 template <typename T>
 __device__ __forceinline__ void writeWeights(const MoeSelectArgs& s, int64_t t, int topK,
@@ -71,11 +84,7 @@ __device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK)
         bestE = int(e);
       }
     }
-    warpFirst(bestP, bestE);
-    if (lane == r) mine = bestP;
-    if (lane == 0) s.ids[t * topK + r] = bestE;
-    lastP = bestP;
-    lastE = bestE;
+    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
   }
   writeWeights<T>(s, t, topK, mine);
 }
@@ -123,11 +132,7 @@ __device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int to
         bestE = e;
       }
     }
-    warpFirst(bestP, bestE);
-    if (lane == r) mine = bestP;
-    if (lane == 0) s.ids[t * topK + r] = bestE;
-    lastP = bestP;
-    lastE = bestE;
+    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
   }
   writeWeights<T>(s, t, topK, mine);
 }
