@@ -337,28 +337,42 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     if (observer) endStep(*observer, *batch, seqs, decision);
     ctx.setProgress(++step);
   };
-  while (!cancelled) {
-    std::vector<size_t> active = launchable(seqs, sp.maxTokens, inFlight.get());
-    if (active.empty() && !inFlight) break;
-    std::unique_ptr<StepDecision> launched;
-    if (!active.empty()) {
-      const int64_t at = step + (inFlight ? 1 : 0);
-      aheadSteps += inFlight ? 1 : 0;
-      LaunchedStep s = launcher.launch(seqs, active, at, inFlight.get());
-      if (ahead) {
-        launched = std::make_unique<StepDecision>(
-            decideOnDevice(ctx, everyRank, s.logits, std::move(active), at));
-      } else {
-        StepDecision decision =
-            decideOnHost(ctx, everyRank, s.logits, std::move(active), samplers, sp, s.batch);
-        if (ctx.fillsResult() && request.returnLogits) keepLogits(seqs, decision, s.logits);
-        apply(decision, &s.batch);
+  std::unique_ptr<StepDecision> launched;
+  try {
+    while (!cancelled) {
+      std::vector<size_t> active = launchable(seqs, sp.maxTokens, inFlight.get());
+      if (active.empty() && !inFlight) break;
+      if (!active.empty()) {
+        const int64_t at = step + (inFlight ? 1 : 0);
+        aheadSteps += inFlight ? 1 : 0;
+        LaunchedStep s = launcher.launch(seqs, active, at, inFlight.get());
+        if (ahead) {
+          launched = std::make_unique<StepDecision>(
+              decideOnDevice(ctx, everyRank, s.logits, std::move(active), at));
+        } else {
+          StepDecision decision =
+              decideOnHost(ctx, everyRank, s.logits, std::move(active), samplers, sp, s.batch);
+          if (ctx.fillsResult() && request.returnLogits) keepLogits(seqs, decision, s.logits);
+          apply(decision, &s.batch);
+        }
+      }
+      if (inFlight) apply(*inFlight, nullptr);  // a step that was not waited for holds no observer
+      inFlight = std::move(launched);
+    }
+  } catch (...) {
+    // A failed job's graphs and cache are dropped: the steps still running on the device that
+    // replay or write them end first.
+    for (auto* pending : {&launched, &inFlight}) {
+      try {
+        if (*pending) (*pending)->wait(ctx.group);
+      } catch (...) {  // the first error is the job's; this one only ends the wait
       }
     }
-    if (inFlight) apply(*inFlight, nullptr);  // a step that was not waited for holds no observer
-    inFlight = std::move(launched);
+    throw;
   }
-  // A cancel leaves the step after it unread: its tokens are not the request's.
+  // A cancel leaves the step after it unread (its tokens are not the request's); the job ends
+  // when its work on the device does.
+  if (inFlight) inFlight->wait(ctx.group);
   if (observer) {
     std::vector<std::vector<int64_t>> generated;
     for (const Sequence& s : seqs)
