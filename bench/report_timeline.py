@@ -7,6 +7,7 @@ its prefill). Where the span exceeds the busy time, the GPU waited on the host; 
 time exceeds what its bytes cost, the kernel itself is slow.
 
   report_timeline.py TRACE.json [--forwards 17] [--top 25]
+  report_timeline.py --check      (the sums on a made-up trace with known answers; ctest runs it)
 """
 import argparse
 import collections
@@ -37,15 +38,16 @@ def kernels_by_device(events):
     return per
 
 
-def report(kernels, forwards, top, out):
+def summarize(kernels):
+    """(span, busy, per-name [count, time, idle before], gaps) of one GPU's kernels, sorted by start."""
     start, end = kernels[0][0], max(k[1] for k in kernels)
     busy, reach = 0.0, start
     gaps = []
-    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0])  # count, time, idle before
+    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0])
     previous = None
     for ts, te, cat, name in kernels:
         gap = max(0.0, ts - reach)
-        busy += max(0.0, te - max(ts, reach))
+        busy += max(0.0, te - max(ts, reach))  # overlapping kernels (PDL) count once
         if gap > 0 and previous is not None:
             gaps.append((gap, previous, name))
         row = per_name[name if cat == "kernel" else cat]
@@ -54,7 +56,11 @@ def report(kernels, forwards, top, out):
         row[2] += gap
         reach = max(reach, te)
         previous = name
-    span = end - start
+    return end - start, busy, per_name, gaps
+
+
+def report(kernels, forwards, top, out):
+    span, busy, per_name, gaps = summarize(kernels)
     f = float(forwards)
     out.write(f"  span {span / f:.1f} us a forward, busy {busy / f:.1f} us, idle {(span - busy) / f:.1f} us"
               f" ({len(kernels) / f:.1f} kernels a forward, {forwards} forwards)\n")
@@ -65,7 +71,31 @@ def report(kernels, forwards, top, out):
     out.write("  longest gaps: " + "; ".join(f"{g:.0f} us {a} -> {b}" for g, a, b in gaps[:6]) + "\n")
 
 
+def _check():
+    events = [  # GPU 0: a (0-10), b overlapping it (8-15), gap 5, a (20-30); GPU 1: one memcpy
+        {"ph": "X", "cat": "kernel", "name": "void ns::(anonymous namespace)::a<float, 1>(Args)",
+         "ts": 0, "dur": 10, "args": {"device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "b", "ts": 8, "dur": 7, "args": {"device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "void ns::(anonymous namespace)::a<float, 1>(Args)",
+         "ts": 20, "dur": 10, "args": {"device": 0}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": 3, "dur": 2,
+         "args": {"device": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 99},
+    ]
+    per = kernels_by_device(events)
+    assert sorted(per) == [0, 1], per
+    span, busy, names, gaps = summarize(per[0])
+    assert (span, busy) == (30.0, 25.0), (span, busy)
+    assert names["a<float,1>"] == [2, 20.0, 5.0], names
+    assert names["b"] == [1, 7.0, 0.0], names
+    assert gaps == [(5.0, "b", "a<float,1>")], gaps
+    assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0]
+    print("report_timeline: all checks passed")
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        return _check()
     p = argparse.ArgumentParser()
     p.add_argument("trace")
     p.add_argument("--forwards", type=int, default=17)
