@@ -267,6 +267,7 @@ class TestFusedOps : public QObject {
     }
     QTest::addRow("bf16 group 8 d 64") << int(at::kBFloat16) << 700 << 8 << 64;
     QTest::addRow("fp32 group 1 d 256") << int(at::kFloat) << 300 << 1 << 256;
+    QTest::addRow("bf16 group 8 d 128 span 256") << int(at::kBFloat16) << 256 << 8 << 128;
   }
   void decodeAttention() {
     QFETCH(int, dtype);
@@ -295,6 +296,13 @@ class TestFusedOps : public QObject {
       rows.push_back(o.reshape({nq * d}).to(t));
     }
     expectClose(out, at::stack(rows), 0.9, "decode attention");
+    // A short context runs a query head a block; a KV head's whole group a block gives the same
+    // bits (each head's sums are its own).
+    qputenv("SHARDSCOPE_ATTENTION_BLOCKS", "group");
+    const at::Tensor grouped = fused::decodeAttention(
+        q, keys, values, at::tensor(slots, gpu(at::kLong)), positions, nkv, span, scale);
+    qunsetenv("SHARDSCOPE_ATTENTION_BLOCKS");
+    QVERIFY2(at::equal(out, grouped), "one head a block differs from a group a block");
     // A group the kernel does not take is left to SDPA.
     QVERIFY(!fused::decodeAttention(at::randn({R, 3 * nkv * d}, gpu(t)), keys, values,
                                     at::tensor(slots, gpu(at::kLong)), positions, nkv, span, scale)
