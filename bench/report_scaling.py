@@ -7,6 +7,7 @@ trace that saves layer 10's o_proj.input every step, or zeroes a head of it, min
 trace). Runs without a 2048-token prefill (`--prefills 5`) show "-" there.
 
     python3 bench/report_scaling.py tp1.json tp2.json ... [--config CONFIG.json]
+    python3 bench/report_scaling.py --check   (RESULTS' decode-ahead rows from their committed JSON)
 
 --config gives the model's shape for runs recorded before gpu_speed kept its config.json.
 """
@@ -56,7 +57,25 @@ def table(runs, shapes):
     return lines
 
 
+def _check():
+    runs_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "runs")
+    runs = [json.load(open(os.path.join(runs_dir, f"2026-11-30-{n}.json")))
+            for n in ("ahead-tp1", "ahead-off-tp1", "ahead-tp2")]
+    shapes = [floors.Shape.from_run(r, r.get("config")) for r in runs]
+    rows = [line.split() for line in table(runs, shapes)[2:]]
+    # tp, decode, floor, x floor, speed-up, prefill, floor, x floor, read, write: as RESULTS states
+    assert rows[0][:4] == ["1", "4.19ms", "3.57ms", "1.17"], rows[0]
+    assert rows[0][5:] == ["52.58ms", "37.72ms", "1.39", "81us", "66us"], rows[0]
+    assert rows[1][3] == "1.18" and rows[1][5:8] == ["-", "-", "-"], rows[1]
+    assert rows[2][:5] == ["2", "3.39ms", "1.80ms", "1.88", "1.24x"], rows[2]
+    assert rows[2][7:] == ["1.79", "171us", "126us"], rows[2]
+    assert over_plain({"trace": {"plain": {"per_step_s": 1e-3}}}, "read") == "-"
+    print("report_scaling: all checks passed")
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        return _check()
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--config")
