@@ -36,9 +36,10 @@ class Environment;
 
 struct InvokeSpec {
   Block body;
-  std::map<std::string, Value> captured;  // driver names, by value
-  std::string tracerName;                 // the `as` name of the trace, if any
-  int64_t requests = 1;  // its prompts: one request each, numbered after the earlier invokes'
+  // Driver names, by value; the first invoke's serve every invoke (they share one scope).
+  std::map<std::string, Value> captured;
+  std::string tracerName;  // the `as` name of the trace, if any
+  int64_t requests = 1;    // its prompts: one request each, numbered after the earlier invokes'
 };
 
 // What rank 0 reports after the trace.

@@ -12,6 +12,7 @@
 #include "../parallel/rank_process.h"
 #include "interleaver.h"
 #include "interpreter.h"
+#include "names_mentioned.h"
 #include "prompt_forms.h"
 #include "trace_caches.h"
 #include "trace_device.h"
@@ -365,7 +366,14 @@ struct ScriptRunner::Impl : public Host {
         invokes.push_back({s->body, {}, tracerName, int64_t(prompts.size())});
       }
     }
-    for (auto& inv : invokes) inv.captured = globals->vars();
+    // The ranks get the driver names the blocks mention, in the scope the invokes share (the
+    // first's): copying every global, and cloning its tensors per rank, cost every trace.
+    std::set<std::string> mentioned;
+    for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
+    for (const auto& name : mentioned) {
+      const auto it = globals->vars().find(name);
+      if (it != globals->vars().end()) invokes[0].captured.insert(*it);
+    }
     const auto& p = context->attributes;
     const auto num = [&](const char* k, double d) { return p.count(k) ? asNumber(p.at(k), k) : d; };
     request.sampling.temperature = num("temperature", 0.0);
@@ -403,7 +411,7 @@ struct ScriptRunner::Impl : public Host {
     const long long budget = options.budget;
     const int64_t memoryOption = options.memoryBudget;
     JobHandle job = engine.submit(
-        [=](RankContext& ctx) {
+        [=, invokes = std::move(invokes)](RankContext& ctx) {
           setCurrentDevice(ctx.device);
           // Rank threads on the CPU share one memory: each gets its part of the default.
           const MemoryBudget memory = memoryOption != 0 ? MemoryBudget(memoryOption)
