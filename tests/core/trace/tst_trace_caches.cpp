@@ -220,6 +220,23 @@ class TestTraceCaches : public QObject {
              leaked.c_str());
   }
 
+  // The runner's own names (print, VLLM, nnsight, vllm, TokensPrompt) are made once per runner: a
+  // script that rebinds one changes its own run only, and VLLM(...) fails at the statement of the
+  // script that is running.
+  void theRunnersNamesAreTheSameInEveryRun() {
+    std::string printed;
+    trace::ScriptRunner runner(demoOptions(&printed));
+    runner.run("print = 5\nVLLM = 6\nTokensPrompt = 7\n", "rebind.py");
+    runner.run(
+        "print(TokensPrompt(prompt_token_ids=[3])[\"prompt_token_ids\"], nnsight.__name__)\n",
+        "again.py");
+    QCOMPARE(printed, std::string("[3] nnsight\n"));
+    const std::string e = errorOf(runner, "x = 1\n\nm = VLLM()\n", "late.py");
+    QVERIFY2(e.find("late.py:3:") != std::string::npos &&
+                 e.find("VLLM(...) needs the model name") != std::string::npos,
+             e.c_str());
+  }
+
   void promptsAreCachedPerTokenizer() {
     auto tok = Tokenizer::fromFile(qwen3TokenizerAsset());
     const std::string text = "The capital of France is";
