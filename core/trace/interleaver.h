@@ -99,6 +99,8 @@ class Interleaver : public PortObserver {
  private:
   void resume(Mediator& m);
   void enterStep(int64_t step);
+  // Whether a block has not ended yet; once none can run again, visits need no bookkeeping.
+  bool blocksLeft() const;
   void noteVisit(const Module& module, PortRole role, int64_t step);
   // Resumes every mediator waiting on this port with its rows of the whole values.
   void serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes, bool tuple,

@@ -237,6 +237,29 @@ class TestTraceCaches : public QObject {
              e.c_str());
   }
 
+  // Ports are no longer tracked once every block has ended; while one has not, the order check
+  // still holds for it even when the other invokes ended at the start.
+  void portsAreTrackedWhileABlockCanStillAsk() {
+    std::string printed;
+    trace::ScriptRunner runner(demoOptions(&printed));
+    const std::string head =
+        "model = VLLM(\"demo\")\n"
+        "with model.trace() as tracer:\n"
+        "    with tracer.invoke(\"Hello\"):\n"
+        "        pass\n"
+        "    with tracer.invoke(\"World\"):\n"
+        "        a = model.model.layers[2].output[0].save()\n";
+    const std::string e =
+        errorOf(runner, head + "        b = model.model.layers[0].output\n", "order.py");
+    QVERIFY2(e.find("order.py:7:") != std::string::npos &&
+                 e.find("already ran past") != std::string::npos,
+             e.c_str());
+    runner.run(
+        head + "        b = model.model.layers[3].output[0].save()\nprint(a.shape, b.shape)\n",
+        "fine.py");
+    QCOMPARE(printed, std::string("torch.Size([1, 32]) torch.Size([1, 32])\n"));
+  }
+
   void promptsAreCachedPerTokenizer() {
     auto tok = Tokenizer::fromFile(qwen3TokenizerAsset());
     const std::string text = "The capital of France is";
