@@ -104,6 +104,7 @@ struct ScriptRunner::Impl : public Host {
   // globals, between them and the builtins. Its builtins act on the running script's interpreter.
   std::shared_ptr<Environment> runnerScope;
   Interpreter* running = nullptr;
+  Value runnerPrint;  // runnerScope's print
   std::set<std::string> noted;
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
@@ -378,7 +379,9 @@ struct ScriptRunner::Impl : public Host {
       for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
         const auto it = e->vars().find(name);
         if (it == e->vars().end()) continue;
-        invokes[0].captured.insert(*it);
+        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
+        // on every rank thread. A script's own `print = ...` is still its own.
+        if (it->second != runnerPrint) invokes[0].captured.insert(*it);
         break;
       }
     }
@@ -477,7 +480,8 @@ ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>())
   Impl& s = *impl_;
   s.options = std::move(options);
   s.runnerScope = std::make_shared<Environment>(builtinScope());
-  s.runnerScope->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
+  s.runnerPrint = printBuiltin([&s](const std::string& line) { s.out(line); });
+  s.runnerScope->set("print", s.runnerPrint);
   const auto load = [&s](CallArgs& a) {
     SS_ASSERT(s.running, "VLLM(...) called outside a running script");
     return s.loadModel(*s.running, a);

@@ -260,6 +260,28 @@ class TestTraceCaches : public QObject {
     QCOMPARE(printed, std::string("torch.Size([1, 32]) torch.Size([1, 32])\n"));
   }
 
+  // A block's print() is the rank's: at tp=2 a line is printed once (rank 0 reports it), not once
+  // per rank from the rank threads; a script that rebinds print gets its own in the block too.
+  void aBlockPrintsOnceAtAnyTensorParallelism() {
+    std::string printed;
+    trace::RunOptions o = demoOptions(&printed);
+    o.tp = 2;
+    trace::ScriptRunner runner(o);
+    runner.run(
+        "model = VLLM(\"demo\")\n"
+        "with model.trace(\"Hi\"):\n"
+        "    print(\"inside\", model.model.layers[0].output[0].shape)\n"
+        "print(\"after\")\n",
+        "print.py");
+    QCOMPARE(printed, std::string("inside torch.Size([1, 32])\nafter\n"));
+    printed.clear();
+    const std::string e = errorOf(runner,
+                                  "model = VLLM(\"demo\")\nprint = 5\n"
+                                  "with model.trace(\"Hi\"):\n    print(1)\n",
+                                  "rebound.py");
+    QVERIFY2(e.find("rebound.py:4:") != std::string::npos, e.c_str());
+  }
+
   void promptsAreCachedPerTokenizer() {
     auto tok = Tokenizer::fromFile(qwen3TokenizerAsset());
     const std::string text = "The capital of France is";
