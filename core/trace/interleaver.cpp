@@ -178,7 +178,12 @@ bool Interleaver::waitsOn(const Module& module, PortRole role, int64_t step) con
 }
 
 void Interleaver::portPassed(const Module& module, PortRole role, const ForwardBatch& batch) {
-  noteVisit(module, role, batch.step);
+  if (blocksLeft()) noteVisit(module, role, batch.step);
+}
+
+bool Interleaver::blocksLeft() const {
+  return std::any_of(mediators_.begin(), mediators_.end(),
+                     [](const std::unique_ptr<Mediator>& m) { return !m->done(); });
 }
 
 void Interleaver::enterStep(int64_t step) {
@@ -209,6 +214,7 @@ void Interleaver::start() {
 
 void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
                         const ForwardBatch& batch) {
+  if (!blocksLeft()) return;  // no block asks which ports ran (an empty trace, or after the last)
   noteVisit(module, role, batch.step);
   if (!waitsOn(module, role, batch.step)) return;
 
@@ -233,6 +239,7 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
 
 void Interleaver::visitShared(const Module& module, PortRole role, PortValue& whole,
                               const ForwardBatch& batch) {
+  if (!blocksLeft()) return;
   noteVisit(module, role, batch.step);
   takeTensorWrite();
   serve(module, role, whole.items, whole.tuple, batch);

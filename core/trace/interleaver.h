@@ -36,9 +36,10 @@ class Environment;
 
 struct InvokeSpec {
   Block body;
-  std::map<std::string, Value> captured;  // driver names, by value
-  std::string tracerName;                 // the `as` name of the trace, if any
-  int64_t requests = 1;  // its prompts: one request each, numbered after the earlier invokes'
+  // Driver names, by value; the first invoke's serve every invoke (they share one scope).
+  std::map<std::string, Value> captured;
+  std::string tracerName;  // the `as` name of the trace, if any
+  int64_t requests = 1;    // its prompts: one request each, numbered after the earlier invokes'
 };
 
 // What rank 0 reports after the trace.
@@ -98,6 +99,8 @@ class Interleaver : public PortObserver {
  private:
   void resume(Mediator& m);
   void enterStep(int64_t step);
+  // Whether a block has not ended yet; once none can run again, visits need no bookkeeping.
+  bool blocksLeft() const;
   void noteVisit(const Module& module, PortRole role, int64_t step);
   // Resumes every mediator waiting on this port with its rows of the whole values.
   void serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes, bool tuple,

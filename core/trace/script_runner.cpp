@@ -12,6 +12,7 @@
 #include "../parallel/rank_process.h"
 #include "interleaver.h"
 #include "interpreter.h"
+#include "names_mentioned.h"
 #include "prompt_forms.h"
 #include "trace_caches.h"
 #include "trace_device.h"
@@ -99,6 +100,11 @@ struct ScriptRunner::Impl : public Host {
   std::map<std::string, std::unique_ptr<Engine>> engines;  // by identity
   std::vector<Engine*> engineById;
   std::shared_ptr<Environment> globals;
+  // The runner's names (print, VLLM, nnsight, vllm, ...), made once: the parent of each run's
+  // globals, between them and the builtins. Its builtins act on the running script's interpreter.
+  std::shared_ptr<Environment> runnerScope;
+  Interpreter* running = nullptr;
+  Value runnerPrint;  // runnerScope's print
   std::set<std::string> noted;
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
@@ -365,7 +371,20 @@ struct ScriptRunner::Impl : public Host {
         invokes.push_back({s->body, {}, tracerName, int64_t(prompts.size())});
       }
     }
-    for (auto& inv : invokes) inv.captured = globals->vars();
+    // The ranks get the driver names the blocks mention, in the scope the invokes share (the
+    // first's): copying every global, and cloning its tensors per rank, cost every trace.
+    std::set<std::string> mentioned;
+    for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
+    for (const auto& name : mentioned) {
+      for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
+        const auto it = e->vars().find(name);
+        if (it == e->vars().end()) continue;
+        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
+        // on every rank thread. A script's own `print = ...` is still its own.
+        if (it->second != runnerPrint) invokes[0].captured.insert(*it);
+        break;
+      }
+    }
     const auto& p = context->attributes;
     const auto num = [&](const char* k, double d) { return p.count(k) ? asNumber(p.at(k), k) : d; };
     request.sampling.temperature = num("temperature", 0.0);
@@ -403,7 +422,7 @@ struct ScriptRunner::Impl : public Host {
     const long long budget = options.budget;
     const int64_t memoryOption = options.memoryBudget;
     JobHandle job = engine.submit(
-        [=](RankContext& ctx) {
+        [=, invokes = std::move(invokes)](RankContext& ctx) {
           setCurrentDevice(ctx.device);
           // Rank threads on the CPU share one memory: each gets its part of the default.
           const MemoryBudget memory = memoryOption != 0 ? MemoryBudget(memoryOption)
@@ -458,7 +477,25 @@ struct ScriptRunner::Impl : public Host {
 };
 
 ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>()) {
-  impl_->options = std::move(options);
+  Impl& s = *impl_;
+  s.options = std::move(options);
+  s.runnerScope = std::make_shared<Environment>(builtinScope());
+  s.runnerPrint = printBuiltin([&s](const std::string& line) { s.out(line); });
+  s.runnerScope->set("print", s.runnerPrint);
+  const auto load = [&s](CallArgs& a) {
+    SS_ASSERT(s.running, "VLLM(...) called outside a running script");
+    return s.loadModel(*s.running, a);
+  };
+  s.runnerScope->set("VLLM", builtin("VLLM", load));
+  s.runnerScope->set("LanguageModel", builtin("LanguageModel", load));
+  auto nnsight = std::make_shared<Object>();
+  nnsight->type = Type::Namespace;
+  nnsight->str = "nnsight";
+  nnsight->attributes["__name__"] = string("nnsight");
+  s.runnerScope->set("nnsight", nnsight);
+  const Value vllm = vllmNamespace();
+  s.runnerScope->set("vllm", vllm);  // `from vllm import TokensPrompt`
+  s.runnerScope->set("TokensPrompt", vllm->attributes.at("TokensPrompt"));
 }
 
 ScriptRunner::~ScriptRunner() = default;
@@ -468,26 +505,16 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   s.result = {};
   s.modelIndex.clear();
   setCurrentDevice(c10::Device(c10::kCPU));
-  s.globals = std::make_shared<Environment>(builtinScope());
-  s.globals->set("print", printBuiltin([&s](const std::string& line) { s.out(line); }));
+  s.globals = std::make_shared<Environment>(s.runnerScope);
   auto program = parseProgramCached(source, file);
   Interpreter in(program, s, s.globals, s.options.budget,
                  s.options.memoryBudget != 0 ? MemoryBudget(s.options.memoryBudget)
                                              : MemoryBudget::deviceDefault("cpu"));
-  const auto load = [&s, &in](CallArgs& a) { return s.loadModel(in, a); };
-  s.globals->set("VLLM", builtin("VLLM", load));
-  s.globals->set("LanguageModel", builtin("LanguageModel", load));
-  auto ns = [](const std::string& name) {
-    auto v = std::make_shared<Object>();
-    v->type = Type::Namespace;
-    v->str = name;
-    v->attributes["__name__"] = string(name);
-    return v;
-  };
-  s.globals->set("nnsight", ns("nnsight"));
-  const Value vllm = vllmNamespace();
-  s.globals->set("vllm", vllm);  // `from vllm import TokensPrompt`
-  s.globals->set("TokensPrompt", vllm->attributes.at("TokensPrompt"));
+  struct Running {  // VLLM(...) fails at this script's statement, and at no other's afterwards
+    Impl& s;
+    ~Running() { s.running = nullptr; }
+  } running{s};
+  s.running = &in;
   in.run(program->body);
 }
 

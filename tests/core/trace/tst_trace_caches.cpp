@@ -2,7 +2,8 @@
 // programs cached by file and source (a cached program raises the same errors at the same line
 // and column as a fresh parse; a source that fails to parse is never kept), tokenized prompts
 // cached per tokenizer object (a freed tokenizer's entries never serve another), and the default
-// memory budget read only once a block has made 1 MiB (and then enforced as before).
+// memory budget read only once a block has made 1 MiB (and then enforced as before); a trace's
+// ranks get only the driver names its blocks mention, and one trace leaves nothing for the next.
 #include <QtTest>
 
 #include "common/test_support.h"
@@ -11,6 +12,7 @@
 #include "core/model/tokenizer.h"
 #include "core/trace/bounded_lru.h"
 #include "core/trace/memory_budget.h"
+#include "core/trace/names_mentioned.h"
 #include "core/trace/script_runner.h"
 #include "core/trace/trace_caches.h"
 
@@ -28,6 +30,14 @@ std::string tinyTokenizer(const std::string& vocab) {
     "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
     "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )" +
          vocab + R"(, "merges": [["a", "b"], ["Ġ", "ab"]]}})";
+}
+
+trace::RunOptions demoOptions(std::string* printed) {
+  trace::RunOptions o;
+  o.modelDirs["demo"] = ensureDemoModel().string();
+  o.dtype = "f32";
+  o.out = [printed](const std::string& line) { *printed += line + "\n"; };
+  return o;
 }
 
 std::string errorOf(trace::ScriptRunner& runner, const std::string& source,
@@ -97,6 +107,179 @@ class TestTraceCaches : public QObject {
     const std::string printed = runner.result().printed;
     runner.run(good, "good.py");
     QCOMPARE(runner.result().printed, printed);
+  }
+
+  // Every way a block can look a name up is in the set: names read or assigned at any depth (nested
+  // statements, defs and their defaults, lambdas, f-strings, subscripts, calls' keywords), and
+  // what `import` and `from ... import` read; a name the block never mentions is not.
+  void namesMentionedCoverEveryLookup() {
+    const auto program = trace::parseProgram(
+        "with m.trace(p) as tr:\n"
+        "    a = b[c:d] + e.f(g, k=h)\n"
+        "    def fn(x=i):\n"
+        "        return x + j\n"
+        "    lam = lambda y=l2: y * n\n"
+        "    s = f\"{o!r} {q:.2f}\"\n"
+        "    for r in range(t):\n"
+        "        if u:\n"
+        "            v += {w: z}[w]\n"
+        "        else:\n"
+        "            assert aa, bb\n"
+        "    import torch\n"
+        "    from vllm import TokensPrompt\n",
+        "names.py");
+    std::set<std::string> names;
+    trace::addNamesMentioned(program->body[0]->body, names);
+    for (const char* n : {"a", "b",   "c",  "d", "e", "g",  "h",  "fn",    "i",           "x",
+                          "j", "lam", "l2", "y", "n", "s",  "o",  "q",     "r",           "range",
+                          "t", "u",   "v",  "w", "z", "aa", "bb", "torch", "TokensPrompt"}) {
+      QVERIFY2(names.count(n), n);
+    }
+    for (const char* n : {"m", "p", "tr", "f", "k", "vllm", "unused"}) QVERIFY2(!names.count(n), n);
+  }
+
+  // The ranks get only the driver names a trace's blocks mention; what a block reaches without
+  // naming it still works: a driver function reading a driver global through its closure, imports
+  // inside the block, names the driver set before an invoke, and every invoke of a trace.
+  void tracesGetOnlyTheDriverNamesTheyMention() {
+    std::string printed;
+    trace::ScriptRunner runner(demoOptions(&printed));
+    runner.run(
+        "import torch\n"
+        "model = VLLM(\"demo\")\n"
+        "big = torch.zeros(524288)\n"
+        "y = 3\n"
+        "def f():\n"
+        "    return y + 1\n"
+        "with model.trace(\"The capital of France is\"):\n"
+        "    import torch\n"
+        "    from vllm import TokensPrompt\n"
+        "    made = torch.ones(262144)\n"
+        "    twice = made.clone()\n"
+        "    r = (f() + twice.shape[0]).save()\n"
+        "    t = TokensPrompt(prompt_token_ids=[1, 2])[\"prompt_token_ids\"].save()\n"
+        "print(r, t)\n"
+        "with model.trace() as tracer:\n"
+        "    k = y + 1\n"
+        "    with tracer.invoke(\"Hello\"):\n"
+        "        q = big.shape[0] + y\n"
+        "        q2 = q.save()\n"
+        "    with tracer.invoke(\"World\"):\n"
+        "        u = (k * 2).save()\n"
+        "print(q2, u)\n",
+        "names.py");
+    QCOMPARE(printed, std::string("262148 [1, 2]\n524291 8\n"));
+  }
+
+  // Nothing of one trace is visible in the next: a name assigned but not saved stays unreadable
+  // after it, a value a block changed in place is the driver's own again in the next trace, and a
+  // trace that failed part-way leaves the next one correct.
+  void aTraceLeavesNothingForTheNext() {
+    std::string printed;
+    trace::ScriptRunner runner(demoOptions(&printed));
+    const std::string first =
+        "import torch\n"
+        "model = VLLM(\"demo\")\n"
+        "w = torch.zeros(3)\n"
+        "with model.trace(\"Hi\"):\n"
+        "    w += 1\n"
+        "    hidden = 5\n"
+        "    kept = (w.sum() * 1).save()\n"
+        "print(w.sum().item(), kept.item())\n";
+    runner.run(first, "first.py");
+    QCOMPARE(printed, std::string("0.0 3.0\n"));
+    const std::string unsaved =
+        errorOf(runner, first + "with model.trace(\"Hi\"):\n    z = hidden\n", "second.py");
+    QVERIFY2(
+        unsaved.find("'hidden' was assigned inside the trace but not saved") != std::string::npos,
+        unsaved.c_str());
+    const std::string failing =
+        "model = VLLM(\"demo\")\n"
+        "with model.trace(\"Hi\"):\n"
+        "    a = 1\n"
+        "    h = model.model.layers[0].output\n"
+        "    b = model.model.layers[9].output\n";
+    const std::string failed = errorOf(runner, failing, "failing.py");
+    QVERIFY2(failed.find("failing.py:5:") != std::string::npos, failed.c_str());
+    printed.clear();
+    runner.run(
+        "model = VLLM(\"demo\")\n"
+        "with model.trace(\"Hi\"):\n"
+        "    c = model.logits.argmax(-1).save()\n"
+        "    n = 0\n"
+        "    for k in [1, 2, 3]:\n"
+        "        n = n + k\n"
+        "    n = n.save()\n"
+        "print(n, c.shape)\n",
+        "after.py");
+    QCOMPARE(printed, std::string("6 torch.Size([1])\n"));
+    const std::string leaked = errorOf(
+        runner, "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    z = a\n", "leak.py");
+    QVERIFY2(leaked.find("leak.py:3:") != std::string::npos &&
+                 leaked.find("name 'a' is not defined") != std::string::npos,
+             leaked.c_str());
+  }
+
+  // The runner's own names (print, VLLM, nnsight, vllm, TokensPrompt) are made once per runner: a
+  // script that rebinds one changes its own run only, and VLLM(...) fails at the statement of the
+  // script that is running.
+  void theRunnersNamesAreTheSameInEveryRun() {
+    std::string printed;
+    trace::ScriptRunner runner(demoOptions(&printed));
+    runner.run("print = 5\nVLLM = 6\nTokensPrompt = 7\n", "rebind.py");
+    runner.run(
+        "print(TokensPrompt(prompt_token_ids=[3])[\"prompt_token_ids\"], nnsight.__name__)\n",
+        "again.py");
+    QCOMPARE(printed, std::string("[3] nnsight\n"));
+    const std::string e = errorOf(runner, "x = 1\n\nm = VLLM()\n", "late.py");
+    QVERIFY2(e.find("late.py:3:") != std::string::npos &&
+                 e.find("VLLM(...) needs the model name") != std::string::npos,
+             e.c_str());
+  }
+
+  // Ports are no longer tracked once every block has ended; while one has not, the order check
+  // still holds for it even when the other invokes ended at the start.
+  void portsAreTrackedWhileABlockCanStillAsk() {
+    std::string printed;
+    trace::ScriptRunner runner(demoOptions(&printed));
+    const std::string head =
+        "model = VLLM(\"demo\")\n"
+        "with model.trace() as tracer:\n"
+        "    with tracer.invoke(\"Hello\"):\n"
+        "        pass\n"
+        "    with tracer.invoke(\"World\"):\n"
+        "        a = model.model.layers[2].output[0].save()\n";
+    const std::string e =
+        errorOf(runner, head + "        b = model.model.layers[0].output\n", "order.py");
+    QVERIFY2(e.find("order.py:7:") != std::string::npos &&
+                 e.find("already ran past") != std::string::npos,
+             e.c_str());
+    runner.run(
+        head + "        b = model.model.layers[3].output[0].save()\nprint(a.shape, b.shape)\n",
+        "fine.py");
+    QCOMPARE(printed, std::string("torch.Size([1, 32]) torch.Size([1, 32])\n"));
+  }
+
+  // A block's print() is the rank's: at tp=2 a line is printed once (rank 0 reports it), not once
+  // per rank from the rank threads; a script that rebinds print gets its own in the block too.
+  void aBlockPrintsOnceAtAnyTensorParallelism() {
+    std::string printed;
+    trace::RunOptions o = demoOptions(&printed);
+    o.tp = 2;
+    trace::ScriptRunner runner(o);
+    runner.run(
+        "model = VLLM(\"demo\")\n"
+        "with model.trace(\"Hi\"):\n"
+        "    print(\"inside\", model.model.layers[0].output[0].shape)\n"
+        "print(\"after\")\n",
+        "print.py");
+    QCOMPARE(printed, std::string("inside torch.Size([1, 32])\nafter\n"));
+    printed.clear();
+    const std::string e = errorOf(runner,
+                                  "model = VLLM(\"demo\")\nprint = 5\n"
+                                  "with model.trace(\"Hi\"):\n    print(1)\n",
+                                  "rebound.py");
+    QVERIFY2(e.find("rebound.py:4:") != std::string::npos, e.c_str());
   }
 
   void promptsAreCachedPerTokenizer() {
