@@ -5,7 +5,9 @@
 // differences in wall time, and beside it in process CPU time (every thread; robust to a loaded
 // machine, where wall time mostly measures the neighbours). --threads N sets the rank threads'
 // intra-op threads (default: cores / tp); --profile N runs only N empty traces (for perf record),
-// --profile-plain N only N plain forwards (its baseline in a differential profile).
+// --profile-plain N only N plain forwards (its baseline in a differential profile); --only NAME
+// measures one case. The median of N pair differences varies by about a plain forward's spread
+// over sqrt(N): on a 2-core VM whose ~5 ms forward varies by +-5 %, N=300 gives about +-20 us.
 // nnsight's published figures for the same shapes of work (308 / 474 / 716 us) are printed as
 // context, not as a ratio: they were not run in this call (no Python torch on this machine), and
 // a peer measured elsewhere is no peer.
@@ -68,7 +70,9 @@ std::string traceScript(const std::string& body) {
 
 int main(int argc, char** argv) {
   int tp = 1, n = 200, threads = 0, profile = 0, profilePlain = 0;
+  std::string only;  // --only "empty trace": one case (a large --n resolves tens of microseconds)
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--only") only = argv[i + 1];
     if (std::string(argv[i]) == "--tp") tp = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--n") n = std::stoi(argv[i + 1]);
     if (std::string(argv[i]) == "--threads") threads = std::stoi(argv[i + 1]);
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
       "  driver only: a script without a trace %.1f us, with VLLM(...) (engine reused) %.1f us\n",
       setup, load);
   for (const auto& c : cases) {
+    if (!only.empty() && only != c.name) continue;
     // Plain and traced runs alternate, so drift (caches, clocks) hits both alike.
     std::vector<double> diffs, totals, cpuDiffs;
     for (int i = 0; i < n + 5; ++i) {

@@ -120,7 +120,11 @@ struct StepLauncher {
   LaunchedStep launch(std::vector<Sequence>& seqs, const std::vector<size_t>& active, int64_t step,
                       const StepDecision* inFlight) {
     std::vector<int64_t> ids, positions, lastRows, slots, past, rows;
-    ForwardBatch batch{ctx.group, at::Tensor(), {}, observer, step, {}, {}};
+    // A trace whose blocks have all ended (an empty one, or past its last read) watches no more
+    // forwards. Stages keep theirs: a stage may still share port values with its twins.
+    PortObserver* watching =
+        observer && (ctx.pipeline || observer->watchesForward()) ? observer : nullptr;
+    ForwardBatch batch{ctx.group, at::Tensor(), {}, watching, step, {}, {}};
     bool decodeOnly = true;
     for (size_t i : active) {
       Sequence& s = seqs[i];
@@ -167,7 +171,7 @@ struct StepLauncher {
           at::Tensor last =
               decodeOnly ? hidden : hidden.index_select(0, device.narrow(0, 2 * T, R));
           PortValue lv = PortValue::single(ctx.model.logits(last, batch));
-          if (observer) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
+          if (watching) batch.visit(ctx.model.logitsPort(), PortRole::Output, lv);
           return lv.items[0];
         });
     return {std::move(batch), std::move(logits)};

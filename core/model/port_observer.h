@@ -38,6 +38,10 @@ class PortObserver {
   // owning stage applies the same writes itself.
   virtual void visitShared(const Module& module, PortRole role, PortValue& whole,
                            const ForwardBatch& batch) {}
+  // Whether this step's forward needs the observer at all. A step launched while it does not runs
+  // as a plain forward (no port visits, no model.samples round trip, whole graphs); endStep,
+  // stopRequested and finish are still called.
+  virtual bool watchesForward() const { return true; }
   // After a step's samples are final; finished[r] says whether request r ended with this step.
   virtual void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {}
   // Whether request r asked to stop after the current step (tracer.stop()).

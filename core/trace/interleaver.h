@@ -67,6 +67,7 @@ class Interleaver : public PortObserver {
                    const ForwardBatch& batch) override;
   void endStep(const ForwardBatch& batch, const std::vector<bool>& finished) override;
   bool stopRequested(int64_t request) const override;
+  bool watchesForward() const override { return blocksLeft(); }
   int64_t firstLayerNeeded(int64_t step, int64_t numLayers) const override;
   void layersReplayed(int64_t begin, int64_t end, const ForwardBatch& batch) override;
   bool tellsPortWaits() const override { return true; }

@@ -9,16 +9,19 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/decode_state.h"
 #include "core/engine/engine.h"
+#include "core/engine/generation.h"
 #include "core/engine/rank_context.h"
 #include "core/error.h"
 #include "core/host_tensor_conversion.h"
 #include "core/model/model_source.h"
+#include "core/model/port_observer.h"
 #include "core/model/tokenizer.h"
 #include "core/parallel/local_group.h"
 
@@ -48,6 +51,31 @@ GenerateRequest request(const Engine& e, std::vector<std::string> prompts, int64
   r.sampling.ignoreEos = true;
   return r;
 }
+
+// Counts what the engine asks of an observer; it watches the forwards of steps before
+// `watchedSteps` only.
+class CountingObserver : public PortObserver {
+ public:
+  explicit CountingObserver(int64_t watchedSteps) : watchedSteps_(watchedSteps) {}
+  void visit(const Module&, PortRole, PortValue&, const ForwardBatch& batch) override {
+    visitsByStep[batch.step] += 1;
+  }
+  bool watchesForward() const override { return int64_t(endedSteps.size()) < watchedSteps_; }
+  void endStep(const ForwardBatch& batch, const std::vector<bool>&) override {
+    endedSteps.push_back(batch.step);
+  }
+  void finish(const std::vector<std::vector<int64_t>>& generated) override {
+    finished += 1;
+    this->generated = generated;
+  }
+  std::map<int64_t, int> visitsByStep;
+  std::vector<int64_t> endedSteps;
+  int finished = 0;
+  std::vector<std::vector<int64_t>> generated;
+
+ private:
+  int64_t watchedSteps_;
+};
 
 }  // namespace
 
@@ -366,6 +394,52 @@ class TestEngine : public QObject {
     QCOMPARE(alone.steps, aloneStepByStep.steps);
     QCOMPARE(alone.outputs[0].tokenIds, aloneStepByStep.outputs[0].tokenIds);
     QCOMPARE(alone.outputs[0].finishReason, std::string("stop"));
+  }
+
+  // An observer that stops watching (a trace whose blocks have all ended) gets no more port
+  // visits, yet every step's end and the finish, and the ids stay those of a plain generation.
+  void unwatchedStepsRunPlain_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("watchedSteps");
+    QTest::newRow("tp=1, none watched") << 1 << 0;
+    QTest::newRow("tp=1, the first two watched") << 1 << 2;
+    QTest::newRow("tp=2, the first watched") << 2 << 1;
+  }
+  void unwatchedStepsRunPlain() {
+    QFETCH(int, tp);
+    QFETCH(int, watchedSteps);
+    auto engine = demoEngine(tp);
+    const auto r = request(*engine, {"The capital of France is", "Hi"}, 5);
+    const GenerateResult plain = Engine::generateResult(engine->generate(r));
+    std::vector<std::unique_ptr<CountingObserver>> observers;
+    for (int i = 0; i < tp; ++i)
+      observers.push_back(std::make_unique<CountingObserver>(watchedSteps));
+    GenerateResult observed;
+    engine
+        ->submit([&](RankContext& ctx) {
+          runGeneration(ctx, r, ctx.fillsResult() ? &observed : nullptr,
+                        observers[size_t(ctx.rank)].get());
+        })
+        .wait();
+    for (size_t q = 0; q < 2; ++q)
+      QCOMPARE(observed.outputs[q].tokenIds, plain.outputs[q].tokenIds);
+    for (const auto& o : observers) {
+      QCOMPARE(o->endedSteps, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+      QCOMPARE(o->finished, 1);
+      QCOMPARE(o->generated.size(), size_t(2));
+      QCOMPARE(o->generated[0], plain.outputs[0].tokenIds);
+      for (int64_t step = 0; step < 5; ++step) {
+        const int visits = o->visitsByStep.count(step) ? o->visitsByStep.at(step) : 0;
+        // A watched step visits every port of the demo model's modules: dozens.
+        if (step < watchedSteps) {
+          QVERIFY2(visits > 20, ("step " + std::to_string(step) + " was watched but visited " +
+                                 std::to_string(visits) + " ports")
+                                    .c_str());
+        } else {
+          QCOMPARE(visits, 0);
+        }
+      }
+    }
   }
 
   void progressAndCancellation() {
