@@ -195,14 +195,19 @@ struct Tokenizer::Impl {
   // BPE model
   std::unordered_map<std::string, int64_t> vocab;
   std::vector<std::string> idToToken;
-  std::vector<bool> hasToken;  // per id below idToToken.size(): false for holes in the ids
+  // Per id below idToToken.size(): kHole (no token), kVocab, or the index of its added token. One
+  // flat lookup a token: decoding runs right after a forward has evicted the caches.
+  static constexpr int32_t kHole = -2, kVocab = -1;
+  std::vector<int32_t> entry;
   std::unordered_map<uint64_t, std::pair<int32_t, int64_t>>
       merges;  // (left, right) -> (rank, merged)
   bool ignoreMerges = false;
   std::optional<int64_t> unkId;
 
   std::vector<AddedToken> added;
-  std::unordered_map<int64_t, size_t> addedById;
+  const AddedToken* addedToken(int64_t id) const {
+    return entry[size_t(id)] >= 0 ? &added[size_t(entry[size_t(id)])] : nullptr;
+  }
   std::array<std::vector<size_t>, 256> addedByFirstByte;  // indices into added, longest first
 
   std::vector<TemplateItem> singleTemplate;
@@ -299,10 +304,10 @@ void Tokenizer::Impl::parseModel(const json& j) {
       throw Error(where(origin, "model BPE vocab") + ": '" + token + "' has a negative id");
     if (i >= int64_t(idToToken.size())) {
       idToToken.resize(i + 1);
-      hasToken.resize(i + 1);
+      entry.resize(i + 1, kHole);
     }
     idToToken[i] = token;
-    hasToken[i] = true;
+    if (entry[size_t(i)] == kHole) entry[size_t(i)] = kVocab;
   }
   if (j.contains("unk_token") && j["unk_token"].is_string()) {
     auto it = vocab.find(j["unk_token"].get<std::string>());
@@ -352,10 +357,9 @@ void Tokenizer::Impl::parseAddedTokens(const json& j) {
       throw Error(where(origin, "added_tokens") + ": '" + a.content + "' has a negative id");
     if (a.id >= int64_t(idToToken.size())) {
       idToToken.resize(a.id + 1);
-      hasToken.resize(a.id + 1);
+      entry.resize(a.id + 1, kHole);
     }
-    hasToken[a.id] = true;
-    addedById[a.id] = added.size();
+    entry[size_t(a.id)] = int32_t(added.size());
     added.push_back(std::move(a));
   }
   for (size_t i = 0; i < added.size(); ++i)
@@ -568,8 +572,7 @@ std::string Tokenizer::tokenText(int64_t id) const {
     throw Error("token id " + std::to_string(id) + " has no token in this tokenizer (its ids are " +
                 "[0, " + std::to_string(vocabSize()) + "); a model may have more rows than that)");
   }
-  if (auto it = impl_->addedById.find(id); it != impl_->addedById.end())
-    return impl_->added[it->second].content;
+  if (const AddedToken* a = impl_->addedToken(id)) return a->content;
   return impl_->idToToken[size_t(id)];
 }
 
@@ -589,13 +592,16 @@ std::string Tokenizer::decodeIds(const std::vector<int64_t>& ids, bool skipSpeci
       if (markUnknownIds) bytes += unknownIdMarker(id);
       continue;
     }
-    if (skipSpecialTokens && isSpecial(id)) continue;
-    const std::string token = tokenText(id);
+    if (const AddedToken* a = impl_->addedToken(id)) {
+      if (!(skipSpecialTokens && a->special)) bytes += a->content;  // added tokens are plain text
+      continue;
+    }
+    const std::string& token = impl_->idToToken[size_t(id)];
     std::string raw;
-    if (impl_->byteLevelDecoder && !impl_->addedById.count(id) && byteLevelToBytes(token, raw)) {
+    if (impl_->byteLevelDecoder && byteLevelToBytes(token, raw)) {
       bytes += raw;
     } else {
-      bytes += token;  // added tokens (and symbols outside the byte alphabet) are plain text
+      bytes += token;  // symbols outside the byte alphabet are plain text
     }
   }
   return replaceInvalidUtf8(bytes);
@@ -623,12 +629,13 @@ std::optional<int64_t> Tokenizer::tokenId(std::string_view token) const {
 }
 
 bool Tokenizer::hasToken(int64_t id) const {
-  return id >= 0 && id < vocabSize() && impl_->hasToken[size_t(id)];
+  return id >= 0 && id < vocabSize() && impl_->entry[size_t(id)] != Impl::kHole;
 }
 
 bool Tokenizer::isSpecial(int64_t id) const {
-  auto it = impl_->addedById.find(id);
-  return it != impl_->addedById.end() && impl_->added[it->second].special;
+  if (!hasToken(id)) return false;
+  const AddedToken* a = impl_->addedToken(id);
+  return a && a->special;
 }
 
 int64_t Tokenizer::vocabSize() const {

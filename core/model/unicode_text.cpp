@@ -2,9 +2,10 @@
 
 #include <utf8proc.h>
 
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <unordered_map>
 
 #include "../error.h"
 
@@ -52,11 +53,17 @@ size_t sequenceLength(std::string_view s, size_t i) {
   return 0;
 }
 
+// The byte-level alphabet's code points are all below this (the last is 256 + 67).
+constexpr uint32_t kByteLevelCodePoints = 324;
+
 struct ByteLevelTables {
   std::array<std::string, 256> toUtf8;
-  std::unordered_map<uint32_t, uint8_t> fromCodePoint;
+  // A flat table (-1: not in the alphabet): decoding runs right after a forward has evicted the
+  // caches, where a hash map's buckets and nodes cost a memory round trip each.
+  std::array<int16_t, kByteLevelCodePoints> fromCodePoint;
 
   ByteLevelTables() {
+    fromCodePoint.fill(-1);
     // GPT-2: printable Latin-1 bytes map to themselves, the rest to 256 + n in order.
     int n = 0;
     for (int b = 0; b < 256; ++b) {
@@ -64,7 +71,7 @@ struct ByteLevelTables {
           (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       const uint32_t cp = printable ? uint32_t(b) : uint32_t(256 + n++);
       appendUtf8(toUtf8[b], cp);
-      fromCodePoint[cp] = uint8_t(b);
+      fromCodePoint[cp] = int16_t(b);
     }
   }
 };
@@ -138,16 +145,16 @@ std::string bytesToByteLevel(std::string_view bytes) {
 }
 
 bool byteLevelToBytes(std::string_view text, std::string& out) {
-  const auto& map = tables().fromCodePoint;
+  const auto& table = tables().fromCodePoint;
   for (size_t i = 0; i < text.size();) {
+    // The alphabet's code points take one or two UTF-8 bytes; longer (or invalid) ones are not in
+    // it.
     const size_t n = sequenceLength(text, i);
-    if (n == 0) return false;
-    utf8proc_int32_t cp = 0;
-    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
-                     utf8proc_ssize_t(n), &cp);
-    auto it = map.find(uint32_t(cp));
-    if (it == map.end()) return false;
-    out.push_back(char(it->second));
+    if (n != 1 && n != 2) return false;
+    const auto b0 = uint8_t(text[i]);
+    const uint32_t cp = n == 1 ? b0 : (uint32_t(b0 & 0x1F) << 6) | (uint8_t(text[i + 1]) & 0x3F);
+    if (cp >= kByteLevelCodePoints || table[cp] < 0) return false;
+    out.push_back(char(table[cp]));
     i += n;
   }
   return true;
