@@ -147,8 +147,7 @@ std::string bytesToByteLevel(std::string_view bytes) {
 bool byteLevelToBytes(std::string_view text, std::string& out) {
   const auto& table = tables().fromCodePoint;
   for (size_t i = 0; i < text.size();) {
-    // The alphabet's code points take one or two UTF-8 bytes; longer (or invalid) ones are not in
-    // it.
+    // The alphabet's code points take one or two UTF-8 bytes: longer or invalid ones are not in it.
     const size_t n = sequenceLength(text, i);
     if (n != 1 && n != 2) return false;
     const auto b0 = uint8_t(text[i]);
