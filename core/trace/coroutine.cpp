@@ -56,7 +56,8 @@ struct StackPool {
 thread_local StackPool stackPool;
 
 size_t pageSize() {
-  return size_t(::sysconf(_SC_PAGESIZE));
+  static const size_t page = size_t(::sysconf(_SC_PAGESIZE));  // asked once, not per coroutine
+  return page;
 }
 
 void* takeStack(size_t bytes) {
