@@ -4,12 +4,18 @@
 
 #include <algorithm>
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+// 2.8 has at::_grouped_mm for Hopper only; from 2.9 it runs (more slowly) on other GPUs too.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
 #define SHARDSCOPE_RAGGED_EXPERT_GEMM 1
 #endif
 
 namespace shardscope {
 namespace {
+
+// silu(gate) * up of [rows, 2I] ([gate | up] columns).
+at::Tensor swiGlu(const at::Tensor& gateUp, int64_t I) {
+  return at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+}
 
 // The rows of one matmul a local expert: [rows, H] sorted by expert, `ends` [localE] int32 the
 // end of each expert's rows; returns silu(gate) * up, then its down projection: [rows, H].
@@ -17,8 +23,7 @@ at::Tensor raggedExperts(const at::Tensor& rows, const at::Tensor& ends, const a
                          const at::Tensor& w2) {
 #ifdef SHARDSCOPE_RAGGED_EXPERT_GEMM
   const int64_t I = w2.size(2);
-  const at::Tensor gateUp = at::_grouped_mm(rows, w13.transpose(1, 2), ends);
-  const at::Tensor h = at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+  const at::Tensor h = swiGlu(at::_grouped_mm(rows, w13.transpose(1, 2), ends), I);
   return at::_grouped_mm(h, w2.transpose(1, 2), ends);
 #else
   (void)rows, (void)ends, (void)w13, (void)w2;
@@ -28,11 +33,13 @@ at::Tensor raggedExperts(const at::Tensor& rows, const at::Tensor& ends, const a
 
 }  // namespace
 
-bool raggedExpertGemm(const at::Tensor& x) {
+bool raggedExpertGemm(const at::Tensor& x, const at::Tensor& w2) {
 #ifdef SHARDSCOPE_RAGGED_EXPERT_GEMM
-  return x.is_cuda() && x.scalar_type() == at::kBFloat16;
+  // _grouped_mm needs rows of 16-byte multiples: H and I a multiple of 8 in bf16.
+  return x.is_cuda() && x.scalar_type() == at::kBFloat16 && x.size(1) % 8 == 0 &&
+         w2.size(2) % 8 == 0;
 #else
-  (void)x;
+  (void)x, (void)w2;
   return false;
 #endif
 }
@@ -61,7 +68,7 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
     const at::Tensor pairs = order.narrow(0, offset, local);
     const at::Tensor rows = x.index_select(0, at::div(pairs, k, "trunc"));
     at::Tensor down;
-    if (gemm == ExpertGemm::Auto && raggedExpertGemm(x)) {
+    if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2)) {
       const at::Tensor ends = counts.narrow(0, firstExpert, localExperts).cumsum(0).to(at::kInt);
       down = raggedExperts(rows, ends, w13, w2);
     } else {
@@ -74,8 +81,7 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
       const at::Tensor e = experts - firstExpert;
       at::Tensor batched = at::zeros({localExperts, widest, H}, x.options());
       batched.index_put_({e, slot}, rows);
-      const at::Tensor gateUp = at::bmm(batched, w13.transpose(1, 2));
-      const at::Tensor h = at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+      const at::Tensor h = swiGlu(at::bmm(batched, w13.transpose(1, 2)), I);
       down = at::bmm(h, w2.transpose(1, 2)).index({e, slot});
     }
     perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));

@@ -3,9 +3,9 @@
 //   y_t = sum over t's chosen local experts e (in increasing e, each add rounded, as Hugging
 //         Face's index_add_ over experts) of w_te * (silu(x_t G_e^T) * (x_t U_e^T)) D_e^T.
 // Two ways to run the grouped matmuls:
-//   Ragged  Hopper's grouped GEMM (LibTorch >= 2.8, at::_grouped_mm): the (token, choice) rows
-//           sorted by expert, each expert's rows multiplied by its weights, no padding. bf16 on
-//           a GPU only.
+//   Ragged  the grouped GEMM (LibTorch >= 2.9, at::_grouped_mm; Hopper's fast path): the (token,
+//           choice) rows sorted by expert, each expert's rows multiplied by its weights, no
+//           padding. bf16 on a GPU, H and I multiples of 8 only.
 //   Padded  every local expert's rows padded to the busiest expert's count, two batched
 //           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed).
 #pragma once
@@ -24,7 +24,8 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
                           const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert,
                           int64_t numExperts, ExpertGemm gemm = ExpertGemm::Auto);
 
-// Whether groupedExperts(..., Auto) takes the ragged grouped GEMM for x.
-bool raggedExpertGemm(const at::Tensor& x);
+// Whether groupedExperts(..., Auto) takes the ragged grouped GEMM for x [T, H] and w2 [localE, H,
+// I].
+bool raggedExpertGemm(const at::Tensor& x, const at::Tensor& w2);
 
 }  // namespace shardscope
