@@ -50,6 +50,14 @@ std::string errorOf(trace::ScriptRunner& runner, const std::string& source,
   return "no error";
 }
 
+// Whether `text` holds every one of `parts` (an error's place and its message, say).
+bool holdsAll(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* p : parts) {
+    if (text.find(p) == std::string::npos) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 class TestTraceCaches : public QObject {
@@ -215,9 +223,7 @@ class TestTraceCaches : public QObject {
     QCOMPARE(printed, std::string("6 torch.Size([1])\n"));
     const std::string leaked = errorOf(
         runner, "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    z = a\n", "leak.py");
-    QVERIFY2(leaked.find("leak.py:3:") != std::string::npos &&
-                 leaked.find("name 'a' is not defined") != std::string::npos,
-             leaked.c_str());
+    QVERIFY2(holdsAll(leaked, {"leak.py:3:", "name 'a' is not defined"}), leaked.c_str());
   }
 
   // The runner's own names (print, VLLM, nnsight, vllm, TokensPrompt) are made once per runner: a
@@ -232,9 +238,7 @@ class TestTraceCaches : public QObject {
         "again.py");
     QCOMPARE(printed, std::string("[3] nnsight\n"));
     const std::string e = errorOf(runner, "x = 1\n\nm = VLLM()\n", "late.py");
-    QVERIFY2(e.find("late.py:3:") != std::string::npos &&
-                 e.find("VLLM(...) needs the model name") != std::string::npos,
-             e.c_str());
+    QVERIFY2(holdsAll(e, {"late.py:3:", "VLLM(...) needs the model name"}), e.c_str());
   }
 
   // Ports are no longer tracked once every block has ended; while one has not, the order check
@@ -251,9 +255,7 @@ class TestTraceCaches : public QObject {
         "        a = model.model.layers[2].output[0].save()\n";
     const std::string e =
         errorOf(runner, head + "        b = model.model.layers[0].output\n", "order.py");
-    QVERIFY2(e.find("order.py:7:") != std::string::npos &&
-                 e.find("already ran past") != std::string::npos,
-             e.c_str());
+    QVERIFY2(holdsAll(e, {"order.py:7:", "already ran past"}), e.c_str());
     runner.run(
         head + "        b = model.model.layers[3].output[0].save()\nprint(a.shape, b.shape)\n",
         "fine.py");
