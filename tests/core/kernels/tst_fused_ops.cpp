@@ -357,7 +357,7 @@ class TestFusedOps : public QObject {
     }
   }
 
-  // A prefill's experts (GroupedExperts): Hopper's ragged grouped GEMM (bf16, LibTorch >= 2.8)
+  // A prefill's experts (GroupedExperts): Hopper's ragged grouped GEMM (bf16, LibTorch >= 2.9)
   // against the reference loop over experts and the padded batched matmuls; few tokens leave
   // some local experts without rows (empty groups), expert parallel leaves others' experts out.
   void groupedExperts_data() {
