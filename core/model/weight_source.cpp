@@ -158,46 +158,109 @@ void SafetensorsSource::checkAllUsed() const {
   }
 }
 
+namespace {
+
+// Where a slice's elements come from in the full tensor: element (o, k, i) of the slice, with o
+// over the dimensions before `dim`, k along it and i over those after, is element
+// (o * dimSize + start + k) * inner + i of the whole.
+struct SliceIndex {
+  std::vector<int64_t> shape;
+  int64_t outer = 1, inner = 1, dimSize = 1, start = 0, length = 1;
+
+  SliceIndex(const std::vector<int64_t>& fullShape, const SliceSpec& slice) : shape(fullShape) {
+    if (slice.dim < 0) {
+      for (int64_t s : fullShape) inner *= s;
+      return;
+    }
+    for (int64_t i = 0; i < slice.dim; ++i) outer *= fullShape[i];
+    for (size_t i = slice.dim + 1; i < fullShape.size(); ++i) inner *= fullShape[i];
+    dimSize = fullShape[slice.dim];
+    start = slice.start;
+    length = slice.length;
+    shape[slice.dim] = slice.length;
+  }
+  int64_t rows() const { return outer * length; }
+};
+
+// Norm weights near 1, biases small, matrices scaled by fan-in so activations stay O(1).
+std::pair<float, float> scaleAndOffset(const std::string& name,
+                                       const std::vector<int64_t>& fullShape) {
+  if (endsWith(name, "norm.weight")) return {0.1f, 1.0f};
+  if (endsWith(name, ".bias")) return {0.1f, 0.0f};
+  if (fullShape.size() == 2 && name.find("embed_tokens") == std::string::npos) {
+    return {std::sqrt(3.0f / float(fullShape[1])), 0.0f};
+  }
+  return {1.0f, 0.0f};
+}
+
+// x >> s on the bits of a uint64 held in an int64 tensor (ATen shifts int64 arithmetically).
+at::Tensor logicalShiftRight(const at::Tensor& x, int s) {
+  return at::bitwise_and(at::bitwise_right_shift(x, s), int64_t((~0ull) >> s));
+}
+
+int64_t asSigned(uint64_t v) {
+  return static_cast<int64_t>(v);
+}  // modular since C++20
+
+// uniformAt over a tensor of indices; int64 adds and multiplies wrap as uint64's do.
+at::Tensor uniformAtIndices(uint64_t base, const at::Tensor& index) {
+  at::Tensor x = index + asSigned(base + 0x9e3779b97f4a7c15ull);
+  x = at::bitwise_xor(x, logicalShiftRight(x, 30)) * asSigned(0xbf58476d1ce4e5b9ull);
+  x = at::bitwise_xor(x, logicalShiftRight(x, 27)) * asSigned(0x94d049bb133111ebull);
+  x = at::bitwise_xor(x, logicalShiftRight(x, 31));
+  return (logicalShiftRight(x, 40) - (int64_t(1) << 23)).to(at::kFloat).div_(float(1 << 23));
+}
+
+}  // namespace
+
 at::Tensor RandomSource::load(const std::string& name, const std::vector<int64_t>& fullShape,
                               const SliceSpec& slice, at::ScalarType dtype) {
   checkSlice(name, fullShape, slice);
-  std::vector<int64_t> shape = fullShape;
-  int64_t outer = 1, inner = 1, dimSize = 1, start = 0;
-  const int64_t dim = slice.dim;
-  if (dim >= 0) {
-    for (int64_t i = 0; i < dim; ++i) outer *= fullShape[i];
-    for (size_t i = dim + 1; i < fullShape.size(); ++i) inner *= fullShape[i];
-    dimSize = fullShape[dim];
-    start = slice.start;
-    shape[dim] = slice.length;
-  } else {
-    for (int64_t s : fullShape) inner *= s;
-  }
-  const int64_t length = dim >= 0 ? slice.length : 1;
-
-  // Norm weights near 1, biases small, matrices scaled by fan-in so activations stay O(1).
-  float scale = 1.0f, offset = 0.0f;
-  if (endsWith(name, "norm.weight")) {
-    scale = 0.1f;
-    offset = 1.0f;
-  } else if (endsWith(name, ".bias")) {
-    scale = 0.1f;
-  } else if (fullShape.size() == 2 && name.find("embed_tokens") == std::string::npos) {
-    scale = std::sqrt(3.0f / float(fullShape[1]));
-  }
-  at::Tensor out = at::empty(shape, at::kFloat);
+  const SliceIndex ix(fullShape, slice);
+  const auto [scale, offset] = scaleAndOffset(name, fullShape);
+  at::Tensor out = at::empty(ix.shape, at::kFloat);
   float* dst = out.data_ptr<float>();
   const uint64_t base = hashName(name, seed_);
-  const int64_t rows = outer * length;
-  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, ix.rows(), 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t o = r / length, k = r % length;
-      const int64_t srcRow = (o * dimSize + start + k) * inner;
-      float* d = dst + r * inner;
-      for (int64_t i = 0; i < inner; ++i) d[i] = offset + scale * uniformAt(base, srcRow + i);
+      const int64_t o = r / ix.length, k = r % ix.length;
+      const int64_t srcRow = (o * ix.dimSize + ix.start + k) * ix.inner;
+      float* d = dst + r * ix.inner;
+      for (int64_t i = 0; i < ix.inner; ++i) d[i] = offset + scale * uniformAt(base, srcRow + i);
     }
   });
   return dtype == at::kFloat ? out : out.to(dtype);
+}
+
+at::Tensor RandomSource::loadOn(const std::string& name, const std::vector<int64_t>& fullShape,
+                                const SliceSpec& slice, at::ScalarType dtype, at::Device device) {
+  if (device.is_cpu()) return load(name, fullShape, slice, dtype);
+  return makeWithTensorOps(name, fullShape, slice, dtype, device);
+}
+
+at::Tensor RandomSource::makeWithTensorOps(const std::string& name,
+                                           const std::vector<int64_t>& fullShape,
+                                           const SliceSpec& slice, at::ScalarType dtype,
+                                           at::Device device) const {
+  checkSlice(name, fullShape, slice);
+  const SliceIndex ix(fullShape, slice);
+  const auto [scale, offset] = scaleAndOffset(name, fullShape);
+  const uint64_t base = hashName(name, seed_);
+  at::Tensor out = at::empty(ix.shape, at::TensorOptions().dtype(dtype).device(device));
+  at::Tensor flat = out.view({-1});
+  // In chunks, so the int64 temporaries of a 311M-element embedding stay a few hundred MB.
+  constexpr int64_t kChunk = int64_t(1) << 24;
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(device);
+  for (int64_t f0 = 0; f0 < flat.numel(); f0 += kChunk) {
+    const int64_t n = std::min(kChunk, flat.numel() - f0);
+    const at::Tensor f = at::arange(f0, f0 + n, longs);
+    const at::Tensor r = f.div(ix.inner, "floor"), i = f - r * ix.inner;
+    const at::Tensor o = r.div(ix.length, "floor"), k = r - o * ix.length;
+    const at::Tensor index = (o * ix.dimSize + (k + ix.start)) * ix.inner + i;
+    at::Tensor values = uniformAtIndices(base, index).mul_(scale).add_(offset);
+    flat.narrow(0, f0, n).copy_(values);
+  }
+  return out;
 }
 
 }  // namespace shardscope

@@ -56,13 +56,15 @@ void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {
   std::vector<at::Tensor> w13, w2;
   for (int64_t e = firstExpert_; e < firstExpert_ + localExperts_; ++e) {
     const std::string p = prefix + "." + std::to_string(e) + ".";
-    w13.push_back(at::cat({ctx.source.load(p + "gate_proj.weight", {I, H}, rows, ctx.dtype),
-                           ctx.source.load(p + "up_proj.weight", {I, H}, rows, ctx.dtype)},
-                          0));
-    w2.push_back(ctx.source.load(p + "down_proj.weight", {H, I}, cols, ctx.dtype));
+    const auto get = [&](const char* proj, std::vector<int64_t> shape, const SliceSpec& s) {
+      return ctx.source.loadOn(p + proj, shape, s, ctx.dtype, ctx.device);
+    };
+    w13.push_back(
+        at::cat({get("gate_proj.weight", {I, H}, rows), get("up_proj.weight", {I, H}, rows)}, 0));
+    w2.push_back(get("down_proj.weight", {H, I}, cols));
   }
-  w13_ = at::stack(w13, 0).to(ctx.device);
-  w2_ = at::stack(w2, 0).to(ctx.device);
+  w13_ = at::stack(w13, 0);
+  w2_ = at::stack(w2, 0);
   routerDone_ = at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(ctx.device));
   const int64_t w13Split = tp_.expertParallel ? 0 : 1, w2Split = tp_.expertParallel ? 0 : 2;
   addParameter({"w13_weight", w13_, {numExperts_, 2 * I, H}, w13Split});

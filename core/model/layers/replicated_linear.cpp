@@ -12,8 +12,8 @@ ReplicatedLinear::ReplicatedLinear(std::string name, Module* parent, int64_t inF
 }
 
 void ReplicatedLinear::load(LoadContext& ctx, const std::string& prefix) {
-  weight_ = ctx.source.load(prefix + ".weight", {out_, in_}, SliceSpec::whole(), ctx.dtype)
-                .to(ctx.device);
+  weight_ =
+      ctx.source.loadOn(prefix + ".weight", {out_, in_}, SliceSpec::whole(), ctx.dtype, ctx.device);
   addParameter({"weight", weight_, {out_, in_}, -1});
 }
 

@@ -18,7 +18,7 @@ std::vector<at::Tensor> RMSNorm::callWhole(const ModuleCall& call) const {
 }
 
 void RMSNorm::load(LoadContext& ctx, const std::string& hfName) {
-  weight_ = ctx.source.load(hfName, {dim_}, SliceSpec::whole(), ctx.dtype).to(ctx.device);
+  weight_ = ctx.source.loadOn(hfName, {dim_}, SliceSpec::whole(), ctx.dtype, ctx.device);
   addParameter({"weight", weight_, {dim_}, -1});
 }
 

@@ -96,6 +96,52 @@ class TestSafetensors : public QObject {
     QVERIFY(!at::equal(other, whole));
   }
 
+  // The GPU path (tensor ops where the weights will live) makes the host loop's values bit for
+  // bit: whole tensors, slices along each dimension, every kind of scale, fp32 and bf16.
+  void randomSourceTensorOpsEqualTheHostLoop_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<std::vector<int64_t>>("shape");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<int>("start");
+    QTest::addColumn<int>("length");
+    const std::vector<int64_t> matrix{48, 40};
+    QTest::newRow("matrix whole") << "model.layers.3.mlp.down_proj.weight" << matrix << -1 << 0
+                                  << 0;
+    QTest::newRow("matrix rows") << "model.layers.3.mlp.gate_proj.weight" << matrix << 0 << 12
+                                 << 24;
+    QTest::newRow("matrix columns")
+        << "model.layers.3.mlp.down_proj.weight" << matrix << 1 << 10 << 20;
+    QTest::newRow("norm") << "model.norm.weight" << std::vector<int64_t>{40} << -1 << 0 << 0;
+    QTest::newRow("bias slice") << "model.layers.0.self_attn.q_proj.bias"
+                                << std::vector<int64_t>{40} << 0 << 8 << 16;
+    QTest::newRow("embedding") << "model.embed_tokens.weight" << matrix << 0 << 40 << 8;
+    QTest::newRow("3-d middle") << "x.weight" << std::vector<int64_t>{3, 10, 7} << 1 << 4 << 5;
+  }
+
+  void randomSourceTensorOpsEqualTheHostLoop() {
+    QFETCH(QString, name);
+    QFETCH(std::vector<int64_t>, shape);
+    QFETCH(int, dim);
+    QFETCH(int, start);
+    QFETCH(int, length);
+    const SliceSpec slice = dim < 0 ? SliceSpec::whole() : SliceSpec::along(dim, start, length);
+    RandomSource source(11);
+    for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      const at::Tensor host = source.load(name.toStdString(), shape, slice, dtype);
+      // On the test device (SHARDSCOPE_TEST_DEVICE=cuda: CUDA's integer kernels).
+      const at::Tensor ops = source
+                                 .makeWithTensorOps(name.toStdString(), shape, slice, dtype,
+                                                    at::Device(test::device()))
+                                 .cpu();
+      QCOMPARE(ops.sizes().vec(), host.sizes().vec());
+      QCOMPARE(ops.scalar_type(), dtype);
+      QVERIFY2(at::equal(ops, host),
+               qPrintable(
+                   QString("largest difference %1")
+                       .arg((ops.to(at::kFloat) - host.to(at::kFloat)).abs().max().item<float>())));
+    }
+  }
+
   void refusesBadFiles_data() {
     QTest::addColumn<QString>("header");
     QTest::addColumn<int>("dataBytes");
