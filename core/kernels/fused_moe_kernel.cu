@@ -30,13 +30,17 @@ __device__ __forceinline__ void warpFirst(float& bestP, int& bestE) {
 }
 
 // Round r of token t's choice, after each lane's candidate (bestP, bestE): the warp's first is
-// choice r; lane r keeps its p in `mine`, lane 0 writes its id, and it bounds the next round.
+// choice r; lane r keeps its p in `mine` and its id in `mineE`, lane 0 writes the id, and it
+// bounds the next round.
 __device__ __forceinline__ void settleRound(const MoeSelectArgs& s, int64_t t, int topK, int r,
-                                            float bestP, int bestE, float& mine, float& lastP,
-                                            int& lastE) {
+                                            float bestP, int bestE, float& mine, int& mineE,
+                                            float& lastP, int& lastE) {
   warpFirst(bestP, bestE);
   const int lane = threadIdx.x % 32;
-  if (lane == r) mine = bestP;
+  if (lane == r) {
+    mine = bestP;
+    mineE = bestE;
+  }
   if (lane == 0) s.ids[t * topK + r] = bestE;
   lastP = bestP;
   lastE = bestE;
@@ -60,8 +64,9 @@ __device__ __forceinline__ void writeWeights(const MoeSelectArgs& s, int64_t t, 
 // is the value at::softmax gives; the top k are found by k rounds of a warp arg-max, each after
 // the previous choice in the order above; lane j keeps choice j's p for the renormalisation.
 // This is the path for more than 32 * kLaneExperts experts: p is recomputed every round.
+// Returns lane j's choice j (lanes from topK on: -1).
 template <typename T>
-__device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) {
+__device__ int selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) {
   const int lane = threadIdx.x % 32;
   const T* row = static_cast<const T*>(s.logits) + t * s.experts;
   float m = -INFINITY;
@@ -73,7 +78,7 @@ __device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK)
   for (int64_t e = lane; e < s.experts; e += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit(e), m)));
   for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
   float lastP = INFINITY, mine = 0.f;
-  int lastE = -1;
+  int lastE = -1, mineE = -1;
   for (int r = 0; r < topK; ++r) {
     float bestP = -1.f;  // below every probability
     int bestE = INT_MAX;
@@ -84,9 +89,10 @@ __device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK)
         bestE = int(e);
       }
     }
-    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
+    settleRound(s, t, topK, r, bestP, bestE, mine, mineE, lastP, lastE);
   }
   writeWeights<T>(s, t, topK, mine);
+  return mineE;
 }
 
 // The same choice with the lane's experts (at most kLaneExperts) in registers: the logits are
@@ -95,7 +101,7 @@ __device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK)
 // rounds (on the router's critical path) then only compare.
 constexpr int kLaneExperts = 8;
 template <typename T>
-__device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
+__device__ int selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
   const int lane = threadIdx.x % 32;
   const T* row = static_cast<const T*>(s.logits) + t * s.experts;
   float p[kLaneExperts];  // the logit of expert lane + 32 i, then its probability
@@ -120,7 +126,7 @@ __device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int to
 #pragma unroll
   for (int i = 0; i < kLaneExperts; ++i) p[i] = __fdiv_rn(p[i], sum);
   float lastP = INFINITY, mine = 0.f;
-  int lastE = -1;
+  int lastE = -1, mineE = -1;
   for (int r = 0; r < topK; ++r) {
     float bestP = -1.f;  // below every probability
     int bestE = INT_MAX;
@@ -132,17 +138,17 @@ __device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int to
         bestE = e;
       }
     }
-    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
+    settleRound(s, t, topK, r, bestP, bestE, mine, mineE, lastP, lastE);
   }
   writeWeights<T>(s, t, topK, mine);
+  return mineE;
 }
 
+// Token t's choice by one warp; returns lane j's choice j (lanes from topK on: -1).
 template <typename T>
-__device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
-  if (s.experts <= 32 * kLaneExperts)
-    selectTokenInRegisters<T>(s, t, topK);
-  else
-    selectTokenStreamed<T>(s, t, topK);
+__device__ int selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
+  if (s.experts <= 32 * kLaneExperts) return selectTokenInRegisters<T>(s, t, topK);
+  return selectTokenStreamed<T>(s, t, topK);
 }
 
 // The choice alone (moeSelect): one warp per token.
@@ -166,6 +172,51 @@ __device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
   return addOrder(a) + a.tokens * a.topK;
 }
 
+// Where the down kernel's blocks count themselves done, zeroed by the whole block: as many counts
+// as ranges of the narrowest variant (enough for either variant's down kernel).
+__device__ __forceinline__ void zeroDoneCounts(const FusedMoeArgs& a) {
+  int* done = doneCounts(a);
+  for (int64_t r = threadIdx.x; r * kFusedMoeRowsPerBlock < a.hidden; r += blockDim.x) done[r] = 0;
+}
+
+// routeBlock's lists for one token whose choice warp 0 has just made (lane j holds choice j's id
+// in `id`): its top k are distinct experts, so each chosen local expert has one pair, and the
+// lists follow from each choice's rank among the others. Built in registers by that warp, with no
+// shared memory, barrier or reload of the ids: a decode step at batch 1 waits for this. With
+// `prefetch` each chosen local expert's gate_up weights are asked of L2 here, before the gate_up
+// kernel can start (its warps have no registers to spare for asking themselves).
+template <typename T>
+__device__ void listOneToken(const FusedMoeArgs& a, int64_t id, bool prefetch) {
+  const int lane = threadIdx.x % 32, k = int(a.topK);
+  const auto isLocal = [&](int64_t e) {
+    return e >= a.firstExpert && e < a.firstExpert + a.localExperts;
+  };
+  const bool chosen = lane < k, local = chosen && isLocal(id);
+  int below = 0, localBelow = 0;  // choices with a smaller id; local ones
+  for (int i = 0; i < k; ++i) {
+    const int64_t other = __shfl_sync(kFull, id, i);
+    below += other < id;
+    localBelow += isLocal(other) && other < id;
+  }
+  const int used = __popc(__ballot_sync(kFull, local));
+  const int64_t slots = min(a.topK, a.localExperts);
+  if (chosen) addOrder(a)[below] = local ? lane : -1;
+  if (local && prefetch) {
+    const int64_t each = 2 * a.inter * a.hidden;  // an expert's gate and up rows
+    bulkPrefetchL2(static_cast<const T*>(a.w13) + (id - a.firstExpert) * each,
+                   int(each * int64_t(sizeof(T))));
+  }
+  if (local) {
+    a.routing[1 + localBelow] = int(id - a.firstExpert);  // the used experts, increasing
+    a.routing[1 + slots + localBelow] = localBelow;       // each one's first pair
+    a.routing[2 + 2 * slots + localBelow] = lane;         // its pair: (token 0, choice lane)
+  }
+  if (lane == 0) {
+    a.routing[1 + slots + used] = used;
+    a.routing[0] = used;
+  }
+}
+
 // The routing as lists (one block), after the choice itself when a.select.logits is set (then
 // a.ids and a.weights point at the choice's output): the distinct local experts chosen, in
 // increasing order, and per expert its (token, choice) pairs. Layout of a.routing (int32): [0]
@@ -175,16 +226,19 @@ __device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
 // do no work, so a step reads only the chosen experts' weights. One block; `counts` is shared
 // memory for 2 * localExperts ints.
 template <typename T>
-__device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
+__device__ void routeBlock(const FusedMoeArgs& a, int* counts, bool prefetch) {
+  zeroDoneCounts(a);
+  if (a.select.logits && a.tokens == 1) {  // one token chosen here: warp 0 lists it alone
+    if (threadIdx.x >= 32) return;
+    listOneToken<T>(a, selectToken<T>(a.select, 0, int(a.topK)), prefetch);
+    return;
+  }
   int* fill = counts + a.localExperts;  // after the counts: each expert's next list position
   if (a.select.logits) {
     for (int64_t t = threadIdx.x / 32; t < a.tokens; t += blockDim.x / 32)
       selectToken<T>(a.select, t, int(a.topK));
     __syncthreads();  // the choice, in global memory, is read below by other warps
   }
-  int* done = doneCounts(a);
-  // As many counts as ranges of the narrowest variant: enough for either variant's down kernel.
-  for (int64_t r = threadIdx.x; r * kFusedMoeRowsPerBlock < a.hidden; r += blockDim.x) done[r] = 0;
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
   int* order = addOrder(a);
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
@@ -245,11 +299,11 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
 // One block of kRouteThreads: the bound keeps the registers within what 1024 threads may hold.
 constexpr int kRouteThreads = 1024;
 template <typename T>
-__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
+__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a, bool prefetch) {
   extern __shared__ int counts[];
   waitForPreviousKernel();
   allowNextKernel();
-  routeBlock<T>(a, counts);
+  routeBlock<T>(a, counts, prefetch);
 }
 
 // The router's GEMV and the routing in one launch (a.routerWeight set, at most kTokenRows
@@ -257,7 +311,7 @@ __global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
 // GEMV kernel's order of adds and rounding (so the logits equal fused::gemv's); the last block
 // to finish (a.routerDone counts the blocks and wraps back to zero) then chooses and lists.
 template <typename T>
-__global__ void routerKernel(FusedMoeArgs a) {
+__global__ void routerKernel(FusedMoeArgs a, bool prefetch) {
   extern __shared__ int counts[];
   constexpr int VEC = 16 / sizeof(T), kRound = 8;  // 16-byte loads in flight per lane
   constexpr int64_t kChunk = 32 * VEC;
@@ -308,7 +362,7 @@ __global__ void routerKernel(FusedMoeArgs a) {
   __syncthreads();
   if (threadIdx.x == 0) last = atomicInc(a.routerDone, gridDim.x - 1) == gridDim.x - 1;
   __syncthreads();
-  if (last) routeBlock<T>(a, counts);
+  if (last) routeBlock<T>(a, counts, prefetch);
 }
 
 // This block's expert (local index) and its pairs; false when the slot is unused.
@@ -476,20 +530,28 @@ __device__ void combineRows(const FusedMoeArgs& a, int64_t range) {
 // to finish (a count, not a sum: the order of the adds is fixed, so results do not depend on
 // which block is last) then combines the range.
 template <typename T, typename V>
-__global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) downKernel(FusedMoeArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks)
+    downKernel(FusedMoeArgs a, bool prefetch) {
   constexpr int R = V::kRows;
   constexpr int64_t kRange = int64_t(kWarps) * R;
-  waitForPreviousKernel();
-  allowNextKernel();
+  // The routing is the kernel before gate_up's (complete before gate_up let this kernel start),
+  // so this block knows its expert, and asks L2 for its weights, while gate_up finishes.
   Routed routed;
   const int64_t o0 = int64_t(blockIdx.y) * kRange + int64_t(threadIdx.x / 32) * R;
-  if (routedTo(a, routed) && o0 < a.hidden) {
-    const int n = routed.count;
-    const int* pairs = routed.pairs;
+  const bool mine = routedTo(a, routed) && o0 < a.hidden;
+  const T* w[R];
+  if (mine) {
     const T* w2 = static_cast<const T*>(a.w2) + int64_t(routed.expert) * a.hidden * a.inter;
-    const T* w[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
+    if (prefetch)
+      prefetchL2(w[0], int((min(o0 + R, a.hidden) - o0) * a.inter * int64_t(sizeof(T))));
+  }
+  waitForPreviousKernel();
+  allowNextKernel();
+  if (mine) {
+    const int n = routed.count;
+    const int* pairs = routed.pairs;
     constexpr int TR = V::kTokens;
     for (int c = 0; c < n; c += TR) {
       const int m = min(TR, n - c);
@@ -534,7 +596,8 @@ bool wideExpertKernels() {
 
 // gate_up + SwiGLU, then down (and the combine), with G / D rows a warp.
 template <typename T, typename G, typename D>
-cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, cudaStream_t stream) {
+cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, bool prefetch,
+                          cudaStream_t stream) {
   constexpr int64_t kGateRange = int64_t(kWarps) * G::kRows,
                     kDownRange = int64_t(kWarps) * D::kRows;
   // No more row ranges (done counts) than fusedMoeRoutingInts makes room for.
@@ -546,7 +609,7 @@ cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, cudaStream_t st
   if (e != cudaSuccess) return e;
   return launchKernel(downKernel<T, D>,
                       dim3(slots, unsigned((a.hidden + kDownRange - 1) / kDownRange)), threads, 0,
-                      stream, a);
+                      stream, a, prefetch);
 }
 
 }  // namespace
@@ -577,14 +640,15 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     const dim3 threads(kWarps * 32);
     const size_t shared = size_t(2 * a.localExperts) * sizeof(int);
     const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
-    cudaError_t e =
-        a.routerWeight
-            ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a)
-            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a);
+    const bool prefetch = l2Prefetch();
+    cudaError_t e = a.routerWeight ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads,
+                                                  shared, stream, a, prefetch)
+                                   : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads),
+                                                  shared, stream, a, prefetch);
     if (e != cudaSuccess) return e;
     return a.tokens == 1 && wideExpertKernels()
-               ? launchExperts<T, WideGateUp, WideDown>(a, slots, stream)
-               : launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, stream);
+               ? launchExperts<T, WideGateUp, WideDown>(a, slots, prefetch, stream)
+               : launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, prefetch, stream);
   });
 }
 
