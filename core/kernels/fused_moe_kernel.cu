@@ -182,11 +182,8 @@ __device__ __forceinline__ void zeroDoneCounts(const FusedMoeArgs& a) {
 // routeBlock's lists for one token whose choice warp 0 has just made (lane j holds choice j's id
 // in `id`): its top k are distinct experts, so each chosen local expert has one pair, and the
 // lists follow from each choice's rank among the others. Built in registers by that warp, with no
-// shared memory, barrier or reload of the ids: a decode step at batch 1 waits for this. With
-// `prefetch` each chosen local expert's gate_up weights are asked of L2 here, before the gate_up
-// kernel can start (its warps have no registers to spare for asking themselves).
-template <typename T>
-__device__ void listOneToken(const FusedMoeArgs& a, int64_t id, bool prefetch) {
+// shared memory, barrier or reload of the ids: a decode step at batch 1 waits for this.
+__device__ void listOneToken(const FusedMoeArgs& a, int64_t id) {
   const int lane = threadIdx.x % 32, k = int(a.topK);
   const auto isLocal = [&](int64_t e) {
     return e >= a.firstExpert && e < a.firstExpert + a.localExperts;
@@ -201,11 +198,6 @@ __device__ void listOneToken(const FusedMoeArgs& a, int64_t id, bool prefetch) {
   const int used = __popc(__ballot_sync(kFull, local));
   const int64_t slots = min(a.topK, a.localExperts);
   if (chosen) addOrder(a)[below] = local ? lane : -1;
-  if (local && prefetch) {
-    const int64_t each = 2 * a.inter * a.hidden;  // an expert's gate and up rows
-    bulkPrefetchL2(static_cast<const T*>(a.w13) + (id - a.firstExpert) * each,
-                   int(each * int64_t(sizeof(T))));
-  }
   if (local) {
     a.routing[1 + localBelow] = int(id - a.firstExpert);  // the used experts, increasing
     a.routing[1 + slots + localBelow] = localBelow;       // each one's first pair
@@ -226,11 +218,11 @@ __device__ void listOneToken(const FusedMoeArgs& a, int64_t id, bool prefetch) {
 // do no work, so a step reads only the chosen experts' weights. One block; `counts` is shared
 // memory for 2 * localExperts ints.
 template <typename T>
-__device__ void routeBlock(const FusedMoeArgs& a, int* counts, bool prefetch) {
+__device__ void routeBlock(const FusedMoeArgs& a, int* counts, bool oneWarpLists) {
   zeroDoneCounts(a);
-  if (a.select.logits && a.tokens == 1) {  // one token chosen here: warp 0 lists it alone
+  if (oneWarpLists && a.select.logits && a.tokens == 1) {  // warp 0 lists one token's choice
     if (threadIdx.x >= 32) return;
-    listOneToken<T>(a, selectToken<T>(a.select, 0, int(a.topK)), prefetch);
+    listOneToken(a, selectToken<T>(a.select, 0, int(a.topK)));
     return;
   }
   int* fill = counts + a.localExperts;  // after the counts: each expert's next list position
@@ -299,11 +291,11 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts, bool prefetch) {
 // One block of kRouteThreads: the bound keeps the registers within what 1024 threads may hold.
 constexpr int kRouteThreads = 1024;
 template <typename T>
-__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a, bool prefetch) {
+__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a, bool oneWarpLists) {
   extern __shared__ int counts[];
   waitForPreviousKernel();
   allowNextKernel();
-  routeBlock<T>(a, counts, prefetch);
+  routeBlock<T>(a, counts, oneWarpLists);
 }
 
 // The router's GEMV and the routing in one launch (a.routerWeight set, at most kTokenRows
@@ -311,7 +303,7 @@ __global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a, boo
 // GEMV kernel's order of adds and rounding (so the logits equal fused::gemv's); the last block
 // to finish (a.routerDone counts the blocks and wraps back to zero) then chooses and lists.
 template <typename T>
-__global__ void routerKernel(FusedMoeArgs a, bool prefetch) {
+__global__ void routerKernel(FusedMoeArgs a, bool oneWarpLists) {
   extern __shared__ int counts[];
   constexpr int VEC = 16 / sizeof(T), kRound = 8;  // 16-byte loads in flight per lane
   constexpr int64_t kChunk = 32 * VEC;
@@ -362,7 +354,7 @@ __global__ void routerKernel(FusedMoeArgs a, bool prefetch) {
   __syncthreads();
   if (threadIdx.x == 0) last = atomicInc(a.routerDone, gridDim.x - 1) == gridDim.x - 1;
   __syncthreads();
-  if (last) routeBlock<T>(a, counts, prefetch);
+  if (last) routeBlock<T>(a, counts, oneWarpLists);
 }
 
 // This block's expert (local index) and its pairs; false when the slot is unused.
@@ -445,6 +437,12 @@ using NarrowDown = WarpRows<1, 4, kTokenRows, 3>;
 // (more loads in flight spilled in bf16).
 using WideGateUp = WarpRows<3, 2, 1, 2>;
 using WideDown = WarpRows<8, 1, 1, 2>;
+// One token, more and shorter warps (gate_up: one intermediate row, 8 loads a lane, two rounds;
+// down: 4 rows of inter 768 all in flight, 12 loads a lane) over more blocks than fit at once
+// (8 x 96 and 8 x 64 blocks, two an SM; 16 loads a lane spilled in bf16).
+// SHARDSCOPE_MOE_WIDE=deep, to measure against the wide shape.
+using DeepGateUp = WarpRows<1, 4, 1, 2>;
+using DeepDown = WarpRows<4, 3, 1, 2>;
 
 // h[p, i] = round(round(silu(round(x_t . G_e[i]))) * round(x_t . U_e[i])) for the pairs p = (t, j)
 // routed to expert e = blockIdx.x; warp w of block y computes intermediate rows i = (y * kWarps +
@@ -530,28 +528,20 @@ __device__ void combineRows(const FusedMoeArgs& a, int64_t range) {
 // to finish (a count, not a sum: the order of the adds is fixed, so results do not depend on
 // which block is last) then combines the range.
 template <typename T, typename V>
-__global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks)
-    downKernel(FusedMoeArgs a, bool prefetch) {
+__global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) downKernel(FusedMoeArgs a) {
   constexpr int R = V::kRows;
   constexpr int64_t kRange = int64_t(kWarps) * R;
-  // The routing is the kernel before gate_up's (complete before gate_up let this kernel start),
-  // so this block knows its expert, and asks L2 for its weights, while gate_up finishes.
-  Routed routed;
-  const int64_t o0 = int64_t(blockIdx.y) * kRange + int64_t(threadIdx.x / 32) * R;
-  const bool mine = routedTo(a, routed) && o0 < a.hidden;
-  const T* w[R];
-  if (mine) {
-    const T* w2 = static_cast<const T*>(a.w2) + int64_t(routed.expert) * a.hidden * a.inter;
-#pragma unroll
-    for (int r = 0; r < R; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
-    if (prefetch)
-      prefetchL2(w[0], int((min(o0 + R, a.hidden) - o0) * a.inter * int64_t(sizeof(T))));
-  }
   waitForPreviousKernel();
   allowNextKernel();
-  if (mine) {
+  Routed routed;
+  const int64_t o0 = int64_t(blockIdx.y) * kRange + int64_t(threadIdx.x / 32) * R;
+  if (routedTo(a, routed) && o0 < a.hidden) {
     const int n = routed.count;
     const int* pairs = routed.pairs;
+    const T* w2 = static_cast<const T*>(a.w2) + int64_t(routed.expert) * a.hidden * a.inter;
+    const T* w[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
     constexpr int TR = V::kTokens;
     for (int c = 0; c < n; c += TR) {
       const int m = min(TR, n - c);
@@ -584,11 +574,24 @@ __global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks)
   if (last) combineRows<T>(a, kRange);
 }
 
-// The wide kernels for one token unless SHARDSCOPE_MOE_WIDE=0 (to compare; the results are the
-// same bits either way).
-bool wideExpertKernels() {
-  static const bool on = [] {
+// How one token's expert kernels split the work: SHARDSCOPE_MOE_WIDE=0 the narrow shape, =deep
+// the deep one, else the wide one (to compare; the results are the same bits either way).
+enum class OneTokenShape { Narrow, Wide, Deep };
+OneTokenShape oneTokenShape() {
+  static const OneTokenShape shape = [] {
     const char* v = std::getenv("SHARDSCOPE_MOE_WIDE");
+    if (v && std::strcmp(v, "0") == 0) return OneTokenShape::Narrow;
+    if (v && std::strcmp(v, "deep") == 0) return OneTokenShape::Deep;
+    return OneTokenShape::Wide;
+  }();
+  return shape;
+}
+
+// One token's routing lists by the choosing warp (listOneToken) unless SHARDSCOPE_MOE_LIST_WARP=0
+// (the whole block's lists, to compare; the same lists either way).
+bool oneWarpLists() {
+  static const bool on = [] {
+    const char* v = std::getenv("SHARDSCOPE_MOE_LIST_WARP");
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
@@ -596,8 +599,7 @@ bool wideExpertKernels() {
 
 // gate_up + SwiGLU, then down (and the combine), with G / D rows a warp.
 template <typename T, typename G, typename D>
-cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, bool prefetch,
-                          cudaStream_t stream) {
+cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, cudaStream_t stream) {
   constexpr int64_t kGateRange = int64_t(kWarps) * G::kRows,
                     kDownRange = int64_t(kWarps) * D::kRows;
   // No more row ranges (done counts) than fusedMoeRoutingInts makes room for.
@@ -609,7 +611,7 @@ cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, bool prefetch,
   if (e != cudaSuccess) return e;
   return launchKernel(downKernel<T, D>,
                       dim3(slots, unsigned((a.hidden + kDownRange - 1) / kDownRange)), threads, 0,
-                      stream, a, prefetch);
+                      stream, a);
 }
 
 }  // namespace
@@ -640,15 +642,18 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     const dim3 threads(kWarps * 32);
     const size_t shared = size_t(2 * a.localExperts) * sizeof(int);
     const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
-    const bool prefetch = l2Prefetch();
-    cudaError_t e = a.routerWeight ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads,
-                                                  shared, stream, a, prefetch)
-                                   : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads),
-                                                  shared, stream, a, prefetch);
+    const bool lists = oneWarpLists();
+    cudaError_t e =
+        a.routerWeight
+            ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a, lists)
+            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a, lists);
     if (e != cudaSuccess) return e;
-    return a.tokens == 1 && wideExpertKernels()
-               ? launchExperts<T, WideGateUp, WideDown>(a, slots, prefetch, stream)
-               : launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, prefetch, stream);
+    const OneTokenShape shape = a.tokens == 1 ? oneTokenShape() : OneTokenShape::Narrow;
+    if (shape == OneTokenShape::Wide)
+      return launchExperts<T, WideGateUp, WideDown>(a, slots, stream);
+    if (shape == OneTokenShape::Deep)
+      return launchExperts<T, DeepGateUp, DeepDown>(a, slots, stream);
+    return launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, stream);
   });
 }
 

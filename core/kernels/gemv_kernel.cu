@@ -169,10 +169,9 @@ __device__ __forceinline__ T swiGlu(float gate, float up) {
 // Warp i of the grid's W computes output columns i, i + W, ... (one each with the full grid): it
 // streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
 // every row of x. The first weights do not depend on the kernel before: they load while it
-// finishes, and with `prefetch` all of the warp's rows are asked of L2 then too. With NORM, the
-// block then norms x into shared memory.
+// finishes. With NORM, the block then norms x into shared memory.
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
-__global__ void gemvKernel(GemvArgs a, bool prefetch) {
+__global__ void gemvKernel(GemvArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   extern __shared__ __align__(16) unsigned char shared[];
   const int lane = threadIdx.x % 32;
@@ -188,9 +187,6 @@ __global__ void gemvKernel(GemvArgs a, bool prefetch) {
   const T* row = rowAt(0);
   Vec<T, VEC> wv[kUnroll];
   if (row) loadFirstRound<T, VEC>(row, a.k, wv);
-  // Plain: one row a warp; NORM or SWIGLU: every row this warp streams.
-  for (int64_t j = 0; prefetch && rowAt(j) && (j == 0 || NORM || SWIGLU); ++j)
-    prefetchL2(rowAt(j), int(a.k * int64_t(sizeof(T))));
   waitForPreviousKernel();
   allowNextKernel();
   T* xs = reinterpret_cast<T*>(shared);
@@ -230,10 +226,6 @@ __global__ void gemvKernel(GemvArgs a, bool prefetch) {
   }
 }
 
-// Weights of at most this many bytes are asked of L2 before the kernel before has finished: the
-// H200's 50 MB L2 holds them until they are read (larger ones would evict each other).
-constexpr int64_t kPrefetchBytes = int64_t(32) << 20;
-
 // A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
 // fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
@@ -262,10 +254,7 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
     if (e != cudaSuccess) return e;
     blocks = std::min<int64_t>(blocks, std::max(1, sms * perSm));
   }
-  const int64_t bytes = a.n * (SWIGLU ? 2 : 1) * a.k * int64_t(sizeof(T));
-  const bool prefetch = l2Prefetch() && bytes <= kPrefetchBytes;
-  return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a,
-                      prefetch);
+  return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a);
 }
 
 template <typename T, int ROWS>

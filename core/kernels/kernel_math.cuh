@@ -109,40 +109,6 @@ __device__ __forceinline__ void allowNextKernel() {
 #endif
 }
 
-// Asks L2 for `bytes` (a multiple of 16, from a 16-byte aligned p) without waiting, from this
-// thread alone: one bulk prefetch that the copy engine walks (Hopper; before it, nothing).
-__device__ __forceinline__ void bulkPrefetchL2(const void* p, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (bytes > 0)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p, (void)bytes;
-#endif
-}
-
-// The same for a whole warp (lane 0's bulk prefetch; before Hopper one line a lane at a time): a
-// warp that streams rows round by round otherwise pays a memory latency a round, and a kernel may
-// call this before waitForPreviousKernel for weights, so they arrive while the kernel before
-// runs. Changes no result.
-__device__ __forceinline__ void prefetchL2(const void* p, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (threadIdx.x % 32 == 0) bulkPrefetchL2(p, bytes);
-#else
-  const char* c = static_cast<const char*>(p);
-  for (int at = int(threadIdx.x % 32) * 128; at < bytes; at += 32 * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + at));
-#endif
-}
-
-// On unless SHARDSCOPE_L2_PREFETCH=0 (to compare).
-inline bool l2Prefetch() {
-  static const bool on = [] {
-    const char* v = std::getenv("SHARDSCOPE_L2_PREFETCH");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
-
 // On unless SHARDSCOPE_PDL=0 (to compare, or to rule it out when chasing a wrong result).
 inline bool programmaticLaunch() {
   static const bool on = [] {
