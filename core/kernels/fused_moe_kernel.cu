@@ -30,17 +30,13 @@ __device__ __forceinline__ void warpFirst(float& bestP, int& bestE) {
 }
 
 // Round r of token t's choice, after each lane's candidate (bestP, bestE): the warp's first is
-// choice r; lane r keeps its p in `mine` and its id in `mineE`, lane 0 writes the id, and it
-// bounds the next round.
+// choice r; lane r keeps its p in `mine`, lane 0 writes its id, and it bounds the next round.
 __device__ __forceinline__ void settleRound(const MoeSelectArgs& s, int64_t t, int topK, int r,
-                                            float bestP, int bestE, float& mine, int& mineE,
-                                            float& lastP, int& lastE) {
+                                            float bestP, int bestE, float& mine, float& lastP,
+                                            int& lastE) {
   warpFirst(bestP, bestE);
   const int lane = threadIdx.x % 32;
-  if (lane == r) {
-    mine = bestP;
-    mineE = bestE;
-  }
+  if (lane == r) mine = bestP;
   if (lane == 0) s.ids[t * topK + r] = bestE;
   lastP = bestP;
   lastE = bestE;
@@ -64,9 +60,8 @@ __device__ __forceinline__ void writeWeights(const MoeSelectArgs& s, int64_t t, 
 // is the value at::softmax gives; the top k are found by k rounds of a warp arg-max, each after
 // the previous choice in the order above; lane j keeps choice j's p for the renormalisation.
 // This is the path for more than 32 * kLaneExperts experts: p is recomputed every round.
-// Returns lane j's choice j (lanes from topK on: -1).
 template <typename T>
-__device__ int selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) {
+__device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) {
   const int lane = threadIdx.x % 32;
   const T* row = static_cast<const T*>(s.logits) + t * s.experts;
   float m = -INFINITY;
@@ -78,7 +73,7 @@ __device__ int selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) 
   for (int64_t e = lane; e < s.experts; e += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit(e), m)));
   for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
   float lastP = INFINITY, mine = 0.f;
-  int lastE = -1, mineE = -1;
+  int lastE = -1;
   for (int r = 0; r < topK; ++r) {
     float bestP = -1.f;  // below every probability
     int bestE = INT_MAX;
@@ -89,10 +84,9 @@ __device__ int selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) 
         bestE = int(e);
       }
     }
-    settleRound(s, t, topK, r, bestP, bestE, mine, mineE, lastP, lastE);
+    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
   }
   writeWeights<T>(s, t, topK, mine);
-  return mineE;
 }
 
 // The same choice with the lane's experts (at most kLaneExperts) in registers: the logits are
@@ -101,7 +95,7 @@ __device__ int selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) 
 // rounds (on the router's critical path) then only compare.
 constexpr int kLaneExperts = 8;
 template <typename T>
-__device__ int selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
+__device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
   const int lane = threadIdx.x % 32;
   const T* row = static_cast<const T*>(s.logits) + t * s.experts;
   float p[kLaneExperts];  // the logit of expert lane + 32 i, then its probability
@@ -126,7 +120,7 @@ __device__ int selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int top
 #pragma unroll
   for (int i = 0; i < kLaneExperts; ++i) p[i] = __fdiv_rn(p[i], sum);
   float lastP = INFINITY, mine = 0.f;
-  int lastE = -1, mineE = -1;
+  int lastE = -1;
   for (int r = 0; r < topK; ++r) {
     float bestP = -1.f;  // below every probability
     int bestE = INT_MAX;
@@ -138,17 +132,17 @@ __device__ int selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int top
         bestE = e;
       }
     }
-    settleRound(s, t, topK, r, bestP, bestE, mine, mineE, lastP, lastE);
+    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
   }
   writeWeights<T>(s, t, topK, mine);
-  return mineE;
 }
 
-// Token t's choice by one warp; returns lane j's choice j (lanes from topK on: -1).
 template <typename T>
-__device__ int selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
-  if (s.experts <= 32 * kLaneExperts) return selectTokenInRegisters<T>(s, t, topK);
-  return selectTokenStreamed<T>(s, t, topK);
+__device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
+  if (s.experts <= 32 * kLaneExperts)
+    selectTokenInRegisters<T>(s, t, topK);
+  else
+    selectTokenStreamed<T>(s, t, topK);
 }
 
 // The choice alone (moeSelect): one warp per token.
@@ -172,43 +166,6 @@ __device__ __forceinline__ int* doneCounts(const FusedMoeArgs& a) {
   return addOrder(a) + a.tokens * a.topK;
 }
 
-// Where the down kernel's blocks count themselves done, zeroed by the whole block: as many counts
-// as ranges of the narrowest variant (enough for either variant's down kernel).
-__device__ __forceinline__ void zeroDoneCounts(const FusedMoeArgs& a) {
-  int* done = doneCounts(a);
-  for (int64_t r = threadIdx.x; r * kFusedMoeRowsPerBlock < a.hidden; r += blockDim.x) done[r] = 0;
-}
-
-// routeBlock's lists for one token whose choice warp 0 has just made (lane j holds choice j's id
-// in `id`): its top k are distinct experts, so each chosen local expert has one pair, and the
-// lists follow from each choice's rank among the others. Built in registers by that warp, with no
-// shared memory, barrier or reload of the ids: a decode step at batch 1 waits for this.
-__device__ void listOneToken(const FusedMoeArgs& a, int64_t id) {
-  const int lane = threadIdx.x % 32, k = int(a.topK);
-  const auto isLocal = [&](int64_t e) {
-    return e >= a.firstExpert && e < a.firstExpert + a.localExperts;
-  };
-  const bool chosen = lane < k, local = chosen && isLocal(id);
-  int below = 0, localBelow = 0;  // choices with a smaller id; local ones
-  for (int i = 0; i < k; ++i) {
-    const int64_t other = __shfl_sync(kFull, id, i);
-    below += other < id;
-    localBelow += isLocal(other) && other < id;
-  }
-  const int used = __popc(__ballot_sync(kFull, local));
-  const int64_t slots = min(a.topK, a.localExperts);
-  if (chosen) addOrder(a)[below] = local ? lane : -1;
-  if (local) {
-    a.routing[1 + localBelow] = int(id - a.firstExpert);  // the used experts, increasing
-    a.routing[1 + slots + localBelow] = localBelow;       // each one's first pair
-    a.routing[2 + 2 * slots + localBelow] = lane;         // its pair: (token 0, choice lane)
-  }
-  if (lane == 0) {
-    a.routing[1 + slots + used] = used;
-    a.routing[0] = used;
-  }
-}
-
 // The routing as lists (one block), after the choice itself when a.select.logits is set (then
 // a.ids and a.weights point at the choice's output): the distinct local experts chosen, in
 // increasing order, and per expert its (token, choice) pairs. Layout of a.routing (int32): [0]
@@ -218,19 +175,16 @@ __device__ void listOneToken(const FusedMoeArgs& a, int64_t id) {
 // do no work, so a step reads only the chosen experts' weights. One block; `counts` is shared
 // memory for 2 * localExperts ints.
 template <typename T>
-__device__ void routeBlock(const FusedMoeArgs& a, int* counts, bool oneWarpLists) {
-  zeroDoneCounts(a);
-  if (oneWarpLists && a.select.logits && a.tokens == 1) {  // warp 0 lists one token's choice
-    if (threadIdx.x >= 32) return;
-    listOneToken(a, selectToken<T>(a.select, 0, int(a.topK)));
-    return;
-  }
+__device__ void routeBlock(const FusedMoeArgs& a, int* counts) {
   int* fill = counts + a.localExperts;  // after the counts: each expert's next list position
   if (a.select.logits) {
     for (int64_t t = threadIdx.x / 32; t < a.tokens; t += blockDim.x / 32)
       selectToken<T>(a.select, t, int(a.topK));
     __syncthreads();  // the choice, in global memory, is read below by other warps
   }
+  int* done = doneCounts(a);
+  // As many counts as ranges of the narrowest variant: enough for either variant's down kernel.
+  for (int64_t r = threadIdx.x; r * kFusedMoeRowsPerBlock < a.hidden; r += blockDim.x) done[r] = 0;
   const int64_t pairs = a.tokens * a.topK, slots = min(pairs, a.localExperts);
   int* order = addOrder(a);
   for (int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
@@ -291,11 +245,11 @@ __device__ void routeBlock(const FusedMoeArgs& a, int* counts, bool oneWarpLists
 // One block of kRouteThreads: the bound keeps the registers within what 1024 threads may hold.
 constexpr int kRouteThreads = 1024;
 template <typename T>
-__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a, bool oneWarpLists) {
+__global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
   extern __shared__ int counts[];
   waitForPreviousKernel();
   allowNextKernel();
-  routeBlock<T>(a, counts, oneWarpLists);
+  routeBlock<T>(a, counts);
 }
 
 // The router's GEMV and the routing in one launch (a.routerWeight set, at most kTokenRows
@@ -303,7 +257,7 @@ __global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a, boo
 // GEMV kernel's order of adds and rounding (so the logits equal fused::gemv's); the last block
 // to finish (a.routerDone counts the blocks and wraps back to zero) then chooses and lists.
 template <typename T>
-__global__ void routerKernel(FusedMoeArgs a, bool oneWarpLists) {
+__global__ void routerKernel(FusedMoeArgs a) {
   extern __shared__ int counts[];
   constexpr int VEC = 16 / sizeof(T), kRound = 8;  // 16-byte loads in flight per lane
   constexpr int64_t kChunk = 32 * VEC;
@@ -354,7 +308,7 @@ __global__ void routerKernel(FusedMoeArgs a, bool oneWarpLists) {
   __syncthreads();
   if (threadIdx.x == 0) last = atomicInc(a.routerDone, gridDim.x - 1) == gridDim.x - 1;
   __syncthreads();
-  if (last) routeBlock<T>(a, counts, oneWarpLists);
+  if (last) routeBlock<T>(a, counts);
 }
 
 // This block's expert (local index) and its pairs; false when the slot is unused.
@@ -437,12 +391,6 @@ using NarrowDown = WarpRows<1, 4, kTokenRows, 3>;
 // (more loads in flight spilled in bf16).
 using WideGateUp = WarpRows<3, 2, 1, 2>;
 using WideDown = WarpRows<8, 1, 1, 2>;
-// One token, more and shorter warps (gate_up: one intermediate row, 8 loads a lane, two rounds;
-// down: 4 rows of inter 768 all in flight, 12 loads a lane) over more blocks than fit at once
-// (8 x 96 and 8 x 64 blocks, two an SM; 16 loads a lane spilled in bf16).
-// SHARDSCOPE_MOE_WIDE=deep, to measure against the wide shape.
-using DeepGateUp = WarpRows<1, 4, 1, 2>;
-using DeepDown = WarpRows<4, 3, 1, 2>;
 
 // h[p, i] = round(round(silu(round(x_t . G_e[i]))) * round(x_t . U_e[i])) for the pairs p = (t, j)
 // routed to expert e = blockIdx.x; warp w of block y computes intermediate rows i = (y * kWarps +
@@ -574,24 +522,11 @@ __global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) downKernel(FusedMo
   if (last) combineRows<T>(a, kRange);
 }
 
-// How one token's expert kernels split the work: SHARDSCOPE_MOE_WIDE=0 the narrow shape, =deep
-// the deep one, else the wide one (to compare; the results are the same bits either way).
-enum class OneTokenShape { Narrow, Wide, Deep };
-OneTokenShape oneTokenShape() {
-  static const OneTokenShape shape = [] {
-    const char* v = std::getenv("SHARDSCOPE_MOE_WIDE");
-    if (v && std::strcmp(v, "0") == 0) return OneTokenShape::Narrow;
-    if (v && std::strcmp(v, "deep") == 0) return OneTokenShape::Deep;
-    return OneTokenShape::Wide;
-  }();
-  return shape;
-}
-
-// One token's routing lists by the choosing warp (listOneToken) unless SHARDSCOPE_MOE_LIST_WARP=0
-// (the whole block's lists, to compare; the same lists either way).
-bool oneWarpLists() {
+// The wide kernels for one token unless SHARDSCOPE_MOE_WIDE=0 (to compare; the results are the
+// same bits either way).
+bool wideExpertKernels() {
   static const bool on = [] {
-    const char* v = std::getenv("SHARDSCOPE_MOE_LIST_WARP");
+    const char* v = std::getenv("SHARDSCOPE_MOE_WIDE");
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
@@ -642,18 +577,14 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     const dim3 threads(kWarps * 32);
     const size_t shared = size_t(2 * a.localExperts) * sizeof(int);
     const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
-    const bool lists = oneWarpLists();
     cudaError_t e =
         a.routerWeight
-            ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a, lists)
-            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a, lists);
+            ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a)
+            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a);
     if (e != cudaSuccess) return e;
-    const OneTokenShape shape = a.tokens == 1 ? oneTokenShape() : OneTokenShape::Narrow;
-    if (shape == OneTokenShape::Wide)
-      return launchExperts<T, WideGateUp, WideDown>(a, slots, stream);
-    if (shape == OneTokenShape::Deep)
-      return launchExperts<T, DeepGateUp, DeepDown>(a, slots, stream);
-    return launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, stream);
+    return a.tokens == 1 && wideExpertKernels()
+               ? launchExperts<T, WideGateUp, WideDown>(a, slots, stream)
+               : launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, stream);
   });
 }
 
