@@ -4,7 +4,8 @@
 //   SafetensorsSource: a checkpoint directory (single file or sharded with an index), mmapped.
 //   RandomSource: deterministic values from a seed, computed per element index of the full
 //   tensor, so a rank's slice equals the same slice of the tp=1 tensor without the full tensor
-//   ever existing (Qwen3-8B widths in tests and benchmarks without multi-GB files).
+//   ever existing (Qwen3-8B widths in tests and benchmarks without multi-GB files); made on the
+//   rank's device (loadOn), bit for bit the host's values.
 #pragma once
 
 #include <ATen/ATen.h>
