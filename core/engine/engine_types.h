@@ -47,9 +47,10 @@ struct GenerateResult {
   std::vector<RequestOutput> outputs;
   int64_t steps = 0;
   double seconds = 0;
-  int64_t graphLayers = 0;      // decoder layers that ran from CUDA graphs, summed over steps
-  int64_t segmentedLayers = 0;  // of those, layers cut at the ports a trace waited on
-  int64_t aheadSteps = 0;       // steps launched before the host had read the step before (greedy)
+  int64_t graphLayers = 0;           // decoder layers that ran from CUDA graphs, summed over steps
+  int64_t segmentedLayers = 0;       // of those, layers cut at the ports a trace waited on
+  int64_t segmentedFusedLayers = 0;  // of those, layers whose attention ran fused
+  int64_t aheadSteps = 0;  // steps launched before the host had read the step before (greedy)
 };
 
 struct JobProgress {

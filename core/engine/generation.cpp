@@ -1,6 +1,7 @@
 #include "generation.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -314,7 +315,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   const auto graphLayers = [&ctx] {
     const LayerReplayer* r =
         ctx.device.is_cuda() ? ctx.decode.replayer(ctx.group, ctx.device) : nullptr;
-    return r ? std::pair(r->layersReplayed(), r->layersSegmented()) : std::pair<int64_t, int64_t>();
+    return r ? std::array{r->layersReplayed(), r->layersSegmented(), r->layersSegmentedFused()}
+             : std::array<int64_t, 3>{};
   };
   const auto graphLayersBefore = graphLayers();
   // The sampled ids reach every rank of every stage.
@@ -386,8 +388,9 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
   if (!ctx.fillsResult() || !result) return;
   result->steps = step;
   const auto graphLayersAfter = graphLayers();
-  result->graphLayers = graphLayersAfter.first - graphLayersBefore.first;
-  result->segmentedLayers = graphLayersAfter.second - graphLayersBefore.second;
+  result->graphLayers = graphLayersAfter[0] - graphLayersBefore[0];
+  result->segmentedLayers = graphLayersAfter[1] - graphLayersBefore[1];
+  result->segmentedFusedLayers = graphLayersAfter[2] - graphLayersBefore[2];
   result->aheadSteps = aheadSteps;
   result->outputs.clear();
   for (Sequence& s : seqs) {

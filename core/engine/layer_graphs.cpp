@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "../error.h"
 #include "../parallel/collective_board.h"
@@ -219,28 +220,52 @@ bool LayerGraphs::replaySegmented(const LayerStack& stack, int64_t layer, at::Te
   if (batch.failure && batch.failure->targets(layer, batch.step)) return false;
   // A wait on an earlier layer's port is an ordering error the eager layer reports.
   if (observer->firstLayerNeeded(batch.step, stack.numLayers()) != layer) return false;
-  const Layout layout = layoutOf(batch);
-  Layout key{layer};
-  key.insert(key.end(), layout.begin(), layout.end());
-  auto it = segmented_.find(key);
-  if (it == segmented_.end()) {
-    if (graphs_.size() + segmented_.size() >= kMaxGraphs) return false;
-    StepInputs& in = inputs(layout, batch);
-    ForwardBatch fixed = batch;
-    fixed.positions = in.positions;
-    if (batch.decodeSlots.defined()) fixed.decodeSlots = in.slots;
-    auto made = std::make_unique<SegmentedLayer>(stack, layer, hidden, residual, fixed, pool_->id,
-                                                 graphWarmups());
-    it = segmented_.emplace(key, std::move(made)).first;
-  } else {
-    inputs(layout, batch);
-  }
+  SegmentedLayer* segments = segmentsFor(stack, layer, hidden, residual, batch);
+  if (!segments) return false;
   group_.throwIfAborted();
-  it->second->replay(hidden, residual, batch);
+  segments->replay(hidden, residual, batch);
   ++layersReplayed_;
   ++layersSegmented_;
+  if (segments->skipsPorts()) ++layersSegmentedFused_;
   observer->layersReplayed(layer, layer + 1, batch);
   return true;
+}
+
+SegmentedLayer* LayerGraphs::segmentsFor(const LayerStack& stack, int64_t layer,
+                                         const at::Tensor& hidden, const at::Tensor& residual,
+                                         const ForwardBatch& batch) {
+  // The fused recording first (unless SHARDSCOPE_SEGMENT_FUSED=0, to compare); it is the only
+  // one a layer needs when it skipped no port (no fused attention in this model or step).
+  static const bool fusedFirst = [] {
+    const char* v = std::getenv("SHARDSCOPE_SEGMENT_FUSED");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  if (fusedFirst) {
+    SegmentedLayer* fused = recorded(stack, layer, hidden, residual, batch, true);
+    if (!fused || fused->serves(*batch.observer, batch.step)) return fused;
+  }
+  return recorded(stack, layer, hidden, residual, batch, false);
+}
+
+SegmentedLayer* LayerGraphs::recorded(const LayerStack& stack, int64_t layer,
+                                      const at::Tensor& hidden, const at::Tensor& residual,
+                                      const ForwardBatch& batch, bool fused) {
+  const Layout layout = layoutOf(batch);
+  Layout key{layer, fused ? 1 : 0};
+  key.insert(key.end(), layout.begin(), layout.end());
+  auto it = segmented_.find(key);
+  if (it != segmented_.end()) {
+    inputs(layout, batch);
+    return it->second.get();
+  }
+  if (graphs_.size() + segmented_.size() >= kMaxGraphs) return nullptr;
+  StepInputs& in = inputs(layout, batch);
+  ForwardBatch fixed = batch;
+  fixed.positions = in.positions;
+  if (batch.decodeSlots.defined()) fixed.decodeSlots = in.slots;
+  auto made = std::make_unique<SegmentedLayer>(stack, layer, hidden, residual, fixed, pool_->id,
+                                               graphWarmups(), fused);
+  return segmented_.emplace(key, std::move(made)).first->second.get();
 }
 
 }  // namespace shardscope

@@ -35,6 +35,7 @@ class LayerGraphs : public LayerReplayer {
                  const ForwardBatch& batch) override;
   int64_t layersReplayed() const override { return layersReplayed_; }
   int64_t layersSegmented() const override { return layersSegmented_; }
+  int64_t layersSegmentedFused() const override { return layersSegmentedFused_; }
 
  private:
   struct Graph;
@@ -57,16 +58,23 @@ class LayerGraphs : public LayerReplayer {
   // Layer `layer` in segments cut at its ports; false when it must run eagerly.
   bool replaySegmented(const LayerStack& stack, int64_t layer, at::Tensor& hidden,
                        at::Tensor& residual, const ForwardBatch& batch);
+  // The layer's recording for this step (its fused one when that serves the observer), recorded
+  // the first time; null when no more graphs may be recorded.
+  SegmentedLayer* segmentsFor(const LayerStack& stack, int64_t layer, const at::Tensor& hidden,
+                              const at::Tensor& residual, const ForwardBatch& batch);
+  SegmentedLayer* recorded(const LayerStack& stack, int64_t layer, const at::Tensor& hidden,
+                           const at::Tensor& residual, const ForwardBatch& batch, bool fused);
 
   ProcessGroup& group_;
   at::Device device_;
   std::map<Layout, StepInputs> inputs_;
   std::map<Layout, std::unique_ptr<Graph>> graphs_;              // by {begin, end} + layout
-  std::map<Layout, std::unique_ptr<SegmentedLayer>> segmented_;  // by {layer} + layout
+  std::map<Layout, std::unique_ptr<SegmentedLayer>> segmented_;  // by {layer, fused} + layout
   struct Pool;
   std::unique_ptr<Pool> pool_;
   int64_t layersReplayed_ = 0;
   int64_t layersSegmented_ = 0;
+  int64_t layersSegmentedFused_ = 0;
 };
 
 }  // namespace shardscope

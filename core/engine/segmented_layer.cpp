@@ -86,6 +86,14 @@ class SegmentedLayer::Recorder : public PortObserver {
     owner_.ports_.push_back(Port{&module, role, value, owner_.segments_.size()});
   }
 
+  // The fused recording's attention passed these ports without visiting them: kept in order,
+  // with no buffers and no cut.
+  void portPassed(const Module& module, PortRole role, const ForwardBatch&) override {
+    if (!current_) return;
+    owner_.lastSkipped_ = int64_t(owner_.ports_.size());
+    owner_.ports_.push_back(Port{&module, role, PortValue{}, owner_.segments_.size(), true});
+  }
+
   void end() { finish(); }
 
   // Leaves the stream out of capture mode after an error (the error itself goes on).
@@ -117,13 +125,14 @@ class SegmentedLayer::Recorder : public PortObserver {
 
 SegmentedLayer::SegmentedLayer(const LayerStack& stack, int64_t layer, const at::Tensor& hidden,
                                const at::Tensor& residual, ForwardBatch fixed, PoolId pool,
-                               int warmups)
+                               int warmups, bool fused)
     : layer_(layer) {
   hiddenIn_ = hidden.clone();
   if (residual.defined()) residualIn_ = residual.clone();
   Recorder recorder(*this, pool);
   fixed.observer = &recorder;
   fixed.replayer = nullptr;
+  fixed.fuseAttentionUnderObserver = fused;
   // As LayerGraphs::record: warm-ups and capture on a side stream, ordered after the step's work.
   const auto device = hidden.device().index();
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
@@ -176,14 +185,22 @@ void SegmentedLayer::launch(size_t first, size_t last) {
   check(cudaGraphLaunch(l->exec, currentStream(hiddenIn_)), layer_, "cudaGraphLaunch");
 }
 
+bool SegmentedLayer::serves(const PortObserver& observer, int64_t step) const {
+  for (int64_t i = 0; i <= lastSkipped_; ++i) {
+    const Port& p = ports_[size_t(i)];
+    if (observer.waitsOn(*p.module, p.role, step)) return false;
+  }
+  return true;
+}
+
 void SegmentedLayer::replay(at::Tensor& hidden, at::Tensor& residual, const ForwardBatch& batch) {
   hiddenIn_.copy_(hidden);
   if (residualIn_.defined()) residualIn_.copy_(residual);
   PortObserver& observer = *batch.observer;
   size_t done = 0;  // segments launched
   for (Port& p : ports_) {
-    if (!observer.waitsOn(*p.module, p.role, batch.step)) {
-      observer.portPassed(*p.module, p.role, batch);
+    if (p.skipped || !observer.waitsOn(*p.module, p.role, batch.step)) {  // serves() checked
+      observer.portPassed(*p.module, p.role, batch);                      // the skipped ones
       continue;
     }
     launch(done, p.boundary);

@@ -39,6 +39,10 @@ struct ForwardBatch {
   bool decodeSlotsInOrder = false;  // slots are 0..R-1: the cache rows are read as a view
   // Replays CUDA graphs over the decoder layers the observer does not need (GPU steps).
   LayerReplayer* replayer = nullptr;
+  // Set while a layer is recorded as graph segments for observers that wait on no port inside
+  // attention (SegmentedLayer's fused recording): a decode step's attention then takes the fused
+  // path under the observer too, and reports the ports it skips as passed.
+  bool fuseAttentionUnderObserver = false;
   // The test hook (core/model/failure_injection.h), or nullptr.
   const FailureInjection* failure = nullptr;
   // This rank among every rank of every pipeline stage (the failure hook names it); -1: the

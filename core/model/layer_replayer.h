@@ -35,6 +35,8 @@ class LayerReplayer {
   virtual int64_t layersReplayed() const = 0;
   // Of those, layers replayed in segments cut at the ports an observer waited on.
   virtual int64_t layersSegmented() const { return 0; }
+  // Of those, layers whose attention ran fused (the observer waited on no port inside it).
+  virtual int64_t layersSegmentedFused() const { return 0; }
 };
 
 }  // namespace shardscope

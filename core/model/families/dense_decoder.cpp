@@ -78,13 +78,24 @@ at::Tensor DecoderAttention::forwardFromQkv(const at::Tensor& positions, const a
 // A decode step nobody observes (a graph being recorded, or a run without a trace): the q/k norms,
 // rotary and the KV cache write run as one kernel and attention reads the cache, as vLLM's fused
 // decode path does. q_norm, k_norm, rotary_emb and attn are not visited, which only an observer
-// could notice; with one, the modules run one by one. Undefined when this path does not apply.
+// could notice; with one, the modules run one by one, unless it waits on none of those ports
+// (b.fuseAttentionUnderObserver): then they are reported passed. Undefined when this path does
+// not apply.
 at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::Tensor& qkv,
                                          const ForwardBatch& b) const {
 #if defined(SHARDSCOPE_WITH_CUDA_KERNELS) && TORCH_VERSION_MAJOR >= 2
-  if (b.observer || !b.decodeSlots.defined() || !fused::usable(qkv, rotaryEmb->cosTable()) ||
-      !qkv.is_contiguous())
+  if ((b.observer && !b.fuseAttentionUnderObserver) || !b.decodeSlots.defined() ||
+      !fused::usable(qkv, rotaryEmb->cosTable()) || !qkv.is_contiguous())
     return {};
+  if (b.observer) {  // in the order the modules would have visited them
+    for (const Module* m :
+         {static_cast<const Module*>(qNorm), static_cast<const Module*>(kNorm),
+          static_cast<const Module*>(rotaryEmb), static_cast<const Module*>(attn)}) {
+      if (!m) continue;  // no q/k norms (Qwen2, Llama)
+      b.observer->portPassed(*m, PortRole::Input, b);
+      b.observer->portPassed(*m, PortRole::Output, b);
+    }
+  }
   const KvCache& cache = *b.spans[0].cache;
   fused::QkvToCache in;
   in.qkv = qkv;

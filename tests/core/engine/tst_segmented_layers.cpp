@@ -1,12 +1,15 @@
 // A layer a trace needs replays as CUDA graph segments cut at its ports (SegmentedLayer, issue
 // 15 target 3) when its observer says which ports it waits on: the ports it reads see the values
 // an eager layer shows them, a write lands as it does eagerly, the ports nobody waits on are
-// reported passed, and every step's ids and logits equal enforce_eager's. On the GPU only (the
-// CPU has no graphs): one GPU at tp=1 and, over NCCL, one GPU per rank at tp=2.
+// reported passed, and every step's ids and logits equal enforce_eager's. A layer whose ports
+// inside attention nobody waits on replays its fused recording (attention's fused decode path);
+// a read inside attention gets the module-by-module one. On the GPU only (the CPU has no graphs):
+// one GPU at tp=1 and, over NCCL, one GPU per rank at tp=2.
 #include <QtTest>
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
@@ -22,13 +25,14 @@ using namespace shardscope;
 
 namespace {
 
-constexpr const char* kRead = "model.model.layers[1].self_attn.o_proj";
 constexpr const char* kWrite = "model.model.layers[2].mlp";
 
-// Reads layer 1's o_proj input at every step and zeroes layer 2's MLP output at even steps; needs
-// layers 1 and 2 and says which ports it waits on. Counts the ports a replayer passed.
+// Reads the input of module `read` of layer 1 at every step and zeroes layer 2's MLP output at
+// even steps; needs layers 1 and 2 and says which ports it waits on. Counts the ports a replayer
+// passed.
 class ReadsAndWrites : public PortObserver {
  public:
+  explicit ReadsAndWrites(std::string read) : read_(std::move(read)) {}
   std::vector<at::Tensor> reads;
   int64_t passed = 0;
 
@@ -53,12 +57,13 @@ class ReadsAndWrites : public PortObserver {
   }
 
  private:
-  static bool reads_(const Module& m, PortRole role) {
-    return role == PortRole::Input && m.path() == kRead;
+  bool reads_(const Module& m, PortRole role) const {
+    return role == PortRole::Input && m.path() == read_;
   }
   static bool writes_(const Module& m, PortRole role, int64_t step) {
     return role == PortRole::Output && step % 2 == 0 && m.path() == kWrite;
   }
+  std::string read_;
   mutable int64_t step_ = -1;
   mutable int64_t through_ = 0;  // layers passed in this step
 };
@@ -69,15 +74,15 @@ struct Outcome {
   int64_t passed = 0;
 };
 
-Outcome generate(Engine& e, bool observe) {
+Outcome generate(Engine& e, bool observe, const std::string& read) {
   GenerateRequest r;
   r.prompts = {e.tokenizer()->encode("The capital of France is")};
   r.sampling.maxTokens = 6;
   r.sampling.ignoreEos = true;
   r.returnLogits = true;
   auto out = std::make_shared<Outcome>();
-  JobHandle h = e.submit([&r, out, observe](RankContext& ctx) {
-    ReadsAndWrites observer;
+  JobHandle h = e.submit([&r, out, observe, read](RankContext& ctx) {
+    ReadsAndWrites observer(read);
     runGeneration(ctx, r, ctx.rank == 0 ? &out->result : nullptr, observe ? &observer : nullptr);
     if (ctx.rank != 0) return;
     out->reads = observer.reads;
@@ -104,22 +109,35 @@ class TestSegmentedLayers : public QObject {
  private Q_SLOTS:
   void readsAndWritesMatchEagerLayers_data() {
     QTest::addColumn<int>("tp");
-    QTest::newRow("tp=1") << 1;
-    QTest::newRow("tp=2 over NCCL") << 2;
+    QTest::addColumn<QString>("read");
+    QTest::addColumn<bool>("fused");  // whether both layers replay their fused recordings
+    const QString oProj = "model.model.layers[1].self_attn.o_proj";
+    const QString attn = "model.model.layers[1].self_attn.attn";
+    QTest::newRow("tp=1, o_proj") << 1 << oProj << true;
+    QTest::newRow("tp=1, inside attention") << 1 << attn << false;
+    QTest::newRow("tp=2 over NCCL, o_proj") << 2 << oProj << true;
+    QTest::newRow("tp=2 over NCCL, inside attention") << 2 << attn << false;
   }
   void readsAndWritesMatchEagerLayers() {
     QFETCH(int, tp);
+    QFETCH(QString, read);
+    QFETCH(bool, fused);
     if (test::device() != "cuda") QSKIP("CUDA graphs need the GPU (SHARDSCOPE_TEST_DEVICE=cuda)");
     if (int(at::getNumGPUs()) < tp) QSKIP("needs a GPU per rank");
     Engine graphs(options(tp, true));
     Engine eager(options(tp, false));
-    const Outcome plain = generate(graphs, false);
-    const Outcome a = generate(graphs, true);
-    const Outcome again = generate(graphs, true);  // the recorded segments, replayed
-    const Outcome b = generate(eager, true);
+    const std::string path = read.toStdString();
+    const Outcome plain = generate(graphs, false, path);
+    const Outcome a = generate(graphs, true, path);
+    const Outcome again = generate(graphs, true, path);  // the recorded segments, replayed
+    const Outcome b = generate(eager, true, path);
     const int64_t steps = a.result.steps;
     QCOMPARE(steps, int64_t(6));
     QCOMPARE(a.result.segmentedLayers, 2 * steps);  // layers 1 and 2 at every step
+    // Decode steps only (the prefill's attention has no fused path): layer 2 always, layer 1 too
+    // unless the read is inside its attention.
+    const int64_t decodeSteps = steps - 1;
+    QCOMPARE(a.result.segmentedFusedLayers, (fused ? 2 : 1) * decodeSteps);
     QCOMPARE(a.result.graphLayers, steps * graphs.info().numLayers);
     QCOMPARE(b.result.graphLayers, int64_t(0));
     QVERIFY(a.passed > 0);  // the ports nobody waited on
