@@ -25,6 +25,9 @@ struct Sequence {
   int64_t cached = 0;  // tokens already in the KV cache
   bool finished = false;
   std::string finishReason;
+  // The step launched ahead at whose end a trace stopped it (tracer.stop()), or -1: it ends when
+  // that step's token is appended, and no later step is launched for it.
+  int64_t stopsAfterStep = -1;
   std::vector<at::Tensor> logits;  // rank 0, when asked for: one [V] float row per step
 };
 
@@ -60,13 +63,17 @@ bool containsStopString(const GenerateRequest& request, const Sequence& s) {
   return false;
 }
 
-// Greedy steps nobody watches run one step ahead of the host: the next step is launched with the
-// ids still on the device while the host reads the step before (SHARDSCOPE_DECODE_AHEAD=0 turns
-// it off, to compare). Not with pipeline stages, kept logits or sampling (decided on the host).
+// Greedy steps run one step ahead of the host: the next step is launched with the ids still on
+// the device while the host reads the step before (SHARDSCOPE_DECODE_AHEAD=0 turns it off, to
+// compare). Not with pipeline stages, kept logits or sampling (decided on the host). With a trace
+// only where every request ends at max_tokens or at the trace's tracer.stop() (ignore_eos, no
+// stop ids or strings): then the ends a trace is told after each step are known when the step is
+// launched, and it sees no step past a request's end.
 bool decodesAhead(const RankContext& ctx, const GenerateRequest& request,
                   const PortObserver* observer) {
-  if (observer || ctx.pipeline || request.returnLogits || request.sampling.temperature > 0.0)
-    return false;
+  const SamplingParams& sp = request.sampling;
+  if (ctx.pipeline || request.returnLogits || sp.temperature > 0.0) return false;
+  if (observer && !(sp.ignoreEos && sp.stop.empty() && sp.stopTokenIds.empty())) return false;
   const char* v = std::getenv("SHARDSCOPE_DECODE_AHEAD");
   return !(v && std::strcmp(v, "0") == 0);
 }
@@ -85,7 +92,7 @@ std::vector<size_t> launchable(const std::vector<Sequence>& seqs, int64_t maxTok
   for (size_t i : inFlight->active()) {
     const Sequence& s = seqs[i];
     const int64_t generated = int64_t(s.tokens.size()) - s.promptLength + 1;
-    if (!s.finished && generated < maxTokens) active.push_back(i);
+    if (!s.finished && s.stopsAfterStep < 0 && generated < maxTokens) active.push_back(i);
   }
   return active;
 }
@@ -239,6 +246,34 @@ void endStep(PortObserver& observer, const ForwardBatch& batch, std::vector<Sequ
   observer.endStep(batch, finished);
 }
 
+// The same for a step just launched ahead (decodesAhead allows it with a trace only where the
+// ends do not depend on the tokens): a request ends with it when its token will be its
+// max_tokens-th or the trace stopped it; `afterInFlight`: the step before is still unread.
+void endLaunchedStep(PortObserver& observer, const ForwardBatch& batch, std::vector<Sequence>& seqs,
+                     const std::vector<size_t>& active, bool afterInFlight, int64_t maxTokens) {
+  std::vector<bool> finished(seqs.size(), false);
+  for (size_t i : active) {
+    Sequence& s = seqs[i];
+    const int64_t generated =
+        int64_t(s.tokens.size()) - s.promptLength + (afterInFlight ? 1 : 0) + 1;
+    if (s.stopsAfterStep < 0 && observer.stopRequested(int64_t(i))) s.stopsAfterStep = batch.step;
+    finished[i] = s.stopsAfterStep >= 0 || generated >= maxTokens;
+  }
+  observer.endStep(batch, finished);
+}
+
+// After step `step` (launched ahead) is applied: the requests a trace stopped with it end here,
+// as endStep ends them after a step read at once (one that reached max_tokens keeps "length").
+void endStoppedRequests(std::vector<Sequence>& seqs, const std::vector<size_t>& active,
+                        int64_t step) {
+  for (size_t i : active) {
+    Sequence& s = seqs[i];
+    if (s.stopsAfterStep != step || s.finished) continue;
+    s.finished = true;
+    s.finishReason = "stop";
+  }
+}
+
 }  // namespace
 
 std::string completionText(const Tokenizer* tokenizer, const std::vector<int64_t>& ids,
@@ -340,7 +375,8 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
     throwIfNonFinite(decision, live, step);
     appendTokens(request, stopIds, seqs, decision, live);
     cancelled = decision.cancel();
-    if (observer) endStep(*observer, *batch, seqs, decision);
+    if (observer && batch) endStep(*observer, *batch, seqs, decision);
+    if (!batch) endStoppedRequests(seqs, decision.active(), step);
     ctx.setProgress(++step);
   };
   std::unique_ptr<StepDecision> launched;
@@ -354,7 +390,11 @@ void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateRes
         LaunchedStep s = launcher.launch(seqs, active, at, inFlight.get());
         if (ahead) {
           launched = std::make_unique<StepDecision>(
-              decideOnDevice(ctx, everyRank, s.logits, std::move(active), at));
+              decideOnDevice(ctx, everyRank, s.logits, std::move(active), s.batch));
+          if (observer) {  // its ends are known now; the next step's blocks start from here
+            endLaunchedStep(*observer, s.batch, seqs, launched->active(), inFlight != nullptr,
+                            sp.maxTokens);
+          }
         } else {
           StepDecision decision =
               decideOnHost(ctx, everyRank, s.logits, std::move(active), samplers, sp, s.batch);

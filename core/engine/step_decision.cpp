@@ -77,7 +77,7 @@ StepDecision decideOnHost(RankContext& ctx, ProcessGroup& everyRank, const at::T
 }
 
 StepDecision decideOnDevice(RankContext& ctx, ProcessGroup& everyRank, const at::Tensor& logits,
-                            std::vector<size_t> active, int64_t step) {
+                            std::vector<size_t> active, const ForwardBatch& batch) {
   const int64_t R = int64_t(active.size());
   const auto options = at::TensorOptions().dtype(at::kLong).device(ctx.device);
   at::Tensor decision;
@@ -89,10 +89,15 @@ StepDecision decideOnDevice(RankContext& ctx, ProcessGroup& everyRank, const at:
     decision = at::empty({2 * R + 1}, options);
   }
   if (everyRank.size() > 1) {
-    CollectiveSite site(kSamplesSite, step);
+    CollectiveSite site(kSamplesSite, batch.step);
     everyRank.broadcast(decision, ctx.samplerRank());
   }
   at::Tensor ids = decision.narrow(0, 0, R);
+  if (batch.observer) {  // as decideOnHost: a write forces the tokens on every rank alike
+    PortValue sv = PortValue::single(ids);
+    batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
+    if (!sv.items[0].is_same(ids)) ids.copy_(sv.items[0]);
+  }
   if (!decision.is_cuda()) return StepDecision(std::move(active), decision, std::move(ids));
   at::Tensor host =
       at::empty({2 * R + 1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true));

@@ -50,9 +50,10 @@ StepDecision decideOnHost(RankContext& ctx, ProcessGroup& everyRank, const at::T
                           std::vector<size_t> active, std::vector<Sampler>& samplers,
                           const SamplingParams& sp, const ForwardBatch& batch);
 
-// Greedy, with no observer: the argmax and the NaN flags computed on the device, sent to every
-// rank there, copied to the host without a wait.
+// Greedy: the argmax and the NaN flags computed on the device, sent to every rank there, copied
+// to the host without a wait; an observer of `batch` sees (and may overwrite) the ids as
+// model.samples, on the device.
 StepDecision decideOnDevice(RankContext& ctx, ProcessGroup& everyRank, const at::Tensor& logits,
-                            std::vector<size_t> active, int64_t step);
+                            std::vector<size_t> active, const ForwardBatch& batch);
 
 }  // namespace shardscope

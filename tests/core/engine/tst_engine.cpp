@@ -77,6 +77,36 @@ class CountingObserver : public PortObserver {
   int64_t watchedSteps_;
 };
 
+// What a trace sees of a generation: layers[1].mlp's output at every step (halved in place at
+// step 2), the sampled ids (model.samples), and each step's end with the requests it finished; it
+// stops request 1 after step 4 (asked at the end of step 3, as tracer.stop() in that step's code).
+class RecordingObserver : public PortObserver {
+ public:
+  std::vector<at::Tensor> reads, samples;
+  std::vector<std::pair<int64_t, std::vector<bool>>> ends;
+
+  void visit(const Module& m, PortRole role, PortValue& v, const ForwardBatch& b) override {
+    if (role != PortRole::Output) return;
+    if (m.path() == "model.samples") {
+      samples.push_back(v.items[0].to(at::kCPU).clone());
+      return;
+    }
+    if (m.path() != "model.model.layers[1].mlp") return;
+    reads.push_back(v.items[0].to(at::kCPU).clone());
+    if (b.step != 2) return;
+    v.items[0].mul_(0.5);
+    v.written = true;
+  }
+  void endStep(const ForwardBatch& b, const std::vector<bool>& finished) override {
+    ends.emplace_back(b.step, finished);
+    if (b.step == 3) stopped_ = true;
+  }
+  bool stopRequested(int64_t request) const override { return stopped_ && request == 1; }
+
+ private:
+  bool stopped_ = false;
+};
+
 }  // namespace
 
 class TestEngine : public QObject {
@@ -394,6 +424,60 @@ class TestEngine : public QObject {
     QCOMPARE(alone.steps, aloneStepByStep.steps);
     QCOMPARE(alone.outputs[0].tokenIds, aloneStepByStep.outputs[0].tokenIds);
     QCOMPARE(alone.outputs[0].finishReason, std::string("stop"));
+  }
+
+  // A trace whose requests end only at max_tokens or at its own stop runs its steps ahead of the
+  // host too, and sees exactly what it sees one step at a time: the same values at its ports,
+  // the same samples, the same step ends with the same finished requests, the same tokens.
+  void tracedDecodeAheadEqualsStepByStep_data() {
+    QTest::addColumn<int>("tp");
+    QTest::newRow("tp=1") << 1;
+    QTest::newRow("tp=2") << 2;
+  }
+  void tracedDecodeAheadEqualsStepByStep() {
+    QFETCH(int, tp);
+    auto engine = demoEngine(tp);
+    const auto r = request(*engine, {"The capital of France is", "Hi", "Tensor parallelism"}, 7);
+    struct Seen {
+      GenerateResult result;
+      RecordingObserver trace;  // rank 0's
+    };
+    const auto run = [&](bool ahead) {
+      if (!ahead) qputenv("SHARDSCOPE_DECODE_AHEAD", "0");
+      std::vector<std::unique_ptr<RecordingObserver>> observers;
+      for (int i = 0; i < tp; ++i) observers.push_back(std::make_unique<RecordingObserver>());
+      Seen seen;
+      engine
+          ->submit([&](RankContext& ctx) {
+            runGeneration(ctx, r, ctx.fillsResult() ? &seen.result : nullptr,
+                          observers[size_t(ctx.rank)].get());
+          })
+          .wait();
+      qunsetenv("SHARDSCOPE_DECODE_AHEAD");
+      seen.trace = *observers[0];
+      return seen;
+    };
+    const Seen stepByStep = run(false), ahead = run(true);
+    QCOMPARE(stepByStep.result.aheadSteps, int64_t(0));
+    QVERIFY2(ahead.result.aheadSteps > 0, "no traced step was launched ahead");
+    QCOMPARE(ahead.result.steps, stepByStep.result.steps);
+    QCOMPARE(ahead.result.steps, int64_t(7));
+    for (size_t q = 0; q < 3; ++q) {
+      QCOMPARE(ahead.result.outputs[q].tokenIds, stepByStep.result.outputs[q].tokenIds);
+      QCOMPARE(ahead.result.outputs[q].finishReason, stepByStep.result.outputs[q].finishReason);
+    }
+    QCOMPARE(ahead.result.outputs[1].finishReason, std::string("stop"));
+    QCOMPARE(ahead.result.outputs[1].tokenIds.size(), size_t(5));  // steps 0 to 4
+    QCOMPARE(ahead.result.outputs[0].finishReason, std::string("length"));
+    QCOMPARE(ahead.trace.ends, stepByStep.trace.ends);
+    QCOMPARE(ahead.trace.ends.size(), size_t(7));
+    QCOMPARE(ahead.trace.reads.size(), stepByStep.trace.reads.size());
+    for (size_t i = 0; i < ahead.trace.reads.size(); ++i)
+      QVERIFY(at::equal(ahead.trace.reads[i], stepByStep.trace.reads[i]));
+    QCOMPARE(ahead.trace.samples.size(), size_t(7));
+    QCOMPARE(ahead.trace.samples.size(), stepByStep.trace.samples.size());
+    for (size_t i = 0; i < ahead.trace.samples.size(); ++i)
+      QVERIFY(at::equal(ahead.trace.samples[i], stepByStep.trace.samples[i]));
   }
 
   // An observer that stops watching (a trace whose blocks have all ended) gets no more port
