@@ -248,7 +248,8 @@ void endStep(PortObserver& observer, const ForwardBatch& batch, std::vector<Sequ
 
 // The same for a step just launched ahead (decodesAhead allows it with a trace only where the
 // ends do not depend on the tokens): a request ends with it when its token will be its
-// max_tokens-th or the trace stopped it; `afterInFlight`: the step before is still unread.
+// max_tokens-th or the trace stopped it; `afterInFlight`: the step before is still unread. A
+// cancel is read a step later here, so a cancelled job's trace may see one more step end.
 void endLaunchedStep(PortObserver& observer, const ForwardBatch& batch, std::vector<Sequence>& seqs,
                      const std::vector<size_t>& active, bool afterInFlight, int64_t maxTokens) {
   std::vector<bool> finished(seqs.size(), false);

@@ -30,8 +30,19 @@ void StepDecision::wait(ProcessGroup& group) {
 }
 
 namespace {
+
 const std::string kSamplesSite = "model.samples (the sampling rank's tokens)";
+
+// A trace's model.samples: it sees the step's ids (`ids`, on every rank alike) and may overwrite
+// them; a write forces the tokens on every rank alike, as every rank's trace makes it.
+void visitSamples(RankContext& ctx, const ForwardBatch& batch, at::Tensor ids) {
+  if (!batch.observer) return;
+  PortValue sv = PortValue::single(ids);
+  batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
+  if (!sv.items[0].is_same(ids)) ids.copy_(sv.items[0]);
 }
+
+}  // namespace
 
 StepDecision decideOnHost(RankContext& ctx, ProcessGroup& everyRank, const at::Tensor& stepLogits,
                           std::vector<size_t> active, std::vector<Sampler>& samplers,
@@ -66,11 +77,7 @@ StepDecision decideOnHost(RankContext& ctx, ProcessGroup& everyRank, const at::T
     at::Tensor shared = decision.to(ctx.device);
     CollectiveSite site(kSamplesSite, batch.step);
     everyRank.broadcast(shared, ctx.samplerRank());
-    if (observer) {  // a write to model.samples forces the token on every rank alike
-      PortValue sv = PortValue::single(shared.narrow(0, 0, R));
-      batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
-      if (!sv.items[0].is_same(shared.narrow(0, 0, R))) shared.narrow(0, 0, R).copy_(sv.items[0]);
-    }
+    visitSamples(ctx, batch, shared.narrow(0, 0, R));
     decision = shared.to(at::kCPU);
   }
   return StepDecision(std::move(active), std::move(decision));
@@ -93,11 +100,7 @@ StepDecision decideOnDevice(RankContext& ctx, ProcessGroup& everyRank, const at:
     everyRank.broadcast(decision, ctx.samplerRank());
   }
   at::Tensor ids = decision.narrow(0, 0, R);
-  if (batch.observer) {  // as decideOnHost: a write forces the tokens on every rank alike
-    PortValue sv = PortValue::single(ids);
-    batch.visit(ctx.model.samplesPort(), PortRole::Output, sv);
-    if (!sv.items[0].is_same(ids)) ids.copy_(sv.items[0]);
-  }
+  visitSamples(ctx, batch, ids);
   if (!decision.is_cuda()) return StepDecision(std::move(active), decision, std::move(ids));
   at::Tensor host =
       at::empty({2 * R + 1}, at::TensorOptions().dtype(at::kLong).pinned_memory(true));

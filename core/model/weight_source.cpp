@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../error.h"
+#include "layers/tp_rank.h"
 #include "safetensors_file.h"
 
 namespace shardscope {
@@ -30,10 +31,15 @@ void checkSlice(const std::string& name, const std::vector<int64_t>& shape, cons
   }
 }
 
+// splitmix64's constants, shared by the host loop and the tensor ops (uniformAtIndices), whose
+// values must agree bit for bit.
+constexpr uint64_t kSplitmixAdd = 0x9e3779b97f4a7c15ull, kSplitmixMul1 = 0xbf58476d1ce4e5b9ull,
+                   kSplitmixMul2 = 0x94d049bb133111ebull;
+
 uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x += kSplitmixAdd;
+  x = (x ^ (x >> 30)) * kSplitmixMul1;
+  x = (x ^ (x >> 27)) * kSplitmixMul2;
   return x ^ (x >> 31);
 }
 
@@ -198,15 +204,16 @@ at::Tensor logicalShiftRight(const at::Tensor& x, int s) {
   return at::bitwise_and(at::bitwise_right_shift(x, s), int64_t((~0ull) >> s));
 }
 
+// The same bits as an int64 (the conversion is modular since C++20).
 int64_t asSigned(uint64_t v) {
   return static_cast<int64_t>(v);
-}  // modular since C++20
+}
 
 // uniformAt over a tensor of indices; int64 adds and multiplies wrap as uint64's do.
 at::Tensor uniformAtIndices(uint64_t base, const at::Tensor& index) {
-  at::Tensor x = index + asSigned(base + 0x9e3779b97f4a7c15ull);
-  x = at::bitwise_xor(x, logicalShiftRight(x, 30)) * asSigned(0xbf58476d1ce4e5b9ull);
-  x = at::bitwise_xor(x, logicalShiftRight(x, 27)) * asSigned(0x94d049bb133111ebull);
+  at::Tensor x = index + asSigned(base + kSplitmixAdd);
+  x = at::bitwise_xor(x, logicalShiftRight(x, 30)) * asSigned(kSplitmixMul1);
+  x = at::bitwise_xor(x, logicalShiftRight(x, 27)) * asSigned(kSplitmixMul2);
   x = at::bitwise_xor(x, logicalShiftRight(x, 31));
   return (logicalShiftRight(x, 40) - (int64_t(1) << 23)).to(at::kFloat).div_(float(1 << 23));
 }
@@ -261,6 +268,11 @@ at::Tensor RandomSource::makeWithTensorOps(const std::string& name,
     flat.narrow(0, f0, n).copy_(values);
   }
   return out;
+}
+
+at::Tensor LoadContext::load(const std::string& name, const std::vector<int64_t>& fullShape,
+                             const SliceSpec& slice) const {
+  return source.loadOn(name, fullShape, slice, dtype, device);
 }
 
 }  // namespace shardscope

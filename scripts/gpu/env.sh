@@ -6,6 +6,11 @@ eval "$(bash .gpu-debs/unpack-debs .gpu-debs /tmp/debroot)"
 export CMAKE_PREFIX_PATH="/tmp/debroot/usr;$CMAKE_PREFIX_PATH"
 export SHARDSCOPE_CACHE=${SHARDSCOPE_CACHE:-$PWD/.gpu-cache}
 export BUILD_DIR=${BUILD_DIR:-/tmp/build-gpu}
+# Suites built on the demo model need the pinned Qwen3 tokenizer in the carried cache (README).
+if ! compgen -G "$SHARDSCOPE_CACHE/assets/tokenizer-qwen3-*/tokenizer.json" > /dev/null; then
+  echo "note: no Qwen3 tokenizer under $SHARDSCOPE_CACHE: suites that load the demo model will" \
+    "fail; carry .gpu-cache as the README's developer section says" >&2
+fi
 
 # Configures and builds $BUILD_DIR (Release) with LibTorch's CUDA and NCCL; targets as arguments
 # (none: everything). Warnings are not errors here: g++ 13 at -O3 reports false positives inside

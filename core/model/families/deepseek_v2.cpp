@@ -60,9 +60,8 @@ void DeepseekV2MLAAttention::load(LoadContext& ctx, const std::string& hf) {
     const int64_t perHead = mla_.qkNopeHeadDim + mla_.vHeadDim;
     const int64_t rows = mlaAttn->groupHeads() * perHead;
     const int64_t all = kvBProj->outPerRank() * tp_.size;
-    kvBGroup_ = ctx.source.loadOn(hf + ".kv_b_proj.weight", {all, mla_.kvLoraRank},
-                                  SliceSpec::along(0, (tp_.rank / tp_.dcp) * rows, rows), ctx.dtype,
-                                  ctx.device);
+    kvBGroup_ = ctx.load(hf + ".kv_b_proj.weight", {all, mla_.kvLoraRank},
+                         SliceSpec::along(0, (tp_.rank / tp_.dcp) * rows, rows));
   }
 }
 

@@ -29,9 +29,9 @@ void ColumnParallelLinear::setShard(at::Tensor weight, at::Tensor bias,
 void ColumnParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
   const int64_t out = outPerRank_ * tp_.size;
   const auto slice = SliceSpec::along(0, tp_.rank * outPerRank_, outPerRank_);
-  at::Tensor w = ctx.source.loadOn(prefix + ".weight", {out, in_}, slice, ctx.dtype, ctx.device);
+  at::Tensor w = ctx.load(prefix + ".weight", {out, in_}, slice);
   at::Tensor b;
-  if (hasBias_) b = ctx.source.loadOn(prefix + ".bias", {out}, slice, ctx.dtype, ctx.device);
+  if (hasBias_) b = ctx.load(prefix + ".bias", {out}, slice);
   setShard(w, b, {out, in_});
 }
 
@@ -62,9 +62,8 @@ void MergedColumnParallelLinear::load(LoadContext& ctx, const std::string& prefi
   std::vector<at::Tensor> ws, bs;
   for (const auto& part : parts_) {
     const std::string p = prefix + "." + part;
-    ws.push_back(ctx.source.loadOn(p + ".weight", {outEach_, in_}, slice, ctx.dtype, ctx.device));
-    if (hasBias_)
-      bs.push_back(ctx.source.loadOn(p + ".bias", {outEach_}, slice, ctx.dtype, ctx.device));
+    ws.push_back(ctx.load(p + ".weight", {outEach_, in_}, slice));
+    if (hasBias_) bs.push_back(ctx.load(p + ".bias", {outEach_}, slice));
   }
   setShard(at::cat(ws, 0), hasBias_ ? at::cat(bs, 0) : at::Tensor(),
            {outEach_ * int64_t(parts_.size()), in_});
@@ -115,7 +114,7 @@ void QKVParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
   const auto kvSlice = SliceSpec::along(0, layout_.firstKvHeadOf(tp_.rank) * headDim, kvPerRank);
   const auto get = [&](const char* proj, const char* what, std::vector<int64_t> shape,
                        const SliceSpec& s) {
-    return ctx.source.loadOn(prefix + "." + proj + "." + what, shape, s, ctx.dtype, ctx.device);
+    return ctx.load(prefix + "." + proj + "." + what, shape, s);
   };
   at::Tensor w = at::cat(
       {get("q_proj", "weight", {q, in_}, qSlice), get("k_proj", "weight", {kv, in_}, kvSlice),

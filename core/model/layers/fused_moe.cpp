@@ -56,12 +56,10 @@ void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {
   std::vector<at::Tensor> w13, w2;
   for (int64_t e = firstExpert_; e < firstExpert_ + localExperts_; ++e) {
     const std::string p = prefix + "." + std::to_string(e) + ".";
-    const auto get = [&](const char* proj, std::vector<int64_t> shape, const SliceSpec& s) {
-      return ctx.source.loadOn(p + proj, shape, s, ctx.dtype, ctx.device);
-    };
-    w13.push_back(
-        at::cat({get("gate_proj.weight", {I, H}, rows), get("up_proj.weight", {I, H}, rows)}, 0));
-    w2.push_back(get("down_proj.weight", {H, I}, cols));
+    w13.push_back(at::cat({ctx.load(p + "gate_proj.weight", {I, H}, rows),
+                           ctx.load(p + "up_proj.weight", {I, H}, rows)},
+                          0));
+    w2.push_back(ctx.load(p + "down_proj.weight", {H, I}, cols));
   }
   w13_ = at::stack(w13, 0);
   w2_ = at::stack(w2, 0);

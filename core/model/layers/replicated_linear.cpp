@@ -12,8 +12,7 @@ ReplicatedLinear::ReplicatedLinear(std::string name, Module* parent, int64_t inF
 }
 
 void ReplicatedLinear::load(LoadContext& ctx, const std::string& prefix) {
-  weight_ =
-      ctx.source.loadOn(prefix + ".weight", {out_, in_}, SliceSpec::whole(), ctx.dtype, ctx.device);
+  weight_ = ctx.load(prefix + ".weight", {out_, in_}, SliceSpec::whole());
   addParameter({"weight", weight_, {out_, in_}, -1});
 }
 

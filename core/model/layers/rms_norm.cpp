@@ -18,7 +18,7 @@ std::vector<at::Tensor> RMSNorm::callWhole(const ModuleCall& call) const {
 }
 
 void RMSNorm::load(LoadContext& ctx, const std::string& hfName) {
-  weight_ = ctx.source.loadOn(hfName, {dim_}, SliceSpec::whole(), ctx.dtype, ctx.device);
+  weight_ = ctx.load(hfName, {dim_}, SliceSpec::whole());
   addParameter({"weight", weight_, {dim_}, -1});
 }
 

@@ -36,12 +36,11 @@ void RowParallelLinear::declareInputHeads(int64_t numHeads, int64_t headDim) {
 
 void RowParallelLinear::load(LoadContext& ctx, const std::string& prefix) {
   const int64_t in = inPerRank_ * tp_.size;
-  weight_ = ctx.source.loadOn(prefix + ".weight", {out_, in},
-                              SliceSpec::along(1, tp_.rank * inPerRank_, inPerRank_), ctx.dtype,
-                              ctx.device);
+  weight_ = ctx.load(prefix + ".weight", {out_, in},
+                     SliceSpec::along(1, tp_.rank * inPerRank_, inPerRank_));
   addParameter({"weight", weight_, {out_, in}, 1});
   if (hasBias_) {
-    bias_ = ctx.source.loadOn(prefix + ".bias", {out_}, SliceSpec::whole(), ctx.dtype, ctx.device);
+    bias_ = ctx.load(prefix + ".bias", {out_}, SliceSpec::whole());
     addParameter({"bias", bias_, {out_}, -1});
   }
 }

@@ -3,6 +3,9 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
+#include <vector>
+
 #include "../../parallel/pipeline_stages.h"
 
 namespace shardscope {
@@ -18,6 +21,8 @@ struct TpRank {
   int dcp = 1;
 };
 
+struct SliceSpec;
+
 // What every layer's load() needs: where shards come from, and how to store them.
 struct LoadContext {
   class WeightSource& source;
@@ -25,6 +30,10 @@ struct LoadContext {
   at::ScalarType dtype = at::kFloat;
   at::Device device = at::kCPU;
   StageRank stage;  // this rank's pipeline stage: which layers it builds weights for
+
+  // `name`'s slice from `source` (WeightSource::loadOn) in this dtype, on this device.
+  at::Tensor load(const std::string& name, const std::vector<int64_t>& fullShape,
+                  const SliceSpec& slice) const;
 };
 
 }  // namespace shardscope

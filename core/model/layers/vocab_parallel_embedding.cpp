@@ -25,15 +25,13 @@ at::Tensor VocabParallelEmbedding::loadShard(LoadContext& ctx, const std::string
   const int64_t start = tp_.rank * perRank_;
   const int64_t real = std::clamp<int64_t>(vocab_ - start, 0, perRank_);  // rows before the padding
   if (real == perRank_) {  // no padding rows in this shard: keep the loaded slice as it is
-    return ctx.source.loadOn(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real), ctx.dtype,
-                             ctx.device);
+    return ctx.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real));
   }
   at::Tensor shard =
       at::zeros({perRank_, hidden_}, at::TensorOptions().dtype(ctx.dtype).device(ctx.device));
   if (real > 0) {
     shard.narrow(0, 0, real)
-        .copy_(ctx.source.loadOn(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real),
-                                 ctx.dtype, ctx.device));
+        .copy_(ctx.load(hfName, {vocab_, hidden_}, SliceSpec::along(0, start, real)));
   } else {
     ctx.source.ignore(hfName);
   }
