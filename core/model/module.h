@@ -72,6 +72,10 @@ class Module {
   // callWhole runs it without visiting ports and returns its outputs.
   virtual bool callableWithWhole() const { return false; }
   virtual std::vector<at::Tensor> callWhole(const ModuleCall& call) const;
+  // Whether callWhole returns one tensor whose row r depends only on row r of each tensor
+  // argument (all of one row count, dim 0): calls can then run stacked as one (the trace layer
+  // batches a block's calls of one module, so the logit lens reads the LM head once).
+  virtual bool callRowWise() const { return false; }
   // A port a script reads by naming the module (model.logits): the name stands for its output.
   virtual bool readsAsValue() const { return false; }
   // Why the forward never visits this module's ports (lm_head: the logits processor uses its

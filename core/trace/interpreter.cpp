@@ -118,7 +118,9 @@ void Interpreter::exec(const Stmt& s) {
           setItem(obj, index, eval(*s.value));
           break;
         }
-        Value v = eval(*s.value);
+        bool names = true;  // `x = call(...)` keeps a deferred value deferred
+        for (const auto& t : s.targets) names &= t->kind == ExprKind::Name;
+        Value v = names ? evalLazy(*s.value) : eval(*s.value);
         for (const auto& t : s.targets) assign(*t, v);
         break;
       }
@@ -211,7 +213,7 @@ void Interpreter::exec(const Stmt& s) {
         break;
       }
       case StmtKind::Return:
-        throw ReturnSignal{s.value ? eval(*s.value) : none()};
+        throw ReturnSignal{s.value ? evalLazy(*s.value) : none()};
       case StmtKind::Pass:
         break;
       case StmtKind::Break:
@@ -326,6 +328,11 @@ Value Interpreter::makeFunction(const std::string& name, const std::vector<Param
 }
 
 Value Interpreter::call(const Value& fn, CallArgs& args) {
+  // A script function binds its arguments as they are; builtins and modules see tensors.
+  if (fn->type != Type::Function && !fn->takesDeferred) {
+    for (const Value& v : args.positional) force(v, true);
+    for (const auto& [k, v] : args.keywords) force(v, true);
+  }
   switch (fn->type) {
     case Type::Builtin:
       args.callee = fn->str;

@@ -3,10 +3,12 @@
 // resolves everything that touches the model or the trace (ports, parameters, steps, printing).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ast.h"
 #include "memory_budget.h"
@@ -100,9 +102,27 @@ class Interpreter {
   Value charged(Value v);
   SourceLocation location() const { return at_; }
 
+  // Deferred values (a held module call, DeferredCalls, and tensor ops applied to one): `compute`
+  // runs when the script first needs the tensor, or at resolveDeferred(). `op`: an op on another
+  // deferred value (indexing, argmax), as opposed to a call's own output.
+  Value deferred(std::function<at::Tensor()> compute, bool op);
+  // Computes every deferred value still held (the end of a block: what it saved must be tensors).
+  void resolveDeferred();
+  // After a failure: deferred values still held say, when read, that they were never computed.
+  void abandonDeferred(const std::string& why);
+  // Makes `v` (and with `deep` the values inside it) a tensor before the script or a builtin sees
+  // it. Every deferred op is computed first: the script may edit the tensor in place next, and an
+  // op made before the edit must not see it.
+  void force(const Value& v, bool deep = false);
+
  private:
   void tick();
   void runBody(const Block& body);
+  // eval without forcing a deferred result: where a value may stay deferred (an assignment to a
+  // name, a call's arguments, the receiver of a subscript or a method).
+  Value evalLazy(const Expr& e);
+  Value deferredMethod(const Value& self, const std::string& name);
+  Value deferredIndex(const Value& self, const Value& index);
   Value evalCall(const Expr& e);
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);
@@ -126,6 +146,11 @@ class Interpreter {
   SourceLocation at_;
   const Stmt* stmt_ = nullptr;
   int depth_ = 0;
+  struct Held {
+    std::weak_ptr<Object> value;
+    bool op = false;
+  };
+  std::vector<Held> deferred_;
 };
 
 // Python builtins (len, range, ...) and the torch namespace: one immutable scope built once and

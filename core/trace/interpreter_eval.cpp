@@ -38,6 +38,12 @@ bool isNumber(const Value& v) {
 }  // namespace
 
 Value Interpreter::eval(const Expr& e) {
+  Value v = evalLazy(e);
+  force(v);
+  return v;
+}
+
+Value Interpreter::evalLazy(const Expr& e) {
   tick();
   switch (e.kind) {
     case ExprKind::Name: {
@@ -94,9 +100,9 @@ Value Interpreter::eval(const Expr& e) {
       return d;
     }
     case ExprKind::Attribute:
-      return getAttr(eval(*e.a), e.text);
+      return getAttr(evalLazy(*e.a), e.text);
     case ExprKind::Subscript:
-      return getItem(eval(*e.a), eval(*e.b));
+      return getItem(evalLazy(*e.a), eval(*e.b));
     case ExprKind::Slice: {
       auto s = std::make_shared<Object>();
       s->type = Type::Slice;
@@ -163,7 +169,11 @@ bool Interpreter::holdsModelMemory(const Value& v) const {
 // TRACE section 6: `.save()` returns its receiver and marks it; a value that views model memory
 // is copied at once (later kernels reuse that memory). A bare `x.save()` marks the name `x`.
 Value Interpreter::save(const Expr& receiverExpr) {
-  Value receiver = eval(receiverExpr);
+  Value receiver = evalLazy(receiverExpr);
+  if (receiver->type == Type::Deferred) {  // computed later, into memory of its own
+    receiver->saved = true;
+    return receiver;
+  }
   if (receiver->type == Type::Module)
     fail("a module cannot be saved; save one of its ports (.output, .input)");
   Value saved;
@@ -192,9 +202,10 @@ Value Interpreter::evalCall(const Expr& e) {
   Value fn = eval(*e.a);
   CallArgs args;
   args.at = e.at;
-  for (const auto& a : e.items) args.positional.push_back(eval(*a));
+  // Arguments may stay deferred: call() computes them unless the callee keeps them as they are.
+  for (const auto& a : e.items) args.positional.push_back(evalLazy(*a));
   for (size_t i = 0; i < e.names.size(); ++i)
-    args.keywords.emplace_back(e.names[i], eval(*e.values[i]));
+    args.keywords.emplace_back(e.names[i], evalLazy(*e.values[i]));
   return call(fn, args);
 }
 

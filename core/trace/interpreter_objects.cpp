@@ -64,6 +64,10 @@ Value sequenceSearch(const Value& seq, const std::string& name) {
 }  // namespace
 
 Value Interpreter::getAttr(const Value& obj, const std::string& name) {
+  if (obj->type == Type::Deferred) {
+    if (Value later = deferredMethod(obj, name)) return later;
+    force(obj);
+  }
   switch (obj->type) {
     case Type::Module:
       return host_.moduleAttribute(*this, obj, name);
@@ -72,17 +76,22 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
     case Type::Tensor:
       return tensorAttribute(*this, obj, name);
     case Type::List:
-      if (name == "append")
-        return builtin("append", [obj](CallArgs& a) {
+      if (name == "append") {
+        Value append = builtin("append", [obj](CallArgs& a) {
           obj->items.push_back(a.required(0));
           return none();
         });
+        append->takesDeferred = true;  // a list may hold deferred tensors (the logit lens)
+        return append;
+      }
       if (name == "extend") {
-        return builtin("extend", [obj](CallArgs& a) {
+        Value extend = builtin("extend", [obj](CallArgs& a) {
           const std::vector<Value> added = a.required(0)->items;  // `x.extend(x)` is safe
           obj->items.insert(obj->items.end(), added.begin(), added.end());
           return none();
         });
+        extend->takesDeferred = true;
+        return extend;
       }
       if (name == "index" || name == "count") return sequenceSearch(obj, name);
       if (name == "pop") {
@@ -171,6 +180,10 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
 }
 
 Value Interpreter::getItem(const Value& obj, const Value& index) {
+  if (obj->type == Type::Deferred) {
+    if (Value later = deferredIndex(obj, index)) return later;
+    force(obj);
+  }
   switch (obj->type) {
     case Type::Tuple:
     case Type::List:

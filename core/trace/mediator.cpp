@@ -1,6 +1,7 @@
 #include "mediator.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "../engine/generation.h"
 #include "../model/module_call.h"
@@ -75,7 +76,16 @@ Mediator::Mediator(Interleaver& owner, int64_t invoke, int64_t firstRequest,
       firstRequest_(firstRequest),
       requests_(spec.requests),
       body_(spec.body),
-      env_(std::move(scope)) {
+      env_(std::move(scope)),
+      calls_([this](const Module& m, std::vector<CallArg> args, int64_t at) {
+        std::vector<at::Tensor> out = runCall(m, std::move(args), at);
+        if (out.size() != 1)
+          throw Error("internal error in ShardScope: the row-wise call of " + m.path() +
+                      " returned " + std::to_string(out.size()) + " tensors");
+        return out.front();
+      }) {
+  const char* batch = std::getenv("SHARDSCOPE_BATCH_CALLS");
+  batchCalls_ = !batch || std::string(batch) != "0";
   interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget, memory);
   co_ = std::make_unique<Coroutine>([this] { run(); });
 }
@@ -164,13 +174,32 @@ Value Mediator::callModule(Interpreter& in, const Value& module, CallArgs& args)
     in.fail("calling " + m->path() + " (" + m->kind() +
             ") from a trace is not supported; callable modules: " + owner_.callableKinds());
   }
-  const ForwardBatch batch = plain();
-  const auto call = [&] {
-    return m->callWhole(ModuleCall(m->path(), callArgs(args, m->path(), owner_), batch));
-  };
+  std::vector<CallArg> tensors = callArgs(args, m->path(), owner_);
+  if (batchCalls_ && DeferredCalls::holdable(*m, tensors)) {
+    auto output = calls_.hold(*m, std::move(tensors), step);
+    const std::string where = m->path() + "(...) on line " + std::to_string(in.location().line);
+    return in.deferred(
+        [output, where] {
+          try {
+            return output();
+          } catch (const std::exception& e) {
+            throw RuntimeFailure(std::string(e.what()) + " (the call " + where +
+                                 ", run with alike calls when its value was first needed)");
+          }
+        },
+        false);
+  }
+  return callResult(runCall(*m, std::move(tensors), step));
+}
+
+std::vector<at::Tensor> Mediator::runCall(const Module& m, std::vector<CallArg> args,
+                                          int64_t atStep) {
+  ForwardBatch batch = plain();
+  batch.step = atStep;
+  const auto call = [&] { return m.callWhole(ModuleCall(m.path(), std::move(args), batch)); };
   // With pipeline stages the stage holding the module runs it and shares the outputs.
-  const int holder = holdingStage(owner_.rank(), *m);
-  return callResult(holder < 0 ? call() : computeOnStage(owner_.rank(), holder, call));
+  const int holder = holdingStage(owner_.rank(), m);
+  return holder < 0 ? call() : computeOnStage(owner_.rank(), holder, call);
 }
 
 Value Mediator::tracerAttribute(Interpreter& in, const Value&, const std::string& name) {
@@ -236,11 +265,16 @@ std::string Mediator::undefinedName(const std::string& name) {
 void Mediator::run() {
   setCurrentDevice(owner_.rank().device);
   try {
-    interp_->run(body_);
-  } catch (const RequestEnded&) {
-    // the request ended during an unbounded iteration: nothing more to do
+    try {
+      interp_->run(body_);
+    } catch (const RequestEnded&) {
+      // the request ended during an unbounded iteration: nothing more to do
+    }
+    // What the block saved must be tensors when the driver reads it: held calls run here.
+    interp_->resolveDeferred();
   } catch (...) {
     error = std::current_exception();
+    interp_->abandonDeferred("the trace block failed before it needed this value");
   }
   wait = Wait::None;
 }

@@ -13,6 +13,7 @@
 
 #include "../model/module.h"
 #include "coroutine.h"
+#include "deferred_calls.h"
 #include "interleaver.h"
 #include "interpreter.h"
 
@@ -103,6 +104,8 @@ class Mediator : public Host {
 
   // The step's group and step, observed by nobody: a module called from a script visits no ports.
   ForwardBatch plain() const;
+  // Runs a call of `m` made at `step` (on the stage holding `m`, with pipeline stages).
+  std::vector<at::Tensor> runCall(const Module& m, std::vector<CallArg> args, int64_t step);
 
   Value tokenizerObject(Interpreter& in);
 
@@ -113,6 +116,9 @@ class Mediator : public Host {
   Block body_;
   std::shared_ptr<Environment> env_;
   std::unique_ptr<Interpreter> interp_;
+  // Row-wise module calls held to run batched (off with SHARDSCOPE_BATCH_CALLS=0).
+  bool batchCalls_ = true;
+  DeferredCalls calls_;
   std::unique_ptr<Coroutine> co_;
 };
 

@@ -1,5 +1,6 @@
 #include "value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -33,6 +34,7 @@ const char* typeName(Type t) {
     case Type::Builtin:
       return "builtin_function_or_method";
     case Type::Tensor:
+    case Type::Deferred:
       return "Tensor";
     case Type::Size:
       return "torch.Size";
@@ -128,6 +130,41 @@ Value tensor(at::Tensor t) {
   v->tensor = std::move(t);
   return v;
 }
+void resolve(const Value& v) {
+  if (v->type != Type::Deferred) return;
+  if (!v->compute) throw RuntimeFailure("a deferred tensor is being computed from itself");
+  auto compute = std::move(v->compute);
+  v->compute = nullptr;
+  try {
+    v->tensor = compute();
+  } catch (const std::exception& e) {
+    // Later reads say why instead of running the call again.
+    const std::string why = e.what();
+    v->compute = [why]() -> at::Tensor {
+      throw RuntimeFailure("this tensor could not be computed earlier: " + why);
+    };
+    throw;
+  }
+  v->type = Type::Tensor;
+}
+
+namespace {
+void resolveDeep(const Value& v, std::vector<const Object*>& open) {
+  resolve(v);
+  if (v->items.empty() && v->dict.empty()) return;
+  if (std::find(open.begin(), open.end(), v.get()) != open.end()) return;  // a list in itself
+  open.push_back(v.get());
+  for (const Value& item : v->items) resolveDeep(item, open);
+  for (const auto& [k, x] : v->dict) resolveDeep(x, open);
+  open.pop_back();
+}
+}  // namespace
+
+void resolveDeep(const Value& v) {
+  std::vector<const Object*> open;
+  resolveDeep(v, open);
+}
+
 Value sizeOf(const at::Tensor& t) {
   Value v = make(Type::Size);
   for (int64_t s : t.sizes()) v->items.push_back(integer(s));
@@ -315,6 +352,9 @@ std::string repr(const Value& v) {
     case Type::Range:
       return "range(" + std::to_string(v->rangeStart) + ", " + std::to_string(v->rangeStop) +
              (v->rangeStep != 1 ? ", " + std::to_string(v->rangeStep) : "") + ")";
+    case Type::Deferred:  // computed to be shown
+      resolve(v);
+      return formatTensor(v->tensor);
     case Type::Tensor:
       return formatTensor(v->tensor);
     case Type::Function:

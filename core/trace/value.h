@@ -40,7 +40,8 @@ enum class Type {
   ResultObject,
   Namespace,
   Unsaved,
-  Ellipsis
+  Ellipsis,
+  Deferred  // a tensor not computed yet (a batched module call, DeferredCalls); reads as a Tensor
 };
 
 const char* typeName(Type t);
@@ -80,7 +81,9 @@ struct Object {
   std::vector<Value> items;  // Tuple, List, Size (as Ints), Slice (start, stop, step)
   std::vector<std::pair<Value, Value>> dict;
   at::Tensor tensor;
-  BuiltinFn builtin;  // Builtin (also bound methods)
+  BuiltinFn builtin;           // Builtin (also bound methods)
+  bool takesDeferred = false;  // Builtin: may receive Deferred arguments as they are (list.append)
+  std::function<at::Tensor()> compute;  // Deferred: makes the tensor (once)
   std::shared_ptr<FunctionDef> function;
   std::map<std::string, Value> attributes;                 // ResultObject fields, Namespace members
   long long rangeStart = 0, rangeStop = 0, rangeStep = 1;  // Range, IterRange (stop < 0: unbounded)
@@ -99,6 +102,12 @@ Value tensor(at::Tensor t);
 Value sizeOf(const at::Tensor& t);
 Value builtin(std::string name, BuiltinFn fn);
 Value moduleProxy(std::string path);
+
+// Computes a Deferred value: the object becomes the Tensor it stands for, in place, so every name
+// and list holding it sees the tensor. resolveDeep also resolves the items of tuples, lists and
+// dicts. Other values are left as they are.
+void resolve(const Value& v);
+void resolveDeep(const Value& v);
 
 // Python's truth value, repr() and str().
 bool truthy(const Value& v);

@@ -25,6 +25,7 @@ class FeedForward : public Module {
   std::vector<at::Tensor> callWhole(const ModuleCall& call) const override {
     return {forward(call.tensor(0, "x"), call.batch())};
   }
+  bool callRowWise() const override { return true; }  // each token through the block alone
 };
 
 }  // namespace shardscope

@@ -56,6 +56,7 @@ class LogitsProcessor : public Module {
   // logits_processor(lm_head, h) from a trace, h [R, H] or [H] whole.
   bool callableWithWhole() const override { return true; }
   std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
+  bool callRowWise() const override { return true; }
 
  private:
   int64_t vocab_;

@@ -1,0 +1,147 @@
+#include "deferred_calls.h"
+
+#include <sstream>
+
+#include "value.h"
+
+namespace shardscope::trace {
+
+struct DeferredCalls::State {
+  struct Call {
+    std::vector<CallArg> args;
+    int64_t rows = 0;
+    bool done = false;
+    at::Tensor output;
+    std::string error;  // the group's call failed: why
+  };
+
+  struct Group {
+    const Module* module = nullptr;
+    int64_t step = 0;
+    std::string signature;  // the arguments' kinds, modules, integers and row shapes
+    std::vector<std::shared_ptr<Call>> calls;
+  };
+
+  Runner run;  // cleared when the block's mediator goes
+  std::vector<Group> groups;
+  int64_t held = 0, ran = 0;
+
+  void runGroupOf(const Call* call);
+};
+
+namespace {
+
+std::string signature(const std::vector<CallArg>& args) {
+  std::ostringstream s;
+  for (const CallArg& a : args) {
+    if (a.module) {
+      s << 'm' << a.module->path();
+    } else if (a.integer) {
+      s << 'i' << *a.integer;
+    } else {
+      s << 't' << int(a.tensor.scalar_type()) << a.tensor.device() << a.tensor.sizes().slice(1);
+    }
+    s << ';';
+  }
+  return s.str();
+}
+
+}  // namespace
+
+void DeferredCalls::State::runGroupOf(const Call* call) {
+  auto it = groups.begin();
+  for (; it != groups.end(); ++it) {
+    bool holds = false;
+    for (const auto& c : it->calls) holds |= c.get() == call;
+    if (holds) break;
+  }
+  if (it == groups.end()) return;  // ran already
+  Group group = std::move(*it);
+  groups.erase(it);
+  // The arguments of the group's calls, tensors stacked along their rows.
+  std::vector<CallArg> args = group.calls.front()->args;
+  int64_t rows = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].tensor.defined()) continue;
+    std::vector<at::Tensor> parts;
+    for (const auto& c : group.calls) parts.push_back(c->args[i].tensor);
+    args[i].tensor = group.calls.size() == 1 ? parts.front() : at::cat(parts, 0);
+  }
+  for (const auto& c : group.calls) rows += c->rows;
+  try {
+    if (!run) throw Error("the trace block ended before this call ran");
+    const at::Tensor out = run(*group.module, std::move(args), group.step);
+    ++ran;
+    if (out.dim() < 1 || out.size(0) != rows) {
+      throw Error("internal error in ShardScope: " + group.module->path() + " returned " +
+                  std::to_string(out.dim() ? out.size(0) : 0) + " rows for " +
+                  std::to_string(rows) + " stacked rows");
+    }
+    int64_t first = 0;
+    for (const auto& c : group.calls) {
+      c->output = out.narrow(0, first, c->rows);
+      c->done = true;
+      first += c->rows;
+    }
+  } catch (const std::exception& e) {
+    for (const auto& c : group.calls) {
+      c->error = e.what();
+      c->done = true;
+    }
+    throw;
+  }
+}
+
+DeferredCalls::DeferredCalls(Runner run) : state_(std::make_shared<State>()) {
+  state_->run = std::move(run);
+}
+
+DeferredCalls::~DeferredCalls() {
+  state_->run = nullptr;
+}
+
+bool DeferredCalls::holdable(const Module& m, const std::vector<CallArg>& args) {
+  if (!m.callRowWise()) return false;
+  int64_t rows = -1;
+  for (const CallArg& a : args) {
+    if (!a.tensor.defined()) continue;
+    if (a.tensor.dim() < 2 || (rows >= 0 && a.tensor.size(0) != rows)) return false;
+    rows = a.tensor.size(0);
+  }
+  return rows > 0;
+}
+
+std::function<at::Tensor()> DeferredCalls::hold(const Module& m, std::vector<CallArg> args,
+                                                int64_t step) {
+  auto call = std::make_shared<State::Call>();
+  for (CallArg& a : args) {
+    if (!a.tensor.defined()) continue;
+    call->rows = a.tensor.size(0);
+    a.tensor = a.tensor.clone(at::MemoryFormat::Contiguous);
+  }
+  const std::string sig = signature(args);
+  call->args = std::move(args);
+  State::Group* group = nullptr;
+  for (State::Group& g : state_->groups) {
+    if (g.module == &m && g.step == step && g.signature == sig) group = &g;
+  }
+  if (!group) group = &state_->groups.emplace_back(State::Group{&m, step, sig, {}});
+  group->calls.push_back(call);
+  ++state_->held;
+  return [state = state_, call]() -> at::Tensor {
+    if (!call->done) state->runGroupOf(call.get());
+    if (!call->done) throw Error("internal error in ShardScope: a held module call was lost");
+    if (!call->error.empty()) throw RuntimeFailure(call->error);
+    return call->output;
+  };
+}
+
+int64_t DeferredCalls::callsRun() const {
+  return state_->ran;
+}
+
+int64_t DeferredCalls::callsHeld() const {
+  return state_->held;
+}
+
+}  // namespace shardscope::trace

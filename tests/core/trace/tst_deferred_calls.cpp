@@ -1,0 +1,273 @@
+// Row-wise module calls held and run batched (DeferredCalls, issue 15's logit lens): calls of one
+// module with alike arguments run as one call over their stacked rows, across port waits, and each
+// gets its own rows back; a call's arguments are copied when it is held; ops on a held value made
+// before an in-place edit do not see the edit; a failing call names its line; the block's end
+// computes what was saved. On the demo model a logit lens gives what it gives with calls run one
+// at a time (SHARDSCOPE_BATCH_CALLS=0), at tp=1, 2 and 4.
+#include <QtTest>
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+
+#include "common/script_run.h"
+#include "common/tensor_checks.h"
+#include "common/test_support.h"
+#include "core/engine/engine.h"
+#include "core/engine/rank_context.h"
+#include "core/model/model_source.h"
+#include "core/model/module_call.h"
+#include "core/parallel/shard_spec.h"
+#include "core/trace/deferred_calls.h"
+#include "core/trace/interleaver.h"
+#include "core/trace/script_runner.h"
+
+using namespace shardscope;
+
+namespace {
+
+// A row-wise module: probe(x, shift) = x * 2 + shift, summed over the group (so a call pairs a
+// collective across ranks, as the logits processor's all-gather does). It counts its calls.
+class RowProbe : public Module {
+ public:
+  explicit RowProbe(std::string name) : Module(std::move(name), nullptr) {
+    setPorts(ShardSpec::whole(), ShardSpec::whole());
+  }
+  const char* kind() const override { return "RowProbe"; }
+  bool callableWithWhole() const override { return true; }
+  bool callRowWise() const override { return true; }
+  std::vector<at::Tensor> callWhole(const ModuleCall& c) const override {
+    const int64_t shift = c.integer(1, "shift");
+    if (shift == 7) throw ModuleCallError(c.callee() + "(): shift 7 is refused");
+    ++calls;
+    rows += c.tensor(0, "x").size(0);
+    at::Tensor t = c.tensor(0, "x") * 2 + double(shift);
+    c.batch().group.allReduceSum(t);
+    return {t};
+  }
+  mutable std::atomic<int> calls{0}, rows{0};
+};
+
+struct Outcome {
+  std::string error;
+  std::map<std::string, at::Tensor> saved;
+  int calls = 0, rows = 0;
+};
+
+// Runs `source` on rank threads with `probe`'s output port visited first, then `later`'s
+// (x = arange(6) as [2, 3] at both); rank 0's saved values and calls are returned.
+Outcome runProbe(int tp, const std::string& source) {
+  EngineOptions o;
+  o.tp = tp;
+  o.dtype = "f32";
+  o.backend = test::backend();
+  o.device = test::device();
+  Engine engine(o);
+  auto program = trace::parseProgram(source, "held.py");
+  std::vector<trace::InvokeSpec> invokes{
+      {program->body,
+       {{"probe", trace::moduleProxy("probe")}, {"later", trace::moduleProxy("later")}},
+       ""}};
+  Outcome out;
+  engine
+      .submit([&](RankContext& ctx) {
+        RowProbe probe("probe"), later("later");
+        trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
+        il.registerModule(probe);
+        il.registerModule(later);
+        il.start();
+        ForwardBatch batch{ctx.group, at::arange(2, at::kLong), {{0, 2, 0, nullptr, 0}}, &il, 0, {},
+                           {}};
+        const at::Tensor x = at::arange(6, at::kFloat).view({2, 3}).to(ctx.device);
+        try {
+          PortValue a = PortValue::single(x.clone());
+          batch.visit(probe, PortRole::Output, a);
+          PortValue b = PortValue::single(x.clone());
+          batch.visit(later, PortRole::Output, b);
+        } catch (const std::exception& e) {
+          if (ctx.rank == 0) out.error = e.what();
+          return;
+        }
+        if (ctx.rank != 0) return;
+        for (const auto& [name, value] : il.output().saved)
+          out.saved[name] = value->tensor.to(at::kCPU);
+        out.calls = probe.calls;
+        out.rows = probe.rows;
+      })
+      .wait();
+  return out;
+}
+
+// Two ranks where the backend allows (NCCL needs a GPU a rank), else one.
+int probeTp() {
+  return test::backend() == "nccl" && at::getNumGPUs() < 2 ? 1 : 2;
+}
+
+// Sets SHARDSCOPE_BATCH_CALLS for its lifetime.
+class BatchCalls {
+ public:
+  explicit BatchCalls(bool on) {
+    if (!on) qputenv("SHARDSCOPE_BATCH_CALLS", "0");
+  }
+  ~BatchCalls() { qunsetenv("SHARDSCOPE_BATCH_CALLS"); }
+};
+
+const char* kHeld =
+    "a = probe(probe.output, 1)\n"  // held
+    "a_top = a[-1].argmax()\n"      // an op on a held value, deferred too
+    "b_in = probe.output * 1\n"
+    "c = probe(b_in, 1)\n"                 // the same group
+    "b_in[:] = 100\n"                      // the held call copied its argument
+    "d = probe(probe.output[:, :2], 1)\n"  // other rows: a group of its own
+    "y = later.output\n"                   // held calls wait with the block
+    "e = probe(y, 1)\n"                    // joins a's group
+    "outs = torch.stack([a, c, e]).save()\n"
+    "top = a_top.save()\n"
+    "dd = d.save()\n";  // computed at the block's end
+
+// A lens over the demo model's layers, the nnsight way.
+std::string lensScript() {
+  return "with model.trace(\"The Eiffel Tower is in the city of\"):\n"
+         "    tops = []\n"
+         "    rows = []\n"
+         "    for i in range(4):\n"
+         "        o = model.model.layers[i].output\n"
+         "        logits = model.logits_processor(model.lm_head, model.model.norm(o[0] + o[1]))\n"
+         "        tops.append(logits[-1].argmax())\n"
+         "        rows.append(logits[-1:])\n"
+         "    lens = torch.stack(tops).save()\n"
+         "    last = torch.cat(rows).save()\n"
+         "    mlp = model.model.layers[3].mlp(o[0]).save()\n"
+         "    top = model.logits.argmax(-1).save()\n";
+}
+
+}  // namespace
+
+class TestDeferredCalls : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void alikeCallsRunAsOne_data() {
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<bool>("batched");
+    QTest::newRow("tp1 batched") << 1 << true;
+    QTest::newRow("tp2 batched") << 2 << true;
+    QTest::newRow("tp1 one at a time") << 1 << false;
+    QTest::newRow("tp2 one at a time") << 2 << false;
+  }
+  void alikeCallsRunAsOne() {
+    QFETCH(int, tp);
+    QFETCH(bool, batched);
+    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp)
+      QSKIP("NCCL needs one GPU per rank");
+    const BatchCalls mode(batched);
+    const Outcome r = runProbe(tp, kHeld);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const at::Tensor x = at::arange(6, at::kFloat).view({2, 3});
+    const at::Tensor y = (x * 2 + 1) * tp;
+    QVERIFY(at::equal(r.saved.at("outs"), at::stack({y, y, y})));
+    QVERIFY(at::equal(r.saved.at("top"), y[-1].argmax()));
+    QVERIFY(at::equal(r.saved.at("dd"), (x.narrow(1, 0, 2) * 2 + 1) * tp));
+    // Four calls of 2 rows: batched, a, c and e as one call of 6 rows and d alone.
+    QCOMPARE(r.calls, batched ? 2 : 4);
+    QCOMPARE(r.rows, 8);
+  }
+
+  void opsBeforeAnEditDoNotSeeIt() {
+    const Outcome r = runProbe(probeTp(),
+                               "l = probe(probe.output, 0)\n"
+                               "m = l.argmax(-1)\n"
+                               "l[:, 0] = 1000\n"
+                               "top = m.save()\n"
+                               "edited = l.save()\n");
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(at::equal(r.saved.at("top"), at::full({2}, 2, at::kLong)));
+    QCOMPARE(r.saved.at("edited")[0][0].item<float>(), 1000.f);
+  }
+
+  void aFailingCallNamesItsLine() {
+    const Outcome r = runProbe(probeTp(),
+                               "ok = probe(probe.output, 1)\n"
+                               "bad = probe(probe.output, 7)\n"
+                               "y = later.output\n"
+                               "total = (bad + 1).save()\n");
+    QVERIFY2(r.error.find("shift 7 is refused") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find("the call probe(...) on line 2") != std::string::npos, r.error.c_str());
+    QVERIFY2(r.error.find(":4:") != std::string::npos, r.error.c_str());  // where it was needed
+  }
+
+  void theBlockEndRunsWhatWasSaved() {
+    const Outcome r = runProbe(1, "s = probe(probe.output, 2)[0].sum().save()\n");
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.saved.at("s").item<float>(), float((0 + 1 + 2) * 2 + 3 * 2));
+    QCOMPARE(r.calls, 1);
+  }
+
+  void heldOnlyWhenRowWiseWithRows() {
+    RowProbe probe("probe");
+    std::vector<CallArg> rows(2), vector(2), ragged(3);
+    rows[0].tensor = at::zeros({2, 3});
+    rows[1].integer = 1;
+    vector[0].tensor = at::zeros({3});
+    vector[1].integer = 1;
+    ragged[0].tensor = at::zeros({2, 3});
+    ragged[1].tensor = at::zeros({3, 3});
+    ragged[2].integer = 1;
+    QVERIFY(trace::DeferredCalls::holdable(probe, rows));
+    QVERIFY(!trace::DeferredCalls::holdable(probe, vector));
+    QVERIFY(!trace::DeferredCalls::holdable(probe, ragged));
+  }
+
+  void aCallHeldPastItsBlockSaysSo() {
+    RowProbe probe("probe");
+    std::function<at::Tensor()> output;
+    {
+      trace::DeferredCalls calls(
+          [](const Module&, std::vector<CallArg> args, int64_t) { return args[0].tensor; });
+      std::vector<CallArg> args(2);
+      args[0].tensor = at::zeros({2, 3});
+      args[1].integer = 1;
+      output = calls.hold(probe, std::move(args), 0);
+    }
+    try {
+      output();
+      QFAIL("a call held past its block ran");
+    } catch (const std::exception& e) {
+      QVERIFY2(std::string(e.what()).find("ended before this call ran") != std::string::npos,
+               e.what());
+    }
+  }
+
+  void logitLensEqualsOneCallAtATime_data() {
+    QTest::addColumn<int>("tp");
+    QTest::newRow("tp1") << 1;
+    QTest::newRow("tp2") << 2;
+    QTest::newRow("tp4") << 4;
+  }
+  void logitLensEqualsOneCallAtATime() {
+    QFETCH(int, tp);
+    if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp)
+      QSKIP("NCCL needs one GPU per rank");
+    trace::RunOptions o;
+    o.modelDirs["demo"] = ensureDemoModel().string();
+    o.tp = tp;
+    o.device = test::device();
+    o.dtype = "f32";
+    o.backend = test::backend();
+    const auto lens = [&](bool batched) {
+      const BatchCalls mode(batched);
+      return test::runBody(o, "demo", lensScript(), "lens.py");
+    };
+    const test::ScriptRun batched = lens(true), single = lens(false);
+    for (const auto* r : {&batched, &single}) {
+      QVERIFY2(r->lines.empty(), r->lines.empty() ? "" : r->lines.back().c_str());
+    }
+    QVERIFY(at::equal(batched.tensor("lens"), single.tensor("lens")));
+    for (const char* name : {"last", "mlp"})
+      QVERIFY2(test::closeToScale(batched.tensor(name), single.tensor(name)), name);
+    // The last layer's lens is the model's own head.
+    QCOMPARE(batched.tensor("lens")[3].item<int64_t>(), batched.tensor("top")[-1].item<int64_t>());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDeferredCalls)
+#include "tst_deferred_calls.moc"
