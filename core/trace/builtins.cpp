@@ -201,6 +201,8 @@ Value snapshot(const Value& v) {
   switch (v->type) {
     case Type::Tensor:
       return tensor(v->tensor.clone());
+    case Type::Deferred:  // to be computed into memory of its own: the block resolves this object
+      return v;
     case Type::Tuple:
     case Type::List: {
       std::vector<Value> items;

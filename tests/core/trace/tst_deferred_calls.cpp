@@ -237,6 +237,33 @@ class TestDeferredCalls : public QObject {
     }
   }
 
+  void aSavedListWithAPortViewKeepsItsHeldValues() {
+    // Saving a list that views model memory copies it (a snapshot) in the block; its held values
+    // must stay the objects the block's end computes, or the driver finds them uncomputed.
+    trace::RunOptions o;
+    o.modelDirs["demo"] = ensureDemoModel().string();
+    o.device = test::device();
+    o.dtype = "f32";
+    const auto held = [&](bool batched) {
+      const BatchCalls mode(batched);
+      return test::runBody(o, "demo",
+                           "with model.trace(\"Hello\", max_tokens=2) as tracer:\n"
+                           "    with tracer.invoke(\"Hello\"):\n"
+                           "        held = []\n"
+                           "        for i in tracer.iter[:]:\n"
+                           "            o = model.model.layers[0].output[0]\n"
+                           "            held.append(o)\n"
+                           "            held.append(model.model.layers[0].mlp(o))\n"
+                           "        held = held.save()\n"
+                           "view, called = held[2:]\n",
+                           "held.py");
+    };
+    const test::ScriptRun batched = held(true), single = held(false);
+    QVERIFY2(batched.lines.empty(), batched.lines.empty() ? "" : batched.lines.back().c_str());
+    for (const char* name : {"view", "called"})
+      QVERIFY2(test::closeToScale(batched.tensor(name), single.tensor(name)), name);
+  }
+
   void logitLensEqualsOneCallAtATime_data() {
     QTest::addColumn<int>("tp");
     QTest::newRow("tp1") << 1;
