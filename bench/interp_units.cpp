@@ -15,13 +15,17 @@
 // interp-units runs both in one call and bench/report_interp_units.py prints them as one table.
 // --check also verifies, outside the timed runs, that the units do their work (the lens's last
 // layer predicts the model's own top token; the patched invoke's logits equal the clean ones).
+// --timeline DIR (CUDA builds) also records one more run of each unit's kernels as a Chrome trace
+// DIR/UNIT.json (bench/report_timeline.py --forwards 1: how long the GPU idled waiting on the
+// host).
 //
 //   interp_units [--model SPEC] [--device cpu|cuda] [--tp N] [--backend auto|local|nccl]
-//                [--dtype bf16] [--runs 7] [--warmup 3] [--check] > ours.json
+//                [--dtype bf16] [--runs 7] [--warmup 3] [--check] [--timeline DIR] > ours.json
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -32,6 +36,8 @@
 #include "core/trace/script_runner.h"
 #ifdef SHARDSCOPE_BENCH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
+
+#include "bench/kernel_timeline.h"
 #endif
 
 using namespace shardscope;
@@ -48,7 +54,7 @@ constexpr int64_t kSteps = 8;
 
 struct Options {
   std::string model;
-  std::string device = "cpu", backend, dtype = "bf16";
+  std::string device = "cpu", backend, dtype = "bf16", timelineDir;
   int tp = 1, runs = 7, warmup = 3;
   bool check = false;
 };
@@ -65,6 +71,23 @@ void deviceSync(const std::string& device) {
 #else
   if (device == "cuda")
     throw Error("interp_units was built without CUDA; rebuild with LibTorch's CUDA");
+#endif
+}
+
+// One more run of `once`, its kernels recorded to `path` (CUDA builds only).
+template <typename Work>
+void recordTimeline(const Options& opt, const std::string& path, Work&& once) {
+#ifdef SHARDSCOPE_BENCH_CUDA
+  deviceSync(opt.device);
+  bench::recordKernelTimeline(path, [&] {
+    once();
+    deviceSync(opt.device);
+  });
+  std::fprintf(stderr, "timeline: %s\n", path.c_str());
+#else
+  (void)once;
+  throw Error("--timeline needs a CUDA build (LibTorch's Kineto profiler records the kernels); " +
+              path + " was not written");
 #endif
 }
 
@@ -99,9 +122,12 @@ Options parse(int argc, char** argv) {
       o.runs = std::stoi(v);
     else if (a == "--warmup")
       o.warmup = std::stoi(v);
+    else if (a == "--timeline")
+      o.timelineDir = v;
     else
-      throw Error("unknown option " + a +
-                  "; accepted: --model --device --tp --backend --dtype --runs --warmup --check");
+      throw Error(
+          "unknown option " + a +
+          "; accepted: --model --device --tp --backend --dtype --runs --warmup --check --timeline");
   }
   if (o.runs < 1 || o.warmup < 0) throw Error("--runs must be at least 1 and --warmup at least 0");
   if (o.model.empty())
@@ -200,6 +226,7 @@ void checkUnit(const std::string& name, const trace::ScriptRunner& runner, int64
 
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
+  if (!opt.timelineDir.empty()) std::filesystem::create_directories(opt.timelineDir);
   EngineOptions eo;
   eo.model = opt.model;
   eo.device = opt.device;
@@ -251,6 +278,8 @@ int main(int argc, char** argv) try {
       times.push_back(std::chrono::duration<double>(Clock::now() - t).count());
     }
     seconds[u.name] = median(times);
+    if (!opt.timelineDir.empty())
+      recordTimeline(opt, opt.timelineDir + "/" + u.name + ".json", once);
     json row{{"seconds", seconds[u.name]}, {"tokens", u.tokens}};
     if (!u.baseline.empty()) row["baseline"] = u.baseline;
     out["units"][u.name] = row;
