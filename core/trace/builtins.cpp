@@ -383,6 +383,12 @@ void installBuiltins(Environment& env) {
               case Type::Tensor:
                 return integer(v->tensor.dim() ? v->tensor.size(0)
                                                : throw RuntimeFailure("len() of a 0-d tensor"));
+              case Type::Module:  // len(model.model.layers)
+                if (a.interpreter) {
+                  if (auto n = a.interpreter->host().moduleLength(*a.interpreter, v))
+                    return integer(*n);
+                }
+                throw RuntimeFailure(v->str + " is not a list of modules, so it has no len()");
               default:
                 throw RuntimeFailure(std::string("object of type '") + typeName(v->type) +
                                      "' has no len()");

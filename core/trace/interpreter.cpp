@@ -200,6 +200,10 @@ void Interpreter::exec(const Stmt& s) {
           } else if (iterable->type == Type::Tensor) {
             for (int64_t i = 0; i < iterable->tensor.size(0); ++i)
               bodyOnce(tensor(iterable->tensor[i]));
+          } else if (iterable->type == Type::Module) {  // `for layer in model.model.layers`
+            const auto n = host_.moduleLength(*this, iterable);
+            if (!n) fail("cannot iterate over " + iterable->str + ": it is not a list of modules");
+            for (long long i = 0; i < *n; ++i) bodyOnce(host_.moduleIndex(*this, iterable, i));
           } else {
             fail(std::string("cannot iterate over ") + typeName(iterable->type));
           }
@@ -336,6 +340,7 @@ Value Interpreter::call(const Value& fn, CallArgs& args) {
   switch (fn->type) {
     case Type::Builtin:
       args.callee = fn->str;
+      args.interpreter = this;
       return charged(fn->builtin(args));
     case Type::Function:
       return callFunction(*fn->function, args);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ class Host {
   virtual void setModuleAttribute(Interpreter& in, const Value& module, const std::string& name,
                                   const Value& v) = 0;
   virtual Value moduleIndex(Interpreter& in, const Value& module, long long index) = 0;
+  // How many modules `module[i]` names (model.model.layers: the layers), or nullopt when the module
+  // is not a list of modules. len() and `for layer in ...` use it.
+  virtual std::optional<long long> moduleLength(Interpreter& in, const Value& module) = 0;
   virtual Value callModule(Interpreter& in, const Value& module, CallArgs& args) = 0;
   virtual Value tracerAttribute(Interpreter& in, const Value& tracer, const std::string& name) = 0;
   // Runs a `with` statement whose context is `context` (model.trace, tracer.invoke).

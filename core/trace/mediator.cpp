@@ -168,6 +168,13 @@ Value Mediator::moduleIndex(Interpreter& in, const Value& module, long long inde
                            "[" + std::to_string(index) + "]");
 }
 
+std::optional<long long> Mediator::moduleLength(Interpreter& in, const Value& module) {
+  const Module* m = resolve(in, module->str);
+  const auto& children = m->children();
+  if (children.empty() || children.front()->path() != m->path() + "[0]") return std::nullopt;
+  return (long long)children.size();
+}
+
 Value Mediator::callModule(Interpreter& in, const Value& module, CallArgs& args) {
   const Module* m = resolve(in, module->str);
   if (!m->callableWithWhole()) {

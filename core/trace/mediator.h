@@ -71,6 +71,8 @@ class Mediator : public Host {
 
   Value moduleIndex(Interpreter& in, const Value& module, long long index) override;
 
+  std::optional<long long> moduleLength(Interpreter& in, const Value& module) override;
+
   Value callModule(Interpreter& in, const Value& module, CallArgs& args) override;
 
   Value tracerAttribute(Interpreter& in, const Value&, const std::string& name) override;

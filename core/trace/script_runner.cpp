@@ -278,13 +278,19 @@ struct ScriptRunner::Impl : public Host {
     in.fail(module->str + "." + name + " can only be written inside `with model.trace(...)`");
   }
 
+  std::optional<long long> moduleLength(Interpreter& in, const Value& module) override {
+    long long n = 0;  // the modules named module[i], not their children
+    for (const auto& m : engineOf(in, module).info().modules)
+      n += m.path.rfind(module->str + "[", 0) == 0 &&
+           m.path.find('.', module->str.size()) == std::string::npos;
+    if (n == 0) return std::nullopt;
+    return n;
+  }
+
   Value moduleIndex(Interpreter& in, const Value& module, long long index) override {
     if (index < 0) {  // layers[-1]
-      long long n = 0;
-      for (const auto& m : engineOf(in, module).info().modules)
-        n += m.path.rfind(module->str + "[", 0) == 0 &&
-             m.path.find('.', module->str.size()) == std::string::npos;
-      index += n;
+      const auto n = moduleLength(in, module);
+      index += n.value_or(0);
     }
     const std::string path = module->str + "[" + std::to_string(index) + "]";
     for (const auto& m : engineOf(in, module).info().modules) {

@@ -18,6 +18,7 @@ namespace shardscope::trace {
 struct Object;
 using Value = std::shared_ptr<Object>;
 class Environment;
+class Interpreter;
 
 enum class Type {
   None,
@@ -51,6 +52,7 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keywords;
   SourceLocation at;
   std::string callee;  // the builtin's name, for error messages (set by Interpreter::call)
+  Interpreter* interpreter = nullptr;  // the caller (set by Interpreter::call): len() of a module
 
   const Value* keyword(const std::string& name) const;
   // The i-th positional argument; a missing one is the script's error naming the function and the

@@ -3,7 +3,8 @@
 // gets its own rows back; a call's arguments are copied when it is held; ops on a held value made
 // before an in-place edit do not see the edit; a failing call names its line; the block's end
 // computes what was saved. On the demo model a logit lens gives what it gives with calls run one
-// at a time (SHARDSCOPE_BATCH_CALLS=0), at tp=1, 2 and 4.
+// at a time (SHARDSCOPE_BATCH_CALLS=0), at tp=1, 2 and 4, and written with nnsight's
+// `for layer in model.model.layers` (len() and iteration over a list of modules).
 #include <QtTest>
 
 #include <ATen/ATen.h>
@@ -262,6 +263,38 @@ class TestDeferredCalls : public QObject {
     QVERIFY2(batched.lines.empty(), batched.lines.empty() ? "" : batched.lines.back().c_str());
     for (const char* name : {"view", "called"})
       QVERIFY2(test::closeToScale(batched.tensor(name), single.tensor(name)), name);
+  }
+
+  void layersHaveALengthAndIterate() {
+    // nnsight's idioms: `len(model.model.layers)` and `for layer in model.model.layers`, in the
+    // driver and in a block; a module that is not a list has no len().
+    trace::RunOptions o;
+    o.modelDirs["demo"] = ensureDemoModel().string();
+    o.device = test::device();
+    o.dtype = "f32";
+    const test::ScriptRun r =
+        test::runBody(o, "demo",
+                      "for layer in model.model.layers:\n"
+                      "    last = str(layer)\n"
+                      "print(len(model.model.layers), last)\n"
+                      "with model.trace(\"Hello\"):\n"
+                      "    tops = []\n"
+                      "    for layer in model.model.layers:\n"
+                      "        o = layer.output\n"
+                      "        h = model.model.norm(o[0] + o[1])\n"
+                      "        tops.append(model.logits_processor(model.lm_head, h)[-1].argmax())\n"
+                      "    print(len(model.model.layers), len(tops))\n"
+                      "    lens = torch.stack(tops).save()\n"
+                      "    top = model.logits.argmax(-1).save()\n"
+                      "print(len(model.model))\n",
+                      "layers.py");
+    QCOMPARE(r.lines.size(), size_t(3));
+    QCOMPARE(r.lines[0], std::string("4 <module model.model.layers[3]>"));
+    QCOMPARE(r.lines[1], std::string("4 4"));
+    QVERIFY2(r.lines[2].find("model.model is not a list of modules, so it has no len()") !=
+                 std::string::npos,
+             r.lines[2].c_str());
+    QCOMPARE(r.tensor("lens")[3].item<int64_t>(), r.tensor("top")[-1].item<int64_t>());
   }
 
   void logitLensEqualsOneCallAtATime_data() {

@@ -63,6 +63,9 @@ class NoModelHost : public trace::Host {
   trace::Value moduleIndex(trace::Interpreter& in, const trace::Value&, long long) override {
     in.fail("no model here");
   }
+  std::optional<long long> moduleLength(trace::Interpreter& in, const trace::Value&) override {
+    in.fail("no model here");
+  }
   trace::Value callModule(trace::Interpreter& in, const trace::Value&, trace::CallArgs&) override {
     in.fail("no model here");
   }
