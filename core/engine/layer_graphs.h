@@ -41,6 +41,7 @@ class LayerGraphs : public LayerReplayer {
   struct Graph;
   struct StepInputs {  // the step's device tensors, at the addresses the graphs read
     at::Tensor positions, slots;
+    uint64_t filledBy = 0;  // the replay() call that last copied the step's tensors in
   };
   using Layout = std::vector<int64_t>;
 
@@ -68,6 +69,7 @@ class LayerGraphs : public LayerReplayer {
   ProcessGroup& group_;
   at::Device device_;
   std::map<Layout, StepInputs> inputs_;
+  uint64_t replayCalls_ = 0;  // replay() calls so far: the step's tensors are copied once a call
   std::map<Layout, std::unique_ptr<Graph>> graphs_;              // by {begin, end} + layout
   std::map<Layout, std::unique_ptr<SegmentedLayer>> segmented_;  // by {layer, fused} + layout
   struct Pool;
