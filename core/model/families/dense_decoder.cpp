@@ -88,9 +88,8 @@ at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::
       !fused::usable(qkv, rotaryEmb->cosTable()) || !qkv.is_contiguous())
     return {};
   if (b.observer) {  // in the order the modules would have visited them
-    for (const Module* m :
-         {static_cast<const Module*>(qNorm), static_cast<const Module*>(kNorm),
-          static_cast<const Module*>(rotaryEmb), static_cast<const Module*>(attn)}) {
+    const std::initializer_list<const Module*> skipped = {qNorm, kNorm, rotaryEmb, attn};
+    for (const Module* m : skipped) {
       if (!m) continue;  // no q/k norms (Qwen2, Llama)
       b.observer->portPassed(*m, PortRole::Input, b);
       b.observer->portPassed(*m, PortRole::Output, b);
