@@ -112,12 +112,13 @@ bool DeferredCalls::holdable(const Module& m, const std::vector<CallArg>& args) 
 }
 
 std::function<at::Tensor()> DeferredCalls::hold(const Module& m, std::vector<CallArg> args,
-                                                int64_t step) {
+                                                int64_t step, const std::vector<bool>& unshared) {
   auto call = std::make_shared<State::Call>();
-  for (CallArg& a : args) {
-    if (!a.tensor.defined()) continue;
-    call->rows = a.tensor.size(0);
-    a.tensor = a.tensor.clone(at::MemoryFormat::Contiguous);
+  for (size_t i = 0; i < args.size(); ++i) {
+    at::Tensor& t = args[i].tensor;
+    if (!t.defined()) continue;
+    call->rows = t.size(0);
+    if (i >= unshared.size() || !unshared[i]) t = t.clone(at::MemoryFormat::Contiguous);
   }
   const std::string sig = signature(args);
   call->args = std::move(args);

@@ -35,9 +35,11 @@ class DeferredCalls {
   // Whether a call of `m` with `args` can be held: `m` is row-wise and every tensor argument has
   // rows (two or more dimensions) of one count.
   static bool holdable(const Module& m, const std::vector<CallArg>& args);
-  // Holds the call (its tensor arguments copied: the script may edit them before it runs) and
-  // returns what computes its output, running the call's group when it has not run yet.
-  std::function<at::Tensor()> hold(const Module& m, std::vector<CallArg> args, int64_t step);
+  // Holds the call and returns what computes its output, running the call's group when it has
+  // not run yet. Tensor arguments are copied (the script may edit them before the call runs),
+  // except those `unshared` marks: values only this call can reach (a temporary of the script).
+  std::function<at::Tensor()> hold(const Module& m, std::vector<CallArg> args, int64_t step,
+                                   const std::vector<bool>& unshared = {});
   // How many module calls ran for the calls held so far (each group counts once).
   int64_t callsRun() const;
   int64_t callsHeld() const;

@@ -183,7 +183,16 @@ Value Mediator::callModule(Interpreter& in, const Value& module, CallArgs& args)
   }
   std::vector<CallArg> tensors = callArgs(args, m->path(), owner_);
   if (batchCalls_ && DeferredCalls::holdable(*m, tensors)) {
-    auto output = calls_.hold(*m, std::move(tensors), step);
+    // A temporary tensor of the script (`norm(h)` passed on at once) needs no copy: the value
+    // object is the call's alone, its tensor has two owners (the value and `tensors`) and its
+    // storage backs no other tensor.
+    std::vector<bool> unshared(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor& t = tensors[i].tensor;
+      unshared[i] = t.defined() && args.positional[i].use_count() == 1 && t.use_count() == 2 &&
+                    t.has_storage() && t.storage().use_count() == 1 && !viewsModelMemory(t);
+    }
+    auto output = calls_.hold(*m, std::move(tensors), step, unshared);
     const std::string where = m->path() + "(...) on line " + std::to_string(in.location().line);
     return in.deferred(
         [output, where] {

@@ -185,6 +185,22 @@ class TestDeferredCalls : public QObject {
     QCOMPARE(r.saved.at("edited")[0][0].item<float>(), 1000.f);
   }
 
+  void argumentsAreCopiedUnlessOnlyTheCallHasThem() {
+    // `src.contiguous()` is a temporary that holds src's own tensor: the call must copy it. A
+    // temporary nobody else holds is passed as it is; both see the values of the call's line.
+    const Outcome r = runProbe(probeTp(),
+                               "src = probe.output * 1\n"
+                               "shared = probe(src.contiguous(), 1)\n"
+                               "fresh = probe(probe.output * 1, 1)\n"
+                               "src[:] = 100\n"
+                               "a = shared.save()\n"
+                               "b = fresh.save()\n");
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const at::Tensor y = (at::arange(6, at::kFloat).view({2, 3}) * 2 + 1) * probeTp();
+    QVERIFY(at::equal(r.saved.at("a"), y));
+    QVERIFY(at::equal(r.saved.at("b"), y));
+  }
+
   void aFailingCallNamesItsLine() {
     const Outcome r = runProbe(probeTp(),
                                "ok = probe(probe.output, 1)\n"
