@@ -11,7 +11,7 @@ struct DeferredCalls::State {
     std::vector<CallArg> args;
     int64_t rows = 0;
     bool done = false;
-    at::Tensor output;
+    StackedRow output;
     std::string error;  // the group's call failed: why
   };
 
@@ -77,9 +77,19 @@ void DeferredCalls::State::runGroupOf(const Call* call) {
                   std::to_string(out.dim() ? out.size(0) : 0) + " rows for " +
                   std::to_string(rows) + " stacked rows");
     }
-    int64_t first = 0;
+    // With rows alike (the lens's calls) the output is also a stack [calls, rows, ...]: alike ops
+    // on the calls' outputs can then run once on it.
+    bool alike = out.is_contiguous();
+    for (const auto& c : group.calls) alike &= c->rows == group.calls.front()->rows;
+    at::Tensor stacked;
+    if (alike && group.calls.size() > 1) {
+      std::vector<int64_t> shape{int64_t(group.calls.size()), group.calls.front()->rows};
+      shape.insert(shape.end(), out.sizes().begin() + 1, out.sizes().end());
+      stacked = out.view(shape);
+    }
+    int64_t first = 0, index = 0;
     for (const auto& c : group.calls) {
-      c->output = out.narrow(0, first, c->rows);
+      c->output = StackedRow{out.narrow(0, first, c->rows), stacked, index++};
       c->done = true;
       first += c->rows;
     }
@@ -111,7 +121,7 @@ bool DeferredCalls::holdable(const Module& m, const std::vector<CallArg>& args) 
   return rows > 0;
 }
 
-std::function<at::Tensor()> DeferredCalls::hold(const Module& m, std::vector<CallArg> args,
+std::function<StackedRow()> DeferredCalls::hold(const Module& m, std::vector<CallArg> args,
                                                 int64_t step, const std::vector<bool>& unshared) {
   auto call = std::make_shared<State::Call>();
   for (size_t i = 0; i < args.size(); ++i) {
@@ -129,7 +139,7 @@ std::function<at::Tensor()> DeferredCalls::hold(const Module& m, std::vector<Cal
   if (!group) group = &state_->groups.emplace_back(State::Group{&m, step, sig, {}});
   group->calls.push_back(call);
   ++state_->held;
-  return [state = state_, call]() -> at::Tensor {
+  return [state = state_, call]() -> StackedRow {
     if (!call->done) state->runGroupOf(call.get());
     if (!call->done) throw Error("internal error in ShardScope: a held module call was lost");
     if (!call->error.empty()) throw RuntimeFailure(call->error);

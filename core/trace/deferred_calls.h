@@ -17,6 +17,7 @@
 
 #include "../model/module.h"
 #include "../model/module_call.h"
+#include "value.h"
 
 namespace shardscope::trace {
 
@@ -38,7 +39,9 @@ class DeferredCalls {
   // Holds the call and returns what computes its output, running the call's group when it has
   // not run yet. Tensor arguments are copied (the script may edit them before the call runs),
   // except those `unshared` marks: values only this call can reach (a temporary of the script).
-  std::function<at::Tensor()> hold(const Module& m, std::vector<CallArg> args, int64_t step,
+  // The output comes with where it lies among the group's (StackedRow) when the group's calls all
+  // had the same rows.
+  std::function<StackedRow()> hold(const Module& m, std::vector<CallArg> args, int64_t step,
                                    const std::vector<bool>& unshared = {});
   // How many module calls ran for the calls held so far (each group counts once).
   int64_t callsRun() const;

@@ -106,10 +106,11 @@ class Interpreter {
   Value charged(Value v);
   SourceLocation location() const { return at_; }
 
-  // Deferred values (a held module call, DeferredCalls, and tensor ops applied to one): `compute`
-  // runs when the script first needs the tensor, or at resolveDeferred(). `op`: an op on another
-  // deferred value (indexing, argmax), as opposed to a call's own output.
-  Value deferred(std::function<at::Tensor()> compute, bool op);
+  // Deferred values: a held module call's output (DeferredCalls, in the mediator), and the tensor
+  // ops a script applies to one (indexing, argmax). `compute` runs when the script first needs the
+  // tensor, or at resolveDeferred(); it returns the call's output and, when its group's calls had
+  // rows alike, where it lies among theirs (StackedRow), so that alike ops on them run once.
+  Value deferredCall(std::function<StackedRow()> compute);
   // Computes every deferred value still held (the end of a block: what it saved must be tensors).
   void resolveDeferred();
   // After a failure: deferred values still held say, when read, that they were never computed.
@@ -150,10 +151,16 @@ class Interpreter {
   SourceLocation at_;
   const Stmt* stmt_ = nullptr;
   int depth_ = 0;
+  struct DeferredOp;
   struct Held {
     std::weak_ptr<Object> value;
-    bool op = false;
+    std::shared_ptr<const DeferredOp> op;  // null for a call's output
+    std::shared_ptr<StackedRow> row;       // where the computed value lies among its siblings'
   };
+  Value held(std::function<at::Tensor()> compute, std::shared_ptr<const DeferredOp> op,
+             std::shared_ptr<StackedRow> row);
+  void resolveOps();
+  at::Tensor runStacked(const DeferredOp& op, const at::Tensor& stacked);
   std::vector<Held> deferred_;
 };
 

@@ -194,16 +194,14 @@ Value Mediator::callModule(Interpreter& in, const Value& module, CallArgs& args)
     }
     auto output = calls_.hold(*m, std::move(tensors), step, unshared);
     const std::string where = m->path() + "(...) on line " + std::to_string(in.location().line);
-    return in.deferred(
-        [output, where] {
-          try {
-            return output();
-          } catch (const std::exception& e) {
-            throw RuntimeFailure(std::string(e.what()) + " (the call " + where +
-                                 ", run with alike calls when its value was first needed)");
-          }
-        },
-        false);
+    return in.deferredCall([output, where] {
+      try {
+        return output();
+      } catch (const std::exception& e) {
+        throw RuntimeFailure(std::string(e.what()) + " (the call " + where +
+                             ", run with alike calls when its value was first needed)");
+      }
+    });
   }
   return callResult(runCall(*m, std::move(tensors), step));
 }

@@ -105,6 +105,14 @@ Value sizeOf(const at::Tensor& t);
 Value builtin(std::string name, BuiltinFn fn);
 Value moduleProxy(std::string path);
 
+// A tensor that is block `index` of `stacked` along its first dimension (stacked[index] is it): a
+// held call's output among its group's, or an op's result among its siblings'. `stacked`
+// undefined: it lies alone.
+struct StackedRow {
+  at::Tensor value, stacked;
+  int64_t index = 0;
+};
+
 // Computes a Deferred value: the object becomes the Tensor it stands for, in place, so every name
 // and list holding it sees the tensor. resolveDeep also resolves the items of tuples, lists and
 // dicts. Other values are left as they are.

@@ -52,6 +52,7 @@ class RowProbe : public Module {
 struct Outcome {
   std::string error;
   std::map<std::string, at::Tensor> saved;
+  std::map<std::string, at::Tensor> onDevice;  // the saved tensors as the block left them
   int calls = 0, rows = 0;
 };
 
@@ -90,8 +91,10 @@ Outcome runProbe(int tp, const std::string& source) {
           return;
         }
         if (ctx.rank != 0) return;
-        for (const auto& [name, value] : il.output().saved)
+        for (const auto& [name, value] : il.output().saved) {
           out.saved[name] = value->tensor.to(at::kCPU);
+          out.onDevice[name] = value->tensor;
+        }
         out.calls = probe.calls;
         out.rows = probe.rows;
       })
@@ -201,6 +204,59 @@ class TestDeferredCalls : public QObject {
     QVERIFY(at::equal(r.saved.at("b"), y));
   }
 
+  void alikeOpsOnBatchedOutputsRunOnceAsViews() {
+    // a and b ran as one call: `[-1]` and `.argmax(-1)` on each run once on the stacked output.
+    // The subscripts stay views of each call's own output (an edit through one reaches it), and
+    // the arg-maxes were taken before that edit.
+    const Outcome r = runProbe(probeTp(),
+                               "a = probe(probe.output, 1)\n"
+                               "b = probe(probe.output * 1, 1)\n"
+                               "ra = a[-1]\n"
+                               "rb = b[-1]\n"
+                               "ma = a.argmax(dim=1)\n"
+                               "mb = b.argmax(dim=1)\n"
+                               "lens_a = a[0].argmax().save()\n"  // the lens's form: no dim
+                               "lens_b = b[0].argmax().save()\n"
+                               "ra[:] = 0\n"
+                               "ta = a.save()\n"
+                               "tb = b.save()\n"
+                               "top_a = ma.save()\n"
+                               "top_b = mb.save()\n"
+                               "last_b = rb.float().save()\n"
+                               "total = b.sum().save()\n");
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const at::Tensor y = (at::arange(6, at::kFloat).view({2, 3}) * 2 + 1) * probeTp();
+    at::Tensor edited = y.clone();
+    edited[-1].zero_();
+    QVERIFY(at::equal(r.saved.at("ta"), edited));
+    QVERIFY(at::equal(r.saved.at("tb"), y));
+    QVERIFY(at::equal(r.saved.at("top_a"), at::full({2}, 2, at::kLong)));
+    QVERIFY(at::equal(r.saved.at("top_b"), at::full({2}, 2, at::kLong)));
+    QVERIFY(at::equal(r.saved.at("last_b"), y[-1]));
+    // One arg-max for both: their results share a storage (a stack of two).
+    QVERIFY(r.onDevice.at("top_a").storage().is_alias_of(r.onDevice.at("top_b").storage()));
+    QVERIFY(r.onDevice.at("ta").storage().is_alias_of(r.onDevice.at("tb").storage()));
+    QCOMPARE(r.saved.at("lens_a").item<int64_t>(), 2);
+    QCOMPARE(r.saved.at("lens_b").item<int64_t>(), 2);
+    QVERIFY(r.onDevice.at("lens_a").storage().is_alias_of(r.onDevice.at("lens_b").storage()));
+    QCOMPARE(r.saved.at("total").item<float>(), y.sum().item<float>());
+  }
+
+  void aStackedOpThatFailsFailsAsAlone() {
+    // Run on the stack, `[5]` would index the second dimension's 3 columns; alone it is out of
+    // range for the 2 rows of each output, and that is what the script is told.
+    const Outcome r = runProbe(1,
+                               "a = probe(probe.output, 1)\n"
+                               "b = probe(probe.output * 1, 1)\n"
+                               "x = a[2]\n"
+                               "y = b[2]\n"
+                               "z = (x + 1).save()\n");
+    QVERIFY2(
+        r.error.find("index 2 is out of bounds for dimension 0 with size 2") != std::string::npos,
+        r.error.c_str());
+    QVERIFY2(r.error.find("in a subscript on line 3") != std::string::npos, r.error.c_str());
+  }
+
   void aFailingCallNamesItsLine() {
     const Outcome r = runProbe(probeTp(),
                                "ok = probe(probe.output, 1)\n"
@@ -236,7 +292,7 @@ class TestDeferredCalls : public QObject {
 
   void aCallHeldPastItsBlockSaysSo() {
     RowProbe probe("probe");
-    std::function<at::Tensor()> output;
+    std::function<trace::StackedRow()> output;
     {
       trace::DeferredCalls calls(
           [](const Module&, std::vector<CallArg> args, int64_t) { return args[0].tensor; });
