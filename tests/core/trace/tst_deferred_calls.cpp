@@ -52,7 +52,7 @@ class RowProbe : public Module {
 struct Outcome {
   std::string error;
   std::map<std::string, at::Tensor> saved;
-  std::map<std::string, at::Tensor> onDevice;  // the saved tensors as the block left them
+  std::map<std::string, at::Tensor> onDevice;  // as the interleaver hands them over (CPU: as is)
   int calls = 0, rows = 0;
 };
 
@@ -233,12 +233,19 @@ class TestDeferredCalls : public QObject {
     QVERIFY(at::equal(r.saved.at("top_a"), at::full({2}, 2, at::kLong)));
     QVERIFY(at::equal(r.saved.at("top_b"), at::full({2}, 2, at::kLong)));
     QVERIFY(at::equal(r.saved.at("last_b"), y[-1]));
-    // One arg-max for both: their results share a storage (a stack of two).
-    QVERIFY(r.onDevice.at("top_a").storage().is_alias_of(r.onDevice.at("top_b").storage()));
-    QVERIFY(r.onDevice.at("ta").storage().is_alias_of(r.onDevice.at("tb").storage()));
+
     QCOMPARE(r.saved.at("lens_a").item<int64_t>(), 2);
     QCOMPARE(r.saved.at("lens_b").item<int64_t>(), 2);
-    QVERIFY(r.onDevice.at("lens_a").storage().is_alias_of(r.onDevice.at("lens_b").storage()));
+    // One arg-max for both: their results share a storage (a stack of two). Only on the CPU: the
+    // interleaver hands CUDA values over as host copies.
+    if (test::device() == "cpu") {
+      const auto shared = [&](const char* a, const char* b) {
+        return r.onDevice.at(a).storage().is_alias_of(r.onDevice.at(b).storage());
+      };
+      QVERIFY(shared("top_a", "top_b"));
+      QVERIFY(shared("ta", "tb"));
+      QVERIFY(shared("lens_a", "lens_b"));
+    }
     QCOMPARE(r.saved.at("total").item<float>(), y.sum().item<float>());
   }
 
