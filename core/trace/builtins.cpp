@@ -388,7 +388,9 @@ void installBuiltins(Environment& env) {
                   if (auto n = a.interpreter->host().moduleLength(*a.interpreter, v))
                     return integer(*n);
                 }
-                throw RuntimeFailure(v->str + " is not a list of modules, so it has no len()");
+                throw RuntimeFailure(v->str +
+                                     " is not a list of modules, so it has no len(); a list of "
+                                     "modules such as model.model.layers has one");
               default:
                 throw RuntimeFailure(std::string("object of type '") + typeName(v->type) +
                                      "' has no len()");

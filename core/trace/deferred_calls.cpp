@@ -24,7 +24,6 @@ struct DeferredCalls::State {
 
   Runner run;  // cleared when the block's mediator goes
   std::vector<Group> groups;
-  int64_t held = 0, ran = 0;
 
   void runGroupOf(const Call* call);
 };
@@ -71,7 +70,6 @@ void DeferredCalls::State::runGroupOf(const Call* call) {
   try {
     if (!run) throw Error("the trace block ended before this call ran");
     const at::Tensor out = run(*group.module, std::move(args), group.step);
-    ++ran;
     if (out.dim() < 1 || out.size(0) != rows) {
       throw Error("internal error in ShardScope: " + group.module->path() + " returned " +
                   std::to_string(out.dim() ? out.size(0) : 0) + " rows for " +
@@ -138,21 +136,12 @@ std::function<StackedRow()> DeferredCalls::hold(const Module& m, std::vector<Cal
   }
   if (!group) group = &state_->groups.emplace_back(State::Group{&m, step, sig, {}});
   group->calls.push_back(call);
-  ++state_->held;
   return [state = state_, call]() -> StackedRow {
     if (!call->done) state->runGroupOf(call.get());
     if (!call->done) throw Error("internal error in ShardScope: a held module call was lost");
     if (!call->error.empty()) throw RuntimeFailure(call->error);
     return call->output;
   };
-}
-
-int64_t DeferredCalls::callsRun() const {
-  return state_->ran;
-}
-
-int64_t DeferredCalls::callsHeld() const {
-  return state_->held;
 }
 
 }  // namespace shardscope::trace

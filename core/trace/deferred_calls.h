@@ -43,9 +43,6 @@ class DeferredCalls {
   // had the same rows.
   std::function<StackedRow()> hold(const Module& m, std::vector<CallArg> args, int64_t step,
                                    const std::vector<bool>& unshared = {});
-  // How many module calls ran for the calls held so far (each group counts once).
-  int64_t callsRun() const;
-  int64_t callsHeld() const;
 
  private:
   struct State;

@@ -202,7 +202,9 @@ void Interpreter::exec(const Stmt& s) {
               bodyOnce(tensor(iterable->tensor[i]));
           } else if (iterable->type == Type::Module) {  // `for layer in model.model.layers`
             const auto n = host_.moduleLength(*this, iterable);
-            if (!n) fail("cannot iterate over " + iterable->str + ": it is not a list of modules");
+            if (!n)
+              fail("cannot iterate over " + iterable->str +
+                   ": it is not a list of modules (model.model.layers is one)");
             for (long long i = 0; i < *n; ++i) bodyOnce(host_.moduleIndex(*this, iterable, i));
           } else {
             fail(std::string("cannot iterate over ") + typeName(iterable->type));

@@ -46,18 +46,6 @@ bool holdsTensor(const CallArgs& args) {
   return false;
 }
 
-bool holdsDeferred(const Value& v, bool deep, int depth = 0) {
-  if (v->type == Type::Deferred) return true;
-  if (!deep || depth > 32) return false;  // deeper nesting (or a list in itself): resolved anyway
-  for (const Value& item : v->items) {
-    if (holdsDeferred(item, deep, depth + 1)) return true;
-  }
-  for (const auto& [k, x] : v->dict) {
-    if (holdsDeferred(x, deep, depth + 1)) return true;
-  }
-  return false;
-}
-
 // Runs `op` for a deferred value; a failure names the line that asked for it.
 at::Tensor runDeferredOp(const std::function<at::Tensor()>& op, const std::string& what, int line) {
   try {
@@ -133,7 +121,8 @@ Value Interpreter::deferredCall(std::function<StackedRow()> compute) {
 }
 
 void Interpreter::force(const Value& v, bool deep) {
-  if (deferred_.empty() || !holdsDeferred(v, deep)) return;
+  if (deferred_.empty()) return;
+  if (deep ? !holdsDeferred(v) : v->type != Type::Deferred) return;
   resolveOps();
   if (deep)
     resolveDeep(v);

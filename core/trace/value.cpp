@@ -149,20 +149,29 @@ void resolve(const Value& v) {
 }
 
 namespace {
-void resolveDeep(const Value& v, std::vector<const Object*>& open) {
-  resolve(v);
+// Calls `visit` on v and every value inside its tuples, lists and dicts (a list in itself once).
+void eachInside(const Value& v, std::vector<const Object*>& open,
+                const std::function<void(const Value&)>& visit) {
+  visit(v);
   if (v->items.empty() && v->dict.empty()) return;
-  if (std::find(open.begin(), open.end(), v.get()) != open.end()) return;  // a list in itself
+  if (std::find(open.begin(), open.end(), v.get()) != open.end()) return;
   open.push_back(v.get());
-  for (const Value& item : v->items) resolveDeep(item, open);
-  for (const auto& [k, x] : v->dict) resolveDeep(x, open);
+  for (const Value& item : v->items) eachInside(item, open, visit);
+  for (const auto& [k, x] : v->dict) eachInside(x, open, visit);
   open.pop_back();
 }
 }  // namespace
 
 void resolveDeep(const Value& v) {
   std::vector<const Object*> open;
-  resolveDeep(v, open);
+  eachInside(v, open, resolve);
+}
+
+bool holdsDeferred(const Value& v) {
+  bool found = false;
+  std::vector<const Object*> open;
+  eachInside(v, open, [&](const Value& x) { found |= x->type == Type::Deferred; });
+  return found;
 }
 
 Value sizeOf(const at::Tensor& t) {

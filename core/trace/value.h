@@ -118,6 +118,8 @@ struct StackedRow {
 // dicts. Other values are left as they are.
 void resolve(const Value& v);
 void resolveDeep(const Value& v);
+// Whether v or any value inside its tuples, lists and dicts is Deferred.
+bool holdsDeferred(const Value& v);
 
 // Python's truth value, repr() and str().
 bool truthy(const Value& v);
