@@ -12,7 +12,7 @@
 // --pp splits the layers into pipeline stages (tp x pp rank threads, one GPU each).
 // --timeline DIR measures nothing: it records the kernels of a 16-step decode at batch 1, plain,
 // with the read and with the head write (not with --timeline-decode-only), as Chrome traces in
-// DIR (bench/report_timeline.py).
+// DIR (bench/report_timeline.py); --timeline-prefill N records a prefill of N tokens instead.
 //
 //   gpu_speed --model DIR [--steps 64] [--tp 1] [--pp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
@@ -157,7 +157,7 @@ std::map<std::string, std::string> traceBodies() {
 
 // --timeline: 16 decode steps at batch 1 (after a 5-token prefill) plain and under each trace,
 // each recorded after two unrecorded runs (graphs recorded, allocator warm).
-void recordTimelines(Engine& e, const std::string& dir, bool decodeOnly) {
+void recordTimelines(Engine& e, const std::string& dir, bool decodeOnly, int64_t prefill) {
   constexpr int64_t kSteps = 16;
   const auto prompt = promptIds(5, e.info().vocabSize, 0);
   const auto record = [&](const std::string& name, const auto& work) {
@@ -171,6 +171,11 @@ void recordTimelines(Engine& e, const std::string& dir, bool decodeOnly) {
     });
     std::fprintf(stderr, "timeline %s: %s\n", name.c_str(), path.c_str());
   };
+  if (prefill > 0) {  // one step: the prompt's forward and its first token
+    const auto prompt = promptIds(prefill, e.info().vocabSize, 1);
+    record("prefill-" + std::to_string(prefill), [&] { generateSeconds(e, {prompt}, 1, 1); });
+    return;
+  }
   record("decode", [&] { generateSeconds(e, {prompt}, kSteps + 1, 1); });
   for (const auto& [name, body] : traceBodies()) {
     if (decodeOnly || name == "plain") continue;
@@ -232,7 +237,7 @@ json decodeMatmuls(const ModelInfo& info, double bandwidth) {
 
 int main(int argc, char** argv) {
   std::string model, timelineDir;
-  int64_t steps = 64;
+  int64_t steps = 64, timelinePrefill = 0;
   int tp = 1;
   int pp = 1;
   bool eager = false, scaling = false, expertParallel = false, timelineDecodeOnly = false;
@@ -257,13 +262,14 @@ int main(int argc, char** argv) {
     if (a == "--batches") batchList = parseList(argv[i + 1]);
     if (a == "--prefills") prefillList = parseList(argv[i + 1]);
     if (a == "--timeline") timelineDir = argv[i + 1];
+    if (a == "--timeline-prefill") timelinePrefill = std::stoll(argv[i + 1]);
   }
   if (model.empty()) {
     std::fprintf(
         stderr,
         "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
         "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048] "
-        "[--timeline DIR [--timeline-decode-only]]\n");
+        "[--timeline DIR [--timeline-decode-only | --timeline-prefill N]]\n");
     return 2;
   }
   json out;
@@ -340,7 +346,7 @@ int main(int argc, char** argv) {
 
   if (!timelineDir.empty()) {
     std::filesystem::create_directories(timelineDir);
-    recordTimelines(e, timelineDir, timelineDecodeOnly);
+    recordTimelines(e, timelineDir, timelineDecodeOnly, timelinePrefill);
     return 0;
   }
   if (!scaling && tp == 1)

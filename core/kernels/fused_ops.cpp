@@ -438,4 +438,30 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
   return c.y;
 }
 
+at::Tensor moeCombine(const at::Tensor& down, const at::Tensor& rowOf, const at::Tensor& weights,
+                      const at::Tensor& ids) {
+  if (!usable(weights) || ids.scalar_type() != at::kLong || ids.dim() != 2 ||
+      weights.sizes() != ids.sizes() || rowOf.scalar_type() != at::kLong ||
+      rowOf.numel() != ids.numel() || rowOf.device() != ids.device() ||
+      ids.device() != weights.device() || ids.size(1) < 1 ||
+      ids.size(1) > kernels::kMoeCombineMaxTopK || down.dim() != 2 || !usable(down, weights))
+    return {};
+  const c10::cuda::CUDAGuard guard(weights.device());
+  const at::Tensor dc = down.contiguous(), rc = rowOf.contiguous(), wc = weights.contiguous(),
+                   ic = ids.contiguous();
+  at::Tensor y = at::empty({ids.size(0), down.size(1)}, down.options());
+  kernels::MoeCombineArgs a;
+  a.dtype = dtypeOf(down);
+  a.down = dc.data_ptr();
+  a.rowOf = rc.data_ptr<int64_t>();
+  a.weights = wc.data_ptr();
+  a.ids = ic.data_ptr<int64_t>();
+  a.y = y.data_ptr();
+  a.tokens = ids.size(0);
+  a.topK = ids.size(1);
+  a.hidden = down.size(1);
+  check(kernels::moeCombine(a, streamOf(down)), "moe_combine");
+  return y;
+}
+
 }  // namespace shardscope::fused

@@ -113,4 +113,13 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
 bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
                    int64_t localExperts);
 
+// A prefill's expert outputs combined per token (GroupedExperts): down [rows, H] holds the local
+// (token, choice) pairs' rows, rowOf [T * k] int64 each pair's row in down (-1: another rank's
+// expert), weights [T, k] (down's dtype) and ids [T, k] int64 the routing -> y [T, H], each token's
+// weighted rows added in increasing expert order, each product and add rounded: one kernel for
+// ATen's multiply, index_copy into zeros, gather and k - 1 adds, bit for bit. Undefined when the
+// kernel does not take the tensors.
+at::Tensor moeCombine(const at::Tensor& down, const at::Tensor& rowOf, const at::Tensor& weights,
+                      const at::Tensor& ids);
+
 }  // namespace shardscope::fused

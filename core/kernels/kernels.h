@@ -196,4 +196,22 @@ cudaError_t moeSelect(DType dtype, const MoeSelectArgs& a, int64_t tokens, int64
                       cudaStream_t stream);
 cudaError_t fusedMoe(const FusedMoeArgs& a, cudaStream_t stream);
 
+// The experts' outputs of a prefill combined per token: y[t] = the sum over t's choices j, in
+// increasing expert id (ids [tokens, topK] int64, distinct per token), of round(down[rowOf[t
+// topK + j]] * weights[t, j]), each add rounded; rowOf -1 (another rank's expert) adds a zero
+// row. down [rows, hidden], weights [tokens, topK] and y [tokens, hidden] in dtype, contiguous.
+// Bit for bit what GroupedExperts' ATen chain (multiply, index_copy into zeros, gather by expert,
+// adds) computes.
+constexpr int64_t kMoeCombineMaxTopK = 32;
+struct MoeCombineArgs {
+  DType dtype = DType::Float;
+  const void* down = nullptr;
+  const int64_t* rowOf = nullptr;
+  const void* weights = nullptr;
+  const int64_t* ids = nullptr;
+  void* y = nullptr;
+  int64_t tokens = 0, topK = 0, hidden = 0;
+};
+cudaError_t moeCombine(const MoeCombineArgs& a, cudaStream_t stream);
+
 }  // namespace shardscope::kernels

@@ -1,6 +1,8 @@
 #include "attention.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "../../error.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
@@ -110,6 +112,60 @@ at::Tensor Attention::attendCached(const at::Tensor& q, const ForwardBatch& batc
 }
 #endif
 
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+namespace {
+// R > 1 prompts of one length, all from position 0, their rows in request order, in consecutive
+// slots of one cache: an activation-patching trace's clean and corrupted prompts, a sweep's.
+bool equalFreshPrompts(const std::vector<SequenceSpan>& spans) {
+  if (spans.size() < 2) return false;
+  const SequenceSpan& first = spans[0];
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const SequenceSpan& s = spans[i];
+    if (s.pastLength != 0 || s.tokenCount != first.tokenCount || s.cache != first.cache ||
+        s.tokenStart != int64_t(i) * first.tokenCount || s.slot != first.slot + int64_t(i))
+      return false;
+  }
+  return true;
+}
+
+// SHARDSCOPE_BATCH_PROMPT_ATTENTION=0 keeps the loop over requests (to compare).
+bool promptAttentionBatched() {
+  static const bool on = [] {
+    const char* v = std::getenv("SHARDSCOPE_BATCH_PROMPT_ATTENTION");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
+}  // namespace
+#endif
+
+at::Tensor Attention::attendEqualPrompts(const at::Tensor& q, const at::Tensor& k,
+                                         const at::Tensor& v, const ForwardBatch& batch) const {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  // The CPU keeps the loop: its explicit path matches Hugging Face's eager softmax bit for bit.
+  if (!q.is_cuda() || !promptAttentionBatched() || !equalFreshPrompts(batch.spans)) return {};
+  const int64_t R = int64_t(batch.spans.size()), n = batch.spans[0].tokenCount;
+  const SequenceSpan& first = batch.spans[0];
+  SS_ASSERT(first.cache && n <= first.cache->capacity(), path() + ": request outgrew its KV cache");
+  // [R, n, kv, d] views of the slots' first n positions; attention reads them back as the loop
+  // does (in the cache's dtype).
+  const auto rows = [&](const at::Tensor& all) {
+    return all.narrow(0, first.slot, R).narrow(1, 0, n);
+  };
+  at::Tensor keys = rows(first.cache->allKeys(layer_)),
+             values = rows(first.cache->allValues(layer_));
+  keys.copy_(k.view({R, n, kvHeads_, headDim_}));
+  values.copy_(v.view({R, n, kvHeads_, headDim_}));
+  at::Tensor out = at::scaled_dot_product_attention(
+      q.view({R, n, heads_, headDim_}).transpose(1, 2), keys.transpose(1, 2),
+      values.transpose(1, 2), {}, 0.0, /*is_causal=*/n > 1, scale_, /*enable_gqa=*/true);
+  return out.transpose(1, 2).reshape({R * n, heads_ * headDim_});  // [R, h, n, d] -> rows
+#else
+  (void)q, (void)k, (void)v, (void)batch;
+  return {};
+#endif
+}
+
 at::Tensor Attention::forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const ForwardBatch& batch) const {
   PortValue in = PortValue::single(q);
@@ -122,6 +178,11 @@ at::Tensor Attention::forward(const at::Tensor& q, const at::Tensor& k, const at
     return out.items[0];
   }
 #endif
+  if (at::Tensor together = attendEqualPrompts(query, k, v, batch); together.defined()) {
+    PortValue out = PortValue::single(together);
+    batch.visit(*this, PortRole::Output, out);
+    return out.items[0];
+  }
   std::vector<at::Tensor> outs;
   outs.reserve(batch.spans.size());
   for (const SequenceSpan& s : batch.spans) {

@@ -34,6 +34,11 @@ class Attention : public Module {
                                const ForwardBatch& batch) const;
   at::Tensor attendSpan(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values,
                         int64_t past) const;
+  // Prompts of one length from position 0 in consecutive cache slots, on the GPU: their keys and
+  // values written in one copy each and one fused attention call over [R, heads, n, d] (the loop
+  // over requests launched one a request). Undefined when the batch is not of that shape.
+  at::Tensor attendEqualPrompts(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                const ForwardBatch& batch) const;
 
   int64_t layer_, heads_, kvHeads_, headDim_;
   double scale_;

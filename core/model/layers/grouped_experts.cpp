@@ -4,6 +4,10 @@
 
 #include <algorithm>
 
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+#include "../../kernels/fused_ops.h"
+#endif
+
 // 2.8 has at::_grouped_mm for Hopper only; from 2.9 it runs (more slowly) on other GPUs too.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
 #define SHARDSCOPE_RAGGED_EXPERT_GEMM 1
@@ -12,8 +16,11 @@
 namespace shardscope {
 namespace {
 
-// silu(gate) * up of [rows, 2I] ([gate | up] columns).
+// silu(gate) * up of [rows, 2I] ([gate | up] columns); one kernel on the GPU (the same bits).
 at::Tensor swiGlu(const at::Tensor& gateUp, int64_t I) {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  if (fused::usable(gateUp)) return fused::siluAndMul(gateUp);
+#endif
   return at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
 }
 
@@ -29,6 +36,31 @@ at::Tensor raggedExperts(const at::Tensor& rows, const at::Tensor& ends, const a
   (void)rows, (void)ends, (void)w13, (void)w2;
   return {};
 #endif
+}
+
+// y [T, H]: each token's choices summed in increasing expert order, each add rounded, as HF's
+// index_add_ over experts (other ranks' experts add zero, which changes nothing). down holds the
+// local pairs' expert outputs, row i for pair pairs[i] (undefined: no local pair).
+at::Tensor combineByToken(const at::Tensor& down, const at::Tensor& pairs,
+                          const at::Tensor& weights, const at::Tensor& ids, const at::Tensor& x) {
+  const int64_t T = ids.size(0), k = ids.size(1), H = x.size(1);
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  if (fused::usable(x)) {  // one kernel where ATen runs a multiply, a copy, a gather and k adds
+    at::Tensor rowOf = at::full({T * k}, -1, ids.options());
+    if (down.defined()) rowOf.index_copy_(0, pairs, at::arange(pairs.size(0), ids.options()));
+    const at::Tensor rows = down.defined() ? down : at::empty({0, H}, x.options());
+    if (at::Tensor y = fused::moeCombine(rows, rowOf, weights, ids); y.defined()) return y;
+  }
+#endif
+  at::Tensor perPair = at::zeros({T * k, H}, x.options());
+  if (down.defined())
+    perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));
+  const at::Tensor byExpert = std::get<1>(ids.sort(1));
+  const at::Tensor choices = perPair.view({T, k, H});
+  const at::Tensor ordered = choices.gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
+  at::Tensor y = ordered.select(1, 0).clone();
+  for (int64_t j = 1; j < k; ++j) y.add_(ordered.select(1, j));
+  return y;
 }
 
 }  // namespace
@@ -50,10 +82,20 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
   const int64_t T = x.size(0), k = ids.size(1), H = x.size(1), I = w2.size(2);
   const int64_t localExperts = w13.size(0);
   if (T == 0) return at::zeros_like(x);
-  // Sort the (token, choice) pairs by expert (stable: tokens stay in order within an expert) and
-  // keep this rank's experts' share; one host read of the counts sizes the batch.
+  // Sort the (token, choice) pairs by expert (stable: tokens stay in order within an expert).
   const at::Tensor flat = ids.reshape(-1);
   auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
+  if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2) && firstExpert == 0 &&
+      localExperts == numExperts) {
+    // Every pair is this rank's (the default layout): each expert's end in the sorted pairs is
+    // the number of ids up to it, found on the device; a host read of the counts would leave the
+    // GPU idle while the host launches the rest of the layer.
+    const at::Tensor ends = at::searchsorted(
+        sortedIds, at::arange(1, numExperts + 1, sortedIds.options()), /*out_int32=*/true);
+    const at::Tensor rows = x.index_select(0, at::div(order, k, "trunc"));
+    return combineByToken(raggedExperts(rows, ends, w13, w2), order, weights, ids, x);
+  }
+  // Otherwise keep this rank's experts' share; one host read of the counts sizes the batch.
   const at::Tensor counts = at::bincount(flat, {}, numExperts);
   const at::Tensor hostCounts = counts.to(at::kCPU);
   const int64_t* count = hostCounts.data_ptr<int64_t>();
@@ -63,11 +105,10 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
     local += count[e];
     widest = std::max(widest, count[e]);
   }
-  at::Tensor perPair = at::zeros({T * k, H}, x.options());
+  at::Tensor pairs, down;  // the local pairs sorted by expert, and their experts' outputs
   if (local > 0) {
-    const at::Tensor pairs = order.narrow(0, offset, local);
+    pairs = order.narrow(0, offset, local);
     const at::Tensor rows = x.index_select(0, at::div(pairs, k, "trunc"));
-    at::Tensor down;
     if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2)) {
       const at::Tensor ends = counts.narrow(0, firstExpert, localExperts).cumsum(0).to(at::kInt);
       down = raggedExperts(rows, ends, w13, w2);
@@ -84,16 +125,8 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
       const at::Tensor h = swiGlu(at::bmm(batched, w13.transpose(1, 2)), I);
       down = at::bmm(h, w2.transpose(1, 2)).index({e, slot});
     }
-    perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));
   }
-  // Each token's choices summed in increasing expert order, each add rounded, as HF's index_add_
-  // over experts (other ranks' experts add zero, which changes nothing).
-  const at::Tensor byExpert = std::get<1>(ids.sort(1));
-  const at::Tensor choices = perPair.view({T, k, H});
-  const at::Tensor ordered = choices.gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
-  at::Tensor y = ordered.select(1, 0).clone();
-  for (int64_t j = 1; j < k; ++j) y.add_(ordered.select(1, j));
-  return y;
+  return combineByToken(down, pairs, weights, ids, x);
 }
 
 }  // namespace shardscope

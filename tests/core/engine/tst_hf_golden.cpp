@@ -194,19 +194,28 @@ class TestHfGolden : public QObject {
     QVERIFY2(error.contains(expected), qPrintable(error));
   }
 
-  // Two requests of different lengths in one batch give each one's ids and logits alone.
+  // Requests batched give each one's ids and logits alone: two of different lengths (attention
+  // one request at a time) and three of one length (on the GPU attention runs them as one batch).
   void qwen3MoeBatchingEqualsAlone_data() {
+    QTest::addColumn<int>("tp");
     QTest::addColumn<bool>("expertParallel");
-    QTest::newRow("default") << false;
-    QTest::newRow("expert_parallel") << true;
+    QTest::addColumn<std::vector<std::vector<int64_t>>>("prompts");
+    const std::vector<std::vector<int64_t>> uneven = {{3, 17, 42, 99, 123, 200, 7},
+                                                      {5, 9, 240, 31}};
+    const std::vector<std::vector<int64_t>> even = {
+        {3, 17, 42, 99, 123}, {5, 9, 240, 31, 8}, {77, 1, 14, 249, 60}};
+    QTest::newRow("default") << 2 << false << uneven;
+    QTest::newRow("expert_parallel") << 2 << true << uneven;
+    QTest::newRow("equal_lengths tp1") << 1 << false << even;
+    QTest::newRow("equal_lengths") << 2 << false << even;
   }
   void qwen3MoeBatchingEqualsAlone() {
+    QFETCH(int, tp);
     QFETCH(bool, expertParallel);
-    EngineOptions o = moeOptions(2, expertParallel);
+    QFETCH(std::vector<std::vector<int64_t>>, prompts);
+    EngineOptions o = moeOptions(tp, expertParallel);
     if (!test::hasGpuPerRank(o)) QSKIP("NCCL needs one GPU per rank");
     Engine engine(o);
-    const std::vector<std::vector<int64_t>> prompts = {{3, 17, 42, 99, 123, 200, 7},
-                                                       {5, 9, 240, 31}};
     GenerateRequest r;
     r.sampling.maxTokens = 6;
     r.sampling.ignoreEos = true;

@@ -127,6 +127,29 @@ class TestFusedOps : public QObject {
     expectClose(fused::rmsNorm(x, w, 1e-6), referenceNorm(x, w, 1e-6), 0.99, "rms_norm");
   }
 
+  // Rows one warp covers (a head's q/k norm over a prompt) run a row a warp, 8 rows a block; each
+  // row is bit for bit what a block a row (the kernel for a single row) makes of it.
+  void rmsNormWarpRowsEqualBlockRows_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("dim");
+    for (int dim : {128, 64, 100}) {
+      QTest::addRow("fp32 dim %d", dim) << int(at::kFloat) << dim;
+      QTest::addRow("bf16 dim %d", dim) << int(at::kBFloat16) << dim;
+      QTest::addRow("fp16 dim %d", dim) << int(at::kHalf) << dim;
+    }
+  }
+  void rmsNormWarpRowsEqualBlockRows() {
+    QFETCH(int, dtype);
+    QFETCH(int, dim);
+    const auto o = gpu(at::ScalarType(dtype));
+    at::Tensor x = at::randn({83, dim}, o) * 3, w = at::rand({dim}, o) + 0.5;
+    const at::Tensor together = fused::rmsNorm(x, w, 1e-6);
+    for (int64_t r = 0; r < x.size(0); ++r) {
+      QVERIFY2(at::equal(together[r], fused::rmsNorm(x.narrow(0, r, 1), w, 1e-6)[0]),
+               qPrintable(QString("row %1").arg(r)));
+    }
+  }
+
   // q_norm / k_norm of Qwen3: heads of 128 read where they lie in the fused qkv output.
   void rmsNormHeadsInPlace_data() { dtypeRows(); }
   void rmsNormHeadsInPlace() {
@@ -155,17 +178,21 @@ class TestFusedOps : public QObject {
   void rotary() {
     QFETCH(int, dtype);
     const auto t = at::ScalarType(dtype);
-    const int64_t T = 6, d = 128, nq = 4, nkv = 2, P = 64;
-    at::Tensor qkv = at::randn({T, (nq + 2 * nkv) * d}, gpu(t));
-    at::Tensor q = qkv.narrow(1, 0, nq * d), k = qkv.narrow(1, nq * d, nkv * d);  // strided rows
+    const int64_t d = 128, nq = 4, nkv = 2, P = 64;
     at::Tensor freqs = at::outer(at::arange(P, gpu(at::kFloat)),
                                  1.0 / at::pow(10000.0, at::arange(0, d, 2, gpu(at::kFloat)) / d));
     at::Tensor cos = freqs.cos().to(t), sin = freqs.sin().to(t);
-    at::Tensor positions = at::tensor({0, 1, 2, 7, 31, 63}, gpu(at::kLong));
-    auto [qr, kr] = fused::rotary(q, k, cos, sin, positions, d);
-    at::Tensor c = cos.index_select(0, positions), s = sin.index_select(0, positions);
-    expectClose(qr, referenceRotary(q, c, s, d), 1.0, "rotary q");  // same roundings: exact
-    expectClose(kr, referenceRotary(k, c, s, d), 1.0, "rotary k");
+    // A few decode-like positions, then a prompt of 333 tokens (rows of one warp each, 8 a block).
+    for (const at::Tensor& positions :
+         {at::tensor({0, 1, 2, 7, 31, 63}, gpu(at::kLong)), at::arange(333, gpu(at::kLong)) % P}) {
+      const int64_t T = positions.size(0);
+      at::Tensor qkv = at::randn({T, (nq + 2 * nkv) * d}, gpu(t));
+      at::Tensor q = qkv.narrow(1, 0, nq * d), k = qkv.narrow(1, nq * d, nkv * d);  // strided
+      auto [qr, kr] = fused::rotary(q, k, cos, sin, positions, d);
+      at::Tensor c = cos.index_select(0, positions), s = sin.index_select(0, positions);
+      expectClose(qr, referenceRotary(q, c, s, d), 1.0, "rotary q");  // same roundings: exact
+      expectClose(kr, referenceRotary(k, c, s, d), 1.0, "rotary k");
+    }
   }
 
   void siluAndMul_data() {
@@ -390,6 +417,52 @@ class TestFusedOps : public QObject {
         shardscope::groupedExperts(x, w, ids, w13, w2, first, E, ExpertGemm::Padded);
     expectClose(ragged, referenceMoe(x, w, ids, w13, w2, first), 0.3, "ragged");
     expectClose(ragged, padded, 0.3, "ragged against padded");
+  }
+
+  // A prefill's expert outputs combined per token in one kernel, bit for bit GroupedExperts' ATen
+  // chain: products rounded, index_copy into zeros (another rank's experts stay zero rows), the
+  // choices gathered in increasing expert order, k - 1 rounded adds.
+  void moeCombine_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("hidden");
+    QTest::addColumn<bool>("expertParallel");
+    for (int t : {int(at::kFloat), int(at::kBFloat16), int(at::kHalf)}) {
+      const std::string d = c10::toString(at::ScalarType(t));
+      for (int H : {2048, 100}) {
+        QTest::newRow((d + " H=" + std::to_string(H)).c_str()) << t << H << false;
+        QTest::newRow((d + " H=" + std::to_string(H) + " ep").c_str()) << t << H << true;
+      }
+    }
+  }
+  void moeCombine() {
+    QFETCH(int, dtype);
+    QFETCH(int, hidden);
+    QFETCH(bool, expertParallel);
+    const auto o = gpu(at::ScalarType(dtype));
+    const int64_t T = 300, E = 16, k = 4, H = hidden;
+    auto [w, ids] = at::softmax(at::randn({T, E}, o.dtype(at::kFloat)), -1).topk(k, -1);
+    w = w.to(o.dtype());
+    // The local pairs sorted by expert (experts 4..11 under expert parallelism), as GroupedExperts
+    // orders them, each with its expert's output row.
+    const at::Tensor flat = ids.reshape(-1);
+    at::Tensor order = std::get<1>(flat.sort(c10::optional<bool>(true), 0));
+    if (expertParallel) {
+      const at::Tensor sortedIds = flat.index_select(0, order);
+      order = order.index({sortedIds.ge(4) & sortedIds.lt(12)});
+    }
+    const at::Tensor down = at::randn({order.size(0), H}, o) * 2;
+    at::Tensor rowOf = at::full({T * k}, -1, ids.options());
+    rowOf.index_copy_(0, order, at::arange(order.size(0), ids.options()));
+    const at::Tensor y = fused::moeCombine(down, rowOf, w, ids);
+    QVERIFY(y.defined());
+    at::Tensor perPair = at::zeros({T * k, H}, o);
+    perPair.index_copy_(0, order, down * w.reshape(-1).index_select(0, order).unsqueeze(1));
+    const at::Tensor byExpert = std::get<1>(ids.sort(1));
+    const at::Tensor ordered =
+        perPair.view({T, k, H}).gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
+    at::Tensor reference = ordered.select(1, 0).clone();
+    for (int64_t j = 1; j < k; ++j) reference.add_(ordered.select(1, j));
+    QVERIFY(at::equal(y, reference));
   }
 
   // The router's choice in one kernel against the ATen chain: the same experts in the same order
