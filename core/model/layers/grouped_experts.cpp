@@ -3,6 +3,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"
@@ -82,20 +83,23 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
   const int64_t T = x.size(0), k = ids.size(1), H = x.size(1), I = w2.size(2);
   const int64_t localExperts = w13.size(0);
   if (T == 0) return at::zeros_like(x);
-  // Sort the (token, choice) pairs by expert (stable: tokens stay in order within an expert).
+  // The (token, choice) pairs sorted by expert (stable: tokens stay in order within an expert).
   const at::Tensor flat = ids.reshape(-1);
-  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
   if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2) && firstExpert == 0 &&
       localExperts == numExperts) {
     // Every pair is this rank's (the default layout): each expert's end in the sorted pairs is
     // the number of ids up to it, found on the device; a host read of the counts would leave the
     // GPU idle while the host launches the rest of the layer.
+    // Sorted as 16-bit keys: two radix passes where int64 ids take eight (the same stable order).
+    const at::ScalarType key = numExperts <= INT16_MAX ? at::kShort : at::kLong;
+    auto [sortedKeys, byExpert] = flat.to(key).sort(c10::optional<bool>(true), 0);
     const at::Tensor ends = at::searchsorted(
-        sortedIds, at::arange(1, numExperts + 1, sortedIds.options()), /*out_int32=*/true);
-    const at::Tensor rows = x.index_select(0, at::div(order, k, "trunc"));
-    return combineByToken(raggedExperts(rows, ends, w13, w2), order, weights, ids, x);
+        sortedKeys, at::arange(1, numExperts + 1, sortedKeys.options()), /*out_int32=*/true);
+    const at::Tensor rows = x.index_select(0, at::div(byExpert, k, "trunc"));
+    return combineByToken(raggedExperts(rows, ends, w13, w2), byExpert, weights, ids, x);
   }
   // Otherwise keep this rank's experts' share; one host read of the counts sizes the batch.
+  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
   const at::Tensor counts = at::bincount(flat, {}, numExperts);
   const at::Tensor hostCounts = counts.to(at::kCPU);
   const int64_t* count = hostCounts.data_ptr<int64_t>();
