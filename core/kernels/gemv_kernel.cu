@@ -4,6 +4,7 @@ namespace shardscope::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
+constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread
 
 template <typename T, int VEC>
 __device__ __forceinline__ Vec<T, VEC> loadStreaming(const T* p) {  // read once: skip L1
@@ -49,21 +50,19 @@ __device__ __forceinline__ void accumulate(const Vec<T, VEC>& w, const X& x, int
 template <typename T>
 constexpr int64_t kChunk = 32 * (16 / int64_t(sizeof(T)));  // elements a warp covers per load
 
-// U: 16-byte weight loads a lane issues in one round (two rounds are in flight). No choice of U
-// changes the order of any sum's adds (each lane adds its elements in increasing k).
-// Whether a round of U loads from element `at` on stays inside a row of K.
-template <typename T, int U>
+// Whether a round of kUnroll loads from element `at` on stays inside a row of K.
+template <typename T>
 __device__ __forceinline__ bool fullRound(int64_t at, int64_t K) {
-  return at + (U - 1) * kChunk<T> < K;
+  return at + (kUnroll - 1) * kChunk<T> < K;
 }
 
-// The first round of a weight row (U loads of 16 bytes a lane, when the row has one).
-template <typename T, int VEC, int U>
-__device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC> (&wv)[U]) {
+// The first round of a weight row (kUnroll loads of 16 bytes a lane, when the row has one).
+template <typename T, int VEC>
+__device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC> (&wv)[kUnroll]) {
   const int64_t k = int64_t(threadIdx.x % 32) * VEC;
-  if (!fullRound<T, U>(k, K)) return;
+  if (!fullRound<T>(k, K)) return;
 #pragma unroll
-  for (int u = 0; u < U; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
+  for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
 }
 
 // One warp's dot products of weight row w (K elements) with every row of x, summed over the warp
@@ -71,37 +70,37 @@ __device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC
 // round's loads before it multiplies (two sets in flight), and the last one loads the first round
 // of `next`, the row this warp streams after w (null: none), into wv, so that the loads never
 // stop between two rows.
-template <typename T, int ROWS, int VEC, int U, typename X>
+template <typename T, int ROWS, int VEC, typename X>
 __device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, const X& x,
-                                       float (&acc)[ROWS], Vec<T, VEC> (&wv)[U]) {
+                                       float (&acc)[ROWS], Vec<T, VEC> (&wv)[kUnroll]) {
   constexpr int64_t chunk = kChunk<T>;
   const int64_t start = int64_t(threadIdx.x % 32) * VEC;
   int64_t k = start;
-  const bool rounds = fullRound<T, U>(k, K);
+  const bool rounds = fullRound<T>(k, K);
 #pragma unroll 1
-  while (rounds && fullRound<T, U>(k + U * chunk, K)) {
-    const int64_t after = k + U * chunk;
-    Vec<T, VEC> ahead[U];
+  while (rounds && fullRound<T>(k + kUnroll * chunk, K)) {
+    const int64_t after = k + kUnroll * chunk;
+    Vec<T, VEC> ahead[kUnroll];
 #pragma unroll
-    for (int u = 0; u < U; ++u) ahead[u] = loadStreaming<T, VEC>(w + after + u * chunk);
+    for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + after + u * chunk);
 #pragma unroll
-    for (int u = 0; u < U; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
+    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
     k = after;
 #pragma unroll
-    for (int u = 0; u < U; ++u) wv[u] = ahead[u];
+    for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
   }
   if (rounds) {  // the row's last round: the next row's first loads go out before it multiplies
-    Vec<T, VEC> ahead[U];
+    Vec<T, VEC> ahead[kUnroll];
     if (next) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) ahead[u] = loadStreaming<T, VEC>(next + start + u * chunk);
+      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(next + start + u * chunk);
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
-    k += U * chunk;
+    for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
+    k += kUnroll * chunk;
     if (next) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) wv[u] = ahead[u];
+      for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
     }
   }
   for (; k < K; k += chunk) accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, acc);
@@ -171,7 +170,7 @@ __device__ __forceinline__ T swiGlu(float gate, float up) {
 // streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
 // every row of x. The first weights do not depend on the kernel before: they load while it
 // finishes. With NORM, the block then norms x into shared memory.
-template <typename T, int ROWS, bool NORM, bool SWIGLU, int U>
+template <typename T, int ROWS, bool NORM, bool SWIGLU>
 __global__ void gemvKernel(GemvArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   extern __shared__ __align__(16) unsigned char shared[];
@@ -186,8 +185,8 @@ __global__ void gemvKernel(GemvArgs a) {
     return w + (SWIGLU && j % 2 == 1 ? n + a.n : n) * a.k;
   };
   const T* row = rowAt(0);
-  Vec<T, VEC> wv[U];
-  if (row) loadFirstRound<T, VEC, U>(row, a.k, wv);
+  Vec<T, VEC> wv[kUnroll];
+  if (row) loadFirstRound<T, VEC>(row, a.k, wv);
   waitForPreviousKernel();
   allowNextKernel();
   T* xs = reinterpret_cast<T*>(shared);
@@ -202,7 +201,7 @@ __global__ void gemvKernel(GemvArgs a) {
     for (int64_t j = 0; row; ++j) {
       const T* next = NORM || SWIGLU ? rowAt(j + 1) : nullptr;  // plain: one column a warp
       float acc[ROWS] = {};
-      dotRow<T, ROWS, VEC, U>(row, next, a.k, x, acc, wv);
+      dotRow<T, ROWS, VEC>(row, next, a.k, x, acc, wv);
       row = next;
       const int64_t n = columnOf(j);
       if (SWIGLU && j % 2 == 0) {
@@ -229,9 +228,9 @@ __global__ void gemvKernel(GemvArgs a) {
 
 // A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
 // fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
-template <typename T, int ROWS, bool NORM, bool SWIGLU, int U>
+template <typename T, int ROWS, bool NORM, bool SWIGLU>
 cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
-  const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU, U>;
+  const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU>;
   int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
   // Past the default 48 KB, counting the kernel's static shared memory too (at exactly 48 KB of
@@ -258,28 +257,13 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
   return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a);
 }
 
-// Loads a lane issues a round: SHARDSCOPE_GEMV_UNROLL=8 doubles the default 4 (to compare).
-int unrollFromEnvironment() {
-  static const int u = [] {
-    const char* v = std::getenv("SHARDSCOPE_GEMV_UNROLL");
-    return v && std::strcmp(v, "8") == 0 ? 8 : 4;
-  }();
-  return u;
-}
-
-template <typename T, int ROWS, int U>
-cudaError_t launchUnrolled(const GemvArgs& a, cudaStream_t stream) {
-  const bool norm = a.normWeight != nullptr;
-  if (norm && a.swiGlu) return launch<T, ROWS, true, true, U>(a, stream);
-  if (norm) return launch<T, ROWS, true, false, U>(a, stream);
-  if (a.swiGlu) return launch<T, ROWS, false, true, U>(a, stream);
-  return launch<T, ROWS, false, false, U>(a, stream);
-}
-
 template <typename T, int ROWS>
 cudaError_t launchRows(const GemvArgs& a, cudaStream_t stream) {
-  if (unrollFromEnvironment() == 8) return launchUnrolled<T, ROWS, 8>(a, stream);
-  return launchUnrolled<T, ROWS, 4>(a, stream);
+  const bool norm = a.normWeight != nullptr;
+  if (norm && a.swiGlu) return launch<T, ROWS, true, true>(a, stream);
+  if (norm) return launch<T, ROWS, true, false>(a, stream);
+  if (a.swiGlu) return launch<T, ROWS, false, true>(a, stream);
+  return launch<T, ROWS, false, false>(a, stream);
 }
 
 }  // namespace
