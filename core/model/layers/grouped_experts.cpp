@@ -40,22 +40,27 @@ at::Tensor raggedExperts(const at::Tensor& rows, const at::Tensor& ends, const a
 }
 
 // y [T, H]: each token's choices summed in increasing expert order, each add rounded, as HF's
-// index_add_ over experts (other ranks' experts add zero, which changes nothing). down holds the
-// local pairs' expert outputs, row i for pair pairs[i] (undefined: no local pair).
-at::Tensor combineByToken(const at::Tensor& down, const at::Tensor& pairs,
-                          const at::Tensor& weights, const at::Tensor& ids, const at::Tensor& x) {
+// index_add_ over experts (other ranks' experts add zero, which changes nothing). Pair pairs[i]'s
+// expert output is row position[i] of down, or none (another rank's expert) where it is -1; down
+// is undefined when no pair is this rank's.
+at::Tensor combineRows(const at::Tensor& down, const at::Tensor& pairs, const at::Tensor& position,
+                       const at::Tensor& weights, const at::Tensor& ids, const at::Tensor& x) {
   const int64_t T = ids.size(0), k = ids.size(1), H = x.size(1);
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
   if (fused::usable(x)) {  // one kernel where ATen runs a multiply, a copy, a gather and k adds
     at::Tensor rowOf = at::full({T * k}, -1, ids.options());
-    if (down.defined()) rowOf.index_copy_(0, pairs, at::arange(pairs.size(0), ids.options()));
+    if (down.defined()) rowOf.index_copy_(0, pairs, position);
     const at::Tensor rows = down.defined() ? down : at::empty({0, H}, x.options());
     if (at::Tensor y = fused::moeCombine(rows, rowOf, weights, ids); y.defined()) return y;
   }
 #endif
   at::Tensor perPair = at::zeros({T * k, H}, x.options());
-  if (down.defined())
-    perPair.index_copy_(0, pairs, down * weights.reshape(-1).index_select(0, pairs).unsqueeze(1));
+  if (down.defined()) {
+    at::Tensor weighted = down.index_select(0, position.clamp_min(0)) *
+                          weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
+    weighted.masked_fill_(position.lt(0).unsqueeze(1), 0);
+    perPair.index_copy_(0, pairs, weighted);
+  }
   const at::Tensor byExpert = std::get<1>(ids.sort(1));
   const at::Tensor choices = perPair.view({T, k, H});
   const at::Tensor ordered = choices.gather(1, byExpert.unsqueeze(-1).expand({T, k, H}));
@@ -85,20 +90,26 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
   if (T == 0) return at::zeros_like(x);
   // The (token, choice) pairs sorted by expert (stable: tokens stay in order within an expert).
   const at::Tensor flat = ids.reshape(-1);
-  if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2) && firstExpert == 0 &&
-      localExperts == numExperts) {
-    // Every pair is this rank's (the default layout): each expert's end in the sorted pairs is
-    // the number of ids up to it, found on the device; a host read of the counts would leave the
-    // GPU idle while the host launches the rest of the layer.
-    // Sorted as 16-bit keys: two radix passes where int64 ids take eight (the same stable order).
-    const at::ScalarType key = numExperts <= INT16_MAX ? at::kShort : at::kLong;
-    auto [sortedKeys, byExpert] = flat.to(key).sort(c10::optional<bool>(true), 0);
+  if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2)) {
+    // No host read: a read of the counts would leave the GPU idle while the host launches the
+    // rest of the layer. This rank's experts sort first (key: the id less firstExpert, modulo the
+    // expert count; 16-bit keys take two radix passes where int64 ids take eight), each local
+    // expert's end in the sorted pairs is the number of keys up to it, and the grouped GEMM stops
+    // at the last local end: the other ranks' pairs after it are gathered but not multiplied,
+    // and the combine reads them as zero rows.
+    const at::ScalarType type = numExperts <= INT16_MAX ? at::kShort : at::kLong;
+    const at::Tensor keys = firstExpert == 0 ? flat : (flat - firstExpert).remainder(numExperts);
+    auto [sortedKeys, byExpert] = keys.to(type).sort(c10::optional<bool>(true), 0);
     const at::Tensor ends = at::searchsorted(
-        sortedKeys, at::arange(1, numExperts + 1, sortedKeys.options()), /*out_int32=*/true);
+        sortedKeys, at::arange(1, localExperts + 1, sortedKeys.options()), /*out_int32=*/true);
     const at::Tensor rows = x.index_select(0, at::div(byExpert, k, "trunc"));
-    return combineByToken(raggedExperts(rows, ends, w13, w2), byExpert, weights, ids, x);
+    const at::Tensor down = raggedExperts(rows, ends, w13, w2);
+    at::Tensor position = at::arange(T * k, byExpert.options());
+    if (localExperts < numExperts)
+      position.masked_fill_(position >= ends.narrow(0, localExperts - 1, 1), -1);
+    return combineRows(down, byExpert, position, weights, ids, x);
   }
-  // Otherwise keep this rank's experts' share; one host read of the counts sizes the batch.
+  // Padded: this rank's experts' share, sized by one host read of the counts.
   auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
   const at::Tensor counts = at::bincount(flat, {}, numExperts);
   const at::Tensor hostCounts = counts.to(at::kCPU);
@@ -113,24 +124,20 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
   if (local > 0) {
     pairs = order.narrow(0, offset, local);
     const at::Tensor rows = x.index_select(0, at::div(pairs, k, "trunc"));
-    if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2)) {
-      const at::Tensor ends = counts.narrow(0, firstExpert, localExperts).cumsum(0).to(at::kInt);
-      down = raggedExperts(rows, ends, w13, w2);
-    } else {
-      // Every local expert's rows as one padded batch [localE, widest, H]: two batched matmuls
-      // instead of a loop of small ones (a prefill's 128 experts made 900 launches a layer).
-      const at::Tensor experts = sortedIds.narrow(0, offset, local);
-      const at::Tensor starts = counts.cumsum(0) - counts;
-      const at::Tensor slot =
-          at::arange(offset, offset + local, order.options()) - starts.index_select(0, experts);
-      const at::Tensor e = experts - firstExpert;
-      at::Tensor batched = at::zeros({localExperts, widest, H}, x.options());
-      batched.index_put_({e, slot}, rows);
-      const at::Tensor h = swiGlu(at::bmm(batched, w13.transpose(1, 2)), I);
-      down = at::bmm(h, w2.transpose(1, 2)).index({e, slot});
-    }
+    // Every local expert's rows as one padded batch [localE, widest, H]: two batched matmuls
+    // instead of a loop of small ones (a prefill's 128 experts made 900 launches a layer).
+    const at::Tensor experts = sortedIds.narrow(0, offset, local);
+    const at::Tensor starts = counts.cumsum(0) - counts;
+    const at::Tensor slot =
+        at::arange(offset, offset + local, order.options()) - starts.index_select(0, experts);
+    const at::Tensor e = experts - firstExpert;
+    at::Tensor batched = at::zeros({localExperts, widest, H}, x.options());
+    batched.index_put_({e, slot}, rows);
+    const at::Tensor h = swiGlu(at::bmm(batched, w13.transpose(1, 2)), I);
+    down = at::bmm(h, w2.transpose(1, 2)).index({e, slot});
   }
-  return combineByToken(down, pairs, weights, ids, x);
+  const at::Tensor position = local > 0 ? at::arange(local, order.options()) : at::Tensor();
+  return combineRows(down, pairs, position, weights, ids, x);
 }
 
 }  // namespace shardscope

@@ -5,9 +5,11 @@
 // Two ways to run the grouped matmuls:
 //   Ragged  the grouped GEMM (LibTorch >= 2.9, at::_grouped_mm; Hopper's fast path): the (token,
 //           choice) rows sorted by expert, each expert's rows multiplied by its weights, no
-//           padding. bf16 on a GPU, H and I multiples of 8 only.
+//           padding, no host read (the layer never waits for the GPU). bf16 on a GPU, H and I
+//           multiples of 8 only.
 //   Padded  every local expert's rows padded to the busiest expert's count, two batched
-//           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed).
+//           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed; the
+//           counts are read on the host to size the batch).
 #pragma once
 
 #include <ATen/ATen.h>
