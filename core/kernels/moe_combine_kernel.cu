@@ -8,20 +8,29 @@ constexpr int kLoadsAhead = 8;  // choices whose rows are loaded before any is a
 
 // Block (token t, chunk of VEC * blockDim.x elements): t's choices ordered by expert (the order of
 // HF's index_add_; a token's experts are distinct) in shared memory, then each thread adds its
-// elements' rounded products in that order, each add rounded.
+// elements' rounded products in that order, each add rounded. The routing's loads go out together
+// (one memory latency, not one a choice).
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) moeCombineKernel(MoeCombineArgs a) {
-  __shared__ int64_t rowOf[kMoeCombineMaxTopK];
+  __shared__ int64_t ids[kMoeCombineMaxTopK], rowOf[kMoeCombineMaxTopK];
   __shared__ float weight[kMoeCombineMaxTopK];
   waitForPreviousKernel();
   allowNextKernel();
-  const int64_t t = blockIdx.x, k = a.topK;
-  if (threadIdx.x < k) {
-    const int64_t j = threadIdx.x, id = a.ids[t * k + j];
-    int rank = 0;  // choices of lower expert before this one
-    for (int64_t i = 0; i < k; ++i) rank += a.ids[t * k + i] < id;
-    rowOf[rank] = a.rowOf[t * k + j];
-    weight[rank] = toFloat(static_cast<const T*>(a.weights)[t * k + j]);
+  const int64_t t = blockIdx.x, k = a.topK, j = threadIdx.x;
+  int64_t id = 0, row = -1;
+  float w = 0.f;
+  if (j < k) {
+    id = a.ids[t * k + j];
+    row = a.rowOf[t * k + j];
+    w = toFloat(static_cast<const T*>(a.weights)[t * k + j]);
+    ids[j] = id;
+  }
+  __syncthreads();
+  if (j < k) {
+    int rank = 0;  // choices of lower expert
+    for (int64_t i = 0; i < k; ++i) rank += ids[i] < id;
+    rowOf[rank] = row;
+    weight[rank] = w;
   }
   __syncthreads();
   const int64_t i = (int64_t(blockIdx.y) * blockDim.x + threadIdx.x) * VEC;

@@ -178,20 +178,24 @@ class TestFusedOps : public QObject {
   void rotary() {
     QFETCH(int, dtype);
     const auto t = at::ScalarType(dtype);
-    const int64_t d = 128, nq = 4, nkv = 2, P = 64;
-    at::Tensor freqs = at::outer(at::arange(P, gpu(at::kFloat)),
-                                 1.0 / at::pow(10000.0, at::arange(0, d, 2, gpu(at::kFloat)) / d));
-    at::Tensor cos = freqs.cos().to(t), sin = freqs.sin().to(t);
-    // A few decode-like positions, then a prompt of 333 tokens (rows of one warp each, 8 a block).
-    for (const at::Tensor& positions :
-         {at::tensor({0, 1, 2, 7, 31, 63}, gpu(at::kLong)), at::arange(333, gpu(at::kLong)) % P}) {
-      const int64_t T = positions.size(0);
-      at::Tensor qkv = at::randn({T, (nq + 2 * nkv) * d}, gpu(t));
-      at::Tensor q = qkv.narrow(1, 0, nq * d), k = qkv.narrow(1, nq * d, nkv * d);  // strided
-      auto [qr, kr] = fused::rotary(q, k, cos, sin, positions, d);
-      at::Tensor c = cos.index_select(0, positions), s = sin.index_select(0, positions);
-      expectClose(qr, referenceRotary(q, c, s, d), 1.0, "rotary q");  // same roundings: exact
-      expectClose(kr, referenceRotary(k, c, s, d), 1.0, "rotary k");
+    // d = 128: two elements a load; d = 6 (an odd half): one.
+    for (const int64_t d : {int64_t(128), int64_t(6)}) {
+      const int64_t nq = 4, nkv = 2, P = 64;
+      at::Tensor freqs =
+          at::outer(at::arange(P, gpu(at::kFloat)),
+                    1.0 / at::pow(10000.0, at::arange(0, d, 2, gpu(at::kFloat)) / double(d)));
+      at::Tensor cos = freqs.cos().to(t), sin = freqs.sin().to(t);
+      // A few decode-like positions, then a prompt of 333 tokens (a warp a row, 8 rows a block).
+      for (const at::Tensor& positions : {at::tensor({0, 1, 2, 7, 31, 63}, gpu(at::kLong)),
+                                          at::arange(333, gpu(at::kLong)) % P}) {
+        const int64_t T = positions.size(0);
+        at::Tensor qkv = at::randn({T, (nq + 2 * nkv) * d}, gpu(t));
+        at::Tensor q = qkv.narrow(1, 0, nq * d), k = qkv.narrow(1, nq * d, nkv * d);  // strided
+        auto [qr, kr] = fused::rotary(q, k, cos, sin, positions, d);
+        at::Tensor c = cos.index_select(0, positions), s = sin.index_select(0, positions);
+        expectClose(qr, referenceRotary(q, c, s, d), 1.0, "rotary q");  // same roundings: exact
+        expectClose(kr, referenceRotary(k, c, s, d), 1.0, "rotary k");
+      }
     }
   }
 
