@@ -240,15 +240,14 @@ bool layerFusion() {
   return !(v && std::string_view(v) == "0");
 }
 
-at::Tensor qkvToCache(const QkvToCache& in) {
+namespace {
+kernels::QkvToCacheArgs qkvToCacheArgs(const QkvToCache& in) {
   SS_ASSERT(in.qkv.dim() == 2 && in.qkv.stride(1) == 1 &&
                 in.qkv.size(1) == (in.qHeads + 2 * in.kvHeads) * in.headDim &&
                 in.keyCache.is_contiguous() && in.valueCache.is_contiguous() &&
                 in.cos.scalar_type() == in.qkv.scalar_type(),
             "qkvToCache: unexpected qkv, cache or table layout");
-  const c10::cuda::CUDAGuard guard(in.qkv.device());
   const int64_t tokens = in.qkv.size(0);
-  at::Tensor q = at::empty({tokens, in.qHeads * in.headDim}, in.qkv.options());
   kernels::QkvToCacheArgs a;
   a.dtype = dtypeOf(in.qkv);
   a.qkv = in.qkv.data_ptr();
@@ -263,13 +262,42 @@ at::Tensor qkvToCache(const QkvToCache& in) {
   a.sin = in.sin.data_ptr();
   a.positions = in.positions.data_ptr<int64_t>();
   a.slots = in.slots.data_ptr<int64_t>();
-  a.qOut = q.data_ptr();
   a.keyCache = in.keyCache.data_ptr();
   a.valueCache = in.valueCache.data_ptr();
   a.slotStride = in.keyCache.stride(0);
   a.tokens = tokens;
+  return a;
+}
+
+bool attentionFusion() {
+  const char* v = std::getenv("SHARDSCOPE_FUSED_ATTENTION");
+  return !(v && std::string_view(v) == "0");
+}
+}  // namespace
+
+at::Tensor qkvToCache(const QkvToCache& in) {
+  kernels::QkvToCacheArgs a = qkvToCacheArgs(in);
+  const c10::cuda::CUDAGuard guard(in.qkv.device());
+  at::Tensor q = at::empty({a.tokens, in.qHeads * in.headDim}, in.qkv.options());
+  a.qOut = q.data_ptr();
   check(kernels::qkvToCache(a, streamOf(in.qkv)), "qkv_to_cache");
   return q;
+}
+
+at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale) {
+  if (span > kernels::kDecodeAttentionChunk || in.kvHeads == 0 || in.qHeads % in.kvHeads != 0 ||
+      !kernels::decodeAttentionSupports(in.qHeads / in.kvHeads, in.headDim) ||
+      in.qNorm.defined() != in.kNorm.defined() || !usable(in.qkv, in.keyCache) ||
+      !attentionFusion())
+    return {};
+  kernels::QkvDecodeAttentionArgs a;
+  a.cache = qkvToCacheArgs(in);
+  a.scale = float(scale);
+  const c10::cuda::CUDAGuard guard(in.qkv.device());
+  at::Tensor out = at::empty({a.cache.tokens, in.qHeads * in.headDim}, in.qkv.options());
+  a.out = out.data_ptr();
+  check(kernels::qkvDecodeAttention(a, streamOf(in.qkv)), "qkv_decode_attention");
+  return out;
 }
 
 at::Tensor decodeAttention(const at::Tensor& q, const at::Tensor& keyCache,

@@ -70,6 +70,11 @@ struct QkvToCache {
 };
 at::Tensor qkvToCache(const QkvToCache& in);
 
+// qkvToCache and decodeAttention in one kernel (the same cache and output, bit for bit) when the
+// step's `span` fits one chunk of keys; undefined otherwise, or when SHARDSCOPE_FUSED_ATTENTION=0
+// (read at each call, to compare in one process): then the caller runs the two.
+at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale);
+
 // Attention of R new tokens over their cached keys 0..positions[r] (split into chunks of keys
 // when `span`, the keys the step may attend, is long); q [R, qHeads * d] -> [R, qHeads * d].
 // Undefined when the kernel does not take the shape (the caller's SDPA runs).

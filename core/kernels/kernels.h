@@ -134,6 +134,17 @@ constexpr int64_t kDecodeAttentionChunk = 512;
 bool decodeAttentionSupports(int64_t group, int64_t headDim);
 cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
 
+// qkvToCache and decodeAttention as one kernel for a step whose keys fit one chunk (positions[t]
+// < kDecodeAttentionChunk): `cache` as for qkvToCache (qOut unused, tokens = requests), out
+// [requests, qHeads * d]. The cache and out are the two kernels' bits; one launch fewer, and the
+// earlier steps' keys are loaded while the kernel before finishes.
+struct QkvDecodeAttentionArgs {
+  QkvToCacheArgs cache;
+  void* out = nullptr;
+  float scale = 1.f;
+};
+cudaError_t qkvDecodeAttention(const QkvDecodeAttentionArgs& a, cudaStream_t stream);
+
 // FusedMoE for a few tokens with no host sync (recordable in CUDA graphs): the routing stays on
 // the GPU. For x [tokens, hidden], the chosen experts ids [tokens, topK] (int64) with weights
 // [tokens, topK], and this rank's experts firstExpert.. (w13 [localExperts, 2 inter, hidden]:

@@ -76,11 +76,11 @@ at::Tensor DecoderAttention::forwardFromQkv(const at::Tensor& positions, const a
 }
 
 // A decode step nobody observes (a graph being recorded, or a run without a trace): the q/k norms,
-// rotary and the KV cache write run as one kernel and attention reads the cache, as vLLM's fused
-// decode path does. q_norm, k_norm, rotary_emb and attn are not visited, which only an observer
-// could notice; with one, the modules run one by one, unless it waits on none of those ports
-// (b.fuseAttentionUnderObserver): then they are reported passed. Undefined when this path does
-// not apply.
+// rotary, the KV cache write and, where the keys fit one chunk, attention itself run as one
+// kernel (else attention reads the cache after it), as vLLM's fused decode path does. q_norm,
+// k_norm, rotary_emb and attn are not visited, which only an observer could notice; with one, the
+// modules run one by one, unless it waits on none of those ports (b.fuseAttentionUnderObserver):
+// then they are reported passed. Undefined when this path does not apply.
 at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::Tensor& qkv,
                                          const ForwardBatch& b) const {
 #if defined(SHARDSCOPE_WITH_CUDA_KERNELS) && TORCH_VERSION_MAJOR >= 2
@@ -112,7 +112,8 @@ at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::
   in.slots = b.decodeSlots;
   in.keyCache = cache.allKeys(attn->layer());
   in.valueCache = cache.allValues(attn->layer());
-  return attn->attendCached(fused::qkvToCache(in), b);
+  at::Tensor o = fused::qkvDecodeAttention(in, b.decodeSpan, attn->scale());
+  return o.defined() ? o : attn->attendCached(fused::qkvToCache(in), b);
 #else
   (void)positions, (void)qkv, (void)b;
   return {};

@@ -25,6 +25,9 @@ class Attention : public Module {
   // q [R, nq/tp*d] -> [R, nq/tp*d], without visiting ports.
   at::Tensor attendCached(const at::Tensor& q, const ForwardBatch& batch) const;
 #endif
+  double scale() const {
+    return scale_;
+  }
   int64_t layer() const {
     return layer_;
   }

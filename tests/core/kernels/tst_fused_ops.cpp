@@ -283,6 +283,71 @@ class TestFusedOps : public QObject {
     QCOMPARE(in.keyCache.ne(0).any(-1).any(-1).sum().item<int64_t>(), R);  // nothing else written
   }
 
+  // qkvToCache and decodeAttention as one kernel: the output and both caches equal the two
+  // kernels' bit for bit, for every group and head size the kernel takes, with and without q/k
+  // norms, a request at position 0 and one at the chunk's last key, slots out of order; a span
+  // past one chunk, and SHARDSCOPE_FUSED_ATTENTION=0, leave it to the two kernels.
+  void qkvDecodeAttention_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<int>("group");
+    QTest::addColumn<int>("headDim");
+    QTest::addColumn<bool>("norms");
+    for (int group : {1, 2, 4, 8}) {
+      QTest::addRow("bf16 group %d d 128", group) << int(at::kBFloat16) << group << 128 << true;
+      QTest::addRow("fp32 group %d d 128", group) << int(at::kFloat) << group << 128 << true;
+    }
+    QTest::addRow("bf16 d 64 no norms") << int(at::kBFloat16) << 4 << 64 << false;
+    QTest::addRow("fp16 d 256") << int(at::kHalf) << 2 << 256 << true;
+    QTest::addRow("fp32 d 256 no norms") << int(at::kFloat) << 8 << 256 << false;
+    QTest::addRow("fp16 d 64") << int(at::kHalf) << 8 << 64 << true;
+  }
+  void qkvDecodeAttention() {
+    QFETCH(int, dtype);
+    QFETCH(int, group);
+    QFETCH(int, headDim);
+    QFETCH(bool, norms);
+    const auto t = at::ScalarType(dtype);
+    const int64_t R = 4, d = headDim, nkv = 2, nq = nkv * group, span = 512, capacity = 520;
+    const double scale = 1.0 / std::sqrt(double(d));
+    at::Tensor freqs = at::outer(at::arange(capacity, gpu(at::kFloat)),
+                                 1.0 / at::pow(10000.0, at::arange(0, d, 2, gpu(at::kFloat)) / d));
+    fused::QkvToCache in;
+    in.qkv = at::randn({R, (nq + 2 * nkv) * d}, gpu(t));
+    in.qHeads = nq;
+    in.kvHeads = nkv;
+    in.headDim = d;
+    if (norms) {
+      in.qNorm = at::rand({d}, gpu(t)) + 0.5;
+      in.kNorm = at::rand({d}, gpu(t)) + 0.5;
+    }
+    in.cos = freqs.cos().to(t);
+    in.sin = freqs.sin().to(t);
+    in.positions = at::tensor({5, 0, 511, 130}, gpu(at::kLong));
+    in.slots = at::tensor({2, 0, 3, 1}, gpu(at::kLong));
+    const at::Tensor keys = at::randn({R, capacity, nkv, d}, gpu(t));
+    const at::Tensor values = at::randn({R, capacity, nkv, d}, gpu(t));
+    fused::QkvToCache two = in;
+    two.keyCache = keys.clone();
+    two.valueCache = values.clone();
+    const at::Tensor expected =
+        fused::decodeAttention(fused::qkvToCache(two), two.keyCache, two.valueCache, two.slots,
+                               two.positions, nkv, span, scale);
+    QVERIFY(expected.defined());
+    in.keyCache = keys.clone();
+    in.valueCache = values.clone();
+    const at::Tensor out = fused::qkvDecodeAttention(in, span, scale);
+    QVERIFY(out.defined());
+    QVERIFY2(at::equal(out, expected), "attention output differs from the two kernels'");
+    QVERIFY2(at::equal(in.keyCache, two.keyCache), "key cache differs from qkvToCache's");
+    QVERIFY2(at::equal(in.valueCache, two.valueCache), "value cache differs from qkvToCache's");
+    QVERIFY(!in.keyCache.equal(keys));  // the new keys were written
+    QVERIFY(!fused::qkvDecodeAttention(in, span + 1, scale).defined());
+    qputenv("SHARDSCOPE_FUSED_ATTENTION", "0");
+    const bool off = !fused::qkvDecodeAttention(in, span, scale).defined();
+    qunsetenv("SHARDSCOPE_FUSED_ATTENTION");
+    QVERIFY2(off, "SHARDSCOPE_FUSED_ATTENTION=0 still ran the fused kernel");
+  }
+
   // Decode attention against softmax(q k^T / sqrt(d)) v over each request's keys 0..position,
   // in one chunk of keys and in several (combined by a second kernel).
   void decodeAttention_data() {
