@@ -17,10 +17,11 @@
 // layer predicts the model's own top token; the patched invoke's logits equal the clean ones).
 // --timeline DIR (CUDA builds) also records one more run of each unit's kernels as a Chrome trace
 // DIR/UNIT.json (bench/report_timeline.py --forwards 1: how long the GPU idled waiting on the
-// host).
+// host). --only a,b runs those units and the baselines they are divided by.
 //
 //   interp_units [--model SPEC] [--device cpu|cuda] [--tp N] [--backend auto|local|nccl]
-//                [--dtype bf16] [--runs 7] [--warmup 3] [--check] [--timeline DIR] > ours.json
+//                [--dtype bf16] [--runs 7] [--warmup 3] [--check] [--timeline DIR]
+//                [--only UNIT,...] > ours.json
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +29,8 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,7 @@ constexpr int64_t kSteps = 8;
 struct Options {
   std::string model;
   std::string device = "cpu", backend, dtype = "bf16", timelineDir;
+  std::set<std::string> only;  // --only: these units and their baselines; empty: every unit
   int tp = 1, runs = 7, warmup = 3;
   bool check = false;
 };
@@ -97,6 +101,13 @@ std::string idList(const std::vector<int64_t>& ids, int64_t vocab) {
   return s + "]";
 }
 
+std::set<std::string> unitList(const std::string& text) {
+  std::set<std::string> names;
+  std::stringstream list(text);
+  for (std::string name; std::getline(list, name, ',');) names.insert(name);
+  return names;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -124,10 +135,12 @@ Options parse(int argc, char** argv) {
       o.warmup = std::stoi(v);
     else if (a == "--timeline")
       o.timelineDir = v;
+    else if (a == "--only")
+      o.only = unitList(v);
     else
-      throw Error(
-          "unknown option " + a +
-          "; accepted: --model --device --tp --backend --dtype --runs --warmup --check --timeline");
+      throw Error("unknown option " + a +
+                  "; accepted: --model --device --tp --backend --dtype --runs --warmup --check "
+                  "--timeline --only");
   }
   if (o.runs < 1 || o.warmup < 0) throw Error("--runs must be at least 1 and --warmup at least 0");
   if (o.model.empty())
@@ -254,7 +267,12 @@ int main(int argc, char** argv) try {
            {"runs", opt.runs},
            {"warmup", opt.warmup}};
   std::map<std::string, double> seconds;
+  std::set<std::string> wanted = opt.only;  // a unit's baseline runs with it
   for (const Unit& u : units(info.numLayers, info.hiddenSize, info.vocabSize)) {
+    if (opt.only.count(u.name) && !u.baseline.empty()) wanted.insert(u.baseline);
+  }
+  for (const Unit& u : units(info.numLayers, info.hiddenSize, info.vocabSize)) {
+    if (!opt.only.empty() && !wanted.count(u.name)) continue;
     GenerateRequest plain;
     plain.prompts = {std::vector<int64_t>()};
     for (int64_t id : kClean) plain.prompts[0].push_back(id % info.vocabSize);

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernel_math.cuh"
+#include "norm_rows.cuh"
 
 namespace shardscope::kernels {
 namespace {
@@ -252,20 +253,30 @@ __global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
   routeBlock<T>(a, counts);
 }
 
+// Bytes of the router kernel's shared memory before the routing's counts: the normed rows.
+template <typename T>
+__host__ __device__ __forceinline__ size_t routerNormBytes(const FusedMoeArgs& a) {
+  return a.norm.normWeight ? (size_t(a.tokens * a.hidden) * sizeof(T) + 15) / 16 * 16 : 0;
+}
+
 // The router's GEMV and the routing in one launch (a.routerWeight set, at most kTokenRows
 // tokens): warp w of block b computes logits row e = b * kWarps + w for every token, in the
 // GEMV kernel's order of adds and rounding (so the logits equal fused::gemv's); the last block
-// to finish (a.routerDone counts the blocks and wraps back to zero) then chooses and lists.
-template <typename T>
+// to finish (a.routerDone counts the blocks and wraps back to zero) then chooses and lists. With
+// NORM, every block first norms x (normRows, bit for bit fused::addRmsNorm) into its shared
+// memory, and block 0 writes the rows out for the expert kernels.
+template <typename T, bool NORM>
 __global__ void routerKernel(FusedMoeArgs a) {
-  extern __shared__ int counts[];
+  extern __shared__ __align__(16) unsigned char routerShared[];
+  int* counts = reinterpret_cast<int*>(routerShared + routerNormBytes<T>(a));
   constexpr int VEC = 16 / sizeof(T), kRound = 8;  // 16-byte loads in flight per lane
   constexpr int64_t kChunk = 32 * VEC;
   const int lane = threadIdx.x % 32;
   const int64_t e = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   const bool mine = e < a.select.experts;
   const T* w = static_cast<const T*>(a.routerWeight) + (mine ? e : 0) * a.hidden;
-  const T* x = static_cast<const T*>(a.x);
+  T* xs = reinterpret_cast<T*>(routerShared);
+  const T* x = NORM ? xs : static_cast<const T*>(a.x);
   int64_t k0 = int64_t(lane) * VEC;
   Vec<T, VEC> wv[kRound];
   const auto loadRound = [&] {
@@ -277,6 +288,13 @@ __global__ void routerKernel(FusedMoeArgs a) {
   if (mine) loadRound();  // the weights do not depend on the kernel before
   waitForPreviousKernel();
   allowNextKernel();
+  if constexpr (NORM) {
+    normRows<T, VEC>(a.norm, int(a.tokens), xs);  // ends with a barrier: xs is whole
+    if (blockIdx.x == 0) {
+      for (int64_t i = int64_t(threadIdx.x) * VEC; i < a.tokens * a.hidden; i += blockDim.x * VEC)
+        store<T, VEC>(static_cast<T*>(a.normed) + i, load<T, VEC>(xs + i));
+    }
+  }
   float acc[kTokenRows] = {};
   while (mine && k0 < a.hidden) {
 #pragma unroll
@@ -563,6 +581,13 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
       return cudaErrorInvalidValue;
     a.select.logits = a.routerLogits;
   }
+  if (a.norm.normWeight) {  // the router kernel norms x first
+    if (!a.routerWeight || !a.normed || a.norm.x != a.x || a.norm.k != a.hidden ||
+        !aligned(a.normed, 16) || !aligned(a.norm.normWeight, 16) ||
+        (a.norm.residual && !aligned(a.norm.residual, 16)) ||
+        (a.norm.residualOut && !aligned(a.norm.residualOut, 16)))
+      return cudaErrorInvalidValue;
+  }
   if (a.select.logits) {  // the later kernels read the choice the first one makes
     if (!a.select.ids || !a.select.weights || a.select.experts < a.topK)
       return cudaErrorInvalidValue;
@@ -575,16 +600,21 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     if (a.hidden % VEC != 0 || a.inter % VEC != 0) return cudaErrorInvalidValue;
     const unsigned slots = unsigned(std::min(a.tokens * a.topK, a.localExperts));
     const dim3 threads(kWarps * 32);
-    const size_t shared = size_t(2 * a.localExperts) * sizeof(int);
+    const size_t counts = size_t(2 * a.localExperts) * sizeof(int);
+    const size_t shared = counts + routerNormBytes<T>(a);
+    if (shared > kMoeRouterMaxShared) return cudaErrorInvalidValue;
     const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
+    const auto router = a.norm.normWeight ? routerKernel<T, true> : routerKernel<T, false>;
     cudaError_t e =
         a.routerWeight
-            ? launchKernel(routerKernel<T>, dim3(routerBlocks), threads, shared, stream, a)
-            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), shared, stream, a);
+            ? launchKernel(router, dim3(routerBlocks), threads, shared, stream, a)
+            : launchKernel(routeKernel<T>, dim3(1), dim3(kRouteThreads), counts, stream, a);
     if (e != cudaSuccess) return e;
+    FusedMoeArgs experts = a;
+    if (a.norm.normWeight) experts.x = a.normed;  // the rows the router normed
     return a.tokens == 1 && wideExpertKernels()
-               ? launchExperts<T, WideGateUp, WideDown>(a, slots, stream)
-               : launchExperts<T, NarrowGateUp, NarrowDown>(a, slots, stream);
+               ? launchExperts<T, WideGateUp, WideDown>(experts, slots, stream)
+               : launchExperts<T, NarrowGateUp, NarrowDown>(experts, slots, stream);
   });
 }
 

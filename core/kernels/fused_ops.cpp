@@ -42,6 +42,10 @@ cudaStream_t streamOf(const at::Tensor& x) {
   return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
 }
 
+bool aligned16(const at::Tensor& t) {  // the kernels' 16-byte loads
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
 // x as rows of its last dim: (heads, tokenStride) for the kernel's row addressing, contiguous
 // when it cannot be addressed that way.
 struct Rows {
@@ -184,17 +188,14 @@ bool gemvTakes(const GemvInput& in) {
   if (!usable(x, w) || w.dim() != 2 || !w.is_contiguous() || x.dim() != 2 || !x.is_contiguous())
     return false;
   const int64_t k = w.size(1), n = in.swiGlu ? w.size(0) / 2 : w.size(0), rows = x.size(0);
-  const auto aligned = [](const at::Tensor& t) {
-    return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-  };
-  if (x.size(1) != k || k % (16 / int64_t(x.element_size())) != 0 || !aligned(x) || !aligned(w))
+  if (x.size(1) != k || k % (16 / int64_t(x.element_size())) != 0 || !aligned16(x) || !aligned16(w))
     return false;
   if (rows == 0 || rows > kernels::kMaxGemvRows || (in.swiGlu && w.size(0) % 2 != 0)) return false;
   if (in.bias.defined() &&
       (!usable(in.bias, w) || in.bias.numel() != w.size(0) || !in.bias.is_contiguous()))
     return false;
   const auto fits = [&](const at::Tensor& t, int64_t numel) {
-    return usable(t, w) && t.is_contiguous() && t.numel() == numel && aligned(t);
+    return usable(t, w) && t.is_contiguous() && t.numel() == numel && aligned16(t);
   };
   if (in.residual.defined() && (!in.normWeight.defined() || !fits(in.residual, rows * k) ||
                                 in.residual.sizes() != x.sizes()))
@@ -372,6 +373,7 @@ kernels::MoeSelectArgs selectArgs(const at::Tensor& logits, const MoeRouting& r,
 struct MoeCall {
   kernels::FusedMoeArgs a;
   at::Tensor x, h, out, routing, y;
+  std::vector<at::Tensor> scratch;  // what the kernels write on the way (logits, the choice)
 };
 
 // Undefined y when the kernels do not take the shapes.
@@ -444,26 +446,75 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerLogits, const M
   return c.y;
 }
 
-at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
-                    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
-                    const at::Tensor& w2, int64_t firstExpert) {
+namespace {
+// A call whose first kernel runs the router's GEMV (the fusedMoe overload from routerWeight);
+// c.y undefined when the kernels do not take the shapes. The logits and the choice live in
+// c.scratch until the launch.
+MoeCall routerCall(const at::Tensor& x, const at::Tensor& routerWeight,
+                   const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                   const at::Tensor& w2, int64_t firstExpert) {
   if (!usable(routerWeight, x) || routerWeight.dim() != 2 || !routerWeight.is_contiguous() ||
       x.dim() != 2 || x.size(0) > kernels::kMoeRouterMaxTokens ||
       routerWeight.size(1) != x.size(1) || routing.topK < 1 ||
       routing.topK > kernels::kMoeSelectMaxTopK || routerWeight.size(0) < routing.topK ||
       routerDone.scalar_type() != at::kInt || routerDone.device() != x.device())
     return {};
-  const c10::cuda::CUDAGuard guard(x.device());
   MoeCall c = moeCall(x, routing.topK, w13, w2, firstExpert);
   if (!c.y.defined()) return {};
   const at::Tensor logits = at::empty({x.size(0), routerWeight.size(0)}, x.options());
   at::Tensor ids, weights;
   c.a.select = selectArgs(logits, routing, ids, weights);
+  c.scratch = {logits, ids, weights};
   c.a.routerWeight = routerWeight.data_ptr();
   c.a.routerLogits = logits.data_ptr();
   c.a.routerDone = reinterpret_cast<unsigned*>(routerDone.data_ptr<int>());
+  return c;
+}
+}  // namespace
+
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
+                    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                    const at::Tensor& w2, int64_t firstExpert) {
+  if (!x.defined() || !x.is_cuda()) return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  MoeCall c = routerCall(x, routerWeight, routerDone, routing, w13, w2, firstExpert);
+  if (!c.y.defined()) return {};
   check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe");
   return c.y;
+}
+
+std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
+                                                    const at::Tensor& routerWeight,
+                                                    const at::Tensor& routerDone,
+                                                    const MoeRouting& routing,
+                                                    const at::Tensor& w13, const at::Tensor& w2,
+                                                    int64_t firstExpert) {
+  if (!x.defined() || !x.is_cuda() || x.dim() != 2 || !x.is_contiguous() || !aligned16(x) ||
+      !usable(norm.weight, x) || norm.weight.dim() != 1 || norm.weight.size(0) != x.size(-1) ||
+      !norm.weight.is_contiguous() || !aligned16(norm.weight) ||
+      (norm.residual.defined() &&
+       (!usable(norm.residual, x) || norm.residual.sizes() != x.sizes() ||
+        !norm.residual.is_contiguous() || !aligned16(norm.residual))))
+    return {};
+  const int64_t element = x.element_size(), T = x.size(0), H = x.size(-1);
+  const int64_t experts = w13.defined() ? w13.size(0) : 0;
+  if ((T * H * element + 15) / 16 * 16 + 2 * experts * int64_t(sizeof(int)) >
+      int64_t(kernels::kMoeRouterMaxShared))
+    return {};
+  const c10::cuda::CUDAGuard guard(x.device());
+  MoeCall c = routerCall(x, routerWeight, routerDone, routing, w13, w2, firstExpert);
+  if (!c.y.defined()) return {};
+  const at::Tensor normed = at::empty_like(x);
+  at::Tensor residualSum = norm.residual.defined() ? at::empty_like(x) : x;
+  c.a.norm.x = x.data_ptr();
+  c.a.norm.residual = norm.residual.defined() ? norm.residual.data_ptr() : nullptr;
+  c.a.norm.normWeight = norm.weight.data_ptr();
+  c.a.norm.residualOut = norm.residual.defined() ? residualSum.data_ptr() : nullptr;
+  c.a.norm.k = H;
+  c.a.norm.eps = float(norm.eps);
+  c.a.normed = normed.data_ptr();
+  check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe (after the norm)");
+  return {c.y, residualSum};
 }
 
 at::Tensor moeCombine(const at::Tensor& down, const at::Tensor& rowOf, const at::Tensor& weights,

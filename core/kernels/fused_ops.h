@@ -114,6 +114,21 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerLogits, const M
 at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
                     const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
                     const at::Tensor& w2, int64_t firstExpert);
+// The RMSNorm a fused kernel folds in before its own work: norm(x + residual) with weight [H] and
+// eps (residual undefined: norm(x)), rounded as addRmsNorm / rmsNorm.
+struct NormIn {
+  at::Tensor residual, weight;
+  double eps = 1e-6;
+};
+// The overload above with the layer's post-attention RMSNorm folded into its first kernel: x is
+// the hidden state before the norm. {y, x + residual} (x itself without a residual), y bit for bit
+// addRmsNorm followed by the overload above; undefined when the kernels do not take the shapes.
+std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
+                                                    const at::Tensor& routerWeight,
+                                                    const at::Tensor& routerDone,
+                                                    const MoeRouting& routing,
+                                                    const at::Tensor& w13, const at::Tensor& w2,
+                                                    int64_t firstExpert);
 // Whether fusedMoe takes every step of up to `tokens` tokens with these sizes.
 bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
                    int64_t localExperts);

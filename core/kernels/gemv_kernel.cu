@@ -1,4 +1,5 @@
 #include "kernel_math.cuh"
+#include "norm_rows.cuh"
 
 namespace shardscope::kernels {
 namespace {
@@ -110,51 +111,8 @@ __device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, con
   }
 }
 
-// rmsNormKernel's arithmetic on each row of x (plus the residual) into xs [ROWS, k] of shared
-// memory, by the block's first kNormThreads threads in rmsNormKernel's element order and sum
-// tree (its widest block; a narrower one gives each thread at most one vector, as here), so the
-// rows are bit for bit what fused::addRmsNorm writes. Block 0 writes x + residual out.
-constexpr int kNormThreads = 256;
-template <typename T, int ROWS, int VEC>
-__device__ void normRows(const GemvArgs& a, T* xs) {
-  const bool team = threadIdx.x < kNormThreads, writer = blockIdx.x == 0 && a.residualOut;
-  const T* nw = static_cast<const T*>(a.normWeight);
-  constexpr int64_t step = int64_t(kNormThreads) * VEC;
-#pragma unroll 1
-  for (int m = 0; m < ROWS; ++m) {
-    const T* x = static_cast<const T*>(a.x) + m * a.k;
-    const T* residual = a.residual ? static_cast<const T*>(a.residual) + m * a.k : nullptr;
-    T* row = xs + m * a.k;
-    float squares = 0.f;
-    for (int64_t i = int64_t(threadIdx.x) * VEC; team && i < a.k; i += step) {
-      Vec<T, VEC> v = load<T, VEC>(x + i);
-      if (residual) {
-        const Vec<T, VEC> rv = load<T, VEC>(residual + i);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-          v.v[j] = fromFloat<T>(__fadd_rn(toFloat(v.v[j]), toFloat(rv.v[j])));
-        if (writer) store<T, VEC>(static_cast<T*>(a.residualOut) + m * a.k + i, v);
-      }
-      store<T, VEC>(row + i, v);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const float f = toFloat(v.v[j]);
-        squares = __fmaf_rn(f, f, squares);
-      }
-    }
-    const float inv = rsqrtf(blockSum(squares) / float(a.k) + a.eps);
-    for (int64_t i = int64_t(threadIdx.x) * VEC; team && i < a.k; i += step) {
-      const Vec<T, VEC> v = load<T, VEC>(row + i), wv = load<T, VEC>(nw + i);
-      Vec<T, VEC> o;
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const float normed = mulRounded<T>(toFloat(v.v[j]), inv);
-        o.v[j] = fromFloat<T>(__fmul_rn(toFloat(wv.v[j]), normed));
-      }
-      store<T, VEC>(row + i, o);
-    }
-  }
-  __syncthreads();
+__device__ __forceinline__ NormRowsArgs normRowsOf(const GemvArgs& a) {
+  return {a.x, a.residual, a.normWeight, a.residualOut, a.k, a.eps};
 }
 
 // What gemv writes for a column (the bias added to the fp32 sum, rounded once) and, for SwiGLU,
@@ -190,7 +148,7 @@ __global__ void gemvKernel(GemvArgs a) {
   waitForPreviousKernel();
   allowNextKernel();
   T* xs = reinterpret_cast<T*>(shared);
-  if constexpr (NORM) normRows<T, ROWS, VEC>(a, xs);  // every thread takes part
+  if constexpr (NORM) normRows<T, VEC>(normRowsOf(a), ROWS, xs);  // every thread takes part
   if (!row) return;  // an exited warp counts as done for the dependent launch
 
   const T* b = static_cast<const T*>(a.bias);

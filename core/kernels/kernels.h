@@ -145,6 +145,17 @@ struct QkvDecodeAttentionArgs {
 };
 cudaError_t qkvDecodeAttention(const QkvDecodeAttentionArgs& a, cudaStream_t stream);
 
+// Rows to RMSNorm inside a kernel (norm_rows.cuh): x [rows, k] (plus residual [rows, k] when
+// set) and the norm's weight [k]; block 0 writes x + residual to residualOut when it is set.
+struct NormRowsArgs {
+  const void* x = nullptr;
+  const void* residual = nullptr;
+  const void* normWeight = nullptr;
+  void* residualOut = nullptr;
+  int64_t k = 0;
+  float eps = 1e-6f;
+};
+
 // FusedMoE for a few tokens with no host sync (recordable in CUDA graphs): the routing stays on
 // the GPU. For x [tokens, hidden], the chosen experts ids [tokens, topK] (int64) with weights
 // [tokens, topK], and this rank's experts firstExpert.. (w13 [localExperts, 2 inter, hidden]:
@@ -201,7 +212,16 @@ struct FusedMoeArgs {
   int* routing = nullptr;
   int64_t tokens = 0, topK = 0, hidden = 0, inter = 0;
   int64_t firstExpert = 0, localExperts = 0;
+  // With routerWeight and norm.normWeight set, x is the hidden state before the layer's
+  // post-attention RMSNorm: each router block norms it (norm.x = x, norm.residual added and
+  // written to norm.residualOut) and block 0 writes the normed rows to `normed` [tokens, hidden],
+  // which the expert kernels read; one launch fewer than the norm as its own kernel.
+  NormRowsArgs norm;
+  void* normed = nullptr;
 };
+// The most dynamic shared memory the router kernel takes (its normed rows and 2 ints per local
+// expert): under the 48 KB default with room for its static shared memory, so no opt-in.
+constexpr size_t kMoeRouterMaxShared = 44 * 1024;
 // Only the choice (MoeSelectArgs) for `tokens` rows of logits, as the first fused kernel makes it.
 cudaError_t moeSelect(DType dtype, const MoeSelectArgs& a, int64_t tokens, int64_t topK,
                       cudaStream_t stream);

@@ -144,6 +144,28 @@ std::vector<at::Tensor> DecoderMLP::callWhole(const ModuleCall& call) const {
   return {y};
 }
 
+std::pair<at::Tensor, at::Tensor> DecoderMLP::forwardAfterNorm(const at::Tensor& x,
+                                                               const at::Tensor& residual,
+                                                               const RMSNorm& norm,
+                                                               const ForwardBatch& b) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  fused::GemvInput in;
+  in.x = x;
+  in.residual = residual;
+  in.normWeight = norm.weight();
+  in.eps = norm.eps();
+  in.w = gateUpProj->weight();
+  in.bias = gateUpProj->bias();
+  in.swiGlu = true;
+  const fused::GemvOutput gateUp = fused::gemvFused(in);
+  if (!gateUp.y.defined()) return {};
+  return {downProj->forward(gateUp.y, b), gateUp.residualSum};
+#else
+  (void)x, (void)residual, (void)norm, (void)b;
+  return {};
+#endif
+}
+
 void DecoderMLP::load(LoadContext& ctx, const std::string& hf) {
   gateUpProj->load(ctx, hf);
   downProj->load(ctx, hf + ".down_proj");
@@ -168,8 +190,7 @@ DecoderLayer::DecoderLayer(Module* parent, const ModelConfig& c, int64_t layer, 
   if (c.isSparseLayer(layer)) {
     mlp = child<Qwen3MoeSparseMoeBlock>(this, c, tp);
   } else {
-    denseMlp_ = child<DecoderMLP>(this, c, tp);
-    mlp = denseMlp_;
+    mlp = child<DecoderMLP>(this, c, tp);
   }
 }
 
@@ -205,10 +226,11 @@ std::pair<at::Tensor, at::Tensor> DecoderLayer::forward(const at::Tensor& positi
 }
 
 // A step of at most four rows that nobody observes (a graph being recorded, or a run without a
-// trace): each RMSNorm runs inside the GEMV after it (qkv_proj, gate_up_proj) and SwiGLU in
-// gate_up_proj's epilogue, with the same roundings, so a layer launches three kernels fewer. The
-// modules in between are not visited, which only an observer could notice. Undefined when this
-// path does not apply (the modules then run one by one).
+// trace): each RMSNorm runs inside the kernel after it (qkv_proj's GEMV; the mlp's first kernel:
+// a dense gate_up_proj, with SwiGLU in its epilogue, or Qwen3-MoE's router), with the same
+// roundings, so a layer launches two or three kernels fewer. The modules in between are not
+// visited, which only an observer could notice. Undefined when this path does not apply (the
+// modules then run one by one).
 std::pair<at::Tensor, at::Tensor> DecoderLayer::fusedForward(const at::Tensor& positions,
                                                              const at::Tensor& hidden,
                                                              const at::Tensor& residual,
@@ -226,22 +248,10 @@ std::pair<at::Tensor, at::Tensor> DecoderLayer::fusedForward(const at::Tensor& p
   if (!qkv.y.defined()) return {};
   at::Tensor r = residual.defined() ? qkv.residualSum : hidden;  // layer 0: the embeddings
   at::Tensor h = selfAttn->forwardFromQkv(positions, qkv.y, b);
-  fused::GemvInput mlpIn;
-  if (denseMlp_) {
-    mlpIn.x = h;
-    mlpIn.residual = r;
-    mlpIn.normWeight = postAttentionLayernorm->weight();
-    mlpIn.eps = postAttentionLayernorm->eps();
-    mlpIn.w = denseMlp_->gateUpProj->weight();
-    mlpIn.bias = denseMlp_->gateUpProj->bias();
-    mlpIn.swiGlu = true;
-  }
-  const fused::GemvOutput gateUp = denseMlp_ ? fused::gemvFused(mlpIn) : fused::GemvOutput{};
-  if (!gateUp.y.defined()) {  // Qwen3-MoE's sparse block, or a shape the kernel does not take
-    std::tie(h, r) = postAttentionLayernorm->forward(h, r, b);
-    return {mlp->forward(h, b), r};
-  }
-  return {denseMlp_->downProj->forward(gateUp.y, b), gateUp.residualSum};
+  auto [y, rOut] = mlp->forwardAfterNorm(h, r, *postAttentionLayernorm, b);
+  if (y.defined()) return {y, rOut};
+  std::tie(h, r) = postAttentionLayernorm->forward(h, r, b);  // a shape the kernels do not take
+  return {mlp->forward(h, b), r};
 #else
   (void)positions, (void)hidden, (void)residual, (void)b;
   return {};

@@ -61,6 +61,11 @@ class DecoderMLP : public FeedForward {
   const char* kind() const override { return "MLP"; }
   void load(LoadContext& ctx, const std::string& hfPrefix) override;
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& b) const override;
+  // The norm inside gate_up_proj's GEMV and SwiGLU in its epilogue (fused::gemvFused).
+  std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& x,
+                                                     const at::Tensor& residual,
+                                                     const RMSNorm& norm,
+                                                     const ForwardBatch& b) const override;
   // Called from a trace with a whole x, a partial-sum MLP returns the reduced (whole) output.
   std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
 
@@ -91,7 +96,6 @@ class DecoderLayer : public Module {
                                                  const ForwardBatch& b) const;
 
   int64_t layer_;
-  DecoderMLP* denseMlp_ = nullptr;  // mlp when it is dense (its norm and SwiGLU fuse)
 };
 
 // "model.model": ids -> final normed hidden states.

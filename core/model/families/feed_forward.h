@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../forward_batch.h"
+#include "../layers/rms_norm.h"
 #include "../layers/tp_rank.h"
 #include "../module.h"
 #include "../module_call.h"
@@ -20,6 +21,16 @@ class FeedForward : public Module {
   virtual void load(LoadContext& ctx, const std::string& hfPrefix) = 0;
   // x: [T, H] whole  ->  [T, H] whole. Visits the block's ports and its children's.
   virtual at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const = 0;
+  // A step nobody observes (no port is visited): the block on norm(x + residual), the layer's
+  // norm folded into the block's first kernel; {y, x + residual}. Undefined tensors where the
+  // block's kernels do not take it: the layer then runs the norm and forward().
+  virtual std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& x,
+                                                             const at::Tensor& residual,
+                                                             const RMSNorm& norm,
+                                                             const ForwardBatch& batch) const {
+    (void)x, (void)residual, (void)norm, (void)batch;
+    return {};
+  }
   // mlp(x) from a trace: the block on a whole [T, H] (its own all-reduce included).
   bool callableWithWhole() const override { return true; }
   std::vector<at::Tensor> callWhole(const ModuleCall& call) const override {

@@ -31,4 +31,14 @@ at::Tensor Qwen3MoeSparseMoeBlock::forward(const at::Tensor& x, const ForwardBat
   return out.items[0];
 }
 
+std::pair<at::Tensor, at::Tensor> Qwen3MoeSparseMoeBlock::forwardAfterNorm(
+    const at::Tensor& x, const at::Tensor& residual, const RMSNorm& norm,
+    const ForwardBatch& b) const {
+  auto [y, r] = experts->forwardAfterNorm(x, residual, norm, gate->weight());
+  if (!y.defined()) return {};
+  CollectiveSite site(experts->path(), b.step);
+  b.group.allReduceSum(y);
+  return {y, r};
+}
+
 }  // namespace shardscope

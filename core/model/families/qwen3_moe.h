@@ -20,6 +20,11 @@ class Qwen3MoeSparseMoeBlock : public FeedForward {
   const char* kind() const override { return "Qwen3MoeSparseMoeBlock"; }
   void load(LoadContext& ctx, const std::string& hfPrefix) override;
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const override;
+  // The norm inside the router's kernel (FusedMoE::forwardAfterNorm), then the block's reduce.
+  std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& x,
+                                                     const at::Tensor& residual,
+                                                     const RMSNorm& norm,
+                                                     const ForwardBatch& batch) const override;
 
   ReplicatedLinear* gate;
   FusedMoE* experts;

@@ -1,6 +1,8 @@
 #include "fused_moe.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "../../error.h"
 #include "../module_call.h"
@@ -114,6 +116,25 @@ at::Tensor FusedMoE::forwardUnobserved(const at::Tensor& hidden,
   return fused::fusedMoe(hidden, routerWeight, routerDone_, routing(), w13_, w2_, firstExpert_);
 #else
   (void)hidden, (void)routerWeight;
+  return {};
+#endif
+}
+
+std::pair<at::Tensor, at::Tensor> FusedMoE::forwardAfterNorm(const at::Tensor& hidden,
+                                                             const at::Tensor& residual,
+                                                             const RMSNorm& norm,
+                                                             const at::Tensor& routerWeight) const {
+#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
+  const char* off = std::getenv("SHARDSCOPE_FUSED_MOE_NORM");
+  if (topkMethod_ != TopkMethod::Greedy || (off && std::string_view(off) == "0")) return {};
+  fused::NormIn in;
+  in.residual = residual;
+  in.weight = norm.weight();
+  in.eps = norm.eps();
+  return fused::fusedMoeAfterNorm(hidden, in, routerWeight, routerDone_, routing(), w13_, w2_,
+                                  firstExpert_);
+#else
+  (void)hidden, (void)residual, (void)norm, (void)routerWeight;
   return {};
 #endif
 }

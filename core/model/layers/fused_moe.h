@@ -26,6 +26,7 @@
 #include "../forward_batch.h"
 #include "../model_config.h"
 #include "../module.h"
+#include "rms_norm.h"
 #include "tp_rank.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"
@@ -49,6 +50,13 @@ class FusedMoE : public Module {
   // GEMV, the choice, the routing lists and the experts run as three kernels; undefined
   // otherwise (the caller runs the router and forward()).
   at::Tensor forwardUnobserved(const at::Tensor& hidden, const at::Tensor& routerWeight) const;
+  // The same on norm(hidden + residual), the layer's post-attention norm folded into the router's
+  // kernel: {y, hidden + residual}; undefined where the kernels do not take it, or when
+  // SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process).
+  std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& hidden,
+                                                     const at::Tensor& residual,
+                                                     const RMSNorm& norm,
+                                                     const at::Tensor& routerWeight) const;
   // The routing: (topk_weights [T, k] in routerLogits' dtype, topk_ids [T, k] int64), each row's
   // experts by decreasing probability.
   std::pair<at::Tensor, at::Tensor> selectExperts(const at::Tensor& routerLogits) const;

@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "common/golden_engine.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/decode_state.h"
@@ -202,6 +203,60 @@ class TestEngine : public QObject {
       QCOMPARE(fusedRun.outputs[i].tokenIds, modules.outputs[i].tokenIds);
       QVERIFY(at::equal(fromHostFloat(fusedRun.outputs[i].logits),
                         fromHostFloat(modules.outputs[i].logits)));
+    }
+  }
+
+  // Each of the decode step's kernel fusions that a switch turns off gives the same ids and
+  // logits bit for bit with it on, from CUDA graphs: attention with the cache write
+  // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
+  // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM).
+  void decodeFusionsKeepTheBits_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<QString>("variable");
+    for (const char* dtype : {"f32", "bf16"}) {
+      QTest::addRow("demo %s attention", dtype) << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION";
+      QTest::addRow("moe %s attention", dtype)
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION";
+      QTest::addRow("moe %s norm in router", dtype)
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM";
+    }
+  }
+  void decodeFusionsKeepTheBits() {
+    if (test::device() != "cuda") QSKIP("the fused kernels run on the GPU only");
+    QFETCH(QString, model);
+    QFETCH(QString, dtype);
+    QFETCH(QString, variable);
+    EngineOptions o =
+        model == "demo" ? EngineOptions{} : test::goldenEngineOptions(model.toStdString(), 1);
+    if (model == "demo") o.model = ensureDemoModel().string();
+    o.device = "cuda";
+    o.dtype = dtype.toStdString();
+    o.backend = "local";
+    o.cudaGraphs = true;
+    const QByteArray name = variable.toUtf8();
+    const auto run = [&](bool fused) {
+      if (fused) {
+        qunsetenv(name.constData());
+      } else {
+        qputenv(name.constData(), "0");
+      }
+      Engine engine(o);
+      GenerateRequest r;
+      r.prompts = {{1, 5, 9, 3}, {7, 2}, {4, 4, 8, 1, 6, 2}};
+      r.sampling.maxTokens = 8;
+      r.sampling.ignoreEos = true;
+      r.returnLogits = true;
+      GenerateResult result = Engine::generateResult(engine.generate(r));
+      qunsetenv(name.constData());
+      return result;
+    };
+    const GenerateResult apart = run(false), fusedRun = run(true);
+    for (size_t i = 0; i < 3; ++i) {
+      QCOMPARE(fusedRun.outputs[i].tokenIds, apart.outputs[i].tokenIds);
+      QVERIFY2(at::equal(fromHostFloat(fusedRun.outputs[i].logits),
+                         fromHostFloat(apart.outputs[i].logits)),
+               qPrintable(variable + "=0 changes the logits"));
     }
   }
 

@@ -635,6 +635,33 @@ class TestFusedOps : public QObject {
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, routerW, done, r, w13, w2, first)),
              "two runs differ");
     QCOMPARE(done.item<int>(), 0);
+
+    // The post-attention norm folded into the router's kernel: y and x + residual equal
+    // addRmsNorm followed by the call above, bit for bit; without a residual, rmsNorm's.
+    const at::Tensor h = at::randn({tokens, H}, o), residual = at::randn({tokens, H}, o);
+    const at::Tensor normW = at::rand({H}, o) + 0.5;
+    auto [normed, sum] = fused::addRmsNorm(h, residual, normW, 1e-6);
+    QVERIFY(normed.defined());
+    fused::NormIn norm{residual, normW, 1e-6};
+    auto [y, r2] = fused::fusedMoeAfterNorm(h, norm, routerW, done, r, w13, w2, first);
+    QVERIFY(y.defined());
+    QVERIFY2(at::equal(r2, sum), "x + residual differs from addRmsNorm's");
+    QVERIFY2(at::equal(y, fused::fusedMoe(normed, routerW, done, r, w13, w2, first)),
+             "the norm inside the router's kernel differs from addRmsNorm before it");
+    norm.residual = at::Tensor();
+    auto [yAlone, same] = fused::fusedMoeAfterNorm(h, norm, routerW, done, r, w13, w2, first);
+    QVERIFY(yAlone.defined() && same.is_same(h));
+    QVERIFY2(at::equal(yAlone, fused::fusedMoe(fused::rmsNorm(h, normW, 1e-6), routerW, done, r,
+                                               w13, w2, first)),
+             "the norm without a residual differs from rmsNorm");
+    QCOMPARE(done.item<int>(), 0);
+    // Rows past the router kernel's shared memory are left to the norm and the call above.
+    const at::Tensor wide = at::randn({4, 8192}, o);
+    const fused::NormIn wideNorm{at::Tensor(), at::rand({8192}, o), 1e-6};
+    QVERIFY(!fused::fusedMoeAfterNorm(wide, wideNorm, at::randn({E, 8192}, o), done, r,
+                                      at::randn({local, 2 * I, 8192}, o),
+                                      at::randn({local, 8192, I}, o), first)
+                 .first.defined());
   }
 
   // The GEMV with the norm before it and SwiGLU after it folded in (a decoder layer's unobserved
