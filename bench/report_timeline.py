@@ -6,8 +6,12 @@ gap before it, each per forward (the trace's forwards: --forwards, 17 for a 16-s
 its prefill). Where the span exceeds the busy time, the GPU waited on the host; where a kernel's
 time exceeds what its bytes cost, the kernel itself is slow.
 
-  report_timeline.py TRACE.json [--forwards 17] [--top 25]
+  report_timeline.py TRACE.json [--forwards 17] [--top 25] [--host-gaps N]
   report_timeline.py --check      (the sums on a made-up trace with known answers; ctest runs it)
+
+--host-gaps N also lists, for each host thread that launched work, its N longest pauses between
+two CUDA runtime calls (the host busy elsewhere: interpreting a trace, waiting on a copy), each
+with what the call before and the call after put on the GPU (matched by CUPTI's correlation id).
 """
 import argparse
 import collections
@@ -71,6 +75,30 @@ def report(kernels, forwards, top, out):
     out.write("  longest gaps: " + "; ".join(f"{g:.0f} us {a} -> {b}" for g, a, b in gaps[:6]) + "\n")
 
 
+def host_gaps(events, n):
+    """Per host thread: its n longest pauses between consecutive CUDA runtime calls, as
+    (pause, call before, its GPU work, call after, its GPU work), longest first."""
+    gpu_work = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            c = e.get("args", {}).get("correlation")
+            if c is not None:
+                gpu_work[c] = short_name(e["name"])
+    calls = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cuda_runtime":
+            calls[e.get("tid")].append(
+                (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e["name"],
+                 gpu_work.get(e.get("args", {}).get("correlation"), "-")))
+    out = {}
+    for tid, c in calls.items():
+        c.sort()
+        pauses = [(b[0] - a[1], a[2], a[3], b[2], b[3]) for a, b in zip(c, c[1:])]
+        pauses.sort(reverse=True)
+        out[tid] = (len(c), pauses[:n])
+    return out
+
+
 def _check():
     events = [  # GPU 0: a (0-10), b overlapping it (8-15), gap 5, a (20-30); GPU 1: one memcpy
         {"ph": "X", "cat": "kernel", "name": "void ns::(anonymous namespace)::a<float, 1>(Args)",
@@ -90,6 +118,21 @@ def _check():
     assert names["b"] == [1, 7.0, 0.0], names
     assert gaps == [(5.0, "b", "a<float,1>")], gaps
     assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0]
+    runtime = [  # one thread: launch (0-2) of k1, memcpy call (10-11) of m1, launch (40-41) of k2
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 2,
+         "tid": 7, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "ts": 10, "dur": 1,
+         "tid": 7, "args": {"correlation": 2}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 40, "dur": 1,
+         "tid": 7, "args": {"correlation": 3}},
+        {"ph": "X", "cat": "kernel", "name": "k1", "ts": 5, "dur": 1, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH", "ts": 12, "dur": 1,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "k2", "ts": 45, "dur": 1, "args": {"correlation": 3}},
+    ]
+    gaps_by_thread = host_gaps(runtime, 1)
+    assert gaps_by_thread == {7: (3, [(29.0, "cudaMemcpyAsync", "MemcpyDtoH", "cudaLaunchKernel",
+                                       "k2")])}, gaps_by_thread
     print("report_timeline: all checks passed")
 
 
@@ -100,6 +143,7 @@ def main():
     p.add_argument("trace")
     p.add_argument("--forwards", type=int, default=17)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--host-gaps", type=int, default=0)
     a = p.parse_args()
     with open(a.trace) as f:
         data = json.load(f)
@@ -111,6 +155,13 @@ def main():
     for device in sorted(per):
         print(f" GPU {device}:")
         report(per[device], a.forwards, a.top, sys.stdout)
+    if a.host_gaps:
+        for tid, (count, pauses) in sorted(host_gaps(events, a.host_gaps).items(),
+                                           key=lambda kv: -kv[1][0]):
+            print(f" host thread {tid}: {count} runtime calls; longest pauses between two:")
+            for pause, before, work_before, after, work_after in pauses:
+                print(f"  {pause:8.1f} us after {before} ({work_before[:40]}) before {after}"
+                      f" ({work_after[:40]})")
 
 
 if __name__ == "__main__":
