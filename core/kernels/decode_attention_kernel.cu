@@ -167,22 +167,6 @@ cudaError_t launch(const DecodeAttentionArgs& a, cudaStream_t stream) {
                       stream, a);
 }
 
-template <typename T, int D>
-cudaError_t launchGroup(const DecodeAttentionArgs& a, cudaStream_t stream) {
-  switch (a.qHeads / a.kvHeads) {
-    case 1:
-      return launch<T, 1, D>(a, stream);
-    case 2:
-      return launch<T, 2, D>(a, stream);
-    case 4:
-      return launch<T, 4, D>(a, stream);
-    case 8:
-      return launch<T, 8, D>(a, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 bool decodeAttentionSupports(int64_t group, int64_t headDim) {
@@ -198,14 +182,9 @@ cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);
-    switch (a.headDim) {
-      case 64:
-        return launchGroup<T, 64>(a, stream);
-      case 128:
-        return launchGroup<T, 128>(a, stream);
-      default:
-        return launchGroup<T, 256>(a, stream);
-    }
+    return dispatchAttentionShape(a.qHeads / a.kvHeads, a.headDim, [&](auto group, auto dim) {
+      return launch<T, decltype(group)::value, decltype(dim)::value>(a, stream);
+    });
   });
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "kernels.h"
@@ -134,6 +135,37 @@ cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_
   config.numAttrs = programmaticLaunch() ? 1 : 0;
   const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   return launched != cudaSuccess ? launched : cudaGetLastError();
+}
+
+// Calls f(group, headDim) with the query group (query heads a KV head) and the head size as
+// std::integral_constant: the shapes the decode attention kernels are compiled for
+// (decodeAttentionSupports); others are an invalid value.
+template <typename F>
+cudaError_t dispatchAttentionShape(int64_t group, int64_t headDim, F&& f) {
+  const auto withDim = [&](auto g) -> cudaError_t {
+    switch (headDim) {
+      case 64:
+        return f(g, std::integral_constant<int, 64>{});
+      case 128:
+        return f(g, std::integral_constant<int, 128>{});
+      case 256:
+        return f(g, std::integral_constant<int, 256>{});
+      default:
+        return cudaErrorInvalidValue;
+    }
+  };
+  switch (group) {
+    case 1:
+      return withDim(std::integral_constant<int, 1>{});
+    case 2:
+      return withDim(std::integral_constant<int, 2>{});
+    case 4:
+      return withDim(std::integral_constant<int, 4>{});
+    case 8:
+      return withDim(std::integral_constant<int, 8>{});
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 // Calls f(T{}) with the element type of `dtype`.

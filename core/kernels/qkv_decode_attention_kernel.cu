@@ -160,26 +160,6 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
   static_cast<T*>(args.out)[(r * a.qHeads + head) * D + e] = fromFloat<T>(o / total);
 }
 
-template <typename T, int D>
-cudaError_t launchGroup(const QkvDecodeAttentionArgs& a, cudaStream_t stream) {
-  const dim3 grid(unsigned(a.cache.qHeads), unsigned(a.cache.tokens));
-  const auto go = [&](auto kernel) {
-    return launchKernel(kernel, grid, dim3(kThreads), 0, stream, a);
-  };
-  switch (a.cache.qHeads / a.cache.kvHeads) {
-    case 1:
-      return go(qkvDecodeAttentionKernel<T, 1, D>);
-    case 2:
-      return go(qkvDecodeAttentionKernel<T, 2, D>);
-    case 4:
-      return go(qkvDecodeAttentionKernel<T, 4, D>);
-    case 8:
-      return go(qkvDecodeAttentionKernel<T, 8, D>);
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 cudaError_t qkvDecodeAttention(const QkvDecodeAttentionArgs& a, cudaStream_t stream) {
@@ -191,14 +171,11 @@ cudaError_t qkvDecodeAttention(const QkvDecodeAttentionArgs& a, cudaStream_t str
     return cudaErrorInvalidValue;
   return dispatch(c.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);
-    switch (c.headDim) {
-      case 64:
-        return launchGroup<T, 64>(a, stream);
-      case 128:
-        return launchGroup<T, 128>(a, stream);
-      default:
-        return launchGroup<T, 256>(a, stream);
-    }
+    return dispatchAttentionShape(c.qHeads / c.kvHeads, c.headDim, [&](auto group, auto dim) {
+      const auto kernel = qkvDecodeAttentionKernel<T, decltype(group)::value, decltype(dim)::value>;
+      return launchKernel(kernel, dim3(unsigned(c.qHeads), unsigned(c.tokens)), dim3(kThreads), 0,
+                          stream, a);
+    });
   });
 }
 
