@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernel_math.cuh"
+#include "moe_select.cuh"
 #include "norm_rows.cuh"
 
 namespace shardscope::kernels {
@@ -9,151 +10,7 @@ namespace {
 
 constexpr int kWarps = 8;      // warps of one block of every kernel but the routing-only one
 constexpr int kTokenRows = 4;  // tokens dotted with one streamed weight row at a time
-constexpr unsigned kFull = 0xffffffffu;
 static_assert(kMoeRouterMaxTokens <= kTokenRows, "the router kernel keeps a sum per token");
-
-// Whether (p, e) comes before (q, f) in the order of the choice: larger p first, then lower e.
-__device__ __forceinline__ bool before(float p, int e, float q, int f) {
-  return p > q || (p == q && e < f);
-}
-
-// A butterfly over the warp: every lane ends with the first of the lanes' (bestP, bestE) in the
-// order above.
-__device__ __forceinline__ void warpFirst(float& bestP, int& bestE) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float p = __shfl_xor_sync(kFull, bestP, o);
-    const int e = __shfl_xor_sync(kFull, bestE, o);
-    if (before(p, e, bestP, bestE)) {
-      bestP = p;
-      bestE = e;
-    }
-  }
-}
-
-// Round r of token t's choice, after each lane's candidate (bestP, bestE): the warp's first is
-// choice r; lane r keeps its p in `mine`, lane 0 writes its id, and it bounds the next round.
-__device__ __forceinline__ void settleRound(const MoeSelectArgs& s, int64_t t, int topK, int r,
-                                            float bestP, int bestE, float& mine, float& lastP,
-                                            int& lastE) {
-  warpFirst(bestP, bestE);
-  const int lane = threadIdx.x % 32;
-  if (lane == r) mine = bestP;
-  if (lane == 0) s.ids[t * topK + r] = bestE;
-  lastP = bestP;
-  lastE = bestE;
-}
-
-// The weights of token t's choice, lane j holding choice j's p in `mine` (the others any value).
-template <typename T>
-__device__ __forceinline__ void writeWeights(const MoeSelectArgs& s, int64_t t, int topK,
-                                             float mine) {
-  const int lane = threadIdx.x % 32;
-  float total = 0.f;  // the chosen p in order of choice
-  for (int r = 0; r < topK; ++r) total = __fadd_rn(total, __shfl_sync(kFull, mine, r));
-  if (lane >= topK) return;
-  float w = s.normTopkProb ? __fdiv_rn(mine, total) : mine;
-  if (s.scale != 1.f) w = __fmul_rn(w, s.scale);
-  static_cast<T*>(s.weights)[t * topK + lane] = fromFloat<T>(w);
-}
-
-// Token t's experts (MoeSelectArgs), by one warp. The softmax's max and sum run as ATen's warp
-// softmax runs them (lane l takes experts l, l + 32, ..., then a butterfly over the lanes), so p
-// is the value at::softmax gives; the top k are found by k rounds of a warp arg-max, each after
-// the previous choice in the order above; lane j keeps choice j's p for the renormalisation.
-// This is the path for more than 32 * kLaneExperts experts: p is recomputed every round.
-template <typename T>
-__device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK) {
-  const int lane = threadIdx.x % 32;
-  const T* row = static_cast<const T*>(s.logits) + t * s.experts;
-  float m = -INFINITY;
-  // Through L2: with the router's GEMV in the same kernel, other blocks wrote the row.
-  const auto logit = [&](int64_t e) { return toFloat(__ldcg(row + e)); };
-  for (int64_t e = lane; e < s.experts; e += 32) m = fmaxf(m, logit(e));
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
-  float sum = 0.f;
-  for (int64_t e = lane; e < s.experts; e += 32) sum = __fadd_rn(sum, expf(__fsub_rn(logit(e), m)));
-  for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
-  float lastP = INFINITY, mine = 0.f;
-  int lastE = -1;
-  for (int r = 0; r < topK; ++r) {
-    float bestP = -1.f;  // below every probability
-    int bestE = INT_MAX;
-    for (int64_t e = lane; e < s.experts; e += 32) {
-      const float p = __fdiv_rn(expf(__fsub_rn(logit(e), m)), sum);
-      if (before(lastP, lastE, p, int(e)) && before(p, int(e), bestP, bestE)) {
-        bestP = p;
-        bestE = int(e);
-      }
-    }
-    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
-  }
-  writeWeights<T>(s, t, topK, mine);
-}
-
-// The same choice with the lane's experts (at most kLaneExperts) in registers: the logits are
-// loaded once (all in flight together) and each p computed once, by the same expressions in the
-// same order as above, so the choice and the weights are bit for bit the streamed path's; the k
-// rounds (on the router's critical path) then only compare.
-constexpr int kLaneExperts = 8;
-template <typename T>
-__device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
-  const int lane = threadIdx.x % 32;
-  const T* row = static_cast<const T*>(s.logits) + t * s.experts;
-  float p[kLaneExperts];  // the logit of expert lane + 32 i, then its probability
-#pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) {  // no branch: the loads are in flight together
-    const int64_t e = min(int64_t(lane + 32 * i), s.experts - 1);  // past the end: not counted
-    p[i] = toFloat(__ldcg(row + e));                               // through L2, as above
-  }
-  float m = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) {
-    if (lane + 32 * i < s.experts) m = fmaxf(m, p[i]);
-  }
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
-  float sum = 0.f;
-#pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) {
-    p[i] = expf(__fsub_rn(p[i], m));
-    if (lane + 32 * i < s.experts) sum = __fadd_rn(sum, p[i]);
-  }
-  for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
-#pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) p[i] = __fdiv_rn(p[i], sum);
-  float lastP = INFINITY, mine = 0.f;
-  int lastE = -1;
-  for (int r = 0; r < topK; ++r) {
-    float bestP = -1.f;  // below every probability
-    int bestE = INT_MAX;
-#pragma unroll
-    for (int i = 0; i < kLaneExperts; ++i) {
-      const int e = lane + 32 * i;
-      if (e < s.experts && before(lastP, lastE, p[i], e) && before(p[i], e, bestP, bestE)) {
-        bestP = p[i];
-        bestE = e;
-      }
-    }
-    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
-  }
-  writeWeights<T>(s, t, topK, mine);
-}
-
-template <typename T>
-__device__ void selectToken(const MoeSelectArgs& s, int64_t t, int topK) {
-  if (s.experts <= 32 * kLaneExperts)
-    selectTokenInRegisters<T>(s, t, topK);
-  else
-    selectTokenStreamed<T>(s, t, topK);
-}
-
-// The choice alone (moeSelect): one warp per token.
-template <typename T>
-__global__ void selectKernel(MoeSelectArgs s, int64_t tokens, int topK) {
-  waitForPreviousKernel();
-  allowNextKernel();
-  const int64_t t = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (t < tokens) selectToken<T>(s, t, topK);
-}
 
 // Per token, its choices in increasing expert order (the order of Hugging Face's adds), -1 for
 // another rank's expert: topK ints a token, after the lists.
@@ -615,20 +472,6 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     return a.tokens == 1 && wideExpertKernels()
                ? launchExperts<T, WideGateUp, WideDown>(experts, slots, stream)
                : launchExperts<T, NarrowGateUp, NarrowDown>(experts, slots, stream);
-  });
-}
-
-cudaError_t moeSelect(DType dtype, const MoeSelectArgs& s, int64_t tokens, int64_t topK,
-                      cudaStream_t stream) {
-  if (tokens == 0) return cudaSuccess;
-  if (topK < 1 || topK > kMoeSelectMaxTopK || s.experts < topK || !s.logits || !s.ids || !s.weights)
-    return cudaErrorInvalidValue;
-  return dispatch(dtype, [&](auto t) -> cudaError_t {
-    using T = decltype(t);
-    constexpr int kTokensPerBlock = 8;
-    const unsigned blocks = unsigned((tokens + kTokensPerBlock - 1) / kTokensPerBlock);
-    return launchKernel(selectKernel<T>, dim3(blocks), dim3(kTokensPerBlock * 32), 0, stream, s,
-                        tokens, int(topK));
   });
 }
 
