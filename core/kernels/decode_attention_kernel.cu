@@ -5,35 +5,6 @@ namespace {
 
 constexpr int kThreads = int(kDecodeAttentionChunk);  // one key per thread
 
-// Sum or maximum of GROUP values over the block; every thread gets the results.
-template <int GROUP, bool MAX>
-__device__ __forceinline__ void blockReduce(float (&v)[GROUP]) {
-  __shared__ float partial[32][GROUP];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-#pragma unroll
-  for (int g = 0; g < GROUP; ++g) {
-    for (int o = 16; o > 0; o >>= 1) {
-      const float other = __shfl_xor_sync(0xffffffffu, v[g], o);
-      v[g] = MAX ? fmaxf(v[g], other) : v[g] + other;
-    }
-  }
-  __syncthreads();  // partial[] may still be read by a previous call
-  if (lane == 0) {
-#pragma unroll
-    for (int g = 0; g < GROUP; ++g) partial[warp][g] = v[g];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int g = 0; g < GROUP; ++g) {
-    float x = lane < warps ? partial[lane][g] : (MAX ? -INFINITY : 0.f);
-    for (int o = 16; o > 0; o >>= 1) {
-      const float other = __shfl_xor_sync(0xffffffffu, x, o);
-      x = MAX ? fmaxf(x, other) : x + other;
-    }
-    v[g] = x;
-  }
-}
-
 // Block (HEADS query heads, request, split): HEADS of the GROUP query heads of one KV head (all
 // GROUP, or one) against the split's keys, one key per thread (its row loaded whole, so the loads
 // overlap), softmax over the split, then PARTS threads per output dimension sum the values. fp32

@@ -110,10 +110,10 @@ __global__ void __launch_bounds__(kRouteThreads) routeKernel(FusedMoeArgs a) {
   routeBlock<T>(a, counts);
 }
 
-// Bytes of the router kernel's shared memory before the routing's counts: the normed rows.
+// The router kernel's normed rows' bytes (moeRouterNormBytes), before the routing's counts.
 template <typename T>
 __host__ __device__ __forceinline__ size_t routerNormBytes(const FusedMoeArgs& a) {
-  return a.norm.normWeight ? (size_t(a.tokens * a.hidden) * sizeof(T) + 15) / 16 * 16 : 0;
+  return moeRouterNormBytes(sizeof(T), a.tokens, a.hidden, a.norm.normWeight != nullptr);
 }
 
 // The router's GEMV and the routing in one launch (a.routerWeight set, at most kTokenRows
@@ -457,8 +457,9 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     if (a.hidden % VEC != 0 || a.inter % VEC != 0) return cudaErrorInvalidValue;
     const unsigned slots = unsigned(std::min(a.tokens * a.topK, a.localExperts));
     const dim3 threads(kWarps * 32);
-    const size_t counts = size_t(2 * a.localExperts) * sizeof(int);
-    const size_t shared = counts + routerNormBytes<T>(a);
+    const size_t counts = size_t(2 * a.localExperts) * sizeof(int);  // the routing kernel's
+    const size_t shared = moeRouterSharedBytes(sizeof(T), a.tokens, a.hidden, a.localExperts,
+                                               a.norm.normWeight != nullptr);
     if (shared > kMoeRouterMaxShared) return cudaErrorInvalidValue;
     const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
     const auto router = a.norm.normWeight ? routerKernel<T, true> : routerKernel<T, false>;

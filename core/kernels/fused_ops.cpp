@@ -42,6 +42,13 @@ cudaStream_t streamOf(const at::Tensor& x) {
   return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
 }
 
+// A fusion's switch: on unless the environment sets `variable` to 0 (read at each call, so a
+// process can compare both).
+bool switchedOn(const char* variable) {
+  const char* v = std::getenv(variable);
+  return !(v && std::string_view(v) == "0");
+}
+
 bool aligned16(const at::Tensor& t) {  // the kernels' 16-byte loads
   return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
 }
@@ -237,8 +244,7 @@ GemvOutput gemvFused(const GemvInput& in) {
 }
 
 bool layerFusion() {
-  const char* v = std::getenv("SHARDSCOPE_FUSED_DECODE");
-  return !(v && std::string_view(v) == "0");
+  return switchedOn("SHARDSCOPE_FUSED_DECODE");
 }
 
 namespace {
@@ -269,11 +275,6 @@ kernels::QkvToCacheArgs qkvToCacheArgs(const QkvToCache& in) {
   a.tokens = tokens;
   return a;
 }
-
-bool attentionFusion() {
-  const char* v = std::getenv("SHARDSCOPE_FUSED_ATTENTION");
-  return !(v && std::string_view(v) == "0");
-}
 }  // namespace
 
 at::Tensor qkvToCache(const QkvToCache& in) {
@@ -289,7 +290,7 @@ at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale) 
   if (span > kernels::kDecodeAttentionChunk || in.kvHeads == 0 || in.qHeads % in.kvHeads != 0 ||
       !kernels::decodeAttentionSupports(in.qHeads / in.kvHeads, in.headDim) ||
       in.qNorm.defined() != in.kNorm.defined() || !usable(in.qkv, in.keyCache) ||
-      !attentionFusion())
+      !switchedOn("SHARDSCOPE_FUSED_ATTENTION"))
     return {};
   kernels::QkvDecodeAttentionArgs a;
   a.cache = qkvToCacheArgs(in);
@@ -489,17 +490,17 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                                     const MoeRouting& routing,
                                                     const at::Tensor& w13, const at::Tensor& w2,
                                                     int64_t firstExpert) {
-  if (!x.defined() || !x.is_cuda() || x.dim() != 2 || !x.is_contiguous() || !aligned16(x) ||
-      !usable(norm.weight, x) || norm.weight.dim() != 1 || norm.weight.size(0) != x.size(-1) ||
-      !norm.weight.is_contiguous() || !aligned16(norm.weight) ||
+  if (!switchedOn("SHARDSCOPE_FUSED_MOE_NORM") || !x.defined() || !x.is_cuda() || x.dim() != 2 ||
+      !x.is_contiguous() || !aligned16(x) || !usable(norm.weight, x) || norm.weight.dim() != 1 ||
+      norm.weight.size(0) != x.size(-1) || !norm.weight.is_contiguous() ||
+      !aligned16(norm.weight) ||
       (norm.residual.defined() &&
        (!usable(norm.residual, x) || norm.residual.sizes() != x.sizes() ||
         !norm.residual.is_contiguous() || !aligned16(norm.residual))))
     return {};
-  const int64_t element = x.element_size(), T = x.size(0), H = x.size(-1);
-  const int64_t experts = w13.defined() ? w13.size(0) : 0;
-  if ((T * H * element + 15) / 16 * 16 + 2 * experts * int64_t(sizeof(int)) >
-      int64_t(kernels::kMoeRouterMaxShared))
+  const int64_t H = x.size(-1);
+  if (kernels::moeRouterSharedBytes(x.element_size(), x.size(0), H, w13.defined() ? w13.size(0) : 0,
+                                    true) > kernels::kMoeRouterMaxShared)
     return {};
   const c10::cuda::CUDAGuard guard(x.device());
   MoeCall c = routerCall(x, routerWeight, routerDone, routing, w13, w2, firstExpert);

@@ -122,7 +122,8 @@ struct NormIn {
 };
 // The overload above with the layer's post-attention RMSNorm folded into its first kernel: x is
 // the hidden state before the norm. {y, x + residual} (x itself without a residual), y bit for bit
-// addRmsNorm followed by the overload above; undefined when the kernels do not take the shapes.
+// addRmsNorm followed by the overload above; undefined when the kernels do not take the shapes,
+// or when SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process).
 std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
                                                     const at::Tensor& routerWeight,
                                                     const at::Tensor& routerDone,

@@ -1,6 +1,6 @@
 // Shared device helpers of the fused kernels: activation <-> fp32 conversion, explicit rounding
-// (no FMA contraction, so each op rounds as the unfused ATen op does), 16-byte vectors, a block
-// sum and the dispatch from DType to an element type.
+// (no FMA contraction, so each op rounds as the unfused ATen op does), 16-byte vectors, block
+// sums and reductions, and the dispatch from DType (and attention shapes) to template arguments.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -93,6 +93,35 @@ __device__ __forceinline__ float blockSum(float x) {
   x = lane < warps ? partial[lane] : 0.f;
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
+}
+
+// Sum or maximum of GROUP values over the block; every thread gets the results.
+template <int GROUP, bool MAX>
+__device__ __forceinline__ void blockReduce(float (&v)[GROUP]) {
+  __shared__ float partial[32][GROUP];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) {
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[g], o);
+      v[g] = MAX ? fmaxf(v[g], other) : v[g] + other;
+    }
+  }
+  __syncthreads();  // partial[] may still be read by a previous call
+  if (lane == 0) {
+#pragma unroll
+    for (int g = 0; g < GROUP; ++g) partial[warp][g] = v[g];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int g = 0; g < GROUP; ++g) {
+    float x = lane < warps ? partial[lane][g] : (MAX ? -INFINITY : 0.f);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, x, o);
+      x = MAX ? fmaxf(x, other) : x + other;
+    }
+    v[g] = x;
+  }
 }
 
 // Programmatic dependent launch (Hopper): a kernel lets the next one start (allowNextKernel)

@@ -8,6 +8,13 @@
 
 #include <cstdint>
 
+// Host and device under nvcc (the .cu files), host alone in the ATen side.
+#ifdef __CUDACC__
+#define SHARDSCOPE_HOST_DEVICE __host__ __device__
+#else
+#define SHARDSCOPE_HOST_DEVICE
+#endif
+
 namespace shardscope::kernels {
 
 enum class DType { Float, BFloat16, Half };
@@ -219,9 +226,21 @@ struct FusedMoeArgs {
   NormRowsArgs norm;
   void* normed = nullptr;
 };
-// The most dynamic shared memory the router kernel takes (its normed rows and 2 ints per local
-// expert): under the 48 KB default with room for its static shared memory, so no opt-in.
+// The most dynamic shared memory the router kernel takes: under the 48 KB default with room for
+// its static shared memory, so no opt-in.
 constexpr size_t kMoeRouterMaxShared = 44 * 1024;
+// Bytes of the router kernel's normed rows (with the norm folded in; 16-byte aligned), before
+// its 2 ints per local expert for the routing lists.
+SHARDSCOPE_HOST_DEVICE inline size_t moeRouterNormBytes(int64_t elementBytes, int64_t tokens,
+                                                        int64_t hidden, bool norm) {
+  return norm ? (size_t(tokens * hidden * elementBytes) + 15) / 16 * 16 : 0;
+}
+SHARDSCOPE_HOST_DEVICE inline size_t moeRouterSharedBytes(int64_t elementBytes, int64_t tokens,
+                                                          int64_t hidden, int64_t localExperts,
+                                                          bool norm) {
+  return moeRouterNormBytes(elementBytes, tokens, hidden, norm) +
+         size_t(2 * localExperts) * sizeof(int);
+}
 // Only the choice (MoeSelectArgs) for `tokens` rows of logits, as the first fused kernel makes it.
 cudaError_t moeSelect(DType dtype, const MoeSelectArgs& a, int64_t tokens, int64_t topK,
                       cudaStream_t stream);

@@ -21,27 +21,6 @@ __device__ __forceinline__ void prefetchToL2(const void* p, int bytes) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(p) + c));
 }
 
-// Sum or maximum over the block; every thread gets the result (decodeAttentionKernel's
-// blockReduce for one head, the same adds in the same order).
-template <bool MAX>
-__device__ __forceinline__ float blockReduce(float v) {
-  __shared__ float partial[32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = MAX ? fmaxf(v, other) : v + other;
-  }
-  __syncthreads();  // partial[] may still be read by a previous call
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  float x = lane < warps ? partial[lane] : (MAX ? -INFINITY : 0.f);
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, x, o);
-    x = MAX ? fmaxf(x, other) : x + other;
-  }
-  return x;
-}
-
 // Block (query head, request): qkvToCacheKernel for this head's q and its KV head's k and v, then
 // decodeAttentionKernel (one head a block, one chunk of keys) over keys 0..position. The block
 // that takes a KV head's first query head writes k and v into the cache; the new key and value
@@ -139,10 +118,11 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
     }
     score = dot * args.scale;
   }
-  const float maximum = blockReduce<true>(score);
-  const float weight = j < n ? expf(score - maximum) : 0.f;
-  probs[j] = weight;
-  const float total = blockReduce<false>(weight);  // its barrier also publishes probs[]
+  float maximum[1] = {score};  // decodeAttentionKernel's reductions for one head
+  blockReduce<1, true>(maximum);
+  float total[1] = {j < n ? expf(score - maximum[0]) : 0.f};
+  probs[j] = total[0];
+  blockReduce<1, false>(total);  // its barrier also publishes probs[]
 
   const int e = j % D, valuePart = j / D;
   float acc = 0.f;
@@ -157,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
   float o = 0.f;
 #pragma unroll
   for (int q = 0; q < PARTS; ++q) o += sums[q][e];
-  static_cast<T*>(args.out)[(r * a.qHeads + head) * D + e] = fromFloat<T>(o / total);
+  static_cast<T*>(args.out)[(r * a.qHeads + head) * D + e] = fromFloat<T>(o / total[0]);
 }
 
 }  // namespace

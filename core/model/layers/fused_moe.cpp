@@ -1,8 +1,6 @@
 #include "fused_moe.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 
 #include "../../error.h"
 #include "../module_call.h"
@@ -125,8 +123,7 @@ std::pair<at::Tensor, at::Tensor> FusedMoE::forwardAfterNorm(const at::Tensor& h
                                                              const RMSNorm& norm,
                                                              const at::Tensor& routerWeight) const {
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
-  const char* off = std::getenv("SHARDSCOPE_FUSED_MOE_NORM");
-  if (topkMethod_ != TopkMethod::Greedy || (off && std::string_view(off) == "0")) return {};
+  if (topkMethod_ != TopkMethod::Greedy) return {};
   fused::NormIn in;
   in.residual = residual;
   in.weight = norm.weight();

@@ -52,7 +52,7 @@ class FusedMoE : public Module {
   at::Tensor forwardUnobserved(const at::Tensor& hidden, const at::Tensor& routerWeight) const;
   // The same on norm(hidden + residual), the layer's post-attention norm folded into the router's
   // kernel: {y, hidden + residual}; undefined where the kernels do not take it, or when
-  // SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process).
+  // SHARDSCOPE_FUSED_MOE_NORM=0 (fused::fusedMoeAfterNorm).
   std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& hidden,
                                                      const at::Tensor& residual,
                                                      const RMSNorm& norm,
