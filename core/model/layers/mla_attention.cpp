@@ -122,37 +122,69 @@ void MLAAttention::writeDecodeCache(const at::Tensor& entries, const ForwardBatc
   all.index_put_({slots, local}, at::where(mine, value, all.index({slots, local})));
 }
 
-std::pair<at::Tensor, at::Tensor> MLAAttention::attendLatent(const at::Tensor& q,
-                                                             const at::Tensor& kvB,
-                                                             const ForwardBatch& batch) const {
-  const int64_t R = q.size(0), gh = groupHeads(), dcp = tp_.dcp, r = tp_.rank % dcp;
+at::Tensor MLAAttention::decodeEntries(const ForwardBatch& batch) const {
+  const int64_t R = batch.decodeSlots.size(0), dcp = tp_.dcp;
   const KvCache& cache = *batch.spans[0].cache;
-  // The keys this rank holds of the step's span (local key j sits at position j * dcp + r).
   const int64_t span = std::min(cache.capacity(), (batch.decodeSpan + dcp - 1) / dcp);
   const at::Tensor& all = cache.allKeys(layer_);
   const at::Tensor rows =
       batch.decodeSlotsInOrder ? all.narrow(0, 0, R) : all.index_select(0, batch.decodeSlots);
-  const at::Tensor entries = rows.narrow(1, 0, span).squeeze(2);  // [R, span, kv_lora + rope]
-  const at::Tensor w = kvB.view({gh, nope_ + v_, kvLora_});       // per head [W_UK; W_UV]
+  return rows.narrow(1, 0, span).squeeze(2);
+}
+
+std::pair<at::Tensor, at::Tensor> MLAAttention::decodeProbabilities(
+    at::Tensor scores, const ForwardBatch& batch) const {
+  const int64_t dcp = tp_.dcp, r = tp_.rank % dcp;
+  const at::Tensor keyPos = at::arange(scores.size(-1), batch.positions.options()) * dcp + r;
+  const at::Tensor unseen = keyPos.unsqueeze(0) > batch.positions.unsqueeze(1);  // [R, keys]
+  scores.masked_fill_(unseen.unsqueeze(1), -std::numeric_limits<float>::infinity());
+  if (dcp == 1) return {at::softmax(scores, -1, at::kFloat), at::Tensor()};  // HF's arithmetic
+  return softmaxAndLse(scores);                                              // lse [R, gh]
+}
+
+std::pair<at::Tensor, at::Tensor> MLAAttention::attendLatent(const at::Tensor& q,
+                                                             const at::Tensor& kvB,
+                                                             const ForwardBatch& batch) const {
+  const int64_t gh = groupHeads();
+  const at::Tensor entries = decodeEntries(batch);           // [R, span, kv_lora + rope]
+  const at::Tensor w = kvB.view({gh, nope_ + v_, kvLora_});  // per head [W_UK; W_UV]
   // q_nope,h W_UK,h: [gh, R, nope] x [gh, nope, kv_lora]; then the rope part beside it.
   const at::Tensor qLatent =
       at::bmm(q.narrow(-1, 0, nope_).transpose(0, 1), w.narrow(1, 0, nope_)).transpose(0, 1);
   const at::Tensor query = at::cat({qLatent, q.narrow(-1, nope_, rope_)}, -1);
-  at::Tensor scores = at::bmm(query, entries.transpose(1, 2)).mul_(scale_);  // [R, gh, span]
-  const at::Tensor keyPos = at::arange(span, batch.positions.options()) * dcp + r;
-  const at::Tensor unseen = keyPos.unsqueeze(0) > batch.positions.unsqueeze(1);  // [R, span]
-  scores.masked_fill_(unseen.unsqueeze(1), -std::numeric_limits<float>::infinity());
-  at::Tensor probs, lse;
-  if (dcp == 1) {  // HF's eager arithmetic: softmax in fp32, cast back
-    probs = at::softmax(scores, -1, at::kFloat);
-  } else {
-    std::tie(probs, lse) = softmaxAndLse(scores);  // lse [R, gh]
-  }
+  auto [probs, lse] = decodeProbabilities(at::bmm(query, entries.transpose(1, 2)).mul_(scale_),
+                                          batch);  // [R, gh, span]
   const at::Tensor latentOut =
       at::bmm(probs.to(q.scalar_type()), entries.narrow(-1, 0, kvLora_));  // [R, gh, kv_lora]
   // o_h = latentOut_h W_UV,h^T: [gh, R, kv_lora] x [gh, kv_lora, v].
   const at::Tensor out = at::bmm(latentOut.transpose(0, 1), w.narrow(1, nope_, v_).transpose(1, 2));
   return {out.transpose(0, 1), lse};
+}
+
+std::pair<at::Tensor, at::Tensor> MLAAttention::attendExpandedDecode(
+    const at::Tensor& q, const at::Tensor& kvNew, const at::Tensor& kvB,
+    const ForwardBatch& batch) const {
+  const int64_t R = q.size(0), gh = groupHeads(), dcp = tp_.dcp, r = tp_.rank % dcp;
+  const at::Tensor entries = decodeEntries(batch);  // [R, span, kv_lora + rope]
+  const int64_t span = entries.size(1);
+  at::Tensor kv =
+      linearForward(entries.narrow(-1, 0, kvLora_), kvB).view({R, span, gh, nope_ + v_});
+  // Each request's own token, on the group rank that holds its position, as kv_b_proj gave it.
+  const at::Tensor requests = at::arange(R, batch.positions.options());
+  const at::Tensor local = at::div(batch.positions, dcp, "trunc");
+  const at::Tensor own = kvNew.reshape({R, gh, nope_ + v_});
+  const at::Tensor mine = (batch.positions.remainder(dcp) == r).view({R, 1, 1});
+  kv.index_put_({requests, local},
+                dcp == 1 ? own : at::where(mine, own, kv.index({requests, local})));
+  const at::Tensor kPe =
+      entries.narrow(-1, kvLora_, rope_).unsqueeze(2).expand({R, span, gh, rope_});
+  const at::Tensor keys = at::cat({kv.narrow(-1, 0, nope_), kPe}, -1);  // [R, span, gh, nope+rope]
+  const at::Tensor values = kv.narrow(-1, nope_, v_).permute({0, 2, 1, 3});  // [R, gh, span, v]
+  // [R, gh, 1, nope+rope] x [R, gh, nope+rope, span]
+  at::Tensor scores = at::matmul(q.unsqueeze(2), keys.permute({0, 2, 3, 1})).squeeze(2);
+  auto [probs, lse] = decodeProbabilities(scores.mul_(scale_), batch);  // [R, gh, span]
+  const at::Tensor out = at::matmul(probs.to(q.scalar_type()).unsqueeze(2), values).squeeze(2);
+  return {out, lse};
 }
 
 at::Tensor MLAAttention::finish(const at::Tensor& out, const at::Tensor& lse,
@@ -196,17 +228,22 @@ at::Tensor MLAAttention::forward(const at::Tensor& q, const at::Tensor& latent,
   const at::Tensor& query = in.items[0];
   const at::Tensor entries = at::cat({latent, kPe}, -1);  // [T, kv_lora + rope]
   const at::Tensor kvGroup = groupColumns(kv, batch);
-  std::vector<at::Tensor> outs, lses;
-  for (const SequenceSpan& s : batch.spans) {
-    writeCache(s, entries.narrow(0, s.tokenStart, s.tokenCount));
-    auto [o, lse] = attendSpan(s, query.narrow(0, s.tokenStart, s.tokenCount),
+  at::Tensor out, lse;  // [T, gh, v] and, under DCP, [T, gh]
+  if (batch.decodeSlots.defined()) {
+    writeDecodeCache(entries, batch);
+    std::tie(out, lse) = attendExpandedDecode(query, kvGroup, kvB, batch);
+  } else {
+    std::vector<at::Tensor> outs, lses;
+    for (const SequenceSpan& s : batch.spans) {
+      writeCache(s, entries.narrow(0, s.tokenStart, s.tokenCount));
+      auto [o, l] = attendSpan(s, query.narrow(0, s.tokenStart, s.tokenCount),
                                kvGroup.narrow(0, s.tokenStart, s.tokenCount), kvB);
-    outs.push_back(o);
-    lses.push_back(lse);
+      outs.push_back(o);
+      lses.push_back(l);
+    }
+    out = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
+    if (tp_.dcp > 1) lse = lses.size() == 1 ? lses[0] : at::cat(lses, 0);
   }
-  const at::Tensor out = outs.size() == 1 ? outs[0] : at::cat(outs, 0);  // [T, gh, v]
-  const at::Tensor lse =
-      tp_.dcp == 1 ? at::Tensor() : (lses.size() == 1 ? lses[0] : at::cat(lses, 0));
   PortValue o = PortValue::single(finish(out, lse, batch));
   batch.visit(*this, PortRole::Output, o);
   return o.items[0];

@@ -6,7 +6,10 @@
 //   o_h = softmax(q_h k_h^T * scale) v_h,  scale = qk_head_dim^-0.5 *
 //   yarn_mscale(mscale_all_dim)^2.
 // The step's own keys and values are kv_b_proj's output as the step saw it (a trace's write to it
-// reaches this step's attention; later steps expand the cached latent again).
+// reaches this step's attention; later steps expand the cached latent again). A decode step takes
+// its positions, slots and span from the device (batch.decodeSlots), expanded or not, so that a
+// CUDA graph segment recorded at one step serves the next (a layer a trace observes is replayed
+// as segments cut at its ports).
 // A decode step nobody observes (no port observer: a plain generation, or the layers a CUDA graph
 // replays) attends in the latent space instead, as vLLM's MLA decode does: with
 // kv_b_proj's rows split per head into W_UK (nope) and W_UV (v),
@@ -72,6 +75,20 @@ class MLAAttention : public Module {
   // DCP, lse [R, gh].
   std::pair<at::Tensor, at::Tensor> attendLatent(const at::Tensor& q, const at::Tensor& kvB,
                                                  const ForwardBatch& batch) const;
+  // A decode step's attention with keys and values expanded per head from the cached latent,
+  // each request's own token from kvNew [R, gh * (nope + v)] (kv_b_proj's output): as
+  // attendLatent's results, with nothing decided from host-side positions.
+  std::pair<at::Tensor, at::Tensor> attendExpandedDecode(const at::Tensor& q,
+                                                         const at::Tensor& kvNew,
+                                                         const at::Tensor& kvB,
+                                                         const ForwardBatch& batch) const;
+  // The cache entries this rank holds of a decode step's span: [R, span / dcp, kv_lora + rope]
+  // (local key j sits at position j * dcp + rank in the group).
+  at::Tensor decodeEntries(const ForwardBatch& batch) const;
+  // Scores [R, gh, keys] of a decode step: -inf where a key lies past its request's position;
+  // then softmax (and under DCP the log-sum-exp) as attendSpan's.
+  std::pair<at::Tensor, at::Tensor> decodeProbabilities(at::Tensor scores,
+                                                        const ForwardBatch& batch) const;
   // This rank's heads of the group's result: [T, gh, v] (+ lse under DCP) -> [T, heads * v].
   at::Tensor finish(const at::Tensor& out, const at::Tensor& lse, const ForwardBatch& batch) const;
   // The group's heads of a per-rank, per-head tensor [T, headsPerRank * d] -> [T, groupHeads * d].
