@@ -42,6 +42,18 @@ void visitSamples(RankContext& ctx, const ForwardBatch& batch, at::Tensor ids) {
   if (!sv.items[0].is_same(ids)) ids.copy_(sv.items[0]);
 }
 
+// Whether the step's observer may wait on model.samples; one that tells its waits and does not is
+// told the port passed.
+bool samplesWatched(RankContext& ctx, const ForwardBatch& batch) {
+  PortObserver* observer = batch.observer;
+  if (!observer) return false;
+  const Module& samples = ctx.model.samplesPort();
+  if (!observer->tellsPortWaits() || observer->waitsOn(samples, PortRole::Output, batch.step))
+    return true;
+  observer->portPassed(samples, PortRole::Output, batch);
+  return false;
+}
+
 }  // namespace
 
 StepDecision decideOnHost(RankContext& ctx, ProcessGroup& everyRank, const at::Tensor& stepLogits,
@@ -71,9 +83,9 @@ StepDecision decideOnHost(RankContext& ctx, ProcessGroup& everyRank, const at::T
     d[R] = ctx.cancelRequested() ? 1 : 0;
   }
   // Through the device only when another rank or a trace's model.samples needs it: a single
-  // rank's plain step keeps its decision on the host (two copies and a wait less per token).
-  PortObserver* observer = batch.observer;
-  if (everyRank.size() > 1 || observer) {
+  // rank's plain step, or a traced one whose blocks do not wait on model.samples, keeps its
+  // decision on the host (two synchronising copies less per step).
+  if (everyRank.size() > 1 || samplesWatched(ctx, batch)) {
     at::Tensor shared = decision.to(ctx.device);
     CollectiveSite site(kSamplesSite, batch.step);
     everyRank.broadcast(shared, ctx.samplerRank());

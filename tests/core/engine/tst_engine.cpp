@@ -108,6 +108,29 @@ class RecordingObserver : public PortObserver {
   bool stopped_ = false;
 };
 
+// Waits on model.samples at step 1 only and says so, as the trace interleaver does: counts that
+// port's visits and passes per step and keeps the ids step 1 showed.
+class SamplesWaiter : public PortObserver {
+ public:
+  std::map<int64_t, int> visits, passes;
+  std::vector<int64_t> seen;
+
+  void visit(const Module& m, PortRole role, PortValue& v, const ForwardBatch& b) override {
+    if (m.path() != "model.samples") return;
+    ++visits[b.step];
+    if (b.step != 1) return;
+    const at::Tensor ids = v.items[0].to(at::kCPU).contiguous();
+    seen.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  }
+  bool tellsPortWaits() const override { return true; }
+  bool waitsOn(const Module& m, PortRole, int64_t step) const override {
+    return step == 1 && m.path() == "model.samples";
+  }
+  void portPassed(const Module& m, PortRole, const ForwardBatch& b) override {
+    if (m.path() == "model.samples") ++passes[b.step];
+  }
+};
+
 }  // namespace
 
 class TestEngine : public QObject {
@@ -579,6 +602,30 @@ class TestEngine : public QObject {
         }
       }
     }
+  }
+
+  // A sampled step at tp=1 keeps its ids on the host unless the trace waits on model.samples:
+  // the port is reported passed (no device round trip), and visited where it is waited on.
+  void samplesVisitedOnlyWhereWaitedOn() {
+    auto engine = demoEngine(1);
+    const auto r = request(*engine, {"The capital of France is", "Hi"}, 4, 0.8, 7);
+    const GenerateResult plain = Engine::generateResult(engine->generate(r));
+    SamplesWaiter observer;
+    GenerateResult observed;
+    engine
+        ->submit([&](RankContext& ctx) { runGeneration(ctx, r, &observed, &observer); })
+        .wait();
+    for (size_t q = 0; q < 2; ++q)
+      QCOMPARE(observed.outputs[q].tokenIds, plain.outputs[q].tokenIds);
+    for (int64_t step = 0; step < 4; ++step) {
+      const int visits = observer.visits.count(step) ? observer.visits.at(step) : 0;
+      const int passes = observer.passes.count(step) ? observer.passes.at(step) : 0;
+      QCOMPARE(visits, step == 1 ? 1 : 0);
+      QCOMPARE(passes, step == 1 ? 0 : 1);
+    }
+    // Step 1 samples each request's second generated token.
+    const std::vector<int64_t> second{plain.outputs[0].tokenIds[1], plain.outputs[1].tokenIds[1]};
+    QCOMPARE(observer.seen, second);
   }
 
   void progressAndCancellation() {

@@ -4,9 +4,10 @@
 // reported passed, and every step's ids and logits equal enforce_eager's. A layer whose ports
 // inside attention nobody waits on replays its fused recording (attention's fused decode path);
 // a read inside attention gets the module-by-module one. On the GPU only (the CPU has no graphs):
-// one GPU at tp=1 and, over NCCL, one GPU per rank at tp=2. The tiny DeepSeek-V2 (MLA, MoE)
-// rows check that its observed decode steps replay: their attention expands keys from the
-// latent cache at positions read on the device, so a segment recorded at one step serves the next.
+// one GPU at tp=1 and, over NCCL, one GPU per rank at tp=2. The tiny DeepSeek-V2 (MLA, MoE) and
+// Qwen3-MoE rows check that other families' observed decode steps replay too: nothing in a
+// recorded segment may depend on the step's host-side positions (DeepSeek's expanded attention
+// once did, and replayed the recording step's cache slots).
 #include <QtTest>
 
 #include <memory>
@@ -132,6 +133,10 @@ class TestSegmentedLayers : public QObject {
     QTest::newRow("DeepSeek tp=1, o_proj") << deepseek << 1 << oProj << -1;
     QTest::newRow("DeepSeek tp=1, inside attention") << deepseek << 1 << mla << -1;
     QTest::newRow("DeepSeek tp=2 over NCCL, o_proj") << deepseek << 2 << oProj << -1;
+    const QString moe = "qwen3-moe-tiny", experts = "model.model.layers[1].mlp.experts";
+    QTest::newRow("Qwen3-MoE tp=1, o_proj") << moe << 1 << oProj << -1;
+    QTest::newRow("Qwen3-MoE tp=1, experts") << moe << 1 << experts << -1;
+    QTest::newRow("Qwen3-MoE tp=2 over NCCL, experts") << moe << 2 << experts << -1;
   }
   void readsAndWritesMatchEagerLayers() {
     QFETCH(QString, model);
