@@ -17,37 +17,55 @@
 namespace shardscope::trace {
 namespace {
 
-// Saved values reach the driver on the host. The device tensors of one value (a list read at
-// every step holds one per step) move in one transfer per device and dtype, not one synchronising
-// copy each; each tensor gets its own host storage.
+// Saved values reach the driver on the host. The device tensors of every saved value (a list read
+// at every step holds one per step) move in one transfer per device and dtype, not one
+// synchronising copy each; each tensor gets its own host storage.
 void deviceLeaves(const Value& v, std::vector<const Object*>& out) {
   if (v->type == Type::Tensor && v->tensor.defined() && !v->tensor.is_cpu()) out.push_back(v.get());
   if (v->type != Type::Tuple && v->type != Type::List) return;
   for (const auto& i : v->items) deviceLeaves(i, out);
 }
 
+// Copies `objects` (one device and dtype) to the host through one concatenation.
+void moveBatchToHost(const std::vector<const Object*>& objects,
+                     std::map<const Object*, at::Tensor>& host) {
+  std::vector<at::Tensor> flat;
+  for (const Object* o : objects) flat.push_back(o->tensor.reshape(-1));
+  const at::Tensor all = at::cat(flat).to(at::kCPU);
+  int64_t offset = 0;
+  for (const Object* o : objects) {
+    const int64_t n = o->tensor.numel();
+    host[o] = all.narrow(0, offset, n).view(o->tensor.sizes()).clone();
+    offset += n;
+  }
+}
+
 std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>& leaves) {
-  constexpr int64_t kMaxBatchBytes = int64_t(64) << 20;  // larger values move one by one
+  // A concatenation holds at most this much on the device; a larger tensor moves on its own.
+  constexpr int64_t kMaxBatchBytes = int64_t(64) << 20;
   std::map<const Object*, at::Tensor> host;
-  std::map<std::pair<std::string, at::ScalarType>, std::vector<const Object*>> groups;
+  struct Batch {
+    std::vector<const Object*> objects;
+    int64_t bytes = 0;
+  };
+  std::map<std::pair<std::string, at::ScalarType>, Batch> batches;
   for (const Object* o : leaves) {
     const at::Tensor& t = o->tensor;
-    if (t.numel() * int64_t(t.element_size()) > kMaxBatchBytes) {
+    const int64_t bytes = t.numel() * int64_t(t.element_size());
+    if (bytes > kMaxBatchBytes) {
       host[o] = t.to(at::kCPU);
       continue;
     }
-    groups[{t.device().str(), t.scalar_type()}].push_back(o);
-  }
-  for (const auto& [key, objects] : groups) {
-    std::vector<at::Tensor> flat;
-    for (const Object* o : objects) flat.push_back(o->tensor.reshape(-1));
-    const at::Tensor all = at::cat(flat).to(at::kCPU);
-    int64_t offset = 0;
-    for (const Object* o : objects) {
-      const int64_t n = o->tensor.numel();
-      host[o] = all.narrow(0, offset, n).view(o->tensor.sizes()).clone();
-      offset += n;
+    Batch& b = batches[{t.device().str(), t.scalar_type()}];
+    if (b.bytes + bytes > kMaxBatchBytes) {
+      moveBatchToHost(b.objects, host);
+      b = Batch();
     }
+    b.objects.push_back(o);
+    b.bytes += bytes;
+  }
+  for (const auto& [key, b] : batches) {
+    if (!b.objects.empty()) moveBatchToHost(b.objects, host);
   }
   return host;
 }
@@ -68,12 +86,6 @@ Value rebuiltOnHost(const Value& v, const std::map<const Object*, at::Tensor>& h
     return c;
   }
   return v;
-}
-
-Value toCpu(const Value& v) {
-  std::vector<const Object*> leaves;
-  deviceLeaves(v, leaves);
-  return rebuiltOnHost(v, moveToHost(leaves));
 }
 
 }  // namespace
@@ -474,6 +486,7 @@ std::string Interleaver::undefinedName(const Mediator& asking, const std::string
 TraceOutput Interleaver::output() const {
   TraceOutput out;
   out.printed = printed_;
+  std::map<std::string, Value> kept;  // the saved values as the blocks left them
   for (const auto& m : mediators_) {
     for (const auto& name : m->interpreter().assignedGlobals()) {
       const Value* v = m->env().find(name);
@@ -481,16 +494,24 @@ TraceOutput Interleaver::output() const {
       const auto& snapshots = m->interpreter().savedSnapshots();
       const auto snapshot = snapshots.find(name);
       if ((*v)->saved) {
-        out.saved[name] = toCpu(*v);
+        kept[name] = *v;
         out.unsaved.erase(name);
       } else if (snapshot != snapshots.end()) {
-        out.saved[name] = toCpu(snapshot->second);
+        kept[name] = snapshot->second;
         out.unsaved.erase(name);
-      } else if (!out.saved.count(name)) {
+      } else if (!kept.count(name)) {
         out.unsaved.insert(name);
       }
     }
   }
+  // Every saved value of every block reaches the host in one transfer per device and dtype (each
+  // a synchronising copy), not one a name.
+  std::vector<const Object*> leaves;
+  for (const auto& [name, v] : kept) deviceLeaves(v, leaves);
+  std::sort(leaves.begin(), leaves.end());
+  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());  // a value under two names
+  const auto host = moveToHost(leaves);
+  for (const auto& [name, v] : kept) out.saved[name] = rebuiltOnHost(v, host);
   return out;
 }
 

@@ -612,9 +612,7 @@ class TestEngine : public QObject {
     const GenerateResult plain = Engine::generateResult(engine->generate(r));
     SamplesWaiter observer;
     GenerateResult observed;
-    engine
-        ->submit([&](RankContext& ctx) { runGeneration(ctx, r, &observed, &observer); })
-        .wait();
+    engine->submit([&](RankContext& ctx) { runGeneration(ctx, r, &observed, &observer); }).wait();
     for (size_t q = 0; q < 2; ++q)
       QCOMPARE(observed.outputs[q].tokenIds, plain.outputs[q].tokenIds);
     for (int64_t step = 0; step < 4; ++step) {

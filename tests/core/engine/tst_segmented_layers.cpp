@@ -133,7 +133,7 @@ class TestSegmentedLayers : public QObject {
     QTest::newRow("DeepSeek tp=1, o_proj") << deepseek << 1 << oProj << -1;
     QTest::newRow("DeepSeek tp=1, inside attention") << deepseek << 1 << mla << -1;
     QTest::newRow("DeepSeek tp=2 over NCCL, o_proj") << deepseek << 2 << oProj << -1;
-    const QString moe = "qwen3-moe-tiny", experts = "model.model.layers[1].mlp.experts";
+    const QString moe = "qwen3-moe-tiny", experts = "model.model.layers[2].mlp.experts";
     QTest::newRow("Qwen3-MoE tp=1, o_proj") << moe << 1 << oProj << -1;
     QTest::newRow("Qwen3-MoE tp=1, experts") << moe << 1 << experts << -1;
     QTest::newRow("Qwen3-MoE tp=2 over NCCL, experts") << moe << 2 << experts << -1;
