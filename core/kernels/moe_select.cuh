@@ -89,21 +89,44 @@ __device__ void selectTokenStreamed(const MoeSelectArgs& s, int64_t t, int topK)
   writeWeights<T>(s, t, topK, mine);
 }
 
-// The same choice with the lane's experts (at most kLaneExperts) in registers: the logits are
-// loaded once (all in flight together) and each p computed once, by the same expressions in the
-// same order as above, so the choice and the weights are bit for bit the streamed path's; the k
-// rounds (on the router's critical path) then only compare.
+// The largest / smallest of the lanes' values, every lane gets it: one redux instruction on
+// sm_80 and later, a butterfly before.
+__device__ __forceinline__ unsigned warpMax(unsigned v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(kFull, v);
+#else
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+#endif
+}
+__device__ __forceinline__ unsigned warpMin(unsigned v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_min_sync(kFull, v);
+#else
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(kFull, v, o));
+  return v;
+#endif
+}
+
+// A token's choice as the warp holds it: lane j < topK has choice j's expert and probability
+// (its softmax value, before the renormalisation), and every lane the weights' denominator.
+struct WarpChoice {
+  int expert = 0;
+  float p = 0.f, total = 0.f;
+};
+
+// The choice with the lane's experts (at most kLaneExperts) in registers: each p is computed
+// once, by the same expressions in the same order as selectTokenStreamed, so the choice and the
+// weights are bit for bit the streamed path's. A round takes the largest p left, the lowest expert
+// among equal ones (the order of `before`): p >= 0, so its bits order as unsigned ints, and a round
+// is two redux instructions where the butterfly of warpFirst took ten shuffles (the k rounds are on
+// the router's critical path). A NaN p ranks below every number (as `before` never prefers it), so
+// ids stay in range. p[i] holds expert lane + 32 i's logit (any value past the last expert) on the
+// way in; the loads are the caller's (chooseInRegisters, or a block's shared copy of the row).
 constexpr int kLaneExperts = 8;
-template <typename T>
-__device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
+__device__ __forceinline__ WarpChoice chooseFrom(const MoeSelectArgs& s, float (&p)[kLaneExperts],
+                                                 int topK) {
   const int lane = threadIdx.x % 32;
-  const T* row = static_cast<const T*>(s.logits) + t * s.experts;
-  float p[kLaneExperts];  // the logit of expert lane + 32 i, then its probability
-#pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) {  // no branch: the loads are in flight together
-    const int64_t e = min(int64_t(lane + 32 * i), s.experts - 1);  // past the end: not counted
-    p[i] = toFloat(__ldcg(row + e));                               // through L2, as above
-  }
   float m = -INFINITY;
 #pragma unroll
   for (int i = 0; i < kLaneExperts; ++i) {
@@ -117,24 +140,65 @@ __device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int to
     if (lane + 32 * i < s.experts) sum = __fadd_rn(sum, p[i]);
   }
   for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
+  unsigned key[kLaneExperts];  // p's bits + 2 while the expert is free (NaN: 1), 0 once taken
 #pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) p[i] = __fdiv_rn(p[i], sum);
-  float lastP = INFINITY, mine = 0.f;
-  int lastE = -1;
+  for (int i = 0; i < kLaneExperts; ++i) {
+    p[i] = __fdiv_rn(p[i], sum);
+    key[i] = lane + 32 * i >= s.experts ? 0u : isnan(p[i]) ? 1u : __float_as_uint(p[i]) + 2u;
+  }
+  WarpChoice c;
   for (int r = 0; r < topK; ++r) {
-    float bestP = -1.f;  // below every probability
-    int bestE = INT_MAX;
+    unsigned best = 0, bestE = UINT_MAX;  // the lane's first free expert in the order
 #pragma unroll
     for (int i = 0; i < kLaneExperts; ++i) {
-      const int e = lane + 32 * i;
-      if (e < s.experts && before(lastP, lastE, p[i], e) && before(p[i], e, bestP, bestE)) {
-        bestP = p[i];
-        bestE = e;
+      if (key[i] > best) {  // strictly: among equal p the lower expert (lower i) stays
+        best = key[i];
+        bestE = unsigned(lane + 32 * i);
       }
     }
-    settleRound(s, t, topK, r, bestP, bestE, mine, lastP, lastE);
+    const unsigned top = warpMax(best);
+    const int chosen = int(warpMin(best == top ? bestE : UINT_MAX));
+#pragma unroll
+    for (int i = 0; i < kLaneExperts; ++i) {
+      if (lane + 32 * i == chosen) key[i] = 0;
+    }
+    if (lane == r) {
+      c.expert = chosen;
+      c.p = top == 1u ? __int_as_float(0x7fc00000) : __uint_as_float(top - 2u);
+    }
   }
-  writeWeights<T>(s, t, topK, mine);
+  for (int r = 0; r < topK; ++r) c.total = __fadd_rn(c.total, __shfl_sync(kFull, c.p, r));
+  return c;
+}
+
+// Token t's choice (chooseFrom), its logits loaded from global memory, all in flight together.
+template <typename T>
+__device__ __forceinline__ WarpChoice chooseInRegisters(const MoeSelectArgs& s, int64_t t,
+                                                        int topK) {
+  const int lane = threadIdx.x % 32;
+  const T* row = static_cast<const T*>(s.logits) + t * s.experts;
+  float p[kLaneExperts];
+#pragma unroll
+  for (int i = 0; i < kLaneExperts; ++i) {  // no branch: the loads are in flight together
+    const int64_t e = min(int64_t(lane + 32 * i), s.experts - 1);  // past the end: not counted
+    p[i] = toFloat(__ldcg(row + e));  // through L2: another block or kernel wrote the row
+  }
+  return chooseFrom(s, p, topK);
+}
+
+// Choice j's weight (lane j's), from the warp's choice: renormalised and scaled as writeWeights.
+__device__ __forceinline__ float choiceWeight(const MoeSelectArgs& s, const WarpChoice& c) {
+  float w = s.normTopkProb ? __fdiv_rn(c.p, c.total) : c.p;
+  return s.scale != 1.f ? __fmul_rn(w, s.scale) : w;
+}
+
+template <typename T>
+__device__ void selectTokenInRegisters(const MoeSelectArgs& s, int64_t t, int topK) {
+  const WarpChoice c = chooseInRegisters<T>(s, t, topK);
+  const int lane = threadIdx.x % 32;
+  if (lane >= topK) return;
+  s.ids[t * topK + lane] = c.expert;
+  static_cast<T*>(s.weights)[t * topK + lane] = fromFloat<T>(choiceWeight(s, c));
 }
 
 template <typename T>

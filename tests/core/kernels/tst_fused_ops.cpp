@@ -584,25 +584,34 @@ class TestFusedOps : public QObject {
   // decode step from the router's weight (its GEMV there too) against the GEMV kernel's logits;
   // twice, bit-identical (the down kernel's last block adds in a fixed order), and the router's
   // block count back at zero.
+  // One token takes the one-token kernels (each block chooses from the logits, down adds its rows'
+  // experts in the block); they must equal the general kernels given the same choice, bit for
+  // bit: the Qwen3-30B-A3B routing shape (128 experts, top 8) and more choices than a block has
+  // warps (top 12) are rows of their own.
   void fusedMoeFromRouter_data() {
     QTest::addColumn<int>("dtype");
     QTest::addColumn<int>("tokens");
     QTest::addColumn<bool>("expertParallel");
+    QTest::addColumn<int>("experts");
+    QTest::addColumn<int>("topK");
     for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
+      const char* d = t == int(at::kFloat) ? "fp32" : "bf16";
       for (int T : {1, 4, 16, 256}) {
-        for (bool ep : {false, true}) {
-          QTest::addRow("%s T=%d%s", t == int(at::kFloat) ? "fp32" : "bf16", T, ep ? " ep" : "")
-              << t << T << ep;
-        }
+        for (bool ep : {false, true})
+          QTest::addRow("%s T=%d%s", d, T, ep ? " ep" : "") << t << T << ep << 32 << 4;
       }
+      QTest::addRow("%s T=1 E=128 k=8", d) << t << 1 << false << 128 << 8;
+      QTest::addRow("%s T=1 E=64 k=12 ep", d) << t << 1 << true << 64 << 12;
     }
   }
   void fusedMoeFromRouter() {
     QFETCH(int, dtype);
     QFETCH(int, tokens);
     QFETCH(bool, expertParallel);
+    QFETCH(int, experts);
+    QFETCH(int, topK);
     const auto o = gpu(at::ScalarType(dtype));
-    const int64_t E = 32, k = 4, H = 256, I = 96;
+    const int64_t E = experts, k = topK, H = 256, I = 96;
     const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
     const fused::MoeRouting r{k, true, 1.0};
     at::Tensor x = at::randn({tokens, H}, o);
@@ -616,6 +625,9 @@ class TestFusedOps : public QObject {
     expectClose(fromLogits, reference, 0.3, "fused_moe from logits");
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)),
              "two runs differ");
+    auto [sw, sids] = fused::moeSelect(logits, r);
+    QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, sw, sids, w13, w2, first)),
+             "the experts chosen in the expert kernels differ from the routing kernel's lists");
 
     const at::Tensor done = at::zeros({1}, o.dtype(at::kInt));
     const at::Tensor routerW = at::randn({E, H}, o) * 0.1;
@@ -632,6 +644,8 @@ class TestFusedOps : public QObject {
                 "fused_moe with router");
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, gemvLogits, r, w13, w2, first)),
              "the router's GEMV inside the kernel differs from the GEMV kernel");
+    QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, gw, gids, w13, w2, first)),
+             "the router call differs from the expert kernels given its choice");
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, routerW, done, r, w13, w2, first)),
              "two runs differ");
     QCOMPARE(done.item<int>(), 0);

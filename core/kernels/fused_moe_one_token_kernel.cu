@@ -1,0 +1,220 @@
+#include <cstdlib>
+#include <cstring>
+
+#include "expert_rows.cuh"
+#include "fused_moe_one_token.cuh"
+
+// Why: at batch 1 the three-kernel path spent its time in latency, not bytes. The router kernel's
+// last block chose, built lists through global memory and zeroed counts; gate_up and down read
+// the lists back (dependent loads before the first weight load); down's last block of each row
+// range combined the experts after a fence and an atomic. Here each block chooses from the
+// 128-odd logits itself (one warp, two redux instructions a round), down loads its first weights
+// before waiting on gate_up, and one block adds its rows' experts from shared memory. Every sum
+// is added in the order of the general kernels (dotRows, combineRows), so the bits are the same.
+
+namespace shardscope::kernels {
+namespace {
+
+using GateUp = WideGateUp;    // 3 intermediate rows a warp: 8 x 32 blocks for Qwen3-30B-A3B
+constexpr int kDownRows = 8;  // output rows a block (one wave of 256 blocks at hidden 2048)
+constexpr int kMaxChoices = kMoeSelectMaxTopK;
+
+// The token's choice made once a block, by warp 0, into shared memory: each choice's expert
+// (local index, -1 for another rank's), its weight as the general kernels read it (rounded to T)
+// and, in byExpert, the choices in increasing expert order. Warp 0 copies the logits row with
+// 16-byte loads first: every warp of every block loading the same few lines itself queued
+// thousands of requests on one L2 slice (the first version of these kernels: gate_up and down
+// each 3.5 us slower than the general kernels with their lists). Block (0, 0) also writes the
+// choice for callers. Ends with a barrier.
+struct BlockChoice {
+  int expert[kMaxChoices];
+  float weight[kMaxChoices];
+  int byExpert[kMaxChoices];
+  float logits[32 * kLaneExperts];
+};
+template <typename T>
+__device__ __forceinline__ void chooseInBlock(const FusedMoeArgs& a, BlockChoice& b) {
+  constexpr int VEC = 16 / sizeof(T);
+  const MoeSelectArgs& s = a.select;
+  const int lane = threadIdx.x % 32, topK = int(a.topK);
+  if (threadIdx.x < 32) {
+    const T* row = static_cast<const T*>(s.logits);
+    float p[kLaneExperts];
+    if (s.experts % VEC == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+      for (int64_t c = lane; c * VEC < s.experts; c += 32) {
+        const int4 raw = __ldcg(reinterpret_cast<const int4*>(row) + c);
+        const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(&raw);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) b.logits[c * VEC + i] = toFloat(v.v[i]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < kLaneExperts; ++i)
+        p[i] = b.logits[min(int64_t(lane + 32 * i), s.experts - 1)];
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLaneExperts; ++i)
+        p[i] = toFloat(__ldcg(row + min(int64_t(lane + 32 * i), s.experts - 1)));
+    }
+    const WarpChoice c = chooseFrom(s, p, topK);
+    const int64_t local = int64_t(c.expert) - a.firstExpert;
+    const bool mine = local >= 0 && local < a.localExperts;
+    const float w = choiceWeight(s, c);
+    int rank = 0;  // choices of a lower expert (the ids are distinct)
+    for (int i = 0; i < topK; ++i) rank += __shfl_sync(kFull, c.expert, i) < c.expert;
+    if (lane < topK) {
+      b.expert[lane] = mine ? int(local) : -1;
+      b.weight[lane] = toFloat(fromFloat<T>(w));
+      b.byExpert[rank] = lane;
+      if (blockIdx.x == 0 && blockIdx.y == 0) {
+        s.ids[lane] = c.expert;
+        static_cast<T*>(s.weights)[lane] = fromFloat<T>(w);
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j = blockIdx.x
+// of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
+    gateUpOneTokenKernel(FusedMoeArgs a) {
+  constexpr int R = GateUp::kRows;
+  __shared__ BlockChoice choice;
+  waitForPreviousKernel();  // the logits
+  allowNextKernel();
+  chooseInBlock<T>(a, choice);
+  const int lane = threadIdx.x % 32, j = int(blockIdx.x);
+  const int64_t expert = choice.expert[j];
+  const int64_t i0 = (int64_t(blockIdx.y) * kWarps + threadIdx.x / 32) * R;
+  if (expert < 0 || i0 >= a.inter) return;  // another rank's expert
+  const T* w13 = static_cast<const T*>(a.w13) + expert * 2 * a.inter * a.hidden;
+  const T* gateUp[2 * R];  // gate row then up row of each intermediate row
+#pragma unroll
+  for (int g = 0; g < R; ++g) {
+    const int64_t i = min(i0 + g, a.inter - 1);
+    gateUp[2 * g] = w13 + i * a.hidden;
+    gateUp[2 * g + 1] = w13 + (a.inter + i) * a.hidden;
+  }
+  const T* rows[1] = {static_cast<const T*>(a.x)};
+  float acc[2 * R][1] = {};
+  dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
+  if (lane != 0) return;
+#pragma unroll
+  for (int g = 0; g < R; ++g) {
+    const int64_t i = i0 + g;
+    if (i >= a.inter) break;
+    const float gr = toFloat(fromFloat<T>(acc[2 * g][0]));
+    const float act = toFloat(fromFloat<T>(__fdiv_rn(gr, __fadd_rn(1.f, expf(-gr)))));
+    static_cast<T*>(a.h)[j * a.inter + i] =
+        fromFloat<T>(__fmul_rn(act, toFloat(fromFloat<T>(acc[2 * g + 1][0]))));
+  }
+}
+
+// y[o] for the kDownRows rows o of block b: warp w computes choice j = w (then w + kWarps, ...)
+// on those rows, round(round(h_j . D_e[o]) * weight_j), into shared memory; then each row adds
+// the local choices in increasing expert order from zero, each add rounded (combineRows' order).
+// The choice and the first round of the warp's weights come before the wait on gate_up: neither
+// depends on it (the logits are two kernels back, complete before gate_up let this one start).
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int64_t kChunk = 32 * VEC;
+  __shared__ float outs[kMaxChoices][kDownRows];
+  __shared__ BlockChoice choice;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, topK = int(a.topK);
+  const int64_t o0 = int64_t(blockIdx.x) * kDownRows;
+  chooseInBlock<T>(a, choice);
+  const auto weightRows = [&](int64_t e, const T*(&w)[kDownRows]) {
+    const T* w2 = static_cast<const T*>(a.w2) + e * a.hidden * a.inter;
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
+  };
+  const int64_t k0 = int64_t(lane) * VEC;
+  const int64_t firstE = warp < topK ? choice.expert[warp] : -1;
+  const T* w[kDownRows];
+  Vec<T, VEC> first[kDownRows];  // the first round of this warp's first choice
+  if (firstE >= 0) {
+    weightRows(firstE, w);
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) {
+      if (k0 < a.inter) first[r] = load<T, VEC>(w[r] + k0);
+    }
+  }
+  waitForPreviousKernel();  // h
+  allowNextKernel();
+  for (int j = warp; j < topK; j += kWarps) {
+    const int64_t e = choice.expert[j];
+    const float wj = choice.weight[j];
+    if (e < 0) continue;
+    if (j != warp) weightRows(e, w);
+    const T* hj = static_cast<const T*>(a.h) + j * a.inter;
+    float acc[kDownRows] = {};
+    for (int64_t k = k0; k < a.inter; k += kChunk) {
+      Vec<T, VEC> wv[kDownRows];
+#pragma unroll
+      for (int r = 0; r < kDownRows; ++r)
+        wv[r] = j == warp && k == k0 ? first[r] : load<T, VEC>(w[r] + k);
+      const Vec<T, VEC> xv = load<T, VEC>(hj + k);
+#pragma unroll
+      for (int r = 0; r < kDownRows; ++r) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i)
+          acc[r] = __fmaf_rn(toFloat(wv[r].v[i]), toFloat(xv.v[i]), acc[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) {
+      for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(kFull, acc[r], o);
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < kDownRows; ++r)
+        outs[j][r] = toFloat(fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(acc[r])), wj)));
+    }
+  }
+  __syncthreads();
+  const int r = threadIdx.x;
+  if (r >= kDownRows || o0 + r >= a.hidden) return;
+  float y = 0.f;
+  for (int n = 0; n < topK; ++n) {
+    const int j = choice.byExpert[n];
+    if (choice.expert[j] >= 0) y = addRounded<T>(y, outs[j][r]);
+  }
+  static_cast<T*>(a.y)[o0 + r] = fromFloat<T>(y);
+}
+
+}  // namespace
+}  // namespace shardscope::kernels
+
+namespace shardscope::kernels {
+
+bool oneTokenExpertsTake(const FusedMoeArgs& a) {
+  static const bool on = [] {
+    const char* v = std::getenv("SHARDSCOPE_MOE_ONE_TOKEN");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on && a.tokens == 1 && a.select.logits && a.select.ids && a.select.weights &&
+         a.select.experts >= a.topK && a.select.experts <= 32 * kLaneExperts &&
+         a.topK <= kMaxChoices;
+}
+
+cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
+  if (!oneTokenExpertsTake(a)) return cudaErrorInvalidValue;
+  return dispatch(a.dtype, [&](auto t) -> cudaError_t {
+    using T = decltype(t);
+    constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
+    const dim3 threads(kWarps * 32);
+    const cudaError_t e =
+        launchKernel(gateUpOneTokenKernel<T>,
+                     dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
+                     threads, 0, stream, a);
+    if (e != cudaSuccess) return e;
+    return launchKernel(downOneTokenKernel<T>,
+                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
+                        a);
+  });
+}
+
+}  // namespace shardscope::kernels
