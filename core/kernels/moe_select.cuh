@@ -115,37 +115,49 @@ struct WarpChoice {
   float p = 0.f, total = 0.f;
 };
 
-// The choice with the lane's experts (at most kLaneExperts) in registers: each p is computed
-// once, by the same expressions in the same order as selectTokenStreamed, so the choice and the
-// weights are bit for bit the streamed path's. A round takes the largest p left, the lowest expert
-// among equal ones (the order of `before`): p >= 0, so its bits order as unsigned ints, and a round
-// is two redux instructions where the butterfly of warpFirst took ten shuffles (the k rounds are on
-// the router's critical path). A NaN p ranks below every number (as `before` never prefers it), so
-// ids stay in range. p[i] holds expert lane + 32 i's logit (any value past the last expert) on the
-// way in; the loads are the caller's (chooseInRegisters, or a block's shared copy of the row).
+// p[i] holds expert lane + 32 i's logit (any value past the last expert) on the way in; the
+// loads are the caller's (chooseInRegisters, or a block's shared copy of the row).
 constexpr int kLaneExperts = 8;
-__device__ __forceinline__ WarpChoice chooseFrom(const MoeSelectArgs& s, float (&p)[kLaneExperts],
-                                                 int topK) {
+
+// Where a probability ranks in the choice (the order of `before`, larger first): p >= 0, so its
+// bits order as unsigned ints; 0 is below every expert (taken, or past the last). A NaN p ranks
+// below every number (as `before` never prefers it), so ids stay in range.
+__device__ __forceinline__ unsigned choiceKey(float p) {
+  return isnan(p) ? 1u : __float_as_uint(p) + 2u;
+}
+
+// The logits in p become the probabilities at::softmax gives, by the same expressions in the same
+// order as selectTokenStreamed: lane l takes experts l, l + 32, ..., then a butterfly.
+__device__ __forceinline__ void softmaxInRegisters(int64_t experts, float (&p)[kLaneExperts]) {
   const int lane = threadIdx.x % 32;
   float m = -INFINITY;
 #pragma unroll
   for (int i = 0; i < kLaneExperts; ++i) {
-    if (lane + 32 * i < s.experts) m = fmaxf(m, p[i]);
+    if (lane + 32 * i < experts) m = fmaxf(m, p[i]);
   }
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
   float sum = 0.f;
 #pragma unroll
   for (int i = 0; i < kLaneExperts; ++i) {
     p[i] = expf(__fsub_rn(p[i], m));
-    if (lane + 32 * i < s.experts) sum = __fadd_rn(sum, p[i]);
+    if (lane + 32 * i < experts) sum = __fadd_rn(sum, p[i]);
   }
   for (int o = 16; o > 0; o >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFull, sum, o));
-  unsigned key[kLaneExperts];  // p's bits + 2 while the expert is free (NaN: 1), 0 once taken
 #pragma unroll
-  for (int i = 0; i < kLaneExperts; ++i) {
-    p[i] = __fdiv_rn(p[i], sum);
-    key[i] = lane + 32 * i >= s.experts ? 0u : isnan(p[i]) ? 1u : __float_as_uint(p[i]) + 2u;
-  }
+  for (int i = 0; i < kLaneExperts; ++i) p[i] = __fdiv_rn(p[i], sum);
+}
+
+// The choice with the lane's experts (at most kLaneExperts) in registers: each p is computed once,
+// so the choice and the weights are bit for bit the streamed path's. A round takes the largest key
+// left, the lowest expert among equal ones: two redux instructions where the butterfly of
+// warpFirst took ten shuffles (the k rounds are on the router's critical path).
+__device__ __forceinline__ WarpChoice chooseFrom(const MoeSelectArgs& s, float (&p)[kLaneExperts],
+                                                 int topK) {
+  const int lane = threadIdx.x % 32;
+  softmaxInRegisters(s.experts, p);
+  unsigned key[kLaneExperts];  // 0 once taken
+#pragma unroll
+  for (int i = 0; i < kLaneExperts; ++i) key[i] = lane + 32 * i < s.experts ? choiceKey(p[i]) : 0u;
   WarpChoice c;
   for (int r = 0; r < topK; ++r) {
     unsigned best = 0, bestE = UINT_MAX;  // the lane's first free expert in the order

@@ -232,17 +232,22 @@ class TestEngine : public QObject {
   // Each of the decode step's kernel fusions that a switch turns off gives the same ids and
   // logits bit for bit with it on, from CUDA graphs: attention with the cache write
   // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
-  // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM).
+  // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM) and whose
+  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN).
   void decodeFusionsKeepTheBits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<QString>("variable");
+    QTest::addColumn<int>("requests");
     for (const char* dtype : {"f32", "bf16"}) {
-      QTest::addRow("demo %s attention", dtype) << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION";
+      QTest::addRow("demo %s attention", dtype)
+          << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION" << 3;
       QTest::addRow("moe %s attention", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION";
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION" << 3;
       QTest::addRow("moe %s norm in router", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM";
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM" << 3;
+      QTest::addRow("moe %s one-token experts", dtype)
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {
@@ -250,6 +255,7 @@ class TestEngine : public QObject {
     QFETCH(QString, model);
     QFETCH(QString, dtype);
     QFETCH(QString, variable);
+    QFETCH(int, requests);
     EngineOptions o =
         model == "demo" ? EngineOptions{} : test::goldenEngineOptions(model.toStdString(), 1);
     if (model == "demo") o.model = ensureDemoModel().string();
@@ -267,6 +273,7 @@ class TestEngine : public QObject {
       Engine engine(o);
       GenerateRequest r;
       r.prompts = {{1, 5, 9, 3}, {7, 2}, {4, 4, 8, 1, 6, 2}};
+      r.prompts.resize(size_t(requests));
       r.sampling.maxTokens = 8;
       r.sampling.ignoreEos = true;
       r.returnLogits = true;
@@ -275,7 +282,7 @@ class TestEngine : public QObject {
       return result;
     };
     const GenerateResult apart = run(false), fusedRun = run(true);
-    for (size_t i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < size_t(requests); ++i) {
       QCOMPARE(fusedRun.outputs[i].tokenIds, apart.outputs[i].tokenIds);
       QVERIFY2(at::equal(fromHostFloat(fusedRun.outputs[i].logits),
                          fromHostFloat(apart.outputs[i].logits)),

@@ -678,6 +678,38 @@ class TestFusedOps : public QObject {
                  .first.defined());
   }
 
+  // Equal logits (many experts tie at the boundary of the top k): the one-token kernels rank the
+  // experts in parallel, the routing kernel takes k rounds of an arg-max; both put the lower
+  // expert first among equal probabilities, so the outputs are the same bits.
+  void oneTokenExpertsBreakTiesAsTheRoutingKernel_data() {
+    QTest::addColumn<int>("dtype");
+    QTest::addColumn<bool>("expertParallel");
+    for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
+      for (bool ep : {false, true})
+        QTest::addRow("%s%s", t == int(at::kFloat) ? "fp32" : "bf16", ep ? " ep" : "") << t << ep;
+    }
+  }
+  void oneTokenExpertsBreakTiesAsTheRoutingKernel() {
+    QFETCH(int, dtype);
+    QFETCH(bool, expertParallel);
+    const auto o = gpu(at::ScalarType(dtype));
+    at::manual_seed(expertParallel ? 31 : 30);
+    const int64_t E = 128, k = 8, H = 256, I = 96;
+    const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
+    const fused::MoeRouting r{k, true, 1.0};
+    const at::Tensor x = at::randn({1, H}, o);
+    const at::Tensor w13 = at::randn({local, 2 * I, H}, o) * 0.05,
+                     w2 = at::randn({local, H, I}, o) * 0.05;
+    // Five distinct values over 128 experts: about 25 experts share the largest.
+    const at::Tensor logits = (at::randint(0, 5, {1, E}, o.dtype(at::kLong)) * 0.5).to(o.dtype());
+    auto [w, ids] = fused::moeSelect(logits, r);
+    QVERIFY(w.defined());
+    const at::Tensor oneToken = fused::fusedMoe(x, logits, r, w13, w2, first);
+    QVERIFY(oneToken.defined());
+    QVERIFY2(at::equal(oneToken, fused::fusedMoe(x, w, ids, w13, w2, first)),
+             "the one-token kernels broke a tie otherwise than the routing kernel");
+  }
+
   // The GEMV with the norm before it and SwiGLU after it folded in (a decoder layer's unobserved
   // step): bit for bit what the kernels it replaces write one after another (addRmsNorm or
   // rmsNorm, gemv, siluAndMul), and close to the ATen chain of Hugging Face's modules; 1 to 4
