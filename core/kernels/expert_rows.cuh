@@ -55,6 +55,19 @@ __device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (
   }
 }
 
+// The gate row then the up row of intermediate rows i0 .. i0 + R of one expert, whose gate_up
+// weights [2 * inter, hidden] start at w13 (a row past inter is the last row; not written).
+template <typename T, int R>
+__device__ __forceinline__ void gateUpRowPointers(const T* w13, int64_t i0, int64_t inter,
+                                                  int64_t hidden, const T* (&rows)[2 * R]) {
+#pragma unroll
+  for (int g = 0; g < R; ++g) {
+    const int64_t i = min(i0 + g, inter - 1);
+    rows[2 * g] = w13 + i * hidden;
+    rows[2 * g + 1] = w13 + (inter + i) * hidden;
+  }
+}
+
 // How the expert kernels split the work: each warp computes kRows output rows (gate_up:
 // intermediate rows, two weight rows each) for kTokens tokens at a time, with kAhead 16-byte
 // loads of every weight row in flight (dotRows); __launch_bounds__ asks for kMinBlocks blocks an

@@ -216,14 +216,10 @@ __global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) gateUpKernel(Fused
   if (!routedTo(a, routed) || i0 >= a.inter) return;
   const int n = routed.count;
   const int* pairs = routed.pairs;
-  const T* w13 = static_cast<const T*>(a.w13) + int64_t(routed.expert) * 2 * a.inter * a.hidden;
-  const T* gateUp[2 * R];  // gate row then up row of each intermediate row
-#pragma unroll
-  for (int g = 0; g < R; ++g) {
-    const int64_t i = min(i0 + g, a.inter - 1);
-    gateUp[2 * g] = w13 + i * a.hidden;
-    gateUp[2 * g + 1] = w13 + (a.inter + i) * a.hidden;
-  }
+  const T* gateUp[2 * R];
+  gateUpRowPointers<T, R>(
+      static_cast<const T*>(a.w13) + int64_t(routed.expert) * 2 * a.inter * a.hidden, i0, a.inter,
+      a.hidden, gateUp);
   constexpr int TR = V::kTokens;
   for (int c = 0; c < n; c += TR) {
     const int m = min(TR, n - c);
@@ -240,10 +236,8 @@ __global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) gateUpKernel(Fused
 #pragma unroll
       for (int r = 0; r < TR; ++r) {
         if (r >= m) break;
-        const float gr = toFloat(fromFloat<T>(acc[2 * g][r]));
-        const float act = toFloat(fromFloat<T>(__fdiv_rn(gr, __fadd_rn(1.f, expf(-gr)))));
         static_cast<T*>(a.h)[int64_t(pairs[c + r]) * a.inter + i] =
-            fromFloat<T>(__fmul_rn(act, toFloat(fromFloat<T>(acc[2 * g + 1][r]))));
+            swiGlu<T>(acc[2 * g][r], acc[2 * g + 1][r]);
       }
     }
   }

@@ -125,14 +125,9 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
   const int64_t expert = int64_t(choice.chosen[j]) - a.firstExpert;
   const int64_t i0 = (int64_t(blockIdx.y) * kWarps + threadIdx.x / 32) * R;
   if (expert < 0 || expert >= a.localExperts || i0 >= a.inter) return;  // another rank's expert
-  const T* w13 = static_cast<const T*>(a.w13) + expert * 2 * a.inter * a.hidden;
-  const T* gateUp[2 * R];  // gate row then up row of each intermediate row
-#pragma unroll
-  for (int g = 0; g < R; ++g) {
-    const int64_t i = min(i0 + g, a.inter - 1);
-    gateUp[2 * g] = w13 + i * a.hidden;
-    gateUp[2 * g + 1] = w13 + (a.inter + i) * a.hidden;
-  }
+  const T* gateUp[2 * R];
+  gateUpRowPointers<T, R>(static_cast<const T*>(a.w13) + expert * 2 * a.inter * a.hidden, i0,
+                          a.inter, a.hidden, gateUp);
   const T* rows[1] = {static_cast<const T*>(a.x)};
   float acc[2 * R][1] = {};
   dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
@@ -141,10 +136,7 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
   for (int g = 0; g < R; ++g) {
     const int64_t i = i0 + g;
     if (i >= a.inter) break;
-    const float gr = toFloat(fromFloat<T>(acc[2 * g][0]));
-    const float act = toFloat(fromFloat<T>(__fdiv_rn(gr, __fadd_rn(1.f, expf(-gr)))));
-    static_cast<T*>(a.h)[j * a.inter + i] =
-        fromFloat<T>(__fmul_rn(act, toFloat(fromFloat<T>(acc[2 * g + 1][0]))));
+    static_cast<T*>(a.h)[j * a.inter + i] = swiGlu<T>(acc[2 * g][0], acc[2 * g + 1][0]);
   }
 }
 

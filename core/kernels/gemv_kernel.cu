@@ -115,15 +115,6 @@ __device__ __forceinline__ NormRowsArgs normRowsOf(const GemvArgs& a) {
   return {a.x, a.residual, a.normWeight, a.residualOut, a.k, a.eps};
 }
 
-// What gemv writes for a column (the bias added to the fp32 sum, rounded once) and, for SwiGLU,
-// what siluAndMulKernel then makes of a gate and an up column.
-template <typename T>
-__device__ __forceinline__ T swiGlu(float gate, float up) {
-  const float g = toFloat(fromFloat<T>(gate)), u = toFloat(fromFloat<T>(up));
-  const float act = toFloat(fromFloat<T>(__fdiv_rn(g, __fadd_rn(1.f, expf(-g)))));
-  return fromFloat<T>(__fmul_rn(act, u));
-}
-
 // Warp i of the grid's W computes output columns i, i + W, ... (one each with the full grid): it
 // streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
 // every row of x. The first weights do not depend on the kernel before: they load while it

@@ -56,6 +56,16 @@ __device__ __forceinline__ float subRounded(float a, float b) {
   return toFloat(fromFloat<T>(__fsub_rn(a, b)));
 }
 
+// SiLU(gate) * up from two fp32 sums, rounded as Hugging Face's modules on T round: each sum to
+// T (the linear layer's output), the activation, the product (what siluAndMulKernel makes of a
+// gate and an up column).
+template <typename T>
+__device__ __forceinline__ T swiGlu(float gate, float up) {
+  const float g = toFloat(fromFloat<T>(gate)), u = toFloat(fromFloat<T>(up));
+  const float act = toFloat(fromFloat<T>(__fdiv_rn(g, __fadd_rn(1.f, expf(-g)))));
+  return fromFloat<T>(__fmul_rn(act, u));
+}
+
 // One rotary pair (x1, x2) at angle (c, s), rounded as transformers' apply_rotary_pos_emb on T:
 // (x1 c - x2 s, x2 c + x1 s), each product and the sum rounded.
 template <typename T>
