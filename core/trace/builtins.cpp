@@ -1,5 +1,6 @@
-// Python builtins, the torch namespace and tensor methods available to trace scripts. This is
-// the documented list (docs/trace-language.md); anything else is an error that says so.
+// Python builtins and the torch namespace available to trace scripts (tensor methods:
+// tensor_methods.cpp). This is the documented list (docs/trace-language.md); anything else is an
+// error that says so.
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
@@ -7,98 +8,15 @@
 #include <optional>
 
 #include "../model/tokenizer.h"
+#include "builtin_args.h"
 #include "interpreter.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
+
+using namespace builtin_args;
+
 namespace {
-
-using Args = CallArgs;
-
-Value arg(const Args& a, size_t i, const char* name, const char* fn) {
-  const Value* v = a.get(i, name);
-  if (!v) throw RuntimeFailure(std::string(fn) + "() missing argument '" + name + "'");
-  return *v;
-}
-Value optional(const Args& a, size_t i, const char* name, Value dflt) {
-  const Value* v = a.get(i, name);
-  return v ? *v : dflt;
-}
-
-std::vector<int64_t> shapeArgs(const Args& a, size_t from) {
-  std::vector<int64_t> shape;
-  if (a.positional.size() == from + 1 &&
-      (a.positional[from]->type == Type::Tuple || a.positional[from]->type == Type::List ||
-       a.positional[from]->type == Type::Size)) {
-    for (const auto& v : a.positional[from]->items) shape.push_back(asInt(v, "dimension"));
-    return shape;
-  }
-  for (size_t i = from; i < a.positional.size(); ++i)
-    shape.push_back(asInt(a.positional[i], "dimension"));
-  return shape;
-}
-
-std::vector<at::Tensor> tensorList(const Value& v, const char* fn) {
-  if (v->type != Type::Tuple && v->type != Type::List)
-    throw RuntimeFailure(std::string(fn) + "() expects a list of tensors");
-  std::vector<at::Tensor> out;
-  for (const auto& i : v->items) out.push_back(toTensor(i));
-  return out;
-}
-
-const std::map<std::string, at::ScalarType>& dtypes() {
-  static const std::map<std::string, at::ScalarType> m = {
-      {"float32", at::kFloat}, {"float", at::kFloat},       {"float16", at::kHalf},
-      {"half", at::kHalf},     {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
-      {"double", at::kDouble}, {"int64", at::kLong},        {"long", at::kLong},
-      {"int32", at::kInt},     {"int", at::kInt},           {"bool", at::kBool},
-      {"uint8", at::kByte}};
-  return m;
-}
-
-Value dtypeValue(at::ScalarType t) {
-  for (const auto& [name, s] : dtypes()) {
-    if (s == t && name != "float" && name != "half" && name != "double" && name != "long" &&
-        name != "int") {
-      auto v = std::make_shared<Object>();
-      v->type = Type::Namespace;
-      v->str = "torch." + name;
-      return v;
-    }
-  }
-  return string(c10::toString(t));
-}
-
-std::optional<at::ScalarType> asDtype(const Value& v) {
-  if (v->type != Type::Namespace || v->str.rfind("torch.", 0) != 0) return std::nullopt;
-  auto it = dtypes().find(v->str.substr(6));
-  if (it == dtypes().end()) return std::nullopt;
-  return it->second;
-}
-
-long long dimArg(const Args& a, size_t i, long long dflt) {
-  const Value* v = a.get(i, "dim");
-  return v && (*v)->type != Type::None ? asInt(*v, "dim") : dflt;
-}
-bool keepdim(const Args& a, size_t i) {
-  const Value* v = a.get(i, "keepdim");
-  return v && truthy(*v);
-}
-
-Value valuesIndices(const std::tuple<at::Tensor, at::Tensor>& r) {
-  return tuple({tensor(std::get<0>(r)), tensor(std::get<1>(r))});
-}
-
-Value fromTensorList(const at::Tensor& t) {
-  if (t.dim() == 0) {
-    if (t.scalar_type() == at::kBool) return boolean(t.item<bool>());
-    if (at::isFloatingType(t.scalar_type())) return floating(t.item<double>());
-    return integer(t.item<int64_t>());
-  }
-  std::vector<Value> items;
-  for (int64_t i = 0; i < t.size(0); ++i) items.push_back(fromTensorList(t[i]));
-  return list(items);
-}
 
 Value cosineSimilarity(Args& a) {
   const at::Tensor x = toTensor(arg(a, 0, "x1", "cosine_similarity")),
@@ -214,106 +132,6 @@ Value snapshot(const Value& v) {
       return copy;
     }
   }
-}
-
-Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name) {
-  const at::Tensor& t = self->tensor;
-  if (name == "shape") return sizeOf(t);
-  if (name == "dtype") return dtypeValue(t.scalar_type());
-  if (name == "device") return string(t.device().str());
-  if (name == "ndim") return integer(t.dim());
-  if (name == "T") return tensor(t.t());
-  using Method = std::function<Value(const at::Tensor&, Args&)>;
-  static const std::map<std::string, Method> methods = {
-      {"size", [](const at::Tensor& x, Args& a) { return a.positional.empty() ? sizeOf(x) : integer(x.size(asInt(a.positional[0], "dim"))); }},
-      {"dim", [](const at::Tensor& x, Args&) { return integer(x.dim()); }},
-      {"numel", [](const at::Tensor& x, Args&) { return integer(x.numel()); }},
-      {"clone", [](const at::Tensor& x, Args&) { return tensor(x.clone()); }},
-      {"detach", [](const at::Tensor& x, Args&) { return tensor(x.detach()); }},
-      {"cpu", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kCPU)); }},
-      {"contiguous", [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }},
-      {"float", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kFloat)); }},
-      {"half", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kHalf)); }},
-      {"bfloat16", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBFloat16)); }},
-      {"double", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kDouble)); }},
-      {"long", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kLong)); }},
-      {"int", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kInt)); }},
-      {"bool", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBool)); }},
-      {"to", [](const at::Tensor& x, Args& a) {
-         const Value* d = a.get(0, "dtype");
-         if (!d) return tensor(x);
-         if (auto dt = asDtype(*d)) return tensor(x.to(*dt));
-         if ((*d)->type == Type::Str) {
-           if ((*d)->str == "cpu") return tensor(x.to(at::kCPU));
-           throw RuntimeFailure("tensors stay on the rank's device inside a trace; .to() accepts a dtype or 'cpu'");
-         }
-         throw RuntimeFailure(".to() expects a dtype such as torch.float32");
-       }},
-      {"view", [](const at::Tensor& x, Args& a) { return tensor(x.view(shapeArgs(a, 0))); }},
-      {"reshape", [](const at::Tensor& x, Args& a) { return tensor(x.reshape(shapeArgs(a, 0))); }},
-      {"permute", [](const at::Tensor& x, Args& a) { return tensor(x.permute(shapeArgs(a, 0))); }},
-      {"transpose", [](const at::Tensor& x, Args& a) { return tensor(x.transpose(asInt(a.required(0, "dim0"), "dim0"), asInt(a.required(1, "dim1"), "dim1"))); }},
-      {"unsqueeze", [](const at::Tensor& x, Args& a) { return tensor(x.unsqueeze(dimArg(a, 0, 0))); }},
-      {"squeeze", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.squeeze(dimArg(a, 0, 0)) : x.squeeze()); }},
-      {"flatten", [](const at::Tensor& x, Args& a) { return tensor(x.flatten(dimArg(a, 0, 0), a.get(1, "end_dim") ? asInt(*a.get(1, "end_dim"), "end_dim") : -1)); }},
-      {"narrow", [](const at::Tensor& x, Args& a) { return tensor(x.narrow(asInt(a.required(0, "dim"), "dim"), asInt(a.required(1, "start"), "start"), asInt(a.required(2, "length"), "length"))); }},
-      {"sum", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.sum(dimArg(a, 0, 0), keepdim(a, 1)) : x.sum()); }},
-      {"mean", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.mean(dimArg(a, 0, 0), keepdim(a, 1)) : x.mean()); }},
-      {"std", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.std(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.std()); }},
-      {"var", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.var(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.var()); }},
-      {"max", [](const at::Tensor& x, Args& a) { return a.get(0, "dim") ? valuesIndices(x.max(dimArg(a, 0, 0), keepdim(a, 1))) : tensor(x.max()); }},
-      {"min", [](const at::Tensor& x, Args& a) { return a.get(0, "dim") ? valuesIndices(x.min(dimArg(a, 0, 0), keepdim(a, 1))) : tensor(x.min()); }},
-      {"argmax", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.argmax(dimArg(a, 0, 0), keepdim(a, 1)) : x.argmax()); }},
-      {"argmin", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.argmin(dimArg(a, 0, 0), keepdim(a, 1)) : x.argmin()); }},
-      {"norm", [](const at::Tensor& x, Args& a) {
-         const double p = asNumber(optional(a, 0, "p", floating(2.0)), "p");
-         if (const Value* d = a.get(1, "dim")) return tensor(at::norm(x, p, {asInt(*d, "dim")}, keepdim(a, 2)));
-         return tensor(at::norm(x, p));
-       }},
-      {"softmax", [](const at::Tensor& x, Args& a) { return tensor(at::softmax(x, dimArg(a, 0, -1))); }},
-      {"log_softmax", [](const at::Tensor& x, Args& a) { return tensor(at::log_softmax(x, dimArg(a, 0, -1))); }},
-      {"topk", [](const at::Tensor& x, Args& a) { return valuesIndices(x.topk(asInt(arg(a, 0, "k", "topk"), "k"), dimArg(a, 1, -1))); }},
-      {"sort", [](const at::Tensor& x, Args& a) { const Value* d = a.keyword("descending"); return valuesIndices(x.sort(dimArg(a, 0, -1), d && truthy(*d))); }},
-      {"cumsum", [](const at::Tensor& x, Args& a) { return tensor(x.cumsum(dimArg(a, 0, 0))); }},
-      {"abs", [](const at::Tensor& x, Args&) { return tensor(x.abs()); }},
-      {"exp", [](const at::Tensor& x, Args&) { return tensor(x.exp()); }},
-      {"log", [](const at::Tensor& x, Args&) { return tensor(x.log()); }},
-      {"sqrt", [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }},
-      {"sigmoid", [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }},
-      {"tanh", [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }},
-      {"relu", [](const at::Tensor& x, Args&) { return tensor(x.relu()); }},
-      {"pow", [](const at::Tensor& x, Args& a) { return tensor(x.pow(asNumber(a.required(0, "exponent"), "exponent"))); }},
-      {"matmul", [](const at::Tensor& x, Args& a) { return tensor(at::matmul(x, toTensor(a.required(0)))); }},
-      {"any", [](const at::Tensor& x, Args&) { return tensor(x.any()); }},
-      {"all", [](const at::Tensor& x, Args&) { return tensor(x.all()); }},
-      {"item", [](const at::Tensor& x, Args&) {
-         if (x.numel() != 1) throw RuntimeFailure("item() needs a tensor with one element, this one has " + std::to_string(x.numel()));
-         return fromTensorList(x.reshape({}));
-       }},
-      {"tolist", [](const at::Tensor& x, Args&) { return fromTensorList(x.to(at::kCPU)); }},
-      {"gather", [](const at::Tensor& x, Args& a) { return tensor(x.gather(asInt(a.required(0, "dim"), "dim"), toTensor(arg(a, 1, "index", "gather")).to(at::kLong))); }},
-      {"index_select", [](const at::Tensor& x, Args& a) { return tensor(x.index_select(asInt(a.required(0, "dim"), "dim"), toTensor(a.required(1)))); }},
-      {"chunk", [](const at::Tensor& x, Args& a) {
-         std::vector<Value> parts;
-         for (const auto& c : x.chunk(asInt(a.required(0, "chunks"), "chunks"), dimArg(a, 1, 0))) parts.push_back(tensor(c));
-         return tuple(parts);
-       }},
-      {"zero_", [](const at::Tensor& x, Args&) { noteTensorWrite(); at::Tensor y = x; y.zero_(); return tensor(y); }},
-      {"fill_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.fill_(asNumber(a.required(0, "value"), "value")); return tensor(y); }},
-      {"copy_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.copy_(toTensor(a.required(0))); return tensor(y); }},
-      {"mul_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.mul_(toTensor(a.required(0), &x)); return tensor(y); }},
-      {"add_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.add_(toTensor(a.required(0), &x)); return tensor(y); }},
-      {"masked_fill", [](const at::Tensor& x, Args& a) { return tensor(x.masked_fill(toTensor(a.required(0)), asNumber(a.required(1, "value"), "value"))); }},
-  };
-  auto it = methods.find(name);
-  if (it == methods.end()) {
-    std::string known = "shape, dtype, device, ndim, T";
-    for (const auto& [k, m] : methods) known += ", " + k;
-    in.fail("tensors have no attribute '" + name + "' in trace scripts; supported: " + known);
-  }
-  const Method& m = it->second;
-  at::Tensor t2 = t;
-  return builtin(name, [m, t2](Args& a) { return m(t2, a); });
 }
 
 namespace {
