@@ -1,0 +1,459 @@
+#include "expression_parser.h"
+
+namespace shardscope::trace {
+
+ExprPtr ExpressionParser::standaloneExpression() {
+  ExprPtr e = testList();
+  if (!at(TokenKind::Newline) && !at(TokenKind::End)) fail("unexpected " + describe(peek()));
+  return e;
+}
+
+std::vector<Param> ExpressionParser::parameters(const char* close) {
+  const bool annotations = std::string(close) == ")";  // lambda parameters end at ':'
+  std::vector<Param> ps;
+  while (!atOp(close)) {
+    if (atOp("*") || atOp("**")) unsupported("*args and **kwargs parameters");
+    Param p{expectName(), nullptr};
+    if (annotations && acceptOp(":")) test();  // annotations are ignored
+    if (acceptOp("=")) p.defaultValue = test();
+    ps.push_back(std::move(p));
+    if (!acceptOp(",")) break;
+  }
+  return ps;
+}
+
+ExprPtr ExpressionParser::targetList() {
+  const SourceLocation loc = peek().at;
+  std::vector<ExprPtr> items{orExpr()};
+  if (!atOp(",")) return items[0];
+  while (acceptOp(",")) {
+    if (atName("in") || atOp("=") || atOp(":")) break;
+    items.push_back(orExpr());
+  }
+  auto t = makeExpr(ExprKind::Tuple, loc);
+  t->items = std::move(items);
+  return t;
+}
+
+ExprPtr ExpressionParser::testList() {
+  const SourceLocation loc = peek().at;
+  ExprPtr first = test();
+  if (!atOp(",")) return first;
+  auto t = makeExpr(ExprKind::Tuple, loc);
+  t->items.push_back(first);
+  while (acceptOp(",")) {
+    if (at(TokenKind::Newline) || atOp("=") || atOp(")") || at(TokenKind::End) || atOp(";")) break;
+    t->items.push_back(test());
+  }
+  return t;
+}
+
+ExprPtr ExpressionParser::test() {
+  Nest nest(*this);
+  if (atName("lambda")) {
+    auto e = makeExpr(ExprKind::Lambda, peek().at);
+    ++i_;
+    e->params = parameters(":");
+    expectOp(":");
+    e->a = test();
+    return e;
+  }
+  ExprPtr e = orTest();
+  if (atName("if")) {
+    auto c = makeExpr(ExprKind::IfElse, e->at);
+    ++i_;
+    c->b = orTest();
+    if (!atName("else")) fail("expected 'else' in the conditional expression");
+    ++i_;
+    c->a = e;
+    c->c = test();
+    return c;
+  }
+  return e;
+}
+
+ExprPtr ExpressionParser::orTest() {
+  const int outer = nesting_;
+  ExprPtr e = andTest();
+  while (atName("or")) {
+    deeper();
+    auto o = makeExpr(ExprKind::Or, peek().at);
+    ++i_;
+    o->a = e;
+    o->b = andTest();
+    e = o;
+  }
+  nesting_ = outer;
+  return e;
+}
+
+ExprPtr ExpressionParser::andTest() {
+  const int outer = nesting_;
+  ExprPtr e = notTest();
+  while (atName("and")) {
+    deeper();
+    auto o = makeExpr(ExprKind::And, peek().at);
+    ++i_;
+    o->a = e;
+    o->b = notTest();
+    e = o;
+  }
+  nesting_ = outer;
+  return e;
+}
+
+ExprPtr ExpressionParser::notTest() {
+  if (atName("not")) {
+    Nest nest(*this);
+    auto u = makeExpr(ExprKind::Unary, peek().at);
+    ++i_;
+    u->text = "not";
+    u->a = notTest();
+    return u;
+  }
+  return comparison();
+}
+
+ExprPtr ExpressionParser::comparison() {
+  ExprPtr first = orExpr();
+  std::vector<std::string> ops;
+  std::vector<ExprPtr> operands{first};
+  for (;;) {
+    std::string op;
+    const Token& t = peek();
+    if (t.kind == TokenKind::Op && (t.text == "<" || t.text == ">" || t.text == "==" ||
+                                    t.text == "!=" || t.text == "<=" || t.text == ">=")) {
+      op = t.text;
+      ++i_;
+    } else if (atName("in")) {
+      op = "in";
+      ++i_;
+    } else if (atName("not") && peek(1).kind == TokenKind::Name && peek(1).text == "in") {
+      op = "not in";
+      i_ += 2;
+    } else if (atName("is")) {
+      ++i_;
+      op = "is";
+      if (atName("not")) {
+        ++i_;
+        op = "is not";
+      }
+    } else {
+      break;
+    }
+    ops.push_back(op);
+    operands.push_back(orExpr());
+  }
+  if (ops.empty()) return first;
+  auto c = makeExpr(ExprKind::Compare, first->at);
+  c->items = std::move(operands);
+  c->names = std::move(ops);
+  return c;
+}
+
+ExprPtr ExpressionParser::binary(ExprPtr (ExpressionParser::*next)(),
+                                 std::initializer_list<const char*> ops) {
+  const int outer = nesting_;
+  ExprPtr e = (this->*next)();
+  for (;;) {
+    const char* found = nullptr;
+    for (const char* o : ops) {
+      if (atOp(o)) found = o;
+    }
+    if (!found) {
+      nesting_ = outer;
+      return e;
+    }
+    deeper();
+    auto b = makeExpr(ExprKind::Binary, peek().at);
+    ++i_;
+    b->text = found;
+    b->a = e;
+    b->b = (this->*next)();
+    e = b;
+  }
+}
+
+ExprPtr ExpressionParser::orExpr() {
+  return binary(&ExpressionParser::xorExpr, {"|"});
+}
+
+ExprPtr ExpressionParser::xorExpr() {
+  return binary(&ExpressionParser::andExpr, {"^"});
+}
+
+ExprPtr ExpressionParser::andExpr() {
+  return binary(&ExpressionParser::shiftExpr, {"&"});
+}
+
+ExprPtr ExpressionParser::shiftExpr() {
+  return binary(&ExpressionParser::arith, {"<<", ">>"});
+}
+
+ExprPtr ExpressionParser::arith() {
+  return binary(&ExpressionParser::term, {"+", "-"});
+}
+
+ExprPtr ExpressionParser::term() {
+  return binary(&ExpressionParser::factor, {"*", "/", "//", "%", "@"});
+}
+
+ExprPtr ExpressionParser::factor() {
+  if (atOp("-") || atOp("+") || atOp("~")) {
+    Nest nest(*this);
+    auto u = makeExpr(ExprKind::Unary, peek().at);
+    u->text = peek().text;
+    ++i_;
+    u->a = factor();
+    return u;
+  }
+  return power();
+}
+
+ExprPtr ExpressionParser::power() {
+  ExprPtr base = trailers(atom());
+  if (!atOp("**")) return base;
+  Nest nest(*this);  // right-associative: 2 ** 2 ** ... nests
+  auto b = makeExpr(ExprKind::Binary, peek().at);
+  ++i_;
+  b->text = "**";
+  b->a = base;
+  b->b = factor();  // right-associative, binds tighter than unary on its left
+  return b;
+}
+
+ExprPtr ExpressionParser::trailers(ExprPtr e) {
+  const int outer = nesting_;
+  for (;;) {
+    if (atOp(".") || atOp("(") || atOp("[")) deeper();  // a.b(c)[d] nests like a chain
+    if (atOp(".")) {
+      ++i_;
+      auto a = makeExpr(ExprKind::Attribute, peek().at);
+      a->text = expectName();
+      a->a = e;
+      e = a;
+    } else if (atOp("(")) {
+      auto c = makeExpr(ExprKind::Call, peek().at);
+      ++i_;
+      c->a = e;
+      while (!atOp(")")) {
+        if (atOp("*") || atOp("**")) unsupported("argument unpacking with * or **");
+        if (peek().kind == TokenKind::Name && peek(1).kind == TokenKind::Op &&
+            peek(1).text == "=") {
+          c->names.push_back(t_[i_].text);
+          i_ += 2;
+          c->values.push_back(test());
+        } else {
+          if (!c->names.empty()) fail("positional argument after keyword argument");
+          c->items.push_back(test());
+        }
+        if (!acceptOp(",")) break;
+      }
+      expectOp(")");
+      e = c;
+    } else if (atOp("[")) {
+      auto s = makeExpr(ExprKind::Subscript, peek().at);
+      ++i_;
+      s->a = e;
+      s->b = subscriptList();
+      expectOp("]");
+      e = s;
+    } else {
+      nesting_ = outer;
+      return e;
+    }
+  }
+}
+
+ExprPtr ExpressionParser::subscriptList() {
+  const SourceLocation loc = peek().at;
+  ExprPtr first = subscript();
+  if (!atOp(",")) return first;
+  auto t = makeExpr(ExprKind::Tuple, loc);
+  t->items.push_back(first);
+  while (acceptOp(",")) {
+    if (atOp("]")) break;
+    t->items.push_back(subscript());
+  }
+  return t;
+}
+
+ExprPtr ExpressionParser::subscript() {
+  const SourceLocation loc = peek().at;
+  ExprPtr lower;
+  if (!atOp(":")) {
+    lower = test();
+    if (!atOp(":")) return lower;
+  }
+  auto s = makeExpr(ExprKind::Slice, loc);
+  s->a = lower;
+  expectOp(":");
+  if (!atOp(":") && !atOp("]") && !atOp(",")) s->b = test();
+  if (acceptOp(":")) {
+    if (!atOp("]") && !atOp(",")) s->c = test();
+  }
+  return s;
+}
+
+ExprPtr ExpressionParser::atom() {
+  const Token& t = peek();
+  switch (t.kind) {
+    case TokenKind::Int: {
+      auto e = makeExpr(ExprKind::Int, t.at);
+      e->intValue = t.intValue;
+      ++i_;
+      return e;
+    }
+    case TokenKind::Float: {
+      auto e = makeExpr(ExprKind::Float, t.at);
+      e->floatValue = t.floatValue;
+      ++i_;
+      return e;
+    }
+    case TokenKind::String:
+    case TokenKind::FString: {
+      // Adjacent literals concatenate; any f-string makes the whole an f-string.
+      std::string text;
+      bool f = false;
+      ExprPtr result;
+      while (at(TokenKind::String) || at(TokenKind::FString)) {
+        if (at(TokenKind::FString)) f = true;
+        text += peek().kind == TokenKind::FString ? peek().text : escapeBraces(peek().text);
+        ++i_;
+      }
+      if (!f) {
+        auto e = makeExpr(ExprKind::Str, t.at);
+        e->text = unescapeBraces(text);
+        return e;
+      }
+      return fstring(text, t.at);
+    }
+    case TokenKind::Name: {
+      if (t.text == "True" || t.text == "False") {
+        auto e = makeExpr(ExprKind::Bool, t.at);
+        e->intValue = t.text == "True";
+        ++i_;
+        return e;
+      }
+      if (t.text == "None") return ++i_, makeExpr(ExprKind::None, t.at);
+      if (keyword(t.text)) fail("unexpected keyword '" + t.text + "'");
+      auto e = makeExpr(ExprKind::Name, t.at);
+      e->text = t.text;
+      ++i_;
+      return e;
+    }
+    case TokenKind::Op: {
+      if (t.text == "...") return ++i_, makeExpr(ExprKind::Ellipsis, t.at);
+      if (t.text == "(") {
+        ++i_;
+        if (acceptOp(")")) return makeExpr(ExprKind::Tuple, t.at);
+        ExprPtr first = test();
+        if (atName("for")) unsupported("generator expressions");
+        if (acceptOp(")")) return first;
+        auto tup = makeExpr(ExprKind::Tuple, t.at);
+        tup->items.push_back(first);
+        while (acceptOp(",")) {
+          if (atOp(")")) break;
+          tup->items.push_back(test());
+        }
+        expectOp(")");
+        return tup;
+      }
+      if (t.text == "[") {
+        ++i_;
+        auto list = makeExpr(ExprKind::List, t.at);
+        while (!atOp("]")) {
+          list->items.push_back(test());
+          if (atName("for")) unsupported("list comprehensions");
+          if (!acceptOp(",")) break;
+        }
+        expectOp("]");
+        return list;
+      }
+      if (t.text == "{") {
+        ++i_;
+        auto dict = makeExpr(ExprKind::Dict, t.at);
+        while (!atOp("}")) {
+          dict->items.push_back(test());
+          if (!atOp(":")) unsupported("set literals");
+          ++i_;
+          dict->values.push_back(test());
+          if (atName("for")) unsupported("dict comprehensions");
+          if (!acceptOp(",")) break;
+        }
+        expectOp("}");
+        return dict;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  fail("unexpected " + describe(t));
+}
+
+std::string ExpressionParser::escapeBraces(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    o += c;
+    if (c == '{' || c == '}') o += c;
+  }
+  return o;
+}
+
+std::string ExpressionParser::unescapeBraces(const std::string& s) {
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    o += s[i];
+    if ((s[i] == '{' || s[i] == '}') && i + 1 < s.size() && s[i + 1] == s[i]) ++i;
+  }
+  return o;
+}
+
+ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
+  auto e = makeExpr(ExprKind::FString, loc);
+  std::string literal;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+      literal += c;
+      ++i;
+      continue;
+    }
+    if (c != '{') {
+      literal += c;
+      continue;
+    }
+    int depth = 1;
+    size_t j = i + 1;
+    for (; j < text.size() && depth > 0; ++j) {
+      if (text[j] == '{' || text[j] == '[' || text[j] == '(') ++depth;
+      if (text[j] == '}' || text[j] == ']' || text[j] == ')') --depth;
+    }
+    if (depth != 0)
+      throw ScriptError(file_, loc, lineText(loc.line), "syntax error: unclosed '{' in f-string");
+    std::string inner = text.substr(i + 1, j - i - 2), format;
+    // Split "expr!r:spec" at the top-level '!' or ':'.
+    int d = 0;
+    for (size_t k = 0; k < inner.size(); ++k) {
+      const char ch = inner[k];
+      if (ch == '[' || ch == '(' || ch == '{') ++d;
+      if (ch == ']' || ch == ')' || ch == '}') --d;
+      if (d == 0 && (ch == ':' || (ch == '!' && k + 1 < inner.size() && inner[k + 1] != '='))) {
+        format = inner.substr(k);
+        inner = inner.substr(0, k);
+        break;
+      }
+    }
+    ExpressionParser sub(tokenize(inner, file_), file_, "", nesting_);
+    e->names.push_back(literal);
+    literal.clear();
+    e->items.push_back(sub.standaloneExpression());
+    e->formats.push_back(format);
+    i = j - 1;
+  }
+  e->names.push_back(literal);
+  return e;
+}
+
+}  // namespace shardscope::trace

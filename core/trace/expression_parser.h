@@ -1,0 +1,48 @@
+// Expressions of the trace language, by recursive descent with Python's operator precedence:
+// from a comma-separated list down to atoms, trailers (calls, attributes, subscripts), lambdas
+// and f-strings. The statement parser (parser.cpp) builds on it.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "token_cursor.h"
+
+namespace shardscope::trace {
+
+class ExpressionParser : protected TokenCursor {
+ public:
+  using TokenCursor::TokenCursor;
+
+  // A whole token list as one expression (an f-string's replacement field).
+  ExprPtr standaloneExpression();
+
+ protected:
+  std::vector<Param> parameters(const char* close);
+  ExprPtr targetList();
+  ExprPtr testList();
+  ExprPtr test();
+  ExprPtr orTest();
+  ExprPtr andTest();
+  ExprPtr notTest();
+  ExprPtr comparison();
+  ExprPtr binary(ExprPtr (ExpressionParser::*next)(), std::initializer_list<const char*> ops);
+  ExprPtr orExpr();
+  ExprPtr xorExpr();
+  ExprPtr andExpr();
+  ExprPtr shiftExpr();
+  ExprPtr arith();
+  ExprPtr term();
+  ExprPtr factor();
+  ExprPtr power();
+  ExprPtr trailers(ExprPtr e);
+  ExprPtr subscriptList();
+  ExprPtr subscript();
+  ExprPtr atom();
+  static std::string escapeBraces(const std::string& s);
+  static std::string unescapeBraces(const std::string& s);
+  ExprPtr fstring(const std::string& text, SourceLocation loc);
+};
+
+}  // namespace shardscope::trace
