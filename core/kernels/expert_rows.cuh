@@ -26,7 +26,7 @@ __device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (
     for (int r = 0; r < W; ++r) {
 #pragma unroll
       for (int u = 0; u < kAhead; ++u) {
-        if (k0 + u * kChunk < len) wv[r][u] = loadOnce<T, VEC>(w[r] + k0 + u * kChunk);
+        if (k0 + u * kChunk < len) wv[r][u] = load<T, VEC>(w[r] + k0 + u * kChunk);
       }
     }
 #pragma unroll

@@ -146,7 +146,6 @@ __global__ void routerKernel(FusedMoeArgs a) {
   if (mine) loadRound();  // the weights do not depend on the kernel before
   waitForPreviousKernel();
   allowNextKernel();
-  prefetchShareToL2(a.prefetch, blockIdx.x, gridDim.x);  // the memory is idle while it routes
   if constexpr (NORM) {
     normRows<T, VEC>(a.norm, int(a.tokens), xs);  // ends with a barrier: xs is whole
     if (blockIdx.x == 0) {
@@ -360,7 +359,7 @@ cudaError_t launchExperts(const FusedMoeArgs& a, unsigned slots, cudaStream_t st
 cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
   if (args.tokens == 0) return cudaSuccess;
   if (args.tokens * args.topK > kFusedMoeMaxPairs || args.localExperts > kFusedMoeMaxExperts ||
-      !args.routing || args.topK > kMoeSelectMaxTopK || !aligned(args.prefetch.p, 16))
+      !args.routing || args.topK > kMoeSelectMaxTopK)
     return cudaErrorInvalidValue;
   FusedMoeArgs a = args;
   if (a.routerWeight) {  // the first kernel computes the logits it chooses from

@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
     weightRows(firstE, w);
 #pragma unroll
     for (int r = 0; r < kDownRows; ++r) {
-      if (k0 < a.inter) first[r] = loadOnce<T, VEC>(w[r] + k0);
+      if (k0 < a.inter) first[r] = load<T, VEC>(w[r] + k0);
     }
   }
   waitForPreviousKernel();  // h
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
       Vec<T, VEC> wv[kDownRows];
 #pragma unroll
       for (int r = 0; r < kDownRows; ++r)
-        wv[r] = j == warp && k == k0 ? first[r] : loadOnce<T, VEC>(w[r] + k);
+        wv[r] = j == warp && k == k0 ? first[r] : load<T, VEC>(w[r] + k);
       const Vec<T, VEC> xv = load<T, VEC>(hj + k);
 #pragma unroll
       for (int r = 0; r < kDownRows; ++r) {

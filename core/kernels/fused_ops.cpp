@@ -3,7 +3,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -52,21 +51,6 @@ bool switchedOn(const char* variable) {
 
 bool aligned16(const at::Tensor& t) {  // the kernels' 16-byte loads
   return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-}
-
-// The first bytes of weight w, at most half of its GPU's L2 (the rest stays for what the kernels
-// in between touch), for a kernel to ask L2 for while it leaves the memory idle; none when
-// `variable` is 0 or w cannot be read in 16-byte pieces. Only a hint: no result depends on it.
-kernels::L2Prefetch l2Prefetch(const at::Tensor& w, const char* variable) {
-  if (!w.defined() || !w.is_cuda() || !w.is_contiguous() || !aligned16(w) || !switchedOn(variable))
-    return {};
-  int l2 = 0;
-  if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, w.device().index()) != cudaSuccess)
-    return {};
-  kernels::L2Prefetch f;
-  f.p = w.data_ptr();
-  f.bytes = std::min<int64_t>(int64_t(w.nbytes()), l2 / 2);
-  return f;
 }
 
 // x as rows of its last dim: (heads, tokenStride) for the kernel's row addressing, contiguous
@@ -302,8 +286,7 @@ at::Tensor qkvToCache(const QkvToCache& in) {
   return q;
 }
 
-at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale,
-                              const at::Tensor& weightAfter) {
+at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale) {
   if (span > kernels::kDecodeAttentionChunk || in.kvHeads == 0 || in.qHeads % in.kvHeads != 0 ||
       !kernels::decodeAttentionSupports(in.qHeads / in.kvHeads, in.headDim) ||
       in.qNorm.defined() != in.kNorm.defined() || !usable(in.qkv, in.keyCache) ||
@@ -312,7 +295,6 @@ at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale,
   kernels::QkvDecodeAttentionArgs a;
   a.cache = qkvToCacheArgs(in);
   a.scale = float(scale);
-  a.prefetch = l2Prefetch(weightAfter, "SHARDSCOPE_PREFETCH_O_PROJ");
   const c10::cuda::CUDAGuard guard(in.qkv.device());
   at::Tensor out = at::empty({a.cache.tokens, in.qHeads * in.headDim}, in.qkv.options());
   a.out = out.data_ptr();
@@ -502,10 +484,12 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
   return c.y;
 }
 
-std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(
-    const at::Tensor& x, const NormIn& norm, const at::Tensor& routerWeight,
-    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
-    const at::Tensor& w2, int64_t firstExpert, const at::Tensor& weightAfter) {
+std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
+                                                    const at::Tensor& routerWeight,
+                                                    const at::Tensor& routerDone,
+                                                    const MoeRouting& routing,
+                                                    const at::Tensor& w13, const at::Tensor& w2,
+                                                    int64_t firstExpert) {
   if (!switchedOn("SHARDSCOPE_FUSED_MOE_NORM") || !x.defined() || !x.is_cuda() || x.dim() != 2 ||
       !x.is_contiguous() || !aligned16(x) || !usable(norm.weight, x) || norm.weight.dim() != 1 ||
       norm.weight.size(0) != x.size(-1) || !norm.weight.is_contiguous() ||
@@ -530,7 +514,6 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(
   c.a.norm.k = H;
   c.a.norm.eps = float(norm.eps);
   c.a.normed = normed.data_ptr();
-  c.a.prefetch = l2Prefetch(weightAfter, "SHARDSCOPE_PREFETCH_NEXT_LAYER");
   check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe (after the norm)");
   return {c.y, residualSum};
 }

@@ -72,11 +72,8 @@ at::Tensor qkvToCache(const QkvToCache& in);
 
 // qkvToCache and decodeAttention in one kernel (the same cache and output, bit for bit) when the
 // step's `span` fits one chunk of keys; undefined otherwise, or when SHARDSCOPE_FUSED_ATTENTION=0
-// (read at each call, to compare in one process): then the caller runs the two. The kernel asks
-// L2 for `weightAfter` (o_proj's weight, the next kernel's stream; undefined: nothing) while it
-// attends, unless SHARDSCOPE_PREFETCH_O_PROJ=0.
-at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale,
-                              const at::Tensor& weightAfter = {});
+// (read at each call, to compare in one process): then the caller runs the two.
+at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale);
 
 // Attention of R new tokens over their cached keys 0..positions[r] (split into chunks of keys
 // when `span`, the keys the step may attend, is long); q [R, qHeads * d] -> [R, qHeads * d].
@@ -126,13 +123,13 @@ struct NormIn {
 // The overload above with the layer's post-attention RMSNorm folded into its first kernel: x is
 // the hidden state before the norm. {y, x + residual} (x itself without a residual), y bit for bit
 // addRmsNorm followed by the overload above; undefined when the kernels do not take the shapes,
-// or when SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process). The router
-// kernel asks L2 for `weightAfter` (the next layer's qkv weight; undefined: nothing) while it
-// routes, unless SHARDSCOPE_PREFETCH_NEXT_LAYER=0; the expert kernels load with evict-first.
-std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(
-    const at::Tensor& x, const NormIn& norm, const at::Tensor& routerWeight,
-    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
-    const at::Tensor& w2, int64_t firstExpert, const at::Tensor& weightAfter = {});
+// or when SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process).
+std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
+                                                    const at::Tensor& routerWeight,
+                                                    const at::Tensor& routerDone,
+                                                    const MoeRouting& routing,
+                                                    const at::Tensor& w13, const at::Tensor& w2,
+                                                    int64_t firstExpert);
 // Whether fusedMoe takes every step of up to `tokens` tokens with these sizes.
 bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
                    int64_t localExperts);

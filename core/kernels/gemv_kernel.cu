@@ -8,6 +8,11 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread
 
 template <typename T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> loadStreaming(const T* p) {  // read once: skip L1
+  const int4 raw = __ldcs(reinterpret_cast<const int4*>(p));
+  return *reinterpret_cast<const Vec<T, VEC>*>(&raw);
+}
+template <typename T, int VEC>
 __device__ __forceinline__ Vec<T, VEC> loadCached(const T* p) {  // x: read by every warp
   const int4 raw = __ldg(reinterpret_cast<const int4*>(p));
   return *reinterpret_cast<const Vec<T, VEC>*>(&raw);
@@ -58,7 +63,7 @@ __device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC
   const int64_t k = int64_t(threadIdx.x % 32) * VEC;
   if (!fullRound<T>(k, K)) return;
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) wv[u] = loadOnce<T, VEC>(w + k + u * kChunk<T>);
+  for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
 }
 
 // One warp's dot products of weight row w (K elements) with every row of x, summed over the warp
@@ -78,7 +83,7 @@ __device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, con
     const int64_t after = k + kUnroll * chunk;
     Vec<T, VEC> ahead[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) ahead[u] = loadOnce<T, VEC>(w + after + u * chunk);
+    for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(w + after + u * chunk);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
     k = after;
@@ -89,7 +94,7 @@ __device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, con
     Vec<T, VEC> ahead[kUnroll];
     if (next) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadOnce<T, VEC>(next + start + u * chunk);
+      for (int u = 0; u < kUnroll; ++u) ahead[u] = loadStreaming<T, VEC>(next + start + u * chunk);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
@@ -99,7 +104,7 @@ __device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, con
       for (int u = 0; u < kUnroll; ++u) wv[u] = ahead[u];
     }
   }
-  for (; k < K; k += chunk) accumulate<T, ROWS, VEC>(loadOnce<T, VEC>(w + k), x, k, acc);
+  for (; k < K; k += chunk) accumulate<T, ROWS, VEC>(loadStreaming<T, VEC>(w + k), x, k, acc);
 #pragma unroll
   for (int m = 0; m < ROWS; ++m) {
     for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);

@@ -86,34 +86,6 @@ template <typename T, int VEC>
 __device__ __forceinline__ Vec<T, VEC> load(const T* p) {
   return *reinterpret_cast<const Vec<T, VEC>*>(p);
 }
-// A weight read once (ld.global.cs): L1 skips it and L2 evicts it first, so it does not push out
-// lines a kernel asked for (prefetchShareToL2).
-template <typename T, int VEC>
-__device__ __forceinline__ Vec<T, VEC> loadOnce(const T* p) {
-  const int4 raw = __ldcs(reinterpret_cast<const int4*>(p));
-  return *reinterpret_cast<const Vec<T, VEC>*>(&raw);
-}
-
-// Asks L2 for this block's share (`part` of `parts`) of f's bytes in bulk requests of 16 KB that
-// the copy engine serves: no register holds them and nothing waits (sm_90; a no-op before).
-__device__ __forceinline__ void prefetchShareToL2(const L2Prefetch& f, int64_t part,
-                                                  int64_t parts) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr int64_t kPiece = 16 * 1024;
-  const int64_t units = f.bytes / 16;  // requests start and end on 16 bytes
-  const int64_t begin = units * part / parts * 16, end = units * (part + 1) / parts * 16;
-  const char* base = static_cast<const char*>(f.p);
-  for (int64_t at = begin + int64_t(threadIdx.x) * kPiece; at < end;
-       at += int64_t(blockDim.x) * kPiece) {
-    const unsigned size = unsigned(min(kPiece, end - at));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + at), "r"(size)
-                 : "memory");
-  }
-#else
-  (void)f, (void)part, (void)parts;
-#endif
-}
-
 template <typename T, int VEC>
 __device__ __forceinline__ void store(T* p, const Vec<T, VEC>& v) {
   *reinterpret_cast<Vec<T, VEC>*>(p) = v;

@@ -19,14 +19,6 @@ namespace shardscope::kernels {
 
 enum class DType { Float, BFloat16, Half };
 
-// Bytes a latency-bound kernel asks L2 for on behalf of the kernel after it (a weight that kernel
-// streams), while its own work leaves the memory idle. A hint: nothing waits on it, and the next
-// kernel reads the same bits whether the lines are still there or not. p 16-byte aligned.
-struct L2Prefetch {
-  const void* p = nullptr;
-  int64_t bytes = 0;
-};
-
 // RMSNorm of `rows` rows of `dim` elements: out = w * round(x * rsqrt(mean(x^2) + eps)), fp32
 // inside. Row r is head (r % heads) of token (r / heads): x + (r / heads) * tokenStride +
 // (r % heads) * dim, so the q/k heads of a fused qkv row are normed where they lie. With
@@ -153,12 +145,10 @@ cudaError_t decodeAttention(const DecodeAttentionArgs& a, cudaStream_t stream);
 // < kDecodeAttentionChunk): `cache` as for qkvToCache (qOut unused, tokens = requests), out
 // [requests, qHeads * d]. The cache and out are the two kernels' bits; one launch fewer, and the
 // earlier steps' keys are loaded while the kernel before finishes.
-// `prefetch`: o_proj's weight, which the kernel after this one streams.
 struct QkvDecodeAttentionArgs {
   QkvToCacheArgs cache;
   void* out = nullptr;
   float scale = 1.f;
-  L2Prefetch prefetch;
 };
 cudaError_t qkvDecodeAttention(const QkvDecodeAttentionArgs& a, cudaStream_t stream);
 
@@ -235,9 +225,6 @@ struct FusedMoeArgs {
   // which the expert kernels read; one launch fewer than the norm as its own kernel.
   NormRowsArgs norm;
   void* normed = nullptr;
-  // Asked for by the router kernel's blocks (the next layer's qkv weight: the expert kernels
-  // after it load with evict-first, so the lines outlive their stream).
-  L2Prefetch prefetch;
 };
 // The most dynamic shared memory the router kernel takes: under the 48 KB default with room for
 // its static shared memory, so no opt-in.

@@ -28,7 +28,6 @@ __device__ __forceinline__ void prefetchToL2(const void* p, int bytes) {
 // do not depend on the kernel before (only the row at `position` is written this step), so they
 // are loaded before the wait for it: their latency overlaps the qkv GEMV's tail. Every value is
 // rounded and summed as the two kernels do, so the output and the cache are theirs bit for bit.
-// The blocks share args.prefetch (a hint, see L2Prefetch).
 template <typename T, int GROUP, int D>
 __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAttentionArgs args) {
   constexpr int VEC = 16 / sizeof(T), PARTS = kThreads / D, HALF = D / 2;
@@ -61,8 +60,6 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
   }
   waitForPreviousKernel();
   allowNextKernel();
-  // Attention at a decode step leaves the memory nearly idle: o_proj's weight goes to L2 meanwhile.
-  prefetchShareToL2(args.prefetch, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
 
   // Threads [0, HALF): q's rotary pairs (i, i + HALF); [HALF, 2 HALF): k's; [2 HALF, 3 HALF): v's.
   const int part = j / HALF, i = j % HALF;
@@ -150,8 +147,7 @@ cudaError_t qkvDecodeAttention(const QkvDecodeAttentionArgs& a, cudaStream_t str
   if (c.tokens == 0) return cudaSuccess;
   if (c.kvHeads == 0 || c.qHeads % c.kvHeads != 0 || !a.out ||
       !decodeAttentionSupports(c.qHeads / c.kvHeads, c.headDim) || !aligned(c.keyCache, 16) ||
-      !aligned(c.valueCache, 16) || (c.qNorm == nullptr) != (c.kNorm == nullptr) ||
-      !aligned(a.prefetch.p, 16))
+      !aligned(c.valueCache, 16) || (c.qNorm == nullptr) != (c.kNorm == nullptr))
     return cudaErrorInvalidValue;
   return dispatch(c.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);

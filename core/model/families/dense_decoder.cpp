@@ -112,7 +112,7 @@ at::Tensor DecoderAttention::fusedDecode(const at::Tensor& positions, const at::
   in.slots = b.decodeSlots;
   in.keyCache = cache.allKeys(attn->layer());
   in.valueCache = cache.allValues(attn->layer());
-  at::Tensor o = fused::qkvDecodeAttention(in, b.decodeSpan, attn->scale(), oProj->weight());
+  at::Tensor o = fused::qkvDecodeAttention(in, b.decodeSpan, attn->scale());
   return o.defined() ? o : attn->attendCached(fused::qkvToCache(in), b);
 #else
   (void)positions, (void)qkv, (void)b;
@@ -144,12 +144,10 @@ std::vector<at::Tensor> DecoderMLP::callWhole(const ModuleCall& call) const {
   return {y};
 }
 
-// gate_up_proj's GEMV streams from its start: no kernel here leaves the memory idle for
-// weightAfter.
-std::pair<at::Tensor, at::Tensor> DecoderMLP::forwardAfterNorm(
-    const at::Tensor& x, const at::Tensor& residual, const RMSNorm& norm, const ForwardBatch& b,
-    const at::Tensor& weightAfter) const {
-  (void)weightAfter;
+std::pair<at::Tensor, at::Tensor> DecoderMLP::forwardAfterNorm(const at::Tensor& x,
+                                                               const at::Tensor& residual,
+                                                               const RMSNorm& norm,
+                                                               const ForwardBatch& b) const {
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
   fused::GemvInput in;
   in.x = x;
@@ -250,7 +248,7 @@ std::pair<at::Tensor, at::Tensor> DecoderLayer::fusedForward(const at::Tensor& p
   if (!qkv.y.defined()) return {};
   at::Tensor r = residual.defined() ? qkv.residualSum : hidden;  // layer 0: the embeddings
   at::Tensor h = selfAttn->forwardFromQkv(positions, qkv.y, b);
-  auto [y, rOut] = mlp->forwardAfterNorm(h, r, *postAttentionLayernorm, b, weightAfter_);
+  auto [y, rOut] = mlp->forwardAfterNorm(h, r, *postAttentionLayernorm, b);
   if (y.defined()) return {y, rOut};
   std::tie(h, r) = postAttentionLayernorm->forward(h, r, b);  // a shape the kernels do not take
   return {mlp->forward(h, b), r};
@@ -275,10 +273,6 @@ void DecoderModel::load(LoadContext& ctx) {
     if (stage_.holdsLayer(*l->layer())) l->load(ctx);
   }
   if (stage_.last()) norm->load(ctx, "model.norm.weight");
-  for (size_t i = 0; i + 1 < layers.size(); ++i) {
-    if (stage_.holdsLayer(*layers[i]->layer()) && stage_.holdsLayer(*layers[i + 1]->layer()))
-      layers[i]->setWeightAfter(layers[i + 1]->selfAttn->qkvProj->weight());
-  }
 }
 
 at::Tensor DecoderModel::forwardStage(const at::Tensor& ids, StageCarry& carry,

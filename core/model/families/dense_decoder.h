@@ -11,7 +11,6 @@
 //   down_proj}}, model.model.norm, model.lm_head, model.logits_processor.
 #pragma once
 
-#include <utility>
 #include <vector>
 
 #include "../causal_lm.h"
@@ -65,8 +64,8 @@ class DecoderMLP : public FeedForward {
   // The norm inside gate_up_proj's GEMV and SwiGLU in its epilogue (fused::gemvFused).
   std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& x,
                                                      const at::Tensor& residual,
-                                                     const RMSNorm& norm, const ForwardBatch& b,
-                                                     const at::Tensor& weightAfter) const override;
+                                                     const RMSNorm& norm,
+                                                     const ForwardBatch& b) const override;
   // Called from a trace with a whole x, a partial-sum MLP returns the reduced (whole) output.
   std::vector<at::Tensor> callWhole(const ModuleCall& call) const override;
 
@@ -84,9 +83,6 @@ class DecoderLayer : public Module {
   std::pair<at::Tensor, at::Tensor> forward(const at::Tensor& positions, const at::Tensor& hidden,
                                             const at::Tensor& residual,
                                             const ForwardBatch& b) const;
-  // The weight the first kernel after this layer streams (the next layer's qkv_proj on this
-  // stage): the layer's kernels may ask L2 for it where they leave the memory idle.
-  void setWeightAfter(at::Tensor w) { weightAfter_ = std::move(w); }
 
   RMSNorm* inputLayernorm;
   DecoderAttention* selfAttn;
@@ -100,7 +96,6 @@ class DecoderLayer : public Module {
                                                  const ForwardBatch& b) const;
 
   int64_t layer_;
-  at::Tensor weightAfter_;  // undefined for the stage's last layer
 };
 
 // "model.model": ids -> final normed hidden states.

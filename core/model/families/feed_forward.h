@@ -23,15 +23,12 @@ class FeedForward : public Module {
   virtual at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const = 0;
   // A step nobody observes (no port is visited): the block on norm(x + residual), the layer's
   // norm folded into the block's first kernel; {y, x + residual}. Undefined tensors where the
-  // block's kernels do not take it: the layer then runs the norm and forward(). `weightAfter` is
-  // the weight the next kernel after the block streams (the next layer's qkv_proj; may be
-  // undefined): a block with a kernel that leaves the memory idle may ask L2 for it.
+  // block's kernels do not take it: the layer then runs the norm and forward().
   virtual std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& x,
                                                              const at::Tensor& residual,
                                                              const RMSNorm& norm,
-                                                             const ForwardBatch& batch,
-                                                             const at::Tensor& weightAfter) const {
-    (void)x, (void)residual, (void)norm, (void)batch, (void)weightAfter;
+                                                             const ForwardBatch& batch) const {
+    (void)x, (void)residual, (void)norm, (void)batch;
     return {};
   }
   // mlp(x) from a trace: the block on a whole [T, H] (its own all-reduce included).

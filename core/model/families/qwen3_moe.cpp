@@ -32,9 +32,9 @@ at::Tensor Qwen3MoeSparseMoeBlock::forward(const at::Tensor& x, const ForwardBat
 }
 
 std::pair<at::Tensor, at::Tensor> Qwen3MoeSparseMoeBlock::forwardAfterNorm(
-    const at::Tensor& x, const at::Tensor& residual, const RMSNorm& norm, const ForwardBatch& b,
-    const at::Tensor& weightAfter) const {
-  auto [y, r] = experts->forwardAfterNorm(x, residual, norm, gate->weight(), weightAfter);
+    const at::Tensor& x, const at::Tensor& residual, const RMSNorm& norm,
+    const ForwardBatch& b) const {
+  auto [y, r] = experts->forwardAfterNorm(x, residual, norm, gate->weight());
   if (!y.defined()) return {};
   CollectiveSite site(experts->path(), b.step);
   b.group.allReduceSum(y);

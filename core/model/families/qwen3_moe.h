@@ -23,8 +23,8 @@ class Qwen3MoeSparseMoeBlock : public FeedForward {
   // The norm inside the router's kernel (FusedMoE::forwardAfterNorm), then the block's reduce.
   std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& x,
                                                      const at::Tensor& residual,
-                                                     const RMSNorm& norm, const ForwardBatch& batch,
-                                                     const at::Tensor& weightAfter) const override;
+                                                     const RMSNorm& norm,
+                                                     const ForwardBatch& batch) const override;
 
   ReplicatedLinear* gate;
   FusedMoE* experts;

@@ -121,8 +121,7 @@ at::Tensor FusedMoE::forwardUnobserved(const at::Tensor& hidden,
 std::pair<at::Tensor, at::Tensor> FusedMoE::forwardAfterNorm(const at::Tensor& hidden,
                                                              const at::Tensor& residual,
                                                              const RMSNorm& norm,
-                                                             const at::Tensor& routerWeight,
-                                                             const at::Tensor& weightAfter) const {
+                                                             const at::Tensor& routerWeight) const {
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
   if (topkMethod_ != TopkMethod::Greedy) return {};
   fused::NormIn in;
@@ -130,9 +129,9 @@ std::pair<at::Tensor, at::Tensor> FusedMoE::forwardAfterNorm(const at::Tensor& h
   in.weight = norm.weight();
   in.eps = norm.eps();
   return fused::fusedMoeAfterNorm(hidden, in, routerWeight, routerDone_, routing(), w13_, w2_,
-                                  firstExpert_, weightAfter);
+                                  firstExpert_);
 #else
-  (void)hidden, (void)residual, (void)norm, (void)routerWeight, (void)weightAfter;
+  (void)hidden, (void)residual, (void)norm, (void)routerWeight;
   return {};
 #endif
 }

@@ -52,13 +52,11 @@ class FusedMoE : public Module {
   at::Tensor forwardUnobserved(const at::Tensor& hidden, const at::Tensor& routerWeight) const;
   // The same on norm(hidden + residual), the layer's post-attention norm folded into the router's
   // kernel: {y, hidden + residual}; undefined where the kernels do not take it, or when
-  // SHARDSCOPE_FUSED_MOE_NORM=0 (fused::fusedMoeAfterNorm). The router's kernel asks L2 for
-  // weightAfter (the next layer's qkv weight, may be undefined) while it routes.
+  // SHARDSCOPE_FUSED_MOE_NORM=0 (fused::fusedMoeAfterNorm).
   std::pair<at::Tensor, at::Tensor> forwardAfterNorm(const at::Tensor& hidden,
                                                      const at::Tensor& residual,
                                                      const RMSNorm& norm,
-                                                     const at::Tensor& routerWeight,
-                                                     const at::Tensor& weightAfter) const;
+                                                     const at::Tensor& routerWeight) const;
   // The routing: (topk_weights [T, k] in routerLogits' dtype, topk_ids [T, k] int64), each row's
   // experts by decreasing probability.
   std::pair<at::Tensor, at::Tensor> selectExperts(const at::Tensor& routerLogits) const;

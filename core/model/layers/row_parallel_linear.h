@@ -25,7 +25,6 @@ class RowParallelLinear : public Module {
   void declareInputHeads(int64_t numHeads, int64_t headDim);
   // x: [T, in/tp] this rank's columns  ->  [T, out] whole (a partial sum without reduceResults).
   at::Tensor forward(const at::Tensor& x, const ForwardBatch& batch) const;
-  const at::Tensor& weight() const { return weight_; }  // [out, in/tp]
 
  private:
   int64_t inPerRank_, out_;

@@ -248,11 +248,6 @@ class TestEngine : public QObject {
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM" << 3;
       QTest::addRow("moe %s one-token experts", dtype)
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1;
-      // L2 prefetches are hints: with them or without, the same bits.
-      QTest::addRow("demo %s o_proj prefetched", dtype)
-          << "demo" << dtype << "SHARDSCOPE_PREFETCH_O_PROJ" << 3;
-      QTest::addRow("moe %s next layer prefetched", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_PREFETCH_NEXT_LAYER" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {
