@@ -17,11 +17,12 @@
 // layer predicts the model's own top token; the patched invoke's logits equal the clean ones).
 // --timeline DIR (CUDA builds) also records one more run of each unit's kernels as a Chrome trace
 // DIR/UNIT.json (bench/report_timeline.py --forwards 1: how long the GPU idled waiting on the
-// host). --only a,b runs those units and the baselines they are divided by.
+// host; --timeline-host also records the host's ATen ops and the unit's span). --only a,b runs
+// those units and the baselines they are divided by.
 //
 //   interp_units [--model SPEC] [--device cpu|cuda] [--tp N] [--backend auto|local|nccl]
 //                [--dtype bf16] [--runs 7] [--warmup 3] [--check] [--timeline DIR]
-//                [--only UNIT,...] > ours.json
+//                [--timeline-host] [--only UNIT,...] > ours.json
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,7 +61,7 @@ struct Options {
   std::string device = "cpu", backend, dtype = "bf16", timelineDir;
   std::set<std::string> only;  // --only: these units and their baselines; empty: every unit
   int tp = 1, runs = 7, warmup = 3;
-  bool check = false;
+  bool check = false, timelineHost = false;
 };
 
 void deviceSync(const std::string& device) {
@@ -83,10 +84,13 @@ template <typename Work>
 void recordTimeline(const Options& opt, const std::string& path, Work&& once) {
 #ifdef SHARDSCOPE_BENCH_CUDA
   deviceSync(opt.device);
-  bench::recordKernelTimeline(path, [&] {
-    once();
-    deviceSync(opt.device);
-  });
+  bench::recordKernelTimeline(
+      path,
+      [&] {
+        once();
+        deviceSync(opt.device);
+      },
+      opt.timelineHost);
   std::fprintf(stderr, "timeline: %s\n", path.c_str());
 #else
   (void)once;
@@ -112,8 +116,8 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--check") {
-      o.check = true;
+    if (a == "--check" || a == "--timeline-host") {
+      (a == "--check" ? o.check : o.timelineHost) = true;
       continue;
     }
     if (i + 1 >= argc)
@@ -140,7 +144,7 @@ Options parse(int argc, char** argv) {
     else
       throw Error("unknown option " + a +
                   "; accepted: --model --device --tp --backend --dtype --runs --warmup --check "
-                  "--timeline --only");
+                  "--timeline --timeline-host --only");
   }
   if (o.runs < 1 || o.warmup < 0) throw Error("--runs must be at least 1 and --warmup at least 0");
   if (o.model.empty())
