@@ -99,6 +99,30 @@ def thread_lines(top, start, end, min_us):
     return lines
 
 
+def graph_launches(events):
+    """The GPU work of each cudaGraphLaunch, matched by CUPTI's correlation id: [(launch ts,
+    [(start, end), ...])] in launch order."""
+    launches = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch":
+            launches[e.get("args", {}).get("correlation")] = (float(e["ts"]), [])
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            c = e.get("args", {}).get("correlation")
+            if c in launches:
+                launches[c][1].append((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))))
+    return sorted((ts, sorted(work)) for ts, work in launches.values() if work)
+
+
+def graph_line(work):
+    """Kernels, span, busy and the median gap between consecutive kernels of one graph launch."""
+    gaps = sorted(b[0] - a[1] for a, b in zip(work, work[1:]))
+    busy = sum(te - ts for ts, te in work)
+    median = gaps[len(gaps) // 2] if gaps else 0.0
+    return (f"{len(work)} kernels, span {work[-1][1] - work[0][0]:.1f} us, busy {busy:.1f} us, "
+            f"median gap {median:.2f} us")
+
+
 def report(events, min_us, max_lines, out):
     start, end = unit_span(events)
     out.write(f" unit: {end - start:.1f} us on the host\n")
@@ -115,6 +139,9 @@ def report(events, min_us, max_lines, out):
         out.write(f"  idle gaps of {min_us:g} us or more inside the span: {len(gaps)}, "
                   f"{sum(b - a for a, b in gaps):.1f} us: " +
                   "; ".join(f"{a - start:.0f}+{b - a:.0f}" for a, b in gaps[:12]) + "\n")
+    for ts, work in graph_launches(events):
+        if ts >= start and ts <= end and len(work) > 2:
+            out.write(f"  graph launched at {ts - start:.1f} us: {graph_line(work)}\n")
     threads = outermost(events, start, end)
     for tid, top in sorted(threads.items(), key=lambda kv: -len(kv[1])):
         covered = sum(te - ts for ts, te, _ in top)
@@ -148,6 +175,18 @@ def _check():
                      (15.0, 25.0, "[no recorded event: host code]"),
                      (42.0, 0.0, "(1 shorter events, 2.0 us)"),
                      (42.0, 58.0, "[no recorded event: host code or waiting]")], lines
+    graph = [  # a launch of two kernels (0-10, 11-15: gap 1) and one of a lone kernel
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 0, "dur": 3,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 4, "dur": 1,
+         "args": {"correlation": 6}},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 11, "dur": 4, "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 10, "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 20, "dur": 1, "args": {"correlation": 6}},
+    ]
+    launches = graph_launches(graph)
+    assert launches == [(0.0, [(0.0, 10.0), (11.0, 15.0)]), (4.0, [(20.0, 21.0)])], launches
+    assert graph_line(launches[0][1]) == "2 kernels, span 15.0 us, busy 14.0 us, median gap 1.00 us"
     print("report_unit_timeline: all checks passed")
 
 
