@@ -4,6 +4,7 @@
 // engine; per unit 3 warm-ups, then the median of 7 runs, each ended by a device synchronize.
 //   forward           engine job, 1 token, no trace (what the single-forward units are compared to)
 //   empty_trace       `with model.trace(p): pass`
+//   read_logits       the step's logits saved: an observed forward that waits on no layer's port
 //   logit_lens        every layer: logits_processor(lm_head, norm(residual stream)), the top token
 //                     of the last position kept (the nnsight way: one call per layer)
 //   steer             a scaled direction added to layers[L/2].output at every position
@@ -169,6 +170,7 @@ std::vector<Unit> units(int64_t layers, int64_t hidden, int64_t vocab) {
   return {
       {"forward", "", 1, ""},
       {"empty_trace", head + oneStep + "    pass\n", 1, "forward"},
+      {"read_logits", head + oneStep + "    logits = model.logits.save()\n", 1, "forward"},
       {"logit_lens",
        head + oneStep + "    tops = []\n    for i in range(" + std::to_string(layers) +
            "):\n"

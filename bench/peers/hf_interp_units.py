@@ -122,6 +122,7 @@ def units(model, cfg, device):
 
     return {
         "forward": lambda: forward_last(model, clean).logits.cpu(),
+        "read_logits": lambda: forward_last(model, clean).logits.cpu(),  # hooks none: the same
         "logit_lens": lens,
         "steer": lambda: with_hooks([(layers[n // 2], steer_hook)],
                                     lambda: forward_last(model, clean).logits.cpu()),
