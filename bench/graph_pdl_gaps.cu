@@ -3,8 +3,10 @@
 // traced forward's graphs lost them once a trace with a layer port had run). No LibTorch: a chain
 // of small kernels, each launched with programmatic stream serialization, is captured as graph A;
 // A's replay is timed with CUDA events (microseconds a kernel: its run plus the gap before the
-// next) alone, then after more graphs like it are instantiated, then after each was launched once.
-// The same chain without the attribute is the reference. Prints one line per case.
+// next) alone, then after more graphs like it are instantiated, then after each was launched once,
+// then after a kernel this process never ran is launched once (with CUDA_MODULE_LOADING=LAZY, the
+// default, its code is loaded then: a trace's first write launches ATen kernels a plain forward
+// never ran). The same chain without the attribute is the reference. Prints one line per case.
 //
 //   nvcc -std=c++17 -arch=sm_90 -O2 bench/graph_pdl_gaps.cu -o graph_pdl_gaps && ./graph_pdl_gaps
 #include <cuda_runtime.h>
@@ -27,6 +29,10 @@ __global__ void step(float* x) {
   asm volatile("griddepcontrol.launch_dependents;");
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   x[i] = x[i] * 0.999f + 1.f;
+}
+
+__global__ void neverRunBefore(float* x) {
+  x[threadIdx.x] += 2.f;
 }
 
 constexpr int kKernels = 400, kBlocks = 8, kThreads = 128, kReplays = 20;
@@ -99,6 +105,10 @@ int main() {
     std::printf("A after those %2d were launched once:      %.3f us a kernel\n", total,
                 perKernel(a, s));
   }
+  neverRunBefore<<<1, 32, 0, s>>>(x);
+  check(cudaGetLastError(), "launch a new kernel");
+  check(cudaStreamSynchronize(s), "sync");
+  std::printf("A after a kernel new to the process ran:   %.3f us a kernel\n", perKernel(a, s));
   for (cudaGraphExec_t g : more) cudaGraphExecDestroy(g);
   cudaGraphExecDestroy(a);
   cudaGraphExecDestroy(plain);
