@@ -1,8 +1,5 @@
 #include "tokenizer.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <algorithm>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -11,81 +8,13 @@
 
 #include "../error.h"
 #include "../file_tree.h"
+#include "pre_tokenizer.h"
 #include "unicode_text.h"
 
 namespace shardscope {
 namespace {
 
 using nlohmann::json;
-
-// GPT-2's split, used by ByteLevel when use_regex is true.
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-struct CodeDeleter {
-  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
-};
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
-};
-
-class Regex {
- public:
-  Regex(const std::string& pattern, bool literal, const std::string& where) {
-    int err = 0;
-    PCRE2_SIZE offset = 0;
-    const uint32_t options =
-        PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
-    code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
-                              &err, &offset, nullptr));
-    if (!code_) {
-      PCRE2_UCHAR msg[256];
-      pcre2_get_error_message(err, msg, sizeof msg);
-      throw Error(where + ": regex does not compile at offset " + std::to_string(offset) + ": " +
-                  reinterpret_cast<const char*>(msg));
-    }
-    pcre2_jit_compile(code_.get(), PCRE2_JIT_COMPLETE);  // optional speed-up; falls back silently
-  }
-
-  // Calls fn(begin, end) for every match, left to right.
-  template <class F>
-  void forEachMatch(std::string_view s, F&& fn) const {
-    std::unique_ptr<pcre2_match_data, MatchDataDeleter> md(
-        pcre2_match_data_create_from_pattern(code_.get(), nullptr));
-    size_t offset = 0;
-    while (offset <= s.size()) {
-      const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(),
-                                 offset, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
-      if (rc == PCRE2_ERROR_NOMATCH) return;
-      if (rc < 0) throw Error("tokenizer regex failed with PCRE2 error " + std::to_string(rc));
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
-      const size_t b = ov[0], e = ov[1];
-      if (e > b) fn(b, e);
-      if (e > b) {
-        offset = e;
-      } else {  // empty match: step over one character
-        if (e >= s.size()) return;
-        offset = e + 1;
-        while (offset < s.size() && (uint8_t(s[offset]) & 0xC0) == 0x80) ++offset;
-      }
-    }
-  }
-
- private:
-  std::unique_ptr<pcre2_code, CodeDeleter> code_;
-};
-
-enum class SplitBehavior { Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous };
-
-struct SplitStep {
-  std::shared_ptr<Regex> regex;
-  SplitBehavior behavior;
-};
-struct ByteLevelStep {
-  bool addPrefixSpace = false;
-  bool useRegex = true;
-};
-using PreTokenizerStep = std::variant<SplitStep, ByteLevelStep>;
 
 struct AddedToken {
   int64_t id;
@@ -122,75 +51,13 @@ int64_t tokenIdOf(const json& v, const std::string& where) {
               "' is not supported (supported: " + supported + ")");
 }
 
-std::vector<std::string> splitPiece(const std::string& piece, const SplitStep& step) {
-  struct Segment {
-    size_t b, e;
-    bool match;
-  };
-  std::vector<Segment> segs;
-  size_t last = 0;
-  step.regex->forEachMatch(piece, [&](size_t b, size_t e) {
-    if (b > last) segs.push_back({last, b, false});
-    segs.push_back({b, e, true});
-    last = e;
-  });
-  if (last < piece.size()) segs.push_back({last, piece.size(), false});
-  std::vector<std::string> out;
-  const auto text = [&](const Segment& s) { return piece.substr(s.b, s.e - s.b); };
-  switch (step.behavior) {
-    case SplitBehavior::Isolated:
-      for (const auto& s : segs) out.push_back(text(s));
-      break;
-    case SplitBehavior::Removed:
-      for (const auto& s : segs) {
-        if (!s.match) out.push_back(text(s));
-      }
-      break;
-    case SplitBehavior::MergedWithPrevious:
-      for (const auto& s : segs) {
-        if (s.match && !out.empty()) {
-          out.back() += text(s);
-        } else {
-          out.push_back(text(s));
-        }
-      }
-      break;
-    case SplitBehavior::MergedWithNext: {
-      std::string pending;
-      for (const auto& s : segs) {
-        if (s.match) {
-          pending += text(s);
-        } else {
-          out.push_back(pending + text(s));
-          pending.clear();
-        }
-      }
-      if (!pending.empty()) out.push_back(pending);
-      break;
-    }
-    case SplitBehavior::Contiguous: {
-      bool lastMatch = false;
-      for (const auto& s : segs) {
-        if (s.match && lastMatch) {
-          out.back() += text(s);
-        } else {
-          out.push_back(text(s));
-        }
-        lastMatch = s.match;
-      }
-      break;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 struct Tokenizer::Impl {
   std::string origin;
   std::vector<NormalForm> normalizers;
   std::vector<PreTokenizerStep> preTokenizers;
-  std::shared_ptr<Regex> gpt2;
+  std::shared_ptr<PreTokenizerRegex> gpt2;
 
   // BPE model
   std::unordered_map<std::string, int64_t> vocab;
@@ -273,8 +140,9 @@ void Tokenizer::Impl::parsePreTokenizer(const json& j) {
     else
       unsupported(origin, "pre_tokenizer Split behavior", behavior,
                   "Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous");
-    preTokenizers.push_back(
-        SplitStep{std::make_shared<Regex>(text, literal, where(origin, "pre_tokenizer Split")), b});
+    preTokenizers.push_back(SplitStep{
+        std::make_shared<PreTokenizerRegex>(text, literal, where(origin, "pre_tokenizer Split")),
+        b});
   } else if (type == "ByteLevel") {
     preTokenizers.push_back(
         ByteLevelStep{j.value("add_prefix_space", false), j.value("use_regex", true)});
@@ -512,7 +380,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(const std::string& text,
   try {
     if (!j.is_object() || !j.contains("model"))
       throw Error(origin + ": not a tokenizer.json (no 'model')");
-    impl->gpt2 = std::make_shared<Regex>(kGpt2Pattern, false, "ByteLevel pattern");
+    impl->gpt2 = std::make_shared<PreTokenizerRegex>(kGpt2Pattern, false, "ByteLevel pattern");
     impl->parseNormalizer(j.value("normalizer", json()));
     impl->parsePreTokenizer(j.value("pre_tokenizer", json()));
     impl->parseModel(j.at("model"));
