@@ -57,7 +57,8 @@ constexpr const char* kModelOptions =
   --device cpu|cuda    (default cpu)
   --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
   --backend auto|local|nccl   process group (default auto: nccl for cuda with tp > 1)
-  --threads N          CPU threads per rank (default: cores / tp)
+  --threads N          CPU threads per rank (default: 1 for a model of at most 64M
+                       parameters a rank on the cpu, else cores / tp)
   --collective-timeout S   fail a job whose collective waits longer than S seconds (default 60,
                        or SHARDSCOPE_COLLECTIVE_TIMEOUT)
   --enable-expert-parallel   MoE models: each rank holds num_experts / tp whole experts

@@ -32,7 +32,8 @@ constexpr const char* kUsage = R"(usage: mpirun -np N shardscope-engine [options
   --tp N               tensor-parallel size; must equal the number of processes (default: it)
   --device cpu|cuda    (default cpu); on cuda each rank uses the GPU of its rank on its host
   --dtype bf16|f16|f32 (default: f32 on cpu, the checkpoint's dtype on cuda)
-  --threads N          CPU threads per rank (default: cores / tp)
+  --threads N          CPU threads per rank (default: 1 for a model of at most 64M
+                       parameters a rank on the cpu, else cores / tp)
   --collective-timeout S   fail a job whose collective waits longer than S seconds (default 60)
   --enable-expert-parallel   MoE models: each rank holds num_experts / tp whole experts
   --listen HOST:PORT   where rank 0 serves clients (default 127.0.0.1:50051); an address other

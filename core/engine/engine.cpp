@@ -17,6 +17,7 @@
 #include "../parallel/rank_process.h"
 #include "../parallel/stage_channel.h"
 #include "generation.h"
+#include "intra_op_threads.h"
 #include "rank_context.h"
 #ifdef SHARDSCOPE_WITH_NCCL
 #include "../parallel/nccl_group.h"
@@ -62,6 +63,8 @@ struct Engine::Impl {
   void makeGroups();
   void abortAll(const std::string& reason);
   void rankMain(int rank, std::function<void()> load);
+  // The intra-op threads rank `rank` runs its forwards with (after its model is loaded).
+  int threadsOf(int rank) const;
   void dispatchMain();
   // Runs `job` on every rank; returns its first error once every rank has left it, or, when a
   // rank has not left within the watchdog time after the first error, reports the job failed
@@ -91,6 +94,14 @@ bool wantsNccl(const EngineOptions& o) {
 
 int cores() {
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The parameters this rank holds (its shards), below `m`.
+int64_t parametersBelow(const Module& m) {
+  int64_t n = 0;
+  for (const Parameter& p : m.parameters()) n += p.shard.defined() ? p.shard.numel() : 0;
+  for (const Module* c : m.children()) n += parametersBelow(*c);
+  return n;
 }
 
 std::string describeException(std::exception_ptr e) {
@@ -176,14 +187,21 @@ void Engine::Impl::recordError(int rank, std::exception_ptr e) {
   if (!isAbort) abortAll("rank " + std::to_string(rank) + " failed: " + describeException(e));
 }
 
+int Engine::Impl::threadsOf(int rank) const {
+  const int64_t parameters = models[size_t(rank)] ? parametersBelow(*models[size_t(rank)]) : 0;
+  return intraOpThreads(options.threadsPerRank, devices[size_t(rank)].is_cpu(), parameters, cores(),
+                        ranks());
+}
+
 void Engine::Impl::rankMain(int rank, std::function<void()> load) {
-  const int threads =
-      options.threadsPerRank > 0 ? options.threadsPerRank : std::max(1, cores() / ranks());
-  at::set_num_threads(threads);
+  // Loading takes every thread it is given; the forwards take threadsOf() (intra_op_threads.h).
+  at::set_num_threads(options.threadsPerRank > 0 ? options.threadsPerRank
+                                                 : std::max(1, cores() / ranks()));
   c10::InferenceMode inference;
   c10::DeviceGuard guard(devices[rank]);
   try {
     load();
+    at::set_num_threads(threadsOf(rank));
   } catch (...) {
     recordError(rank, std::current_exception());
   }
@@ -379,6 +397,7 @@ void Engine::Impl::buildInfo() {
   if (options.process) info.rankHosts = options.process->hosts();
   info.tp = options.tp;
   info.pp = options.pp;
+  info.intraOpThreads = threadsOf(localRanks[0]);
   info.expertParallel = options.expertParallel;
   info.dcp = options.dcp;
   // This process's first rank: every rank of rank threads, or the one rank of a rank process.

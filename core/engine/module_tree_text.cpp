@@ -23,6 +23,10 @@ std::string moduleTreeText(const ModelInfo& info, const std::vector<PortShape>& 
       << (info.pp > 1 ? ", pp=" + std::to_string(info.pp) : std::string())
       << (info.dcp > 1 ? ", dcp=" + std::to_string(info.dcp) : std::string()) << ", " << info.dtype
       << ", " << promptTokens << "-token prompt\n"
+      << (info.device == "cpu"
+              ? std::to_string(info.intraOpThreads) + " CPU thread" +
+                    (info.intraOpThreads == 1 ? "" : "s") + " per rank (--threads)\n"
+              : std::string())
       << "kv cache: " << int64_t(info.kvCacheBytesPerToken + 0.5) << " bytes per token per rank\n"
       << "shapes are rank 0's shard -> the gathered whole"
       << (info.pp > 1 ? " (rank 0 of the stage holding the module)" : "") << "\n";

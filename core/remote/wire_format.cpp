@@ -204,6 +204,7 @@ void toWire(const ModelInfo& m, v1::ModelInfo& out) {
   for (const auto& h : m.rankHosts) out.add_rank_hosts(h);
   out.set_tp(m.tp);
   out.set_pp(m.pp);
+  out.set_intra_op_threads(m.intraOpThreads);
   out.set_expert_parallel(m.expertParallel);
   out.set_dcp(m.dcp);
   out.set_kv_cache_bytes_per_token(m.kvCacheBytesPerToken);
@@ -231,6 +232,7 @@ ModelInfo fromWire(const v1::ModelInfo& m) {
   out.rankHosts.assign(m.rank_hosts().begin(), m.rank_hosts().end());
   out.tp = m.tp();
   out.pp = m.pp();
+  out.intraOpThreads = m.intra_op_threads();
   out.expertParallel = m.expert_parallel();
   out.dcp = m.dcp();
   out.kvCacheBytesPerToken = m.kv_cache_bytes_per_token();

@@ -18,6 +18,7 @@
 #include "core/engine/decode_state.h"
 #include "core/engine/engine.h"
 #include "core/engine/generation.h"
+#include "core/engine/intra_op_threads.h"
 #include "core/engine/rank_context.h"
 #include "core/error.h"
 #include "core/host_tensor_conversion.h"
@@ -288,6 +289,23 @@ class TestEngine : public QObject {
                          fromHostFloat(apart.outputs[i].logits)),
                qPrintable(variable + "=0 changes the logits"));
     }
+  }
+
+  // A small model's CPU ranks run with one intra-op thread unless --threads says otherwise; larger
+  // ranks and GPU ranks take the machine's cores divided by the ranks.
+  void intraOpThreadsFollowTheRanksSize() {
+    QCOMPARE(intraOpThreads(3, true, 1'000'000'000, 8, 2), 3);
+    QCOMPARE(intraOpThreads(0, true, kSmallRankParameters, 8, 2), 1);
+    QCOMPARE(intraOpThreads(0, true, kSmallRankParameters + 1, 8, 2), 4);
+    QCOMPARE(intraOpThreads(0, false, 1000, 8, 2), 4);
+    QCOMPARE(intraOpThreads(0, true, 1'000'000'000, 1, 2), 1);
+    if (test::device() != "cpu") return;
+    EngineOptions o;
+    o.model = ensureDemoModel().string();
+    o.device = "cpu";
+    QCOMPARE(Engine(o).info().intraOpThreads, 1);  // the demo model: about 3M parameters
+    o.threadsPerRank = 2;
+    QCOMPARE(Engine(o).info().intraOpThreads, 2);
   }
 
   // A rank keeps its KV cache across generations: reused while it fits, cleared over its whole
