@@ -118,8 +118,12 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--check" || a == "--timeline-host" || a == "--baselines-last") {
-      (a == "--check" ? o.check : a == "--timeline-host" ? o.timelineHost : o.baselinesLast) = true;
+    bool* flag = a == "--check"            ? &o.check
+                 : a == "--timeline-host"  ? &o.timelineHost
+                 : a == "--baselines-last" ? &o.baselinesLast
+                                           : nullptr;
+    if (flag) {
+      *flag = true;
       continue;
     }
     if (i + 1 >= argc)

@@ -99,6 +99,13 @@ def host_gaps(events, n):
     return out
 
 
+def load_events(path):
+    """The events of a Chrome trace file (Kineto writes {"traceEvents": [...]}, others a list)."""
+    with open(path) as f:
+        data = json.load(f)
+    return data["traceEvents"] if isinstance(data, dict) else data
+
+
 def _check():
     events = [  # GPU 0: a (0-10), b overlapping it (8-15), gap 5, a (20-30); GPU 1: one memcpy
         {"ph": "X", "cat": "kernel", "name": "void ns::(anonymous namespace)::a<float, 1>(Args)",
@@ -145,9 +152,7 @@ def main():
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--host-gaps", type=int, default=0)
     a = p.parse_args()
-    with open(a.trace) as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    events = load_events(a.trace)
     per = kernels_by_device(events)
     if not per:
         sys.exit(f"{a.trace}: no kernel events (was the profiler built with CUPTI?)")

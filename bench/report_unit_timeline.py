@@ -11,12 +11,11 @@ host is inside an event for is the host's fault; one where the host is ahead wai
   report_unit_timeline.py --check      (the sums on a made-up trace with known answers; ctest)
 """
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report_timeline import kernels_by_device  # noqa: E402
+from report_timeline import kernels_by_device, load_events  # noqa: E402
 
 HOST_CATS = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")
 
@@ -198,9 +197,7 @@ def main():
     p.add_argument("--min-us", type=float, default=5.0)
     p.add_argument("--lines", type=int, default=60)
     a = p.parse_args()
-    with open(a.trace) as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    events = load_events(a.trace)
     print(a.trace)
     report(events, a.min_us, a.lines, sys.stdout)
 

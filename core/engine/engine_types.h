@@ -73,8 +73,9 @@ struct EngineOptions {
   std::string device = "cpu";    // cpu | cuda
   std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
   std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
-  int threadsPerRank =
-      0;  // 0: one for a small model on the CPU, else cores / ranks (intra_op_threads.h)
+  // CPU threads a rank's forwards use; 0: one for a small model on the CPU, else cores / ranks
+  // (intra_op_threads.h).
+  int threadsPerRank = 0;
   // On the GPU, decode steps and small prefills replay CUDA graphs (off: vLLM's enforce_eager).
   bool cudaGraphs = true;
   // The collective watchdog: a collective (or a replayed graph of them) that waits longer fails
@@ -122,8 +123,9 @@ struct ModelInfo {
   std::vector<std::string> rankHosts;  // rank processes: the host of every rank; else empty
   int tp = 1;
   int pp = 1;  // pipeline stages
-  int intraOpThreads =
-      1;  // ATen/OpenBLAS threads of this process's first rank (intra_op_threads.h)
+  // ATen/OpenBLAS threads of this process's first rank (intra_op_threads.h); 0 from a remote
+  // engine older than the field.
+  int intraOpThreads = 1;
   bool expertParallel = false;
   int dcp = 1;
   // The KV cache a token costs each rank, over the layers of its stage (all layers with one

@@ -220,13 +220,8 @@ bool LayerGraphs::replayWhole(const LayerStack& stack, int64_t begin, int64_t en
 
 bool LayerGraphs::replaySegmented(const LayerStack& stack, int64_t layer, at::Tensor& hidden,
                                   at::Tensor& residual, const ForwardBatch& batch) {
-  // SHARDSCOPE_SEGMENTED_LAYERS=0 runs a layer with a waited port eagerly (to compare).
-  static const bool segmented = [] {
-    const char* v = std::getenv("SHARDSCOPE_SEGMENTED_LAYERS");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
   PortObserver* observer = batch.observer;
-  if (!segmented || !observer || !observer->tellsPortWaits()) return false;
+  if (!observer || !observer->tellsPortWaits()) return false;
   if (batch.failure && batch.failure->targets(layer, batch.step)) return false;
   // A wait on an earlier layer's port is an ordering error the eager layer reports.
   if (observer->firstLayerNeeded(batch.step, stack.numLayers()) != layer) return false;

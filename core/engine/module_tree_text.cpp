@@ -23,7 +23,7 @@ std::string moduleTreeText(const ModelInfo& info, const std::vector<PortShape>& 
       << (info.pp > 1 ? ", pp=" + std::to_string(info.pp) : std::string())
       << (info.dcp > 1 ? ", dcp=" + std::to_string(info.dcp) : std::string()) << ", " << info.dtype
       << ", " << promptTokens << "-token prompt\n"
-      << (info.device == "cpu"
+      << (info.device == "cpu" && info.intraOpThreads > 0
               ? std::to_string(info.intraOpThreads) + " CPU thread" +
                     (info.intraOpThreads == 1 ? "" : "s") + " per rank (--threads)\n"
               : std::string())

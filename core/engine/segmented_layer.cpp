@@ -5,8 +5,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "../error.h"
@@ -168,15 +166,6 @@ SegmentedLayer::~SegmentedLayer() {
 
 void SegmentedLayer::launch(size_t first, size_t last) {
   if (first >= last) return;
-  // SHARDSCOPE_SEGMENT_COMPOSE=0 replays the segments one by one instead (to compare).
-  static const bool compose = [] {
-    const char* v = std::getenv("SHARDSCOPE_SEGMENT_COMPOSE");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  if (!compose) {
-    for (size_t k = first; k < last; ++k) segments_[k]->replay();
-    return;
-  }
   std::unique_ptr<Launchable>& l = launchables_[{first, last}];
   if (!l) {
     GraphOwner parent;

@@ -148,6 +148,11 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains(".weight  shard [256, 128] of [256, 256]"));  // o_proj
     QVERIFY(r.out.contains("model.lm_head  (ParallelLMHead)"));
     QVERIFY(r.out.contains(".weight  shard [4096, 256] of [8192, 256]"));
+    // A small model's CPU ranks run with one thread unless --threads asks for more.
+    QVERIFY2(r.out.contains("1 CPU thread per rank (--threads)"), qPrintable(r.out));
+    const Result three = cli({"inspect", "--threads", "3"});
+    QCOMPARE(three.code, 0);
+    QVERIFY2(three.out.contains("3 CPU threads per rank (--threads)"), qPrintable(three.out));
   }
 
   // The "kv cache: N bytes per token per rank" figure of `inspect` (-1 when absent).
