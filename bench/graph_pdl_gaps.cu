@@ -1,15 +1,20 @@
 // graph_pdl_gaps: whether a CUDA graph's kernels keep programmatic dependent launch's short gaps
-// once the process holds more graph executables (bench/RESULTS.md, interpretability run 7: a
-// traced forward's graphs lost them once a trace with a layer port had run). No LibTorch: a chain
-// of small kernels, each launched with programmatic stream serialization, is captured as graph A;
-// A's replay is timed with CUDA events (microseconds a kernel: its run plus the gap before the
-// next) alone, then after more graphs like it are instantiated, then after each was launched once,
-// then after a kernel this process never ran is launched once (with CUDA_MODULE_LOADING=LAZY, the
-// default, its code is loaded then: a trace's first write launches ATen kernels a plain forward
-// never ran). The same chain without the attribute is the reference. Prints one line per case.
+// through what a ShardScope process does besides replaying it (bench/RESULTS.md, interpretability
+// runs 7 and 8: once a process records a second graph, every graph loses them). No LibTorch: a
+// chain of small kernels, each launched with programmatic stream serialization, is captured as
+// graph A, and A with a decoder layer's two device-to-device copies and a memset every 14 kernels;
+// both replays are timed with CUDA events (microseconds a kernel: its run plus the gap before the
+// next) alone, then after each of: more graphs launched, a kernel new to the process, pageable and
+// pinned copies to the host, a graph on another stream, child-graph composition, a 1 GiB
+// allocation, an NVRTC module loaded at run time, one more graph. Then chains of kernels with
+// 1 KB parameter blocks, alone and with more alive. The chain without the attribute is the
+// reference. Prints one line per case.
 //
-//   nvcc -std=c++17 -arch=sm_90 -O2 bench/graph_pdl_gaps.cu -o graph_pdl_gaps && ./graph_pdl_gaps
+//   nvcc -std=c++17 -arch=sm_90 -O2 bench/graph_pdl_gaps.cu -lnvrtc -lcuda -o graph_pdl_gaps &&
+//     ./graph_pdl_gaps
+#include <cuda.h>
 #include <cuda_runtime.h>
+#include <nvrtc.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -31,15 +36,31 @@ __global__ void step(float* x) {
   x[i] = x[i] * 0.999f + 1.f;
 }
 
+constexpr int kBigParameterBytes = 1024;
+
+// The same step with a large parameter block, as cuBLAS's and ShardScope's kernels take (their
+// argument structs run to hundreds of bytes; the driver stores each node's parameters).
+struct BigArgs {
+  float* x;
+  char pad[kBigParameterBytes];
+};
+__global__ void bigStep(BigArgs a) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;");
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  a.x[i] = a.x[i] * 0.999f + float(a.pad[i % kBigParameterBytes]);
+}
+
 __global__ void neverRunBefore(float* x) {
   x[threadIdx.x] += 2.f;
 }
 
-constexpr int kKernels = 400, kBlocks = 8, kThreads = 128, kReplays = 20;
+constexpr int kKernels = 400, kBlocks = 8, kThreads = 128, kReplays = 20, kLayerKernels = 14;
 
-cudaGraphExec_t captureChain(cudaStream_t s, float* x, bool programmatic) {
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
+// Records kKernels launches of `step` on `s` (which must be capturing). With `copies`, every
+// kLayerKernels kernels are followed by two device-to-device copies and a memset, as a decoder
+// layer's KV-cache writes and cuDNN's workspace clear are in ShardScope's prefill graphs.
+void launchChain(cudaStream_t s, float* x, bool programmatic, bool copies) {
   for (int k = 0; k < kKernels; ++k) {
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(kBlocks);
@@ -51,12 +72,89 @@ cudaGraphExec_t captureChain(cudaStream_t s, float* x, bool programmatic) {
     config.attrs = attribute;
     config.numAttrs = programmatic ? 1 : 0;
     check(cudaLaunchKernelEx(&config, step, x), "launch");
+    if (!copies || k % kLayerKernels != kLayerKernels - 1) continue;
+    const size_t half = kBlocks * kThreads / 2 * sizeof(float);
+    check(cudaMemcpyAsync(x + kBlocks * kThreads, x, half, cudaMemcpyDeviceToDevice, s), "copy");
+    check(cudaMemcpyAsync(x + kBlocks * kThreads * 3 / 2, x, half, cudaMemcpyDeviceToDevice, s),
+          "copy");
+    check(cudaMemsetAsync(x + kBlocks * kThreads * 2, 0, half, s), "memset");
+  }
+}
+
+cudaGraphExec_t captureBigChain(cudaStream_t s, float* x) {
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
+  BigArgs args{};
+  args.x = x;
+  for (int k = 0; k < kKernels; ++k) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(kBlocks);
+    config.blockDim = dim3(kThreads);
+    config.stream = s;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    args.pad[0] = char(k & 1);
+    check(cudaLaunchKernelEx(&config, bigStep, args), "launch big");
   }
   check(cudaStreamEndCapture(s, &graph), "end capture");
   cudaGraphExec_t exec = nullptr;
   check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
   check(cudaGraphDestroy(graph), "destroy graph");
   return exec;
+}
+
+cudaGraph_t captureGraph(cudaStream_t s, float* x, bool programmatic, bool copies) {
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
+  launchChain(s, x, programmatic, copies);
+  check(cudaStreamEndCapture(s, &graph), "end capture");
+  return graph;
+}
+
+cudaGraphExec_t instantiate(cudaGraph_t graph) {
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  return exec;
+}
+
+cudaGraphExec_t captureChain(cudaStream_t s, float* x, bool programmatic, bool copies = false) {
+  cudaGraph_t graph = captureGraph(s, x, programmatic, copies);
+  cudaGraphExec_t exec = instantiate(graph);
+  check(cudaGraphDestroy(graph), "destroy graph");
+  return exec;
+}
+
+// Compiles a kernel with NVRTC, loads it as a new module (as cuDNN loads the SDPA kernels it
+// generates for a new shape) and runs it once on `s`.
+void loadAndRunNewModule(cudaStream_t s, float* x) {
+  const char* source = "extern \"C\" __global__ void fresh(float* x) { x[threadIdx.x] *= 0.5f; }";
+  nvrtcProgram program;
+  if (nvrtcCreateProgram(&program, source, "fresh.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS ||
+      nvrtcCompileProgram(program, 0, nullptr) != NVRTC_SUCCESS) {
+    std::fprintf(stderr, "graph_pdl_gaps: NVRTC failed\n");
+    std::exit(1);
+  }
+  size_t size = 0;
+  nvrtcGetPTXSize(program, &size);
+  std::vector<char> ptx(size);
+  nvrtcGetPTX(program, ptx.data());
+  nvrtcDestroyProgram(&program);
+  CUmodule module;
+  CUfunction fresh;
+  if (cuModuleLoadData(&module, ptx.data()) != CUDA_SUCCESS ||
+      cuModuleGetFunction(&fresh, module, "fresh") != CUDA_SUCCESS) {
+    std::fprintf(stderr, "graph_pdl_gaps: loading the NVRTC module failed\n");
+    std::exit(1);
+  }
+  void* args[] = {&x};
+  if (cuLaunchKernel(fresh, 1, 1, 1, 32, 1, 1, 0, s, args, nullptr) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "graph_pdl_gaps: launching the NVRTC kernel failed\n");
+    std::exit(1);
+  }
+  check(cudaStreamSynchronize(s), "sync");
 }
 
 // Microseconds a kernel over kReplays replays of `exec` (median replay).
@@ -84,35 +182,117 @@ double perKernel(cudaGraphExec_t exec, cudaStream_t s) {
 }  // namespace
 
 int main() {
-  cudaStream_t s;
+  cudaStream_t s, other;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  check(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "stream");
   float* x = nullptr;
-  check(cudaMalloc(&x, kBlocks * kThreads * sizeof(float)), "malloc");
-  check(cudaMemset(x, 0, kBlocks * kThreads * sizeof(float)), "memset");
+  const size_t bytes = 4 * kBlocks * kThreads * sizeof(float);
+  check(cudaMalloc(&x, bytes), "malloc");
+  check(cudaMemset(x, 0, bytes), "memset");
   const cudaGraphExec_t plain = captureChain(s, x, false);
   const cudaGraphExec_t a = captureChain(s, x, true);
+  const cudaGraphExec_t withCopies = captureChain(s, x, true, true);
   std::printf("graph_pdl_gaps: %d kernels a graph, %d blocks of %d threads, median of %d replays\n",
               kKernels, kBlocks, kThreads, kReplays);
-  std::printf("without the attribute:                    %.3f us a kernel\n", perKernel(plain, s));
-  std::printf("programmatic, graph A alone:              %.3f us a kernel\n", perKernel(a, s));
+  std::printf("without the attribute:                        %.3f us a kernel\n",
+              perKernel(plain, s));
+  const auto report = [&](const char* after) {
+    std::printf("%-44s  A %.3f, A with copies %.3f us a kernel\n", after, perKernel(a, s),
+                perKernel(withCopies, s));
+  };
+  report("programmatic, alone:");
   std::vector<cudaGraphExec_t> more;
-  for (int total : {1, 2, 4, 8, 16}) {
+  for (int total : {1, 4, 16}) {
     while (int(more.size()) < total) more.push_back(captureChain(s, x, true));
-    std::printf("A with %2d more graphs instantiated:       %.3f us a kernel\n", total,
-                perKernel(a, s));
     for (cudaGraphExec_t g : more) check(cudaGraphLaunch(g, s), "launch another");
     check(cudaStreamSynchronize(s), "sync");
-    std::printf("A after those %2d were launched once:      %.3f us a kernel\n", total,
-                perKernel(a, s));
+    std::printf("after %2d more graphs were launched once:  ", total);
+    report("");
   }
   neverRunBefore<<<1, 32, 0, s>>>(x);
   check(cudaGetLastError(), "launch a new kernel");
   check(cudaStreamSynchronize(s), "sync");
-  std::printf("A after a kernel new to the process ran:   %.3f us a kernel\n", perKernel(a, s));
+  report("after a kernel new to the process ran:");
+
+  // What a traced forward does besides its graphs, one step at a time (cumulative).
+  std::vector<float> pageable(kBlocks * kThreads);
+  check(cudaMemcpyAsync(pageable.data(), x, pageable.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                        s),
+        "pageable copy");
+  check(cudaStreamSynchronize(s), "sync");
+  report("after a pageable device-to-host copy:");
+  float* pinned = nullptr;
+  check(cudaMallocHost(&pinned, pageable.size() * sizeof(float)), "pinned alloc");
+  check(cudaMemcpyAsync(pinned, x, pageable.size() * sizeof(float), cudaMemcpyDeviceToHost, s),
+        "pinned copy");
+  check(cudaStreamSynchronize(s), "sync");
+  report("after a pinned device-to-host copy:");
+  cudaEvent_t ready;
+  check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "event");
+  check(cudaEventRecord(ready, s), "record");
+  check(cudaStreamWaitEvent(other, ready, 0), "wait");
+  const cudaGraphExec_t side = captureChain(other, x, true, true);
+  check(cudaGraphLaunch(side, other), "launch side");
+  check(cudaEventRecord(ready, other), "record");
+  check(cudaStreamWaitEvent(s, ready, 0), "wait");
+  check(cudaStreamSynchronize(s), "sync");
+  report("after a graph captured on another stream:");
+  const cudaGraph_t kept = captureGraph(s, x, true, true);
+  report("with a captured graph kept, uninstantiated:");
+  cudaGraph_t parent = nullptr;
+  check(cudaGraphCreate(&parent, 0), "create parent");
+  cudaGraphNode_t first = nullptr, second = nullptr;
+  check(cudaGraphAddChildGraphNode(&first, parent, nullptr, 0, kept), "child");
+  check(cudaGraphAddChildGraphNode(&second, parent, &first, 1, kept), "child");
+  const cudaGraphExec_t composed = instantiate(parent);
+  report("after composing child graphs (not launched):");
+  check(cudaGraphLaunch(composed, s), "launch composed");
+  check(cudaStreamSynchronize(s), "sync");
+  report("after the composed graph was launched:");
+  float* big = nullptr;
+  check(cudaMalloc(&big, size_t(1) << 30), "big malloc");
+  check(cudaMemsetAsync(big, 0, size_t(1) << 30, s), "big memset");
+  check(cudaStreamSynchronize(s), "sync");
+  report("after a 1 GiB cudaMalloc and memset:");
+  check(cudaFree(big), "free");
+  report("after that cudaFree:");
+  check(cudaDeviceSynchronize(), "device sync");
+  report("after cudaDeviceSynchronize:");
+  loadAndRunNewModule(s, x);
+  report("after an NVRTC module was loaded and run:");
+  const cudaGraphExec_t late = captureChain(s, x, true, true);
+  check(cudaGraphLaunch(late, s), "launch late");
+  check(cudaStreamSynchronize(s), "sync");
+  report("after one more graph was captured and run:");
+  std::printf("%-44s  %.3f us a kernel\n", "that graph:", perKernel(late, s));
+  cudaGraphExecDestroy(late);
+
+  // Graphs of kernels with 1 KB of parameters each: the first alone, then with more alive.
+  const cudaGraphExec_t bigA = captureBigChain(s, x);
+  std::printf("%-44s  %.3f us a kernel\n", "1 KB parameters, alone:", perKernel(bigA, s));
+  std::vector<cudaGraphExec_t> moreBig;
+  for (int total : {1, 2, 4, 8}) {
+    while (int(moreBig.size()) < total) moreBig.push_back(captureBigChain(s, x));
+    for (cudaGraphExec_t g : moreBig) check(cudaGraphLaunch(g, s), "launch another big");
+    check(cudaStreamSynchronize(s), "sync");
+    std::printf("1 KB parameters, after %d more were run:     %.3f us a kernel (the last %.3f)\n",
+                total, perKernel(bigA, s), perKernel(moreBig.back(), s));
+  }
+  for (cudaGraphExec_t g : moreBig) cudaGraphExecDestroy(g);
+  cudaGraphExecDestroy(bigA);
+
+  cudaGraphExecDestroy(composed);
+  cudaGraphDestroy(parent);
+  cudaGraphDestroy(kept);
+  cudaGraphExecDestroy(side);
+  cudaEventDestroy(ready);
+  cudaFreeHost(pinned);
   for (cudaGraphExec_t g : more) cudaGraphExecDestroy(g);
+  cudaGraphExecDestroy(withCopies);
   cudaGraphExecDestroy(a);
   cudaGraphExecDestroy(plain);
   cudaFree(x);
+  cudaStreamDestroy(other);
   cudaStreamDestroy(s);
   return 0;
 }

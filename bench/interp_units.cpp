@@ -20,16 +20,22 @@
 // DIR/UNIT.json (bench/report_timeline.py --forwards 1: how long the GPU idled waiting on the
 // host; --timeline-host also records the host's ATen ops and the unit's span). --only a,b runs
 // those units and the baselines they are divided by; --baselines-last runs the baselines after
-// them (the process's first CUDA graphs are then recorded inside traces).
+// them (the process's first CUDA graphs are then recorded inside traces). --unit NAME=FILE adds a
+// unit whose trace script is FILE's text, divided by the plain forward (a probe: which trace puts
+// the process in a state, scripts/gpu/graph-state-probes). --no-cudnn-attention keeps SDPA off
+// cuDNN (CUDA builds).
 //
 //   interp_units [--model SPEC] [--device cpu|cuda] [--tp N] [--backend auto|local|nccl]
 //                [--dtype bf16] [--runs 7] [--warmup 3] [--check] [--timeline DIR]
-//                [--timeline-host] [--baselines-last] [--only UNIT,...] > ours.json
+//                [--timeline-host] [--baselines-last] [--only UNIT,...] [--unit NAME=FILE]...
+//                [--no-cudnn-attention]
+//                > ours.json
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -41,6 +47,7 @@
 #include "core/error.h"
 #include "core/trace/script_runner.h"
 #ifdef SHARDSCOPE_BENCH_CUDA
+#include <ATen/Context.h>
 #include <c10/cuda/CUDAFunctions.h>
 
 #include "bench/kernel_timeline.h"
@@ -63,7 +70,8 @@ struct Options {
   std::string device = "cpu", backend, dtype = "bf16", timelineDir;
   std::set<std::string> only;  // --only: these units and their baselines; empty: every unit
   int tp = 1, runs = 7, warmup = 3;
-  bool check = false, timelineHost = false, baselinesLast = false;
+  bool check = false, timelineHost = false, baselinesLast = false, noCudnnAttention = false;
+  std::vector<std::pair<std::string, std::string>> extraUnits;  // --unit: name, script
 };
 
 void deviceSync(const std::string& device) {
@@ -114,14 +122,28 @@ std::set<std::string> unitList(const std::string& text) {
   return names;
 }
 
+// --unit NAME=FILE: the unit's name and the script read from FILE.
+std::pair<std::string, std::string> extraUnit(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--unit " + spec + ": expected NAME=FILE (FILE holds the unit's trace script)");
+  const std::string path = spec.substr(eq + 1);
+  std::ifstream in(path);
+  if (!in) throw Error("--unit " + spec + ": cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {spec.substr(0, eq), text.str()};
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    bool* flag = a == "--check"            ? &o.check
-                 : a == "--timeline-host"  ? &o.timelineHost
-                 : a == "--baselines-last" ? &o.baselinesLast
-                                           : nullptr;
+    bool* flag = a == "--check"                ? &o.check
+                 : a == "--timeline-host"      ? &o.timelineHost
+                 : a == "--baselines-last"     ? &o.baselinesLast
+                 : a == "--no-cudnn-attention" ? &o.noCudnnAttention
+                                               : nullptr;
     if (flag) {
       *flag = true;
       continue;
@@ -147,10 +169,12 @@ Options parse(int argc, char** argv) {
       o.timelineDir = v;
     else if (a == "--only")
       o.only = unitList(v);
+    else if (a == "--unit")
+      o.extraUnits.push_back(extraUnit(v));
     else
       throw Error("unknown option " + a +
                   "; accepted: --model --device --tp --backend --dtype --runs --warmup --check "
-                  "--timeline --timeline-host --baselines-last --only");
+                  "--timeline --timeline-host --baselines-last --only --unit --no-cudnn-attention");
   }
   if (o.runs < 1 || o.warmup < 0) throw Error("--runs must be at least 1 and --warmup at least 0");
   if (o.model.empty())
@@ -166,7 +190,7 @@ struct Unit {
 };
 
 // The units' scripts for a model of `layers` layers and hidden size `hidden`.
-std::vector<Unit> units(int64_t layers, int64_t hidden, int64_t vocab) {
+std::vector<Unit> builtInUnits(int64_t layers, int64_t hidden, int64_t vocab) {
   const std::string clean = idList(kClean, vocab), corrupt = idList(kCorrupt, vocab);
   const std::string steerAt = std::to_string(layers / 2), patchAt = std::to_string(3 * layers / 4);
   const std::string head = "model = VLLM(\"bench\")\n";
@@ -212,6 +236,18 @@ std::vector<Unit> units(int64_t layers, int64_t hidden, int64_t vocab) {
   };
 }
 
+// The built-in units, then those --unit added.
+std::vector<Unit> units(const Options& opt, const ModelInfo& info) {
+  std::vector<Unit> all = builtInUnits(info.numLayers, info.hiddenSize, info.vocabSize);
+  for (const auto& [name, script] : opt.extraUnits) {
+    for (const Unit& u : all) {
+      if (u.name == name) throw Error("--unit " + name + ": a unit of that name exists");
+    }
+    all.push_back({name, script, 1, "forward"});
+  }
+  return all;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -251,6 +287,13 @@ void checkUnit(const std::string& name, const trace::ScriptRunner& runner, int64
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
   if (!opt.timelineDir.empty()) std::filesystem::create_directories(opt.timelineDir);
+  if (opt.noCudnnAttention) {
+#ifdef SHARDSCOPE_BENCH_CUDA
+    at::globalContext().setSDPUseCuDNN(false);  // SDPA then picks flash or memory-efficient
+#else
+    throw Error("--no-cudnn-attention needs a CUDA build");
+#endif
+  }
   EngineOptions eo;
   eo.model = opt.model;
   eo.device = opt.device;
@@ -279,11 +322,12 @@ int main(int argc, char** argv) try {
            {"warmup", opt.warmup}};
   std::map<std::string, double> seconds;
   std::set<std::string> wanted = opt.only;  // a unit's baseline runs with it
-  for (const Unit& u : units(info.numLayers, info.hiddenSize, info.vocabSize)) {
+  const std::vector<Unit> all = units(opt, info);
+  for (const Unit& u : all) {
     if (opt.only.count(u.name) && !u.baseline.empty()) wanted.insert(u.baseline);
   }
   std::vector<Unit> order;
-  for (const Unit& u : units(info.numLayers, info.hiddenSize, info.vocabSize)) {
+  for (const Unit& u : all) {
     if (opt.only.empty() || wanted.count(u.name)) order.push_back(u);
   }
   if (opt.baselinesLast) {  // the engine's first graphs are then recorded by traced units
