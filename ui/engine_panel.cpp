@@ -52,7 +52,11 @@ void EnginePanel::setModel(const ModelInfo* m) {
     model_->setText(tr("No model loaded."));
     return;
   }
-  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7%8, %9 (%10)"
+  // The thread count matters on the CPU only; a remote engine of an older build sends 0.
+  const QString threads = m->device == "cpu" && m->intraOpThreads > 0
+                              ? tr(", %n CPU thread(s) per rank", nullptr, m->intraOpThreads)
+                              : QString();
+  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7%8, %9 (%10)%12"
                      "<br>KV cache %11 per token per rank")
                       .arg(QString::fromStdString(m->spec).toHtmlEscaped())
                       .arg(QString::fromStdString(m->family))
@@ -64,7 +68,8 @@ void EnginePanel::setModel(const ModelInfo* m) {
                       .arg(m->dcp > 1 ? QString(" dcp=%1").arg(m->dcp) : QString())
                       .arg(QString::fromStdString(m->device))
                       .arg(QString::fromStdString(m->backend))
-                      .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5))));
+                      .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5)))
+                      .arg(threads));
   const QString bytes = QLocale().formattedDataSize(weightBytesPerRank(*m));
   for (int r = 0; r < m->tp; ++r) {
     QString device = m->device == "cpu"     ? QString("cpu")
@@ -93,6 +98,10 @@ void EnginePanel::setEngine(const QString& where, bool lost) {
 
 QString EnginePanel::engineText() const {
   return engine_->text();
+}
+
+QString EnginePanel::modelText() const {
+  return model_->text();
 }
 
 QString EnginePanel::jobText() const {

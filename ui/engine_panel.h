@@ -1,6 +1,6 @@
-// EnginePanel: the loaded model and its ranks (device, weight bytes per rank), where it runs (this
-// process or an engine server, and "engine lost" once that has gone away), the running job and
-// its progress.
+// EnginePanel: the loaded model (with its CPU threads per rank) and its ranks (device, weight
+// bytes per rank), where it runs (this process or an engine server, and "engine lost" once that
+// has gone away), the running job and its progress.
 #pragma once
 
 #include <QWidget>
@@ -21,6 +21,7 @@ class EnginePanel : public QWidget {
   void setJob(const QString& what, int64_t step, int64_t total);  // empty `what`: idle
   // Where the model runs; `lost`: the engine went away (shown in red, with how to reconnect).
   void setEngine(const QString& where, bool lost = false);
+  QString modelText() const;
   QString engineText() const;
   QString jobText() const;
   int rankRows() const;

@@ -1,5 +1,6 @@
 // OpenModelDialog: which model to load (the demo, a checkpoint folder or a Hugging Face cache
-// name) and how (tp, device, dtype).
+// name) and how (tp, pp, device, dtype, CPU threads per rank). Options it does not show (the
+// backend, expert parallelism, dcp) are kept from the current ones.
 #pragma once
 
 #include <QDialog>
@@ -19,10 +20,13 @@ class OpenModelDialog : public QDialog {
   EngineOptions options() const;
 
  private:
+  EngineOptions current_;
   QLineEdit* spec_;
   QSpinBox* tp_;
+  QSpinBox* pp_;
   QComboBox* device_;
   QComboBox* dtype_;
+  QSpinBox* threads_;  // 0 ("auto"): intra_op_threads.h's default
 };
 
 }  // namespace shardscope::ui

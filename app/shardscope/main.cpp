@@ -1,7 +1,7 @@
 // shardscope: the desktop application. Options: --model SPEC --tp N --device cpu|cuda
-// --dtype bf16|f16|f32 --session-file FILE (or the file as the only argument, as a file manager
-// passes it), --engine HOST:PORT [--token-file F] (the model of a shardscope-engine server instead
-// of one loaded here), and --screenshots DIR (drive the views, save PNGs, quit).
+// --dtype bf16|f16|f32 --threads N --session-file FILE (or the file as the only argument, as a file
+// manager passes it), --engine HOST:PORT [--token-file F] (the model of a shardscope-engine server
+// instead of one loaded here), and --screenshots DIR (drive the views, save PNGs, quit).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
       {"pp", "Pipeline-parallel size: stages of decoder layers (default 1).", "n", "1"},
       {"device", "cpu or cuda (default cpu).", "device", "cpu"},
       {"dtype", "bf16, f16 or f32 (default: f32 on cpu, the checkpoint's on cuda).", "dtype"},
+      {"threads",
+       "CPU threads per rank (default: 1 for a model of at most 64M parameters on the CPU, "
+       "else cores / ranks).",
+       "n", "0"},
       {"session-file", "Session file to record runs in (default: the last one).", "file"},
       {"engine", "Open the model of the shardscope-engine server at HOST:PORT instead.",
        "host:port"},
@@ -43,13 +47,15 @@ int main(int argc, char** argv) {
   options.model.pp = parser.value("pp").toInt();
   options.model.device = parser.value("device").toStdString();
   options.model.dtype = parser.value("dtype").toStdString();
+  options.model.threadsPerRank = parser.value("threads").toInt();
   options.sessionFile = parser.positionalArguments().isEmpty()
                             ? parser.value("session-file")
                             : parser.positionalArguments().first();
   options.engine = parser.value("engine");
   options.tokenFile = parser.value("token-file");
   options.restoreState = !parser.isSet("screenshots");
-  if (options.model.tp < 1 || options.model.pp < 1) parser.showHelp(2);
+  if (options.model.tp < 1 || options.model.pp < 1 || options.model.threadsPerRank < 0)
+    parser.showHelp(2);
   shardscope::ui::MainWindow window(options);
   window.show();
   if (!parser.isSet("screenshots")) return app.exec();
