@@ -7,8 +7,9 @@
 // next) alone, then after each of: more graphs launched, a kernel new to the process, pageable and
 // pinned copies to the host, a graph on another stream, child-graph composition, a 1 GiB
 // allocation, an NVRTC module loaded at run time, one more graph. Then chains of kernels with
-// 1 KB parameter blocks, alone and with more alive. The chain without the attribute is the
-// reference. Prints one line per case.
+// 1 KB parameter blocks, alone and with more alive, and graphs instantiated with LibTorch's flags
+// (auto-free on launch, per-node priority), alone and after a second. The chain without the
+// attribute is the reference. Prints one line per case.
 //
 //   nvcc -std=c++17 -arch=sm_90 -O2 bench/graph_pdl_gaps.cu -lnvrtc -lcuda -o graph_pdl_gaps &&
 //     ./graph_pdl_gaps
@@ -114,9 +115,20 @@ cudaGraph_t captureGraph(cudaStream_t s, float* x, bool programmatic, bool copie
   return graph;
 }
 
-cudaGraphExec_t instantiate(cudaGraph_t graph) {
+cudaGraphExec_t instantiate(cudaGraph_t graph, unsigned long long flags = 0) {
   cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  check(cudaGraphInstantiateWithFlags(&exec, graph, flags), "instantiate");
+  return exec;
+}
+
+// The flags LibTorch's CUDAGraph::instantiate passes.
+constexpr unsigned long long kTorchFlags =
+    cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority;
+
+cudaGraphExec_t captureWithTorchFlags(cudaStream_t s, float* x) {
+  cudaGraph_t graph = captureGraph(s, x, true, true);
+  cudaGraphExec_t exec = instantiate(graph, kTorchFlags);
+  check(cudaGraphDestroy(graph), "destroy graph");
   return exec;
 }
 
@@ -280,6 +292,21 @@ int main() {
   }
   for (cudaGraphExec_t g : moreBig) cudaGraphExecDestroy(g);
   cudaGraphExecDestroy(bigA);
+
+  // Instantiated as LibTorch does (auto-free on launch, per-node priority): the first such graph
+  // alone, then after a second was captured on another stream and run.
+  const cudaGraphExec_t t1 = captureWithTorchFlags(s, x);
+  std::printf("%-44s  %.3f us a kernel\n",
+              "LibTorch's flags, with copies, alone:", perKernel(t1, s));
+  check(cudaEventRecord(ready, s), "record");
+  check(cudaStreamWaitEvent(other, ready, 0), "wait");
+  const cudaGraphExec_t t2 = captureWithTorchFlags(other, x);
+  check(cudaGraphLaunch(t2, other), "launch t2");
+  check(cudaStreamSynchronize(other), "sync");
+  std::printf("%-44s  %.3f us a kernel (the second %.3f)\n",
+              "LibTorch's flags, after a second:", perKernel(t1, s), perKernel(t2, s));
+  cudaGraphExecDestroy(t2);
+  cudaGraphExecDestroy(t1);
 
   cudaGraphExecDestroy(composed);
   cudaGraphDestroy(parent);
