@@ -1,13 +1,12 @@
 // The session log: round trips of every dtype, shape and run field; the value cap; migrations;
-// refusal of corrupt, foreign and newer files (byte-identical afterwards); crash safety with
-// SIGKILL (a CLI run and a writer in the middle of commits); a reader beside a writer; replay
-// (identical, and after one weight changed); export to safetensors.
+// refusal of corrupt, foreign and newer files (byte-identical afterwards); replay (identical, and
+// after one weight changed); export to safetensors. Crash safety and a reader beside a writer:
+// tst_session_crash_safety.
 #include <QtTest>
-#include <csignal>
 #include <fstream>
 #include <random>
-#include <thread>
 
+#include "common/session_values.h"
 #include "common/test_support.h"
 #include "core/file_tree.h"
 #include "core/host_tensor_conversion.h"
@@ -24,6 +23,9 @@
 
 using namespace shardscope;
 using namespace shardscope::store;
+using test::matchesPattern;
+using test::patternResult;
+using test::tensorValue;
 
 namespace {
 
@@ -39,45 +41,6 @@ HostTensor randomTensor(DType d, std::vector<int64_t> shape, uint32_t seed) {
   std::mt19937 rng(seed);
   for (auto& b : t.bytes) b = std::byte(rng() & (d == DType::Bool ? 1 : 0xff));
   return t;
-}
-
-trace::SavedValue tensorValue(const std::string& name, HostTensor t) {
-  trace::SavedValue v;
-  v.name = name;
-  v.tensor = std::move(t);
-  return v;
-}
-
-// A deterministic value whose bytes follow from the run and value index (for the writer child).
-HostTensor patternTensor(int64_t run, int index, int64_t floats) {
-  HostTensor t;
-  t.dtype = DType::F32;
-  t.shape = {floats};
-  t.bytes.resize(size_t(floats) * 4);
-  for (int64_t i = 0; i < floats; ++i) {
-    const float x = float(run * 1000 + index) + float(i) * 1e-3f;
-    std::memcpy(t.bytes.data() + i * 4, &x, 4);
-  }
-  return t;
-}
-
-trace::RunResult patternResult(int64_t run, int values, int64_t floats) {
-  trace::RunResult r;
-  r.traces.resize(1);
-  for (int i = 0; i < values; ++i)
-    r.traces[0].values.push_back(
-        tensorValue("v" + std::to_string(i), patternTensor(run, i, floats)));
-  return r;
-}
-
-bool matchesPattern(const RunRecord& r, int values, int64_t floats) {
-  if (r.result.traces.size() != 1 || int(r.result.traces[0].values.size()) != values) return false;
-  for (int i = 0; i < values; ++i) {
-    if (r.result.traces[0].values[size_t(i)].tensor.bytes !=
-        patternTensor(r.summary.id, i, floats).bytes)
-      return false;
-  }
-  return true;
 }
 
 std::string fileSha(const std::filesystem::path& p) {
@@ -122,15 +85,6 @@ void changeOneWeight(const std::filesystem::path& file, const std::string& tenso
   std::memcpy(&bits, &x, 4);
   const uint16_t bf16 = uint16_t(bits >> 16);
   io.write(reinterpret_cast<const char*>(&bf16), 2);
-}
-
-// Child mode for the crash test: records runs with pattern values until killed.
-int writerChild(const char* path) {
-  SessionStore s(path);
-  for (;;) {
-    const int64_t id = s.beginRun("writer", "", "writer");
-    s.finishRun(id, patternResult(id, 8, 250'000), RunStatus::Done);
-  }
 }
 
 }  // namespace
@@ -554,152 +508,6 @@ class TestSessionStore : public QObject {
     }
   }
 
-  // A writer killed in the middle of its commits: every run it finished is whole, the one it was
-  // writing is marked interrupted, and the file passes SQLite's integrity check.
-  void survivesAKilledWriter() {
-    test::TempDir dir;
-    const auto path = dir.path() / "s.db";
-    QProcess child;
-    child.start(QCoreApplication::applicationFilePath(), {"--writer", q(path.string())});
-    QVERIFY(child.waitForStarted());
-    int64_t finished = 0;
-    for (int i = 0; i < 200 && finished < 5; ++i) {
-      QThread::msleep(50);
-      if (!std::filesystem::exists(path)) continue;
-      try {
-        SessionStore reader(path, {.readOnly = true});
-        finished = 0;
-        for (const auto& r : reader.runs()) finished += r.status == "done";
-      } catch (const StoreError&) {  // the file may be mid-creation
-      }
-    }
-    QVERIFY2(finished >= 5, "the writer child did not record runs");
-    QThread::msleep(37);
-    ::kill(pid_t(child.processId()), SIGKILL);
-    child.waitForFinished();
-    SessionStore s(path);
-    const auto runs = s.runs();
-    int done = 0, interrupted = 0;
-    for (const auto& r : runs) {
-      if (r.status == "done") {
-        ++done;
-        QVERIFY2(matchesPattern(s.run(r.id), 8, 250'000), ("run " + std::to_string(r.id)).c_str());
-      } else {
-        QCOMPARE(q(r.status), QString("interrupted"));
-        QVERIFY(q(s.run(r.id).summary.error).contains("ended before the run finished"));
-        ++interrupted;
-      }
-    }
-    qInfo("writer killed after %d finished runs; %d unfinished run marked interrupted", done,
-          interrupted);
-    QVERIFY(done >= 5);
-    QVERIFY(interrupted <= 1);
-    SqliteDatabase db(path, SqliteDatabase::Mode::ReadOnly, 1000);
-    auto check = db.prepare("PRAGMA integrity_check");
-    QVERIFY(check.step());
-    QCOMPARE(q(check.text(0)), QString("ok"));
-  }
-
-  // shardscope-cli logging a long generation is killed: the earlier runs are intact, the
-  // unfinished one is marked interrupted when the file is next opened for writing.
-  void cliRunKilledMidRunIsInterrupted() {
-    test::TempDir dir;
-    const auto path = dir.path() / "s.db";
-    const auto shortScript = dir.path() / "short.py", longScript = dir.path() / "long.py";
-    std::ofstream(shortScript) << "model = VLLM(\"demo\")\n"
-                                  "with model.trace(\"Hello\", max_tokens=2):\n"
-                                  "    h = model.model.layers[0].mlp.output.save()\n";
-    std::ofstream(longScript) << "model = VLLM(\"demo\")\n"
-                                 "with model.trace(\"Hello\", max_tokens=4000, ignore_eos=True):\n"
-                                 "    h = model.model.layers[0].mlp.output.save()\n";
-    for (int i = 0; i < 2; ++i) {
-      QProcess p;
-      p.start(SHARDSCOPE_CLI, {"run", q(shortScript.string()), "--log", q(path.string())});
-      QVERIFY(p.waitForFinished(120000));
-      QCOMPARE(p.exitCode(), 0);
-    }
-    std::vector<std::string> before;
-    {
-      SessionStore s(path, {.readOnly = true});
-      for (int64_t id : {1, 2})
-        before.push_back(s.value(id, "h").tensor.shapeString() + fileShaOf(s.value(id, "h")));
-    }
-    QProcess p;
-    p.start(SHARDSCOPE_CLI, {"run", q(longScript.string()), "--log", q(path.string())});
-    QVERIFY(p.waitForStarted());
-    bool running = false;
-    for (int i = 0; i < 600 && !running; ++i) {
-      QThread::msleep(20);
-      SessionStore reader(path, {.readOnly = true});
-      const auto runs = reader.runs();
-      running = runs.size() == 3 && runs[2].status == "running";
-    }
-    QVERIFY2(running, "the third run never showed as running");
-    QThread::msleep(300);
-    QCOMPARE(p.state(), QProcess::Running);
-    ::kill(pid_t(p.processId()), SIGKILL);
-    p.waitForFinished();
-    {
-      SessionStore reader(path, {.readOnly = true});  // readers do not mark
-      QCOMPARE(q(reader.runs()[2].status), QString("running"));
-    }
-    SessionStore s(path);
-    const auto runs = s.runs();
-    QCOMPARE(runs.size(), size_t(3));
-    QCOMPARE(q(runs[0].status), QString("done"));
-    QCOMPARE(q(runs[1].status), QString("done"));
-    QCOMPARE(q(runs[2].status), QString("interrupted"));
-    for (int64_t id : {1, 2}) {
-      QCOMPARE(q(s.value(id, "h").tensor.shapeString() + fileShaOf(s.value(id, "h"))),
-               q(before[size_t(id - 1)]));
-    }
-  }
-
-  // A reader on its own connection while another thread records runs: no lock errors, and a run
-  // is either absent, running without values, or done with every value whole.
-  void readerBesideWriter() {
-    test::TempDir dir;
-    const auto path = dir.path() / "s.db";
-    { SessionStore create(path); }
-    std::atomic<bool> stop{false};
-    std::string writerError;
-    std::thread writer([&] {
-      try {
-        SessionStore s(path);
-        for (int i = 0; i < 40; ++i) {
-          const int64_t id = s.beginRun("w", "", "w.py");
-          s.finishRun(id, patternResult(id, 3, 20'000), RunStatus::Done);
-        }
-      } catch (const std::exception& e) {
-        writerError = e.what();
-      }
-      stop = true;
-    });
-    SessionStore reader(path, {.readOnly = true});
-    int checked = 0;
-    std::string readerError;
-    try {
-      while (!stop) {
-        for (const auto& r : reader.runs()) {
-          const RunRecord rec = reader.run(r.id);
-          if (rec.summary.status == "done") {
-            if (!matchesPattern(rec, 3, 20'000)) readerError = "torn run " + std::to_string(r.id);
-            ++checked;
-          } else if (!rec.result.traces.empty()) {
-            readerError = "a running run showed values";
-          }
-        }
-      }
-    } catch (const std::exception& e) {
-      readerError = e.what();
-    }
-    writer.join();
-    QVERIFY2(writerError.empty(), writerError.c_str());
-    QVERIFY2(readerError.empty(), readerError.c_str());
-    QVERIFY(checked > 40);
-    QCOMPARE(reader.runs().size(), size_t(40));
-  }
-
   void replayIsIdenticalThenSeesAChangedWeight() {
     test::TempDir dir;
     const auto model = dir.path() / "model";
@@ -764,19 +572,8 @@ class TestSessionStore : public QObject {
     QCOMPARE(int(ids.dtype), int(DType::I64));
     QVERIFY(ids.bytes == in.traces[1].values[1].tensor.bytes);
   }
-
- private:
-  static std::string fileShaOf(const trace::SavedValue& v) {
-    return sha256Hex(
-        std::string(reinterpret_cast<const char*>(v.tensor.bytes.data()), v.tensor.bytes.size()));
-  }
 };
 
-int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--writer") return writerChild(argv[2]);
-  QCoreApplication app(argc, argv);
-  TestSessionStore t;
-  return QTest::qExec(&t, argc, argv);
-}
+QTEST_GUILESS_MAIN(TestSessionStore)
 
 #include "tst_session_store.moc"
