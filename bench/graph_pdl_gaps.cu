@@ -58,22 +58,40 @@ __global__ void neverRunBefore(float* x) {
 
 constexpr int kKernels = 400, kBlocks = 8, kThreads = 128, kReplays = 20, kLayerKernels = 14;
 
-// Records kKernels launches of `step` on `s` (which must be capturing). With `copies`, every
-// kLayerKernels kernels are followed by two device-to-device copies and a memset, as a decoder
-// layer's KV-cache writes and cuDNN's workspace clear are in ShardScope's prefill graphs.
-void launchChain(cudaStream_t s, float* x, bool programmatic, bool copies) {
+// Launches `kernel(args)` on `s`, allowed to start before the kernel ahead of it ends when
+// `programmatic` (programmatic stream serialization, as ShardScope's kernels are launched).
+template <typename Args>
+void launch(cudaStream_t s, void (*kernel)(Args), Args args, bool programmatic) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(kBlocks);
+  config.blockDim = dim3(kThreads);
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  check(cudaLaunchKernelEx(&config, kernel, args), "launch");
+}
+
+enum class Chain { Plain, WithCopies, BigParameters };
+
+// Records kKernels programmatic (or, with `programmatic` false, plain) launches on `s`, which
+// must be capturing. WithCopies: every kLayerKernels kernels are followed by two
+// device-to-device copies and a memset, as a decoder layer's KV-cache writes and cuDNN's
+// workspace clear are in ShardScope's prefill graphs. BigParameters: `bigStep`, 1 KB of
+// parameters a kernel.
+void launchChain(cudaStream_t s, float* x, bool programmatic, Chain chain) {
+  BigArgs big{};
+  big.x = x;
   for (int k = 0; k < kKernels; ++k) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(kBlocks);
-    config.blockDim = dim3(kThreads);
-    config.stream = s;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = programmatic ? 1 : 0;
-    check(cudaLaunchKernelEx(&config, step, x), "launch");
-    if (!copies || k % kLayerKernels != kLayerKernels - 1) continue;
+    if (chain == Chain::BigParameters) {
+      big.pad[0] = char(k & 1);
+      launch(s, bigStep, big, programmatic);
+      continue;
+    }
+    launch(s, step, x, programmatic);
+    if (chain != Chain::WithCopies || k % kLayerKernels != kLayerKernels - 1) continue;
     const size_t half = kBlocks * kThreads / 2 * sizeof(float);
     check(cudaMemcpyAsync(x + kBlocks * kThreads, x, half, cudaMemcpyDeviceToDevice, s), "copy");
     check(cudaMemcpyAsync(x + kBlocks * kThreads * 3 / 2, x, half, cudaMemcpyDeviceToDevice, s),
@@ -82,35 +100,10 @@ void launchChain(cudaStream_t s, float* x, bool programmatic, bool copies) {
   }
 }
 
-cudaGraphExec_t captureBigChain(cudaStream_t s, float* x) {
+cudaGraph_t captureGraph(cudaStream_t s, float* x, bool programmatic, Chain chain) {
   cudaGraph_t graph = nullptr;
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
-  BigArgs args{};
-  args.x = x;
-  for (int k = 0; k < kKernels; ++k) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(kBlocks);
-    config.blockDim = dim3(kThreads);
-    config.stream = s;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    args.pad[0] = char(k & 1);
-    check(cudaLaunchKernelEx(&config, bigStep, args), "launch big");
-  }
-  check(cudaStreamEndCapture(s, &graph), "end capture");
-  cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  check(cudaGraphDestroy(graph), "destroy graph");
-  return exec;
-}
-
-cudaGraph_t captureGraph(cudaStream_t s, float* x, bool programmatic, bool copies) {
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture");
-  launchChain(s, x, programmatic, copies);
+  launchChain(s, x, programmatic, chain);
   check(cudaStreamEndCapture(s, &graph), "end capture");
   return graph;
 }
@@ -125,16 +118,10 @@ cudaGraphExec_t instantiate(cudaGraph_t graph, unsigned long long flags = 0) {
 constexpr unsigned long long kTorchFlags =
     cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUseNodePriority;
 
-cudaGraphExec_t captureWithTorchFlags(cudaStream_t s, float* x) {
-  cudaGraph_t graph = captureGraph(s, x, true, true);
-  cudaGraphExec_t exec = instantiate(graph, kTorchFlags);
-  check(cudaGraphDestroy(graph), "destroy graph");
-  return exec;
-}
-
-cudaGraphExec_t captureChain(cudaStream_t s, float* x, bool programmatic, bool copies = false) {
-  cudaGraph_t graph = captureGraph(s, x, programmatic, copies);
-  cudaGraphExec_t exec = instantiate(graph);
+cudaGraphExec_t captureChain(cudaStream_t s, float* x, bool programmatic,
+                             Chain chain = Chain::Plain, unsigned long long flags = 0) {
+  cudaGraph_t graph = captureGraph(s, x, programmatic, chain);
+  cudaGraphExec_t exec = instantiate(graph, flags);
   check(cudaGraphDestroy(graph), "destroy graph");
   return exec;
 }
@@ -203,7 +190,7 @@ int main() {
   check(cudaMemset(x, 0, bytes), "memset");
   const cudaGraphExec_t plain = captureChain(s, x, false);
   const cudaGraphExec_t a = captureChain(s, x, true);
-  const cudaGraphExec_t withCopies = captureChain(s, x, true, true);
+  const cudaGraphExec_t withCopies = captureChain(s, x, true, Chain::WithCopies);
   std::printf("graph_pdl_gaps: %d kernels a graph, %d blocks of %d threads, median of %d replays\n",
               kKernels, kBlocks, kThreads, kReplays);
   std::printf("without the attribute:                        %.3f us a kernel\n",
@@ -218,8 +205,9 @@ int main() {
     while (int(more.size()) < total) more.push_back(captureChain(s, x, true));
     for (cudaGraphExec_t g : more) check(cudaGraphLaunch(g, s), "launch another");
     check(cudaStreamSynchronize(s), "sync");
-    std::printf("after %2d more graphs were launched once:  ", total);
-    report("");
+    char after[64];
+    std::snprintf(after, sizeof after, "after %d more graphs were launched once:", total);
+    report(after);
   }
   neverRunBefore<<<1, 32, 0, s>>>(x);
   check(cudaGetLastError(), "launch a new kernel");
@@ -243,13 +231,13 @@ int main() {
   check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "event");
   check(cudaEventRecord(ready, s), "record");
   check(cudaStreamWaitEvent(other, ready, 0), "wait");
-  const cudaGraphExec_t side = captureChain(other, x, true, true);
+  const cudaGraphExec_t side = captureChain(other, x, true, Chain::WithCopies);
   check(cudaGraphLaunch(side, other), "launch side");
   check(cudaEventRecord(ready, other), "record");
   check(cudaStreamWaitEvent(s, ready, 0), "wait");
   check(cudaStreamSynchronize(s), "sync");
   report("after a graph captured on another stream:");
-  const cudaGraph_t kept = captureGraph(s, x, true, true);
+  const cudaGraph_t kept = captureGraph(s, x, true, Chain::WithCopies);
   report("with a captured graph kept, uninstantiated:");
   cudaGraph_t parent = nullptr;
   check(cudaGraphCreate(&parent, 0), "create parent");
@@ -272,7 +260,7 @@ int main() {
   report("after cudaDeviceSynchronize:");
   loadAndRunNewModule(s, x);
   report("after an NVRTC module was loaded and run:");
-  const cudaGraphExec_t late = captureChain(s, x, true, true);
+  const cudaGraphExec_t late = captureChain(s, x, true, Chain::WithCopies);
   check(cudaGraphLaunch(late, s), "launch late");
   check(cudaStreamSynchronize(s), "sync");
   report("after one more graph was captured and run:");
@@ -280,11 +268,12 @@ int main() {
   cudaGraphExecDestroy(late);
 
   // Graphs of kernels with 1 KB of parameters each: the first alone, then with more alive.
-  const cudaGraphExec_t bigA = captureBigChain(s, x);
+  const cudaGraphExec_t bigA = captureChain(s, x, true, Chain::BigParameters);
   std::printf("%-44s  %.3f us a kernel\n", "1 KB parameters, alone:", perKernel(bigA, s));
   std::vector<cudaGraphExec_t> moreBig;
   for (int total : {1, 2, 4, 8}) {
-    while (int(moreBig.size()) < total) moreBig.push_back(captureBigChain(s, x));
+    while (int(moreBig.size()) < total)
+      moreBig.push_back(captureChain(s, x, true, Chain::BigParameters));
     for (cudaGraphExec_t g : moreBig) check(cudaGraphLaunch(g, s), "launch another big");
     check(cudaStreamSynchronize(s), "sync");
     std::printf("1 KB parameters, after %d more were run:     %.3f us a kernel (the last %.3f)\n",
@@ -295,12 +284,12 @@ int main() {
 
   // Instantiated as LibTorch does (auto-free on launch, per-node priority): the first such graph
   // alone, then after a second was captured on another stream and run.
-  const cudaGraphExec_t t1 = captureWithTorchFlags(s, x);
+  const cudaGraphExec_t t1 = captureChain(s, x, true, Chain::WithCopies, kTorchFlags);
   std::printf("%-44s  %.3f us a kernel\n",
               "LibTorch's flags, with copies, alone:", perKernel(t1, s));
   check(cudaEventRecord(ready, s), "record");
   check(cudaStreamWaitEvent(other, ready, 0), "wait");
-  const cudaGraphExec_t t2 = captureWithTorchFlags(other, x);
+  const cudaGraphExec_t t2 = captureChain(other, x, true, Chain::WithCopies, kTorchFlags);
   check(cudaGraphLaunch(t2, other), "launch t2");
   check(cudaStreamSynchronize(other), "sync");
   std::printf("%-44s  %.3f us a kernel (the second %.3f)\n",

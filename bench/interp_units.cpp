@@ -35,7 +35,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -45,6 +44,7 @@
 
 #include "core/engine/engine.h"
 #include "core/error.h"
+#include "core/file_tree.h"
 #include "core/trace/script_runner.h"
 #ifdef SHARDSCOPE_BENCH_CUDA
 #include <ATen/Context.h>
@@ -127,12 +127,11 @@ std::pair<std::string, std::string> extraUnit(const std::string& spec) {
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error("--unit " + spec + ": expected NAME=FILE (FILE holds the unit's trace script)");
-  const std::string path = spec.substr(eq + 1);
-  std::ifstream in(path);
-  if (!in) throw Error("--unit " + spec + ": cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return {spec.substr(0, eq), text.str()};
+  try {
+    return {spec.substr(0, eq), readFile(spec.substr(eq + 1))};
+  } catch (const Error& e) {
+    throw Error("--unit " + spec + ": " + e.what());
+  }
 }
 
 Options parse(int argc, char** argv) {

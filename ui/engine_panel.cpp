@@ -56,8 +56,8 @@ void EnginePanel::setModel(const ModelInfo* m) {
   const QString threads = m->device == "cpu" && m->intraOpThreads > 0
                               ? tr(", %n CPU thread(s) per rank", nullptr, m->intraOpThreads)
                               : QString();
-  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7%8, %9 (%10)%12"
-                     "<br>KV cache %11 per token per rank")
+  model_->setText(tr("<b>%1</b><br>%2, %3 layers, %4 heads (%5 KV), %6, tp=%7%8, %9 (%10)%11"
+                     "<br>KV cache %12 per token per rank")
                       .arg(QString::fromStdString(m->spec).toHtmlEscaped())
                       .arg(QString::fromStdString(m->family))
                       .arg(m->numLayers)
@@ -68,8 +68,8 @@ void EnginePanel::setModel(const ModelInfo* m) {
                       .arg(m->dcp > 1 ? QString(" dcp=%1").arg(m->dcp) : QString())
                       .arg(QString::fromStdString(m->device))
                       .arg(QString::fromStdString(m->backend))
-                      .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5)))
-                      .arg(threads));
+                      .arg(threads)
+                      .arg(QLocale().formattedDataSize(qint64(m->kvCacheBytesPerToken + 0.5))));
   const QString bytes = QLocale().formattedDataSize(weightBytesPerRank(*m));
   for (int r = 0; r < m->tp; ++r) {
     QString device = m->device == "cpu"     ? QString("cpu")

@@ -39,6 +39,7 @@ OpenModelDialog::OpenModelDialog(const EngineOptions& current, int gpus, QWidget
       tr("vLLM's pipeline_parallel_size: the decoder layers split into this many "
          "stages, each sharded tensor-parallel."));
   form->addRow(tr("Pipeline stages"), pp_);
+  device_->setObjectName("device");
   device_->addItem("cpu");
   if (gpus > 0) device_->addItem("cuda");
   device_->setCurrentText(QString::fromStdString(current.device));

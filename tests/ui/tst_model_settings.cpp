@@ -4,7 +4,6 @@
 // engine panel prints the rank's thread count for a CPU model, none for a GPU one or for a remote
 // engine that did not send it.
 #include <QComboBox>
-#include <QLineEdit>
 #include <QSpinBox>
 #include <QtTest>
 
@@ -79,11 +78,9 @@ class TestModelSettings : public QObject {
     auto* threads = dialog.findChild<QSpinBox*>("threadsPerRank");
     QVERIFY(threads);
     QVERIFY(threads->isEnabled());
-    QComboBox* device = nullptr;
-    for (QComboBox* box : dialog.findChildren<QComboBox*>()) {
-      if (box->findText("cuda") >= 0) device = box;
-    }
+    auto* device = dialog.findChild<QComboBox*>("device");
     QVERIFY(device);
+    QVERIFY(device->findText("cuda") >= 0);  // offered with a GPU
     device->setCurrentText("cuda");
     QVERIFY(!threads->isEnabled());
     device->setCurrentText("cpu");
@@ -95,6 +92,8 @@ class TestModelSettings : public QObject {
     ModelInfo one = cpuModel(1);
     panel.setModel(&one);
     QVERIFY2(panel.modelText().contains("1 CPU thread(s) per rank"), qPrintable(panel.modelText()));
+    QVERIFY2(panel.modelText().contains("(local), 1 CPU thread(s) per rank<br>KV cache "),
+             qPrintable(panel.modelText()));  // on the device line, before the cache's
     ModelInfo three = cpuModel(3);
     panel.setModel(&three);
     QVERIFY2(panel.modelText().contains("3 CPU thread(s) per rank"), qPrintable(panel.modelText()));
