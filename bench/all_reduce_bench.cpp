@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/engine/capture_stream.h"
 #include "core/parallel/nccl_group.h"
 
 using namespace shardscope;
@@ -75,9 +76,10 @@ std::pair<double, double> measure(AllReduceAlgorithm algorithm, int64_t bytes) {
     std::vector<at::Tensor> buffers;
     for (int i = 0; i < kGraphCalls; ++i) buffers.push_back(at::randn({bytes / 2}, opts));
     at::cuda::CUDAGraph cg;
-    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, rank);
+    // Every capture of a device on one stream (capture_stream.h says why).
+    const CaptureStream capture{c10::DeviceIndex(rank)};
     {
-      c10::cuda::CUDAStreamGuard guard(side);
+      c10::cuda::CUDAStreamGuard guard(capture.stream());
       g.barrier();
 #if TORCH_VERSION_MAJOR >= 2
       cg.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);

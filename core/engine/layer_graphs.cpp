@@ -49,7 +49,7 @@ std::pair<at::Tensor, at::Tensor> runLayers(const LayerStack& stack, int64_t beg
 }  // namespace
 
 LayerGraphs::LayerGraphs(ProcessGroup& group, at::Device device)
-    : group_(group), device_(device), pool_(std::make_unique<Pool>()) {}
+    : group_(group), device_(device), pool_(std::make_unique<Pool>()), capture_(device.index()) {}
 
 LayerGraphs::~LayerGraphs() {
   segmented_.clear();  // before the pool's id is forgotten
@@ -97,20 +97,20 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
   fixed.observer = nullptr;
   fixed.replayer = nullptr;
 
-  // Capture runs on a side stream, after kWarmups eager runs there (cuBLAS workspaces, cuDNN's
-  // lazy set-up); each writes the same keys and values the replay writes. One warm-up was not
-  // enough on two H200s: bf16 prefill attention goes to cuDNN, and when a process's first graph
-  // was a one-layer segment (a trace at layer 1) its capture failed with
+  // Capture runs on the rank's capture stream, after kWarmups eager runs there (cuBLAS
+  // workspaces, cuDNN's lazy set-up); each writes the same keys and values the replay writes. One
+  // warm-up was not enough on two H200s: bf16 prefill attention goes to cuDNN, and when a process's
+  // first graph was a one-layer segment (a trace at layer 1) its capture failed with
   // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED (issue 14's hang, with the abort that
   // reached one rank only); longer segments had run the shape once per layer before. Three, as
   // torch.cuda.make_graphed_callables does.
   const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+  const c10::cuda::CUDAStream capture = capture_.stream();
   at::cuda::CUDAEvent ready;
   ready.record(current);
-  ready.block(side);
+  ready.block(capture);
   {
-    c10::cuda::CUDAStreamGuard guard(side);
+    c10::cuda::CUDAStreamGuard guard(capture);
     for (int i = 0, n = graphWarmups(); i < n; ++i)
       runLayers(stack, begin, end, g->hiddenIn, g->residualIn, fixed);
 #if TORCH_VERSION_MAJOR >= 2
@@ -132,7 +132,7 @@ std::unique_ptr<LayerGraphs::Graph> LayerGraphs::record(const LayerStack& stack,
     g->graph.capture_end();
   }
   at::cuda::CUDAEvent recorded;
-  recorded.record(side);
+  recorded.record(capture);
   recorded.block(current);
   return g;
 }
@@ -269,7 +269,7 @@ SegmentedLayer* LayerGraphs::recorded(const LayerStack& stack, int64_t layer,
   fixed.positions = in.positions;
   if (batch.decodeSlots.defined()) fixed.decodeSlots = in.slots;
   auto made = std::make_unique<SegmentedLayer>(stack, layer, hidden, residual, fixed, pool_->id,
-                                               graphWarmups(), fused);
+                                               capture_.stream(), graphWarmups(), fused);
   return segmented_.emplace(key, std::move(made)).first->second.get();
 }
 

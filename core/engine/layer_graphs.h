@@ -16,6 +16,7 @@
 #include "../model/forward_batch.h"
 #include "../model/layer_replayer.h"
 #include "../parallel/process_group.h"
+#include "capture_stream.h"
 #include "segmented_layer.h"
 
 namespace shardscope {
@@ -74,6 +75,7 @@ class LayerGraphs : public LayerReplayer {
   std::map<Layout, std::unique_ptr<SegmentedLayer>> segmented_;  // by {layer, fused} + layout
   struct Pool;
   std::unique_ptr<Pool> pool_;
+  CaptureStream capture_;  // every graph of this rank is recorded on it
   int64_t layersReplayed_ = 0;
   int64_t layersSegmented_ = 0;
   int64_t layersSegmentedFused_ = 0;

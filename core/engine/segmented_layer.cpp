@@ -125,7 +125,7 @@ class SegmentedLayer::Recorder : public PortObserver {
 
 SegmentedLayer::SegmentedLayer(const LayerStack& stack, int64_t layer, const at::Tensor& hidden,
                                const at::Tensor& residual, ForwardBatch fixed, PoolId pool,
-                               int warmups, bool fused)
+                               c10::cuda::CUDAStream capture, int warmups, bool fused)
     : layer_(layer) {
   hiddenIn_ = hidden.clone();
   if (residual.defined()) residualIn_ = residual.clone();
@@ -133,15 +133,14 @@ SegmentedLayer::SegmentedLayer(const LayerStack& stack, int64_t layer, const at:
   fixed.observer = &recorder;
   fixed.replayer = nullptr;
   fixed.fuseAttentionUnderObserver = fused;
-  // As LayerGraphs::record: warm-ups and capture on a side stream, ordered after the step's work.
-  const auto device = hidden.device().index();
-  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device);
-  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device);
+  // As LayerGraphs::record: warm-ups and capture on the capture stream, ordered after the step's
+  // work.
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(hidden.device().index());
   at::cuda::CUDAEvent ready;
   ready.record(current);
-  ready.block(side);
+  ready.block(capture);
   {
-    c10::cuda::CUDAStreamGuard guard(side);
+    c10::cuda::CUDAStreamGuard guard(capture);
     for (int i = 0; i < warmups; ++i) {
       at::Tensor h = hiddenIn_, r = residualIn_;
       stack.runLayer(layer, h, r, fixed);
@@ -156,7 +155,7 @@ SegmentedLayer::SegmentedLayer(const LayerStack& stack, int64_t layer, const at:
     recorder.end();
   }
   at::cuda::CUDAEvent recorded;
-  recorded.record(side);
+  recorded.record(capture);
   recorded.block(current);
 }
 

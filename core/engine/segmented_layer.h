@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <map>
 #include <memory>
@@ -26,13 +27,14 @@ class SegmentedLayer {
  public:
   using PoolId = decltype(at::cuda::graph_pool_handle());
 
-  // Records layer `layer` of `stack` on the current stream's device from (hidden, residual),
-  // after `warmups` eager runs; `fixed` is the step's batch with its inputs at the addresses the
-  // graphs read (its observer and replayer are replaced). Memory comes from `pool`. `fused`: the
-  // fused recording (ForwardBatch::fuseAttentionUnderObserver).
+  // Records layer `layer` of `stack` from (hidden, residual) on `capture` (the rank's
+  // CaptureStream), after `warmups` eager runs there, ordered after the current stream's work;
+  // `fixed` is the step's batch with its inputs at the addresses the graphs read (its observer and
+  // replayer are replaced). Memory comes from `pool`. `fused`: the fused recording
+  // (ForwardBatch::fuseAttentionUnderObserver).
   SegmentedLayer(const LayerStack& stack, int64_t layer, const at::Tensor& hidden,
-                 const at::Tensor& residual, ForwardBatch fixed, PoolId pool, int warmups,
-                 bool fused);
+                 const at::Tensor& residual, ForwardBatch fixed, PoolId pool,
+                 c10::cuda::CUDAStream capture, int warmups, bool fused);
   ~SegmentedLayer();
   SegmentedLayer(const SegmentedLayer&) = delete;
   SegmentedLayer& operator=(const SegmentedLayer&) = delete;
