@@ -66,47 +66,18 @@ __device__ __forceinline__ void loadFirstRound(const T* w, int64_t K, Vec<T, VEC
   for (int u = 0; u < kUnroll; ++u) wv[u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
 }
 
-// Rounds 1..PRE-1 of a weight row, those it has in full, loaded before the kernel waits on the
-// one before it (a warp's first row: see gemvKernel).
-template <typename T, int VEC, int PRE>
-__device__ __forceinline__ void loadLaterRounds(const T* w, int64_t K,
-                                                Vec<T, VEC> (&pre)[PRE - 1][kUnroll]) {
-  const int64_t start = int64_t(threadIdx.x % 32) * VEC;
-#pragma unroll
-  for (int r = 1; r < PRE; ++r) {
-    const int64_t k = start + r * kUnroll * kChunk<T>;
-    if (!fullRound<T>(k, K)) return;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) pre[r - 1][u] = loadStreaming<T, VEC>(w + k + u * kChunk<T>);
-  }
-}
-
 // One warp's dot products of weight row w (K elements) with every row of x, summed over the warp
-// (every lane gets them). wv holds w's first round (loadFirstRound); with `preloaded`, pre holds
-// its next PRE-1 rounds (loadLaterRounds), taken first. Each later round issues the next round's
-// loads before it multiplies (two sets in flight), and the last one loads the first round of
-// `next`, the row this warp streams after w (null: none), into wv, so that the loads never stop
-// between two rows. The adds run in the same order either way.
-template <typename T, int ROWS, int VEC, int PRE, typename X>
+// (every lane gets them). wv holds w's first round (loadFirstRound); each round issues the next
+// round's loads before it multiplies (two sets in flight), and the last one loads the first round
+// of `next`, the row this warp streams after w (null: none), into wv, so that the loads never
+// stop between two rows.
+template <typename T, int ROWS, int VEC, typename X>
 __device__ __forceinline__ void dotRow(const T* w, const T* next, int64_t K, const X& x,
-                                       float (&acc)[ROWS], Vec<T, VEC> (&wv)[kUnroll],
-                                       Vec<T, VEC> (&pre)[PRE > 1 ? PRE - 1 : 1][kUnroll],
-                                       bool preloaded) {
+                                       float (&acc)[ROWS], Vec<T, VEC> (&wv)[kUnroll]) {
   constexpr int64_t chunk = kChunk<T>;
   const int64_t start = int64_t(threadIdx.x % 32) * VEC;
   int64_t k = start;
   const bool rounds = fullRound<T>(k, K);
-  if constexpr (PRE > 1) {
-#pragma unroll
-    for (int r = 0; r < PRE - 1; ++r) {
-      if (!preloaded || !rounds || !fullRound<T>(k + kUnroll * chunk, K)) break;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) accumulate<T, ROWS, VEC>(wv[u], x, k + u * chunk, acc);
-      k += kUnroll * chunk;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) wv[u] = pre[r][u];
-    }
-  }
 #pragma unroll 1
   while (rounds && fullRound<T>(k + kUnroll * chunk, K)) {
     const int64_t after = k + kUnroll * chunk;
@@ -147,10 +118,8 @@ __device__ __forceinline__ NormRowsArgs normRowsOf(const GemvArgs& a) {
 // Warp i of the grid's W computes output columns i, i + W, ... (one each with the full grid): it
 // streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
 // every row of x. The first weights do not depend on the kernel before: they load while it
-// finishes, PRE rounds of the warp's first row (PRE 4: 8 KB a warp in bf16, a whole o_proj row
-// of Qwen3, loaded while a latency-bound attention kernel runs). With NORM, the block then norms
-// x into shared memory.
-template <typename T, int ROWS, bool NORM, bool SWIGLU, int PRE>
+// finishes. With NORM, the block then norms x into shared memory.
+template <typename T, int ROWS, bool NORM, bool SWIGLU>
 __global__ void gemvKernel(GemvArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   extern __shared__ __align__(16) unsigned char shared[];
@@ -166,11 +135,7 @@ __global__ void gemvKernel(GemvArgs a) {
   };
   const T* row = rowAt(0);
   Vec<T, VEC> wv[kUnroll];
-  Vec<T, VEC> pre[PRE > 1 ? PRE - 1 : 1][kUnroll];
-  if (row) {
-    loadFirstRound<T, VEC>(row, a.k, wv);
-    if constexpr (PRE > 1) loadLaterRounds<T, VEC, PRE>(row, a.k, pre);
-  }
+  if (row) loadFirstRound<T, VEC>(row, a.k, wv);
   waitForPreviousKernel();
   allowNextKernel();
   T* xs = reinterpret_cast<T*>(shared);
@@ -185,7 +150,7 @@ __global__ void gemvKernel(GemvArgs a) {
     for (int64_t j = 0; row; ++j) {
       const T* next = NORM || SWIGLU ? rowAt(j + 1) : nullptr;  // plain: one column a warp
       float acc[ROWS] = {};
-      dotRow<T, ROWS, VEC, PRE>(row, next, a.k, x, acc, wv, pre, j == 0);
+      dotRow<T, ROWS, VEC>(row, next, a.k, x, acc, wv);
       row = next;
       const int64_t n = columnOf(j);
       if (SWIGLU && j % 2 == 0) {
@@ -212,9 +177,9 @@ __global__ void gemvKernel(GemvArgs a) {
 
 // A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
 // fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
-template <typename T, int ROWS, bool NORM, bool SWIGLU, int PRE>
+template <typename T, int ROWS, bool NORM, bool SWIGLU>
 cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
-  const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU, PRE>;
+  const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU>;
   int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
   // Past the default 48 KB, counting the kernel's static shared memory too (at exactly 48 KB of
@@ -241,28 +206,13 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
   return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a);
 }
 
-// Whether a one-row plain GEMV loads kPreRounds rounds of its warps' rows before it waits: when it
-// has few columns (o_proj, a dense down_proj: a grid of a few hundred blocks, most of them
-// resident while the kernel before runs), not the LM head's 150k, whose blocks would only lose
-// occupancy to the extra registers (82 against 44 in bf16). SHARDSCOPE_GEMV_PRELOAD=0 turns it off
-// (read at each launch, to compare in one process).
-constexpr int kPreRounds = 4;
-constexpr int64_t kMaxPreloadedColumns = 16384;
-bool preloads(const GemvArgs& a) {
-  const char* v = std::getenv("SHARDSCOPE_GEMV_PRELOAD");
-  return !(v && std::strcmp(v, "0") == 0) && a.n <= kMaxPreloadedColumns;
-}
-
 template <typename T, int ROWS>
 cudaError_t launchRows(const GemvArgs& a, cudaStream_t stream) {
   const bool norm = a.normWeight != nullptr;
-  if (norm && a.swiGlu) return launch<T, ROWS, true, true, 1>(a, stream);
-  if (norm) return launch<T, ROWS, true, false, 1>(a, stream);
-  if (a.swiGlu) return launch<T, ROWS, false, true, 1>(a, stream);
-  if constexpr (ROWS == 1) {
-    if (preloads(a)) return launch<T, ROWS, false, false, kPreRounds>(a, stream);
-  }
-  return launch<T, ROWS, false, false, 1>(a, stream);
+  if (norm && a.swiGlu) return launch<T, ROWS, true, true>(a, stream);
+  if (norm) return launch<T, ROWS, true, false>(a, stream);
+  if (a.swiGlu) return launch<T, ROWS, false, true>(a, stream);
+  return launch<T, ROWS, false, false>(a, stream);
 }
 
 }  // namespace

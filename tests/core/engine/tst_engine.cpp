@@ -249,10 +249,6 @@ class TestEngine : public QObject {
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM" << 3;
       QTest::addRow("moe %s one-token experts", dtype)
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1;
-      QTest::addRow("demo %s gemv preload", dtype)
-          << "demo" << dtype << "SHARDSCOPE_GEMV_PRELOAD" << 1;
-      QTest::addRow("moe %s gemv preload", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_GEMV_PRELOAD" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {

@@ -175,38 +175,6 @@ class TestFusedOps : public QObject {
     at::Tensor reference = bias ? at::addmm(b, x, w.t()) : at::matmul(x, w.t());
     expectClose(y, reference, 0.9, "gemv");
   }
-  // A one-row GEMV with few columns loads four rounds of its rows before it waits on the kernel
-  // before: the same bits as without (SHARDSCOPE_GEMV_PRELOAD=0), for rows of fewer rounds, of a
-  // part round, of more than four, and of no full round at all; past the column limit nothing
-  // changes either.
-  void gemvPreloadKeepsTheBits_data() {
-    QTest::addColumn<int>("dtype");
-    QTest::addColumn<int>("n");
-    QTest::addColumn<int>("k");
-    for (int dtype : {int(at::kFloat), int(at::kBFloat16), int(at::kHalf)}) {
-      const char* name = dtype == int(at::kFloat)  ? "fp32"
-                         : dtype == int(at::kHalf) ? "fp16"
-                                                   : "bf16";
-      for (int k : {256, 1024, 3072, 4096, 4104, 12288})
-        QTest::addRow("%s n=2048 k=%d", name, k) << dtype << 2048 << k;
-      QTest::addRow("%s n=20000 k=1024", name) << dtype << 20000 << 1024;
-    }
-  }
-  void gemvPreloadKeepsTheBits() {
-    QFETCH(int, dtype);
-    QFETCH(int, n);
-    QFETCH(int, k);
-    const auto o = gpu(at::ScalarType(dtype));
-    at::Tensor x = at::randn({1, k}, o), w = at::randn({n, k}, o) * 0.02;
-    qputenv("SHARDSCOPE_GEMV_PRELOAD", "0");
-    at::Tensor apart = fused::gemv(x, w, {});
-    qunsetenv("SHARDSCOPE_GEMV_PRELOAD");
-    at::Tensor preloaded = fused::gemv(x, w, {});
-    QVERIFY(preloaded.defined() && apart.defined());
-    QVERIFY2(at::equal(preloaded, apart), "the preloaded GEMV's bits differ");
-    expectClose(preloaded, at::matmul(x, w.t()), 0.9, "gemv preloaded");
-  }
-
   // Qwen3's decode attention input: q/k heads normed and rotated, k and v written into the
   // cache rows of their requests (slots out of order), nothing else in the cache touched.
   void qkvToCache_data() { dtypeRows(); }
