@@ -3,93 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <set>
 #include <sstream>
 #include <vector>
 
+#include "soak/port_statements.h"
+#include "soak/soak_rng.h"
+
 namespace shardscope::soak {
 namespace {
-
-// splitmix64 and plain modulo: the same numbers on every platform and standard library.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  int below(int n) { return n <= 1 ? 0 : int(next() % uint64_t(n)); }
-  int between(int lo, int hi) { return lo + below(hi - lo + 1); }  // inclusive
-  bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
-  template <class T>
-  const T& pick(const std::vector<T>& v) {
-    return v[size_t(below(int(v.size())))];
-  }
-
- private:
-  uint64_t state_;
-};
-
-// How a port's value is laid out, which decides the reads and writes that mean the same at
-// every tp.
-enum class Layout {
-  Hidden,       // [T, hidden], whole
-  Columns,      // [T, width], gathered in feature order (attn.output, act_fn.output, ...)
-  OProjInput,   // [T, heads * head_dim]; o_proj.head(z, h) applies
-  Heads,        // [T, heads, head_dim] (q_norm, k_norm), gathered along heads
-  FusedQkv,     // rank-order [q0 k0 v0 | q1 k1 v1]: accessors, sorting or whole edits only
-  FusedGateUp,  // rank-order [g0 u0 | g1 u1]: sorting or whole edits only
-  Samples,      // [1] sampled id
-};
-
-struct PortDef {
-  const char* suffix;  // after model.model.layers[i]
-  Layout layout;
-};
-
-// One layer's ports in the order the model runs them (core/model/families/dense_decoder.cpp);
-// the index is the port's order within the layer.
-const std::vector<PortDef> kLayerPorts = {
-    {".input", Layout::Hidden},
-    {".input_layernorm.output", Layout::Hidden},  // (normed, residual) past layer 0: [0] added
-    {".self_attn.input", Layout::Hidden},
-    {".self_attn.qkv_proj.output[0]", Layout::FusedQkv},
-    {".self_attn.q_norm.output", Layout::Heads},
-    {".self_attn.k_norm.output", Layout::Heads},
-    {".self_attn.attn.output", Layout::Columns},
-    {".self_attn.o_proj.input", Layout::OProjInput},
-    {".self_attn.o_proj.output[0]", Layout::Hidden},
-    {".self_attn.output", Layout::Hidden},
-    {".post_attention_layernorm.output[0]", Layout::Hidden},
-    {".mlp.input", Layout::Hidden},
-    {".mlp.gate_up_proj.output[0]", Layout::FusedGateUp},
-    {".mlp.act_fn.output", Layout::Columns},
-    {".mlp.down_proj.input", Layout::Columns},
-    {".mlp.down_proj.output[0]", Layout::Hidden},
-    {".mlp.output", Layout::Hidden},
-    {".output[0]", Layout::Hidden},
-};
-constexpr int kLayerStride = 100;  // position = layer * stride + order
-
-// A port as a script names it, with where it comes in a step.
-struct Port {
-  int position = 0;
-  std::string expr;   // model.model.layers[1].mlp.output
-  std::string layer;  // model.model.layers[1] ("" for model-level ports)
-  std::string suffix;
-  Layout layout = Layout::Hidden;
-  int width = 0;          // last dimension; heads for Layout::Heads
-  bool readOnly = false;  // the expression is not a view of the port (sum(layer.output))
-};
-
-// Statements that run while the model is at one port (or at none, for stop).
-struct Item {
-  int position = 0;
-  int step = -1;  // run only at this step of the loop (-1: every step)
-  std::vector<std::string> lines;
-};
 
 // How an invoke's block covers the request's steps. Every step gets a logits row.
 enum class Mode { Flat, Unbounded, Range, Single };
@@ -114,12 +35,11 @@ const std::vector<std::string> kPrompts = {
     "[785, 6722, 315]",
     "[9707]",
 };
-const std::vector<std::string> kScales = {"0.5", "1.5", "-1.0", "0.25", "2.0"};
-const std::vector<std::string> kShifts = {"0.1", "-0.5", "1.0", "0.03"};
 
 class Generator {
  public:
-  Generator(uint64_t seed, const GeneratorOptions& o) : rng_(seed), o_(o), m_(o.model) {}
+  Generator(uint64_t seed, const GeneratorOptions& o)
+      : rng_(seed), o_(o), m_(o.model), ports_(rng_, m_) {}
 
   GeneratedScript run(uint64_t seed) {
     out_ << "model = VLLM(\"" << o_.modelName << "\""
@@ -131,9 +51,9 @@ class Generator {
     GeneratedScript g;
     g.seed = seed;
     g.text = out_.str();
-    g.error = error_;
+    g.error = ports_.error();
     for (const auto& f : summary_) g.summary += (g.summary.empty() ? "" : " ") + f;
-    if (!error_.empty()) g.summary += " error=" + error_;
+    if (!ports_.error().empty()) g.summary += " error=" + ports_.error();
     return g;
   }
 
@@ -141,283 +61,10 @@ class Generator {
   Rng rng_;
   const GeneratorOptions& o_;
   const ModelShape& m_;
+  PortStatements ports_;  // draws from rng_
   std::ostringstream out_;
   std::vector<std::string> summary_;
-  std::set<std::string> features_;
   int errorTrace_ = -1;
-  int saved_ = 0;  // names of direct saves
-  std::string error_;
-  std::string scaleName_;  // a driver constant the blocks may use ("" for none)
-
-  // ---- ports ----
-
-  std::string layerExpr(int i) {
-    if (i == m_.layers - 1 && rng_.chance(0.3)) return "model.model.layers[-1]";
-    return "model.model.layers[" + std::to_string(i) + "]";
-  }
-
-  int logitsPosition() const { return m_.layers * kLayerStride + 1; }
-
-  Port layerPort(int layer, size_t order) {
-    const PortDef& d = kLayerPorts[order];
-    Port p;
-    p.position = layer * kLayerStride + int(order);
-    p.layer = layerExpr(layer);
-    p.suffix = d.suffix;
-    if (p.suffix == ".input_layernorm.output" && layer > 0) p.suffix += "[0]";
-    if (p.suffix.size() > 6 && p.suffix.compare(p.suffix.size() - 6, 6, ".input") == 0 &&
-        rng_.chance(0.2)) {
-      p.suffix += "s[0]";  // .inputs[0] is .input
-    }
-    p.expr = p.layer + p.suffix;
-    p.layout = d.layout;
-    p.width = m_.hidden;
-    const std::string s = d.suffix;
-    if (s == ".self_attn.attn.output" || s == ".self_attn.o_proj.input") {
-      p.width = m_.heads * m_.headDim;
-    } else if (s == ".mlp.act_fn.output" || s == ".mlp.down_proj.input") {
-      p.width = m_.intermediate;
-    } else if (s == ".self_attn.q_norm.output") {
-      p.width = m_.heads;
-    } else if (s == ".self_attn.k_norm.output") {
-      p.width = m_.kvHeads;
-    }
-    if (s == ".output[0]" && rng_.chance(0.3)) {  // the residual stream, as the logit lens reads it
-      p.expr = "sum(" + p.layer + ".output)";
-      p.readOnly = true;
-    }
-    return p;
-  }
-
-  Port randomPort() {
-    if (rng_.chance(0.08)) {
-      Port p;
-      p.position = m_.layers * kLayerStride;
-      p.expr = "model.model.norm.output[0]";
-      p.width = m_.hidden;
-      return p;
-    }
-    if (rng_.chance(0.05)) {
-      Port p;
-      p.position = logitsPosition() + 1;
-      p.expr = "model.samples";
-      p.layout = Layout::Samples;
-      return p;
-    }
-    for (;;) {
-      const size_t order = size_t(rng_.below(int(kLayerPorts.size())));
-      if (!m_.qkNorm && (order == 4 || order == 5)) continue;
-      return layerPort(rng_.below(m_.layers), order);
-    }
-  }
-
-  // A column slice [a:b] inside `width`.
-  std::string slice(int width) {
-    const int a = rng_.below(std::min(width, 16));
-    const int b = a + 1 + rng_.below(std::min(8, width - a));
-    return std::to_string(a) + ":" + std::to_string(b);
-  }
-
-  // A slice to read: at least 16 columns (or all), so that its largest value sets a scale for
-  // the comparison rather than one element that may sit near zero.
-  std::string readSlice(int width) {
-    const int w = std::min(width, 16 + rng_.below(16));
-    const int a = rng_.below(width - w + 1);
-    return std::to_string(a) + ":" + std::to_string(a + w);
-  }
-
-  std::string scale() {
-    if (!scaleName_.empty() && rng_.chance(0.3)) return scaleName_;
-    return rng_.pick(kScales);
-  }
-
-  void feature(const std::string& f) { features_.insert(f); }
-
-  // ---- reads and writes of one port's value, held in `x` ----
-
-  std::string readOf(const Port& p, const std::string& x) {
-    const std::string attn = p.layer + ".self_attn";
-    switch (p.layout) {
-      case Layout::Hidden:
-        switch (rng_.below(7)) {
-          case 0:
-            return x + "[-1:].clone()";
-          case 1:
-            return x + ".abs().sum(-1)";  // no cancellation to amplify rounding
-          case 2:
-            feature("call-norm");
-            return "model.model.norm(" + x + ")";
-          case 3:
-            feature("call-mlp");
-            return layerExpr(rng_.below(m_.layers)) + ".mlp(" + x + ")";
-          case 4:
-            feature("logit-lens");
-            return "model.logits_processor(model.lm_head, model.model.norm(" + x + "))[-1:]";
-          default:
-            return x + ".clone()";
-        }
-      case Layout::Columns:
-        if (rng_.chance(0.4)) return x + "[:, " + readSlice(p.width) + "].clone()";
-        return rng_.chance(0.3) ? x + "[-1:].clone()" : x + ".clone()";
-      case Layout::OProjInput:
-        if (rng_.chance(0.4)) {
-          feature("head-accessor");
-          return attn + ".o_proj.head(" + x + ", " + std::to_string(rng_.below(m_.heads)) +
-                 ").clone()";
-        }
-        return rng_.chance(0.3) ? x + "[:, " + readSlice(p.width) + "].clone()" : x + ".clone()";
-      case Layout::Heads:
-        if (rng_.chance(0.4)) return x + "[:, " + std::to_string(rng_.below(p.width)) + "].clone()";
-        return x + ".clone()";
-      case Layout::FusedQkv: {
-        feature("head-accessor");
-        const int which = rng_.below(4);
-        if (which == 3) return x + ".sort(-1)[0]";
-        const char* name = which == 0 ? "q_head" : which == 1 ? "k_head" : "v_head";
-        const int h = rng_.below(which == 0 ? m_.heads : m_.kvHeads);
-        return attn + ".qkv_proj." + name + "(" + x + ", " + std::to_string(h) + ").clone()";
-      }
-      case Layout::FusedGateUp:
-        return rng_.chance(0.5) ? x + ".sort(-1)[0]" : x + ".abs().sum(-1)";
-      case Layout::Samples:
-        return x + ".clone()";
-    }
-    return x + ".clone()";
-  }
-
-  std::vector<std::string> writeOf(const Port& p, const std::string& x) {
-    const std::string attn = p.layer + ".self_attn";
-    feature("write");
-    switch (p.layout) {
-      case Layout::Hidden:
-        switch (rng_.below(4)) {
-          case 0:
-            return {x + " *= " + scale()};
-          case 1:
-            return {x + " += " + rng_.pick(kShifts)};
-          case 2:
-            return {x + "[-1:] = " + x + "[-1:] * " + scale()};
-          default:
-            return {x + "[:, " + slice(p.width) + "] = 0"};
-        }
-      case Layout::Columns:
-        switch (rng_.below(4)) {
-          case 0:
-            return {x + " *= " + scale()};
-          case 1:
-            return {x + ".zero_()"};
-          case 2:
-            return {x + " += " + rng_.pick(kShifts)};
-          default:
-            return {x + "[:, " + slice(p.width) + "] = 0"};
-        }
-      case Layout::OProjInput:
-        if (rng_.chance(0.5)) {
-          feature("head-accessor");
-          return {attn + ".o_proj.head(" + x + ", " + std::to_string(rng_.below(m_.heads)) +
-                  ")[:] = 0"};
-        }
-        return {x + "[:, " + slice(p.width) + "] = 0"};
-      case Layout::Heads:
-        if (rng_.chance(0.5)) return {x + "[:, " + std::to_string(rng_.below(p.width)) + "] = 0"};
-        return {x + " *= " + scale()};
-      case Layout::FusedQkv: {
-        if (rng_.chance(0.3)) return {x + " *= " + scale()};
-        feature("head-accessor");
-        const int which = rng_.below(3);
-        const char* name = which == 0 ? "q_head" : which == 1 ? "k_head" : "v_head";
-        const int h = rng_.below(which == 0 ? m_.heads : m_.kvHeads);
-        const std::string head =
-            attn + ".qkv_proj." + name + "(" + x + ", " + std::to_string(h) + ")";
-        return {rng_.chance(0.5) ? head + "[:] = 0" : head + ".mul_(" + scale() + ")"};
-      }
-      case Layout::FusedGateUp:
-        return {rng_.chance(0.5) ? x + " *= " + scale() : x + " += " + rng_.pick(kShifts)};
-      case Layout::Samples:
-        feature("forced-sample");
-        return {x + "[:] = 9625"};
-    }
-    return {};
-  }
-
-  Item portItem(const Port& p, int invoke) {
-    const std::string x = "x" + std::to_string(invoke), r = "r" + std::to_string(invoke);
-    Item it;
-    it.position = p.position;
-    it.lines.push_back(x + " = " + p.expr);
-    const int kind = p.readOnly ? 0 : rng_.below(10);
-    if (kind >= 6) {
-      for (auto& l : writeOf(p, x)) it.lines.push_back(l);
-    }
-    if (kind < 6 || kind >= 8) it.lines.push_back(saveRead(p, invoke, x));
-    return it;
-  }
-
-  // A read kept in the invoke's list (most), appended as the port's view without a copy, or
-  // saved under a name of its own (the last step's value is what the trace reports).
-  std::string saveRead(const Port& p, int invoke, const std::string& x) {
-    const std::string j = std::to_string(invoke);
-    const int how = rng_.below(20);
-    const bool fused = p.layout == Layout::FusedQkv || p.layout == Layout::FusedGateUp;
-    if (how == 0 && !p.readOnly && !fused) {  // a fused view is in rank order: not comparable
-      feature("append-view");
-      return "r" + j + ".append(" + x + ")";
-    }
-    if (how < 4) {
-      feature("direct-save");
-      return "v" + j + "_" + std::to_string(saved_++) + " = " + readOf(p, x) + ".save()";
-    }
-    return "r" + j + ".append(" + readOf(p, x) + ")";
-  }
-
-  // ---- deliberate errors ----
-
-  Item errorItem(int invoke) {
-    const std::string x = "x" + std::to_string(invoke), r = "r" + std::to_string(invoke);
-    Item it;
-    const int layer = rng_.below(m_.layers);
-    const std::string l = layerExpr(layer);
-    switch (rng_.below(4)) {
-      case 0: {  // read a port the model already passed in this step
-        error_ = "ran-past";
-        const size_t later = size_t(rng_.between(1, int(kLayerPorts.size()) - 1));
-        size_t earlier = size_t(rng_.below(int(later)));
-        if (!m_.qkNorm && (earlier == 4 || earlier == 5)) earlier = 3;
-        const Port q = layerPort(layer, later == 4 || later == 5 ? 6 : later);
-        const Port p = layerPort(layer, earlier);
-        it.position = q.position;
-        it.lines = {x + " = " + q.expr, r + ".append(" + x + ".sum())", x + " = " + p.expr};
-        break;
-      }
-      case 1: {
-        error_ = "unknown-module";
-        const std::vector<std::string> typos = {".mlp.down_prj.output", ".self_atn.output",
-                                                ".mlp.gate_up.output[0]", ".self_attn.o_prj.input"};
-        it.position = layer * kLayerStride;
-        it.lines = {x + " = " + l + rng_.pick(typos)};
-        break;
-      }
-      case 2: {
-        error_ = "wrong-shape";
-        if (rng_.chance(0.5)) {
-          it.position = layer * kLayerStride + 16;
-          it.lines = {l + ".mlp.output = torch.zeros(3, 3)"};
-        } else {
-          it.position = layer * kLayerStride + 6;
-          it.lines = {l + ".self_attn.attn.output = torch.zeros(2, 5)"};
-        }
-        break;
-      }
-      default: {
-        error_ = "layer-out-of-range";
-        it.position = 0;
-        it.lines = {x + " = model.model.layers[" + std::to_string(m_.layers + rng_.below(3)) +
-                    "].output[0]"};
-        break;
-      }
-    }
-    return it;
-  }
 
   // ---- one invoke's block ----
 
@@ -446,7 +93,7 @@ class Generator {
     }
     if ((p.mode == Mode::Unbounded || p.mode == Mode::Flat) && rng_.chance(0.3)) {
       p.stopAt = p.mode == Mode::Flat ? 0 : rng_.below(steps);
-      feature("stop");
+      ports_.feature("stop");
     }
     p.saveAtStart = rng_.chance(0.3);
     p.result = rng_.chance(0.5);
@@ -456,10 +103,10 @@ class Generator {
   void fillItems(InvokePlan& p, int invoke) {
     const int n = rng_.below(5);
     for (int k = 0; k < n; ++k) {
-      Item it = portItem(randomPort(), invoke);
+      Item it = ports_.portItem(ports_.randomPort(), invoke);
       if (p.mode != Mode::Flat && p.last > p.first && rng_.chance(0.25)) {
         it.step = rng_.between(p.first, p.last);
-        feature("step-condition");
+        ports_.feature("step-condition");
       }
       p.items.push_back(std::move(it));
     }
@@ -468,7 +115,7 @@ class Generator {
   void emitItems(std::vector<Item> items, int invoke, const std::string& indent,
                  const std::string& stepVar) {
     Item logits;
-    logits.position = logitsPosition();
+    logits.position = ports_.logitsPosition();
     logits.lines = {"lg" + std::to_string(invoke) + ".append(model.logits.clone())"};
     items.insert(items.begin(), logits);
     std::stable_sort(items.begin(), items.end(),
@@ -507,7 +154,7 @@ class Generator {
     std::vector<Item> items = p.items;
     if (p.stopAt >= 0) {
       Item stop;
-      stop.position = logitsPosition() + 2;
+      stop.position = ports_.logitsPosition() + 2;
       stop.step = p.mode == Mode::Flat ? -1 : p.stopAt;
       stop.lines = {"tracer.stop()"};
       items.push_back(stop);
@@ -524,7 +171,7 @@ class Generator {
         break;
       case Mode::Range:
       case Mode::Single:
-        feature("iter-range");
+        ports_.feature("iter-range");
         cover(0, p.first);
         if (p.mode == Mode::Single) {
           out_ << ind << "for " << i << " in tracer.iter[" << p.first << "]:\n";
@@ -552,7 +199,7 @@ class Generator {
     const int src = atZero[a], dst = atZero[rng_.between(a + 1, int(atZero.size()) - 1)];
     Port p;
     do {
-      p = randomPort();
+      p = ports_.randomPort();
     } while (p.readOnly || (p.layout != Layout::Hidden && p.layout != Layout::Columns));
     const std::string name = "patch" + std::to_string(t);
     Item s, d;
@@ -564,7 +211,7 @@ class Generator {
     d.lines = {xd + " = " + p.expr, xd + "[-1:] = " + name};
     plans[src].items.push_back(s);
     plans[dst].items.push_back(d);
-    feature("patch");
+    ports_.feature("patch");
   }
 
   void trace(int t) {
@@ -582,8 +229,8 @@ class Generator {
     } else if (rng_.chance(0.3)) {
       params += ", temperature=0.0";
     }
-    scaleName_.clear();
-    if (!implicit && rng_.chance(0.3)) scaleName_ = "c" + std::to_string(t);
+    ports_.setScaleName("");
+    if (!implicit && rng_.chance(0.3)) ports_.setScaleName("c" + std::to_string(t));
     std::vector<InvokePlan> plans;
     for (int k = 0; k < invokes; ++k) {
       plans.push_back(plan(steps));
@@ -592,7 +239,7 @@ class Generator {
     if (invokes > 1 && rng_.chance(0.3)) addPatch(plans, t);
     if (t == errorTrace_) {
       InvokePlan& p = plans[size_t(rng_.below(invokes))];
-      Item e = errorItem(int(&p - plans.data()));
+      Item e = ports_.errorItem(int(&p - plans.data()));
       if (p.mode != Mode::Flat && p.last > p.first && rng_.chance(0.3))
         e.step = rng_.between(p.first, p.last);
       p.items.push_back(e);
@@ -602,8 +249,9 @@ class Generator {
       emitBlock(plans[0], 0, steps, "    ");
     } else {
       out_ << "with model.trace(" << params << ") as tracer:\n";
-      if (!scaleName_.empty())  // a plain value computed on the driver, captured by the blocks
-        out_ << "    " << scaleName_ << " = " << rng_.pick(kScales) << "\n";
+      if (!ports_.scaleName()
+               .empty())  // a plain value computed on the driver, captured by the blocks
+        out_ << "    " << ports_.scaleName() << " = " << ports_.scaleConstant() << "\n";
       for (int k = 0; k < invokes; ++k) {
         out_ << "    with tracer.invoke(" << rng_.pick(kPrompts) << "):\n";
         emitBlock(plans[size_t(k)], k, steps, "        ");
@@ -614,9 +262,7 @@ class Generator {
       out_ << "print(len(r" << j << "), len(lg" << j << "), lg" << j << "[-1].shape)\n";
       if (plans[size_t(k)].result) out_ << "print(out" << j << ".outputs[0].token_ids)\n";
     }
-    std::string f;
-    for (const auto& x : features_) f += (f.empty() ? "" : ",") + x;
-    features_.clear();
+    const std::string f = ports_.takeFeatures();
     summary_.push_back("[" + std::to_string(invokes) + "x" + std::to_string(steps) + " " +
                        sampling + (f.empty() ? "" : " " + f) + "]");
   }
