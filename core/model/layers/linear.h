@@ -1,6 +1,8 @@
 // linearForward: y = x w^T + b, the one matmul every linear layer (and the LM head) runs. A decode
 // step's few rows on the GPU go to the GEMV kernel (core/kernels), which streams the weight at
-// close to copy bandwidth; everything else is LibTorch's matmul.
+// close to copy bandwidth; one fp32 row on the CPU goes to BLAS's GEMV, whose GEMM would first
+// pack the whole weight (bench/RESULTS.md, "CPU decode: one row through GEMV"); everything else is
+// LibTorch's matmul.
 #pragma once
 
 #include <ATen/ATen.h>
