@@ -8,6 +8,27 @@
 #include "saved_values.h"
 
 namespace shardscope::ui {
+namespace {
+
+// Fills routing's probabilities from router_probs_L when every layer saved them with one shape
+// ([tokens, E], E covering every chosen id); otherwise leaves them empty, as for older runs.
+void readProbabilities(const trace::RunResult& r, ExpertRouting& routing) {
+  std::vector<std::vector<double>> probabilities;
+  int64_t experts = 0;
+  for (size_t row = 0; row < routing.layers.size(); ++row) {
+    const auto* v = findValue(r, "router_probs_" + std::to_string(routing.layers[row]));
+    if (!v || !v->hasData()) return;
+    Matrix p = asMatrix(v->tensor);
+    if (p.rows != routing.tokens || (experts != 0 && p.cols != experts)) return;
+    experts = p.cols;
+    probabilities.push_back(std::move(p.data));
+  }
+  if (experts <= maxExpert(routing)) return;
+  routing.numExperts = experts;
+  routing.probabilities = std::move(probabilities);
+}
+
+}  // namespace
 
 std::optional<ExpertRouting> expertRoutingOf(const trace::RunResult& r) {
   static const QRegularExpression idsName(R"(^route_(\d+)\[1\]$)");
@@ -39,7 +60,14 @@ std::optional<ExpertRouting> expertRoutingOf(const trace::RunResult& r) {
     out.experts.push_back(std::move(e));
     out.weights.push_back(w.data);
   }
+  readProbabilities(r, out);
   return out;
+}
+
+double ExpertRouting::chosenMass(size_t row, int64_t token) const {
+  double mass = 0;
+  for (int64_t k = 0; k < topK; ++k) mass += probability(row, token, expert(row, token, k));
+  return mass;
 }
 
 int64_t maxExpert(const ExpertRouting& routing) {

@@ -90,6 +90,8 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   auto* routing = new QSplitter(Qt::Vertical, this);
   routing->addWidget(routing_);
   routing->addWidget(routingDiff_);
+  routing->setStretchFactor(0, 2);  // the grid and its probability chart; the texts need less
+  routing->setStretchFactor(1, 1);
   routingTab_ = routing;
   compare_ = new RunComparisonView(this);
   messages_ = new QPlainTextEdit(this);

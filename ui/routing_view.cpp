@@ -5,7 +5,9 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "plot_widget.h"
 #include "readout_label.h"
@@ -15,6 +17,7 @@ namespace shardscope::ui {
 RoutingView::RoutingView(QWidget* parent)
     : QWidget(parent),
       plot_(new PlotWidget(this)),
+      probabilityPlot_(new PlotWidget(this)),
       label_(new QLabel(this)),
       route_(new QPushButton(tr("Route prompt"), this)) {
   auto* layout = new QVBoxLayout(this);
@@ -23,7 +26,8 @@ RoutingView::RoutingView(QWidget* parent)
   bar->addWidget(label_, 1);
   keepLabelFromWidening(label_);
   layout->addLayout(bar);
-  layout->addWidget(plot_, 1);
+  layout->addWidget(plot_, 3);
+  layout->addWidget(probabilityPlot_, 2);
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   auto* scale = new QCPColorScale(plot_);
   scale->axis()->setLabel(tr("top expert"));
@@ -38,11 +42,17 @@ RoutingView::RoutingView(QWidget* parent)
   plot_->yAxis->setLabel(tr("layer"));
   plot_->yAxis->setRangeReversed(true);
   plot_->setMouseTracking(true);
+  setUpProbabilityPlot();
   connect(route_, &QPushButton::clicked, this, &RoutingView::routeRequested);
   connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
     size_t row;
     int64_t token;
-    label_->setText(cellAt(e->pos(), row, token) ? readOut(row, token) : hint());
+    if (!cellAt(e->pos(), row, token)) {
+      label_->setText(hint());
+      return;
+    }
+    label_->setText(readOut(row, token));
+    showProbabilities(row, token);
   });
   connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
     size_t row;
@@ -59,6 +69,7 @@ void RoutingView::clear(const QString& hint) {
   map_->data()->clear();
   label_->setText(hint);
   plot_->replot();
+  showProbabilities(0, 0);
 }
 
 QString RoutingView::hint() const {
@@ -91,6 +102,74 @@ void RoutingView::setRouting(const ExpertRouting& routing, const QStringList& to
   plot_->yAxis->setRange(-0.5, rows - 0.5);
   label_->setText(hint());
   plot_->replot();
+  showProbabilities(0, 0);
+}
+
+void RoutingView::setUpProbabilityPlot() {
+  chosen_ = new QCPBars(probabilityPlot_->xAxis, probabilityPlot_->yAxis);
+  others_ = new QCPBars(probabilityPlot_->xAxis, probabilityPlot_->yAxis);
+  chosen_->setName(tr("chosen"));
+  others_->setName(tr("not chosen"));
+  chosen_->setBrush(QColor(31, 119, 180));
+  chosen_->setPen(Qt::NoPen);
+  others_->setBrush(QColor(175, 175, 175));
+  others_->setPen(Qt::NoPen);
+  probabilityPlot_->xAxis->setLabel(tr("expert"));
+  probabilityPlot_->yAxis->setLabel(tr("router probability"));
+  probabilityPlot_->plotLayout()->insertRow(0);
+  probabilityTitle_ = new QCPTextElement(probabilityPlot_, QString());
+  probabilityPlot_->plotLayout()->addElement(0, 0, probabilityTitle_);
+  // Expert ids are whole numbers: ticks on multiples of 1 (of 5, 10, ... when they crowd).
+  QSharedPointer<QCPAxisTickerFixed> experts(new QCPAxisTickerFixed);
+  experts->setTickStep(1);
+  experts->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  probabilityPlot_->xAxis->setTicker(experts);
+  probabilityPlot_->yAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
+  probabilityPlot_->yAxis->ticker()->setTickCount(3);
+}
+
+void RoutingView::showProbabilities(size_t row, int64_t token) {
+  chosen_->data()->clear();
+  others_->data()->clear();
+  if (!routing_.hasProbabilities() || row >= routing_.layers.size() || token < 0 ||
+      token >= routing_.tokens) {
+    // Kept in place (not hidden), so the grid above does not jump between runs.
+    probabilityTitle_->setText(routing_.layers.empty()
+                                   ? tr("Router probabilities of the cell under the cursor")
+                                   : tr("This run saved no router probabilities: route the "
+                                        "prompt again to see them"));
+    probabilityPlot_->xAxis->setRange(-0.5, 7.5);
+    probabilityPlot_->yAxis->setRange(0, 1);
+    probabilityPlot_->replot();
+    return;
+  }
+  std::vector<bool> isChosen(size_t(routing_.numExperts), false);
+  for (int64_t k = 0; k < routing_.topK; ++k)
+    isChosen[size_t(routing_.expert(row, token, k))] = true;
+  QVector<double> chosenKeys, chosenValues, otherKeys, otherValues;
+  double top = 0;
+  for (int64_t e = 0; e < routing_.numExperts; ++e) {
+    const double p = routing_.probability(row, token, e);
+    top = std::max(top, p);
+    (isChosen[size_t(e)] ? chosenKeys : otherKeys).push_back(double(e));
+    (isChosen[size_t(e)] ? chosenValues : otherValues).push_back(p);
+  }
+  chosen_->setData(chosenKeys, chosenValues, true);
+  others_->setData(otherKeys, otherValues, true);
+  const QString text = token < tokens_.size() ? tokens_[int(token)] : QString("#%1").arg(token);
+  probabilityTitle_->setText(
+      tr("Router probabilities at layer %1, token '%2' (chosen in blue): the %3 chosen hold %4")
+          .arg(routing_.layers[row])
+          .arg(text)
+          .arg(routing_.topK)
+          .arg(routing_.chosenMass(row, token), 0, 'f', 2));
+  probabilityPlot_->xAxis->setRange(-0.5, double(routing_.numExperts) - 0.5);
+  probabilityPlot_->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
+  probabilityPlot_->replot();
+}
+
+QString RoutingView::probabilityTitle() const {
+  return probabilityTitle_->text();
 }
 
 QString RoutingView::readOut(size_t row, int64_t token) const {

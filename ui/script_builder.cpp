@@ -140,9 +140,11 @@ std::string ScriptBuilder::routing(const std::vector<int64_t>& sparseLayers,
   s << header() << "with model.trace(" << quote(g.prompts.at(0)) << ", max_tokens=1):\n";
   for (int64_t l : sparseLayers) {
     const std::string mlp = layerPath(l) + ".mlp";
-    // The router is vLLM's ReplicatedLinear: its output is (logits, None).
+    // The router is vLLM's ReplicatedLinear: its output is (logits, None). Its probabilities are
+    // taken in fp32, as the routing takes them.
     s << "    route_" << l << " = " << mlp << ".experts.select_experts(" << mlp
-      << ".gate.output[0]).save()\n";
+      << ".gate.output[0]).save()\n"
+      << "    router_probs_" << l << " = " << mlp << ".gate.output[0].float().softmax(-1).save()\n";
   }
   return s.str();
 }

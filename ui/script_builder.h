@@ -48,7 +48,8 @@ class ScriptBuilder {
   // Gathered q and k after RoPE of one head at step 0: saved as q_head and k_head.
   std::string attentionPattern(int64_t layer, int64_t head, const GenerationSettings& g) const;
   // MoE routing of the first prompt at step 0: for each layer in `sparseLayers`, the top-k
-  // (weights, expert ids) the experts module chose from the router logits, saved as route_L.
+  // (weights, expert ids) the experts module chose from the router logits, saved as route_L, and
+  // the router's probability of every expert, saved as router_probs_L.
   std::string routing(const std::vector<int64_t>& sparseLayers, const GenerationSettings& g) const;
   // Baseline and ablated invokes of the first prompt: the ablated one sets `expert`'s router logit
   // in `layer` (mlp.gate.output[0][:, expert]) to -inf at every step, so no token routes to it.

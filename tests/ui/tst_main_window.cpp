@@ -473,6 +473,30 @@ class TestMainWindow : public QObject {
         QVERIFY2(std::abs(sum - 1.0) < 1e-4, "norm_topk_prob: the chosen weights sum to 1");
       }
     }
+    // The router probabilities the chart shows are the ones the choice was made from: they sum
+    // to 1, no expert left out is more probable than one chosen, and each chosen weight is its
+    // probability renormalised over the chosen (norm_topk_prob).
+    QVERIFY(routing.hasProbabilities());
+    QCOMPARE(routing.numExperts, int64_t(16));
+    for (size_t row = 0; row < routing.layers.size(); ++row) {
+      for (int64_t t = 0; t < routing.tokens; ++t) {
+        double total = 0, leastChosen = 1;
+        std::vector<bool> chosen(16, false);
+        for (int64_t k = 0; k < routing.topK; ++k) {
+          const int64_t e = routing.expert(row, t, k);
+          chosen[size_t(e)] = true;
+          leastChosen = std::min(leastChosen, routing.probability(row, t, e));
+          const double renormalised = routing.probability(row, t, e) / routing.chosenMass(row, t);
+          QVERIFY2(std::abs(routing.weight(row, t, k) - renormalised) < 1e-5,
+                   "a chosen weight is its router probability over the chosen ones' mass");
+        }
+        for (int64_t e = 0; e < 16; ++e) {
+          total += routing.probability(row, t, e);
+          if (!chosen[size_t(e)]) QVERIFY(routing.probability(row, t, e) <= leastChosen);
+        }
+        QVERIFY2(std::abs(total - 1.0) < 1e-5, "the router probabilities sum to 1");
+      }
+    }
     const int64_t expert = routing.expert(1, 0, 0);
     QTest::mouseClick(w->routingView()->canvas(), Qt::LeftButton, {},
                       w->routingView()->cellCentre(1, 0));

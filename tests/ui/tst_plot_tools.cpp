@@ -150,6 +150,16 @@ class TestPlotTools : public QObject {
     routing->setRouting(r, {"The", " cat"}, 8);
     QCOMPARE(plotReadout(routing->plot(), pixelOf(routing->plot(), 1, 1)),
              QString("token  cat, layer 1: top expert 1"));
+    // Layer 0's router probabilities of its two tokens (top experts 3 and 7), and layer 1's.
+    r.numExperts = 8;
+    const std::vector<double> top3 = {0.1, 0.05, 0.05, 0.4, 0.1, 0.1, 0.1, 0.1};
+    std::vector<double> layer0 = top3;
+    layer0.insert(layer0.end(), top3.rbegin(), top3.rend());
+    r.probabilities = {layer0, layer0};
+    routing->setRouting(r, {"The", " cat"}, 8);  // the chart shows layer 0, token 0 first
+    QCustomPlot* bars = routing->probabilityPlot();
+    QCOMPARE(plotReadout(bars, pixelOf(bars, 3, 0.2)), QString("chosen, expert 3: 0.4"));
+    QCOMPARE(plotReadout(bars, pixelOf(bars, 2, 0.02)), QString("not chosen, expert 2: 0.05"));
     // Outside the axes there is nothing to read.
     QVERIFY(plotReadout(heat->plot(), QPointF(1, 1)).isEmpty());
   }

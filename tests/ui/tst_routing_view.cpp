@@ -2,7 +2,9 @@
 // routing read back from a run's saved values, the sparse layers of a model, and the view itself
 // (hover read-out, a click on a cell names its layer and top expert, the Route button).
 // tst_main_window runs the scripts on a Qwen3-MoE model end to end.
+#include <qcustomplot.h>
 #include <QLayout>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest>
@@ -52,6 +54,59 @@ trace::RunResult routingRun() {
   return r;
 }
 
+// Router probabilities over 8 experts for `routingRun`'s 3 tokens at one layer: the chosen experts
+// (chosen[t]) get the given probabilities, the rest share what is left evenly.
+HostTensor probabilities(const std::vector<std::vector<std::pair<int, double>>>& chosen) {
+  std::vector<double> p;
+  for (const auto& token : chosen) {
+    std::vector<double> row(8, 0);
+    double left = 1;
+    for (const auto& [e, q] : token) left -= q;
+    for (double& x : row) x = left / double(8 - token.size());
+    for (const auto& [e, q] : token) row[size_t(e)] = q;
+    p.insert(p.end(), row.begin(), row.end());
+  }
+  return tensor(DType::F32, {3, 8}, p);
+}
+
+// routingRun with router_probs_L saved, as ScriptBuilder::routing saves them.
+trace::RunResult routingRunWithProbabilities() {
+  trace::RunResult r = routingRun();
+  const auto add = [&](const std::string& name, HostTensor t) {
+    trace::SavedValue v;
+    v.name = name;
+    v.tensor = std::move(t);
+    r.traces.back().values.push_back(v);
+  };
+  add("router_probs_1",
+      probabilities({{{5, 0.35}, {1, 0.15}}, {{2, 0.3}, {0, 0.2}}, {{7, 0.45}, {5, 0.05}}}));
+  add("router_probs_3",
+      probabilities({{{3, 0.25}, {4, 0.25}}, {{6, 0.4}, {1, 0.1}}, {{0, 0.22}, {2, 0.18}}}));
+  return r;
+}
+
+// Shows `view` as a window of its own and waits until it is exposed.
+bool shown(RoutingView& view) {
+  view.resize(600, 500);
+  // Its minimum size settled before the window exists: a top-level's first show would otherwise
+  // send the platform a size-hint change, which the offscreen platform warns about.
+  view.layout()->activate();
+  view.show();
+  return QTest::qWaitForWindowExposed(&view);
+}
+
+QVector<double> keys(const QCPBars* bars) {
+  QVector<double> out;
+  for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it)
+    out.push_back(it->key);
+  return out;
+}
+
+double valueAt(const QCPBars* bars, double key) {
+  const auto it = bars->data()->findBegin(key, false);
+  return it == bars->data()->constEnd() || it->key != key ? -1 : it->value;
+}
+
 ModelInfo moeModel() {
   ModelInfo m;
   m.spec = "moe";
@@ -93,6 +148,10 @@ class TestRoutingView : public QObject {
              s.c_str());
     QVERIFY(s.find("route_3 = ") != std::string::npos);
     QVERIFY(s.find("route_0") == std::string::npos);
+    QVERIFY2(s.find("router_probs_3 = model.model.layers[3].mlp.gate.output[0].float()"
+                    ".softmax(-1).save()") != std::string::npos,
+             s.c_str());
+    QVERIFY(s.find("router_probs_0") == std::string::npos);
   }
 
   void ablationScriptSetsTheRouterLogitToMinusInfinity() {
@@ -117,6 +176,29 @@ class TestRoutingView : public QObject {
     QCOMPARE(routing->expert(1, 1, 1), int64_t(1));
     QCOMPARE(routing->weight(1, 0, 1), 0.5);
     QCOMPARE(maxExpert(*routing), int64_t(7));
+    QVERIFY(!routing->hasProbabilities());  // this run saved none, as runs before them did
+  }
+
+  void probabilitiesAreReadBackWhenEveryLayerSavedThem() {
+    const auto routing = expertRoutingOf(routingRunWithProbabilities());
+    QVERIFY(routing.has_value());
+    QVERIFY(routing->hasProbabilities());
+    QCOMPARE(routing->numExperts, int64_t(8));
+    QCOMPARE(float(routing->probability(0, 2, 7)), 0.45f);
+    QCOMPARE(float(routing->probability(1, 1, 6)), 0.4f);
+    QCOMPARE(float(routing->probability(1, 1, 2)), 0.5f / 6);
+    QCOMPARE(float(routing->chosenMass(0, 0)), 0.5f);
+    QCOMPARE(float(routing->chosenMass(1, 2)), 0.4f);
+
+    trace::RunResult oneLayer = routingRunWithProbabilities();
+    oneLayer.traces.back().values.pop_back();  // layer 3's are missing: none are shown
+    QVERIFY(!expertRoutingOf(oneLayer)->hasProbabilities());
+    trace::RunResult narrow = routingRunWithProbabilities();
+    // 4 experts cannot hold the chosen id 7: not the routing's probabilities.
+    narrow.traces.back().values.back().tensor =
+        tensor(DType::F32, {3, 4}, std::vector<double>(12, 0.25));
+    QVERIFY(!expertRoutingOf(narrow)->hasProbabilities());
+    QVERIFY(expertRoutingOf(narrow).has_value());  // the choice itself still shows
   }
 
   void otherRunsHaveNoRouting() {
@@ -129,12 +211,7 @@ class TestRoutingView : public QObject {
 
   void viewReadsOutAndClicksNameTheTopExpert() {
     RoutingView view;
-    view.resize(600, 400);
-    // Its minimum size settled before the window exists: a top-level's first show would otherwise
-    // send the platform a size-hint change, which the offscreen platform warns about.
-    view.layout()->activate();
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(shown(view));
     view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
     QCOMPARE(view.readOut(0, 2), QString("layer 1, token ' is': expert 7 (0.90), 5 (0.10)"));
     QCOMPARE(view.readOut(1, 0), QString("layer 3, token 'The': expert 3 (0.50), 4 (0.50)"));
@@ -146,6 +223,34 @@ class TestRoutingView : public QObject {
     QSignalSpy route(&view, &RoutingView::routeRequested);
     view.routeButton()->click();
     QCOMPARE(route.count(), 1);
+    QVERIFY(view.chosenBars()->data()->isEmpty());  // no probabilities saved: an empty chart
+    QVERIFY(view.otherBars()->data()->isEmpty());
+    QVERIFY(view.probabilityTitle().contains("saved no router probabilities"));
+  }
+
+  void hoveringACellChartsItsRouterProbabilities() {
+    RoutingView view;
+    QVERIFY(shown(view));
+    view.setRouting(*expertRoutingOf(routingRunWithProbabilities()), {"The", " capital", " is"}, 8);
+    QCOMPARE(keys(view.chosenBars()), (QVector<double>{1, 5}));  // layer 1, token 0 first
+    QCOMPARE(keys(view.otherBars()), (QVector<double>{0, 2, 3, 4, 6, 7}));
+
+    QMouseEvent move(QEvent::MouseMove, QPointF(view.cellCentre(1, 1)),
+                     view.canvas()->mapToGlobal(QPointF(view.cellCentre(1, 1))), Qt::NoButton,
+                     Qt::NoButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view.canvas(), &move);
+    QCOMPARE(keys(view.chosenBars()), (QVector<double>{1, 6}));  // layer 3, token ' capital'
+    QCOMPARE(float(valueAt(view.chosenBars(), 6)), 0.4f);
+    QCOMPARE(float(valueAt(view.chosenBars(), 1)), 0.1f);
+    QCOMPARE(float(valueAt(view.otherBars(), 0)), 0.5f / 6);
+    QCOMPARE(valueAt(view.otherBars(), 6), -1.0);  // a chosen expert is not among the others
+    const QString title = view.probabilityTitle();
+    QVERIFY2(title.contains("layer 3") && title.contains("' capital'") &&
+                 title.contains("the 2 chosen hold 0.50"),
+             qPrintable(title));
+
+    view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
+    QVERIFY(view.chosenBars()->data()->isEmpty());
   }
 };
 
