@@ -2,57 +2,32 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <vector>
+#include <memory>
 
 namespace shardscope {
 
 namespace {
 
-struct Leasable {
-  c10::cuda::CUDAStream stream;
-  bool held = false;
-};
-
-// Every device's capture streams in the order they were first leased; rank threads lease and
-// return them concurrently.
-std::mutex leasesMutex;
-std::map<c10::DeviceIndex, std::vector<Leasable>>& leases() {
-  static std::map<c10::DeviceIndex, std::vector<Leasable>> all;
-  return all;
-}
-
-// The index of the stream leased, with `stream` set to it.
-size_t lease(c10::DeviceIndex device, c10::cuda::CUDAStream& stream) {
-  std::lock_guard lock(leasesMutex);
-  std::vector<Leasable>& streams = leases()[device];
-  size_t i = 0;
-  while (i < streams.size() && streams[i].held) ++i;
-  if (i == streams.size())
-    streams.push_back({c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device)});
-  streams[i].held = true;
-  stream = streams[i].stream;
-  return i;
+// Every device's capture streams, in the order they were first leased. The function's own
+// reference is destroyed at exit; leases still held then keep the registry alive.
+std::shared_ptr<CaptureStream::Registry> captureStreams() {
+  static const std::shared_ptr<CaptureStream::Registry> registry =
+      CaptureStream::Registry::create([](const c10::DeviceIndex& device) {
+        return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+      });
+  return registry;
 }
 
 }  // namespace
 
 CaptureStream::CaptureStream(c10::DeviceIndex device)
-    : device_(device), index_(0), stream_(c10::cuda::getDefaultCUDAStream(device)) {
-  index_ = lease(device, stream_);
-}
+    : device_(device), lease_(captureStreams()->lease(device)) {}
 
 c10::cuda::CUDAStream CaptureStream::stream() const {
   const char* v = std::getenv("SHARDSCOPE_CAPTURE_STREAM");
   if (v && std::strcmp(v, "pool") == 0)
     return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_);
-  return stream_;
-}
-
-CaptureStream::~CaptureStream() {
-  std::lock_guard lock(leasesMutex);
-  leases()[device_][index_].held = false;
+  return lease_.value();
 }
 
 }  // namespace shardscope

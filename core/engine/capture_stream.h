@@ -11,14 +11,18 @@
 
 #include <cstddef>
 
+#include "lease_registry.h"
+
 namespace shardscope {
 
 class CaptureStream {
  public:
+  using Registry = LeaseRegistry<c10::DeviceIndex, c10::cuda::CUDAStream>;
+
   // Leases the first of `device`'s capture streams that no live CaptureStream holds, adding a
-  // stream from LibTorch's pool when all are held.
+  // stream from LibTorch's pool when all are held. Destroying it returns the lease; the stream
+  // itself lives as long as the process.
   explicit CaptureStream(c10::DeviceIndex device);
-  ~CaptureStream();  // returns the lease; the stream itself lives as long as the process
   CaptureStream(const CaptureStream&) = delete;
   CaptureStream& operator=(const CaptureStream&) = delete;
 
@@ -27,12 +31,11 @@ class CaptureStream {
   // difference).
   c10::cuda::CUDAStream stream() const;
   // Which of the device's capture streams this is (0 for the first): for tests.
-  size_t index() const { return index_; }
+  size_t index() const { return lease_.index(); }
 
  private:
   c10::DeviceIndex device_;
-  size_t index_;
-  c10::cuda::CUDAStream stream_;
+  Registry::Lease lease_;
 };
 
 }  // namespace shardscope
