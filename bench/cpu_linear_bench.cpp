@@ -16,23 +16,9 @@
 #include <vector>
 
 #include "core/model/layers/linear.h"
+#include "median_micros.h"
 
-namespace {
-
-template <typename F>
-double medianMicros(F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < 30; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    const at::Tensor y = f();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                    .count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
+using shardscope::bench::medianMicros;
 
 int main(int argc, char** argv) {
   int threads = 2;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
+
+#include "linear.h"
 
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"
@@ -69,6 +72,70 @@ at::Tensor combineRows(const at::Tensor& down, const at::Tensor& pairs, const at
   return y;
 }
 
+// The local pairs of a batch: the (token, choice) pairs of this rank's experts, sorted by expert
+// (stable: tokens stay in order within an expert), with each local expert's count. One host read
+// of the counts sizes them.
+struct LocalPairs {
+  at::Tensor pairs;            // [local] indices into ids.reshape(-1); undefined when local is 0
+  at::Tensor experts;          // [local] their expert ids
+  std::vector<int64_t> count;  // [localE] pairs a local expert has
+  int64_t widest = 0;          // the busiest local expert's count
+};
+
+LocalPairs localPairs(const at::Tensor& ids, int64_t firstExpert, int64_t localExperts,
+                      int64_t numExperts) {
+  const at::Tensor flat = ids.reshape(-1);
+  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
+  const at::Tensor hostCounts = at::bincount(flat, {}, numExperts).to(at::kCPU);
+  const int64_t* count = hostCounts.data_ptr<int64_t>();
+  LocalPairs out;
+  int64_t offset = 0, local = 0;
+  for (int64_t e = 0; e < firstExpert; ++e) offset += count[e];
+  for (int64_t e = firstExpert; e < firstExpert + localExperts; ++e) {
+    out.count.push_back(count[e]);
+    local += count[e];
+    out.widest = std::max(out.widest, count[e]);
+  }
+  if (local == 0) return out;
+  out.pairs = order.narrow(0, offset, local);
+  out.experts = sortedIds.narrow(0, offset, local);
+  return out;
+}
+
+// Every local expert's rows as one padded batch [localE, widest, H]: two batched matmuls instead
+// of a loop of small ones (a prefill's 128 experts made 900 launches a layer on the GPU). Returns
+// the experts' outputs in the order of p.pairs.
+at::Tensor paddedExperts(const at::Tensor& rows, const LocalPairs& p, const at::Tensor& w13,
+                         const at::Tensor& w2, int64_t firstExpert) {
+  const int64_t H = rows.size(1), I = w2.size(2), localExperts = w13.size(0);
+  const at::Tensor counts = at::tensor(p.count, p.experts.options());
+  const at::Tensor starts = counts.cumsum(0) - counts;
+  const at::Tensor e = p.experts - firstExpert;
+  const int64_t local = rows.size(0);
+  const at::Tensor slot = at::arange(local, p.experts.options()) - starts.index_select(0, e);
+  at::Tensor batched = at::zeros({localExperts, p.widest, H}, rows.options());
+  batched.index_put_({e, slot}, rows);
+  const at::Tensor h = swiGlu(at::bmm(batched, w13.transpose(1, 2)), I);
+  return at::bmm(h, w2.transpose(1, 2)).index({e, slot});
+}
+
+// Each chosen local expert's rows through its two matmuls, one expert after another: only the
+// chosen experts' weights are read (a decode step's k of them), and one row takes the GEMV.
+at::Tensor expertByExpert(const at::Tensor& rows, const LocalPairs& p, const at::Tensor& w13,
+                          const at::Tensor& w2) {
+  const int64_t I = w2.size(2);
+  at::Tensor down = at::empty_like(rows);
+  int64_t start = 0;
+  for (size_t e = 0; e < p.count.size(); ++e) {
+    const int64_t n = p.count[e];
+    if (n == 0) continue;
+    const at::Tensor h = swiGlu(linearForward(rows.narrow(0, start, n), w13.select(0, long(e))), I);
+    down.narrow(0, start, n).copy_(linearForward(h, w2.select(0, long(e))));
+    start += n;
+  }
+  return down;
+}
+
 }  // namespace
 
 bool raggedExpertGemm(const at::Tensor& x, const at::Tensor& w2) {
@@ -85,11 +152,9 @@ bool raggedExpertGemm(const at::Tensor& x, const at::Tensor& w2) {
 at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
                           const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert,
                           int64_t numExperts, ExpertGemm gemm) {
-  const int64_t T = x.size(0), k = ids.size(1), H = x.size(1), I = w2.size(2);
+  const int64_t T = x.size(0), k = ids.size(1);
   const int64_t localExperts = w13.size(0);
   if (T == 0) return at::zeros_like(x);
-  // The (token, choice) pairs sorted by expert (stable: tokens stay in order within an expert).
-  const at::Tensor flat = ids.reshape(-1);
   if (gemm == ExpertGemm::Auto && raggedExpertGemm(x, w2)) {
     // No host read: a read of the counts would leave the GPU idle while the host launches the
     // rest of the layer. This rank's experts sort first (key: the id less firstExpert, modulo the
@@ -98,6 +163,7 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
     // at the last local end: the other ranks' pairs after it are gathered but not multiplied,
     // and the combine reads them as zero rows.
     const at::ScalarType type = numExperts <= INT16_MAX ? at::kShort : at::kLong;
+    const at::Tensor flat = ids.reshape(-1);
     const at::Tensor keys = firstExpert == 0 ? flat : (flat - firstExpert).remainder(numExperts);
     auto [sortedKeys, byExpert] = keys.to(type).sort(c10::optional<bool>(true), 0);
     const at::Tensor ends = at::searchsorted(
@@ -109,35 +175,15 @@ at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const 
       position.masked_fill_(position >= ends.narrow(0, localExperts - 1, 1), -1);
     return combineRows(down, byExpert, position, weights, ids, x);
   }
-  // Padded: this rank's experts' share, sized by one host read of the counts.
-  auto [sortedIds, order] = flat.sort(c10::optional<bool>(true), 0);
-  const at::Tensor counts = at::bincount(flat, {}, numExperts);
-  const at::Tensor hostCounts = counts.to(at::kCPU);
-  const int64_t* count = hostCounts.data_ptr<int64_t>();
-  int64_t offset = 0, local = 0, widest = 0;
-  for (int64_t e = 0; e < firstExpert; ++e) offset += count[e];
-  for (int64_t e = firstExpert; e < firstExpert + localExperts; ++e) {
-    local += count[e];
-    widest = std::max(widest, count[e]);
-  }
-  at::Tensor pairs, down;  // the local pairs sorted by expert, and their experts' outputs
-  if (local > 0) {
-    pairs = order.narrow(0, offset, local);
-    const at::Tensor rows = x.index_select(0, at::div(pairs, k, "trunc"));
-    // Every local expert's rows as one padded batch [localE, widest, H]: two batched matmuls
-    // instead of a loop of small ones (a prefill's 128 experts made 900 launches a layer).
-    const at::Tensor experts = sortedIds.narrow(0, offset, local);
-    const at::Tensor starts = counts.cumsum(0) - counts;
-    const at::Tensor slot =
-        at::arange(offset, offset + local, order.options()) - starts.index_select(0, experts);
-    const at::Tensor e = experts - firstExpert;
-    at::Tensor batched = at::zeros({localExperts, widest, H}, x.options());
-    batched.index_put_({e, slot}, rows);
-    const at::Tensor h = swiGlu(at::bmm(batched, w13.transpose(1, 2)), I);
-    down = at::bmm(h, w2.transpose(1, 2)).index({e, slot});
-  }
-  const at::Tensor position = local > 0 ? at::arange(local, order.options()) : at::Tensor();
-  return combineRows(down, pairs, position, weights, ids, x);
+  // Padded or ExpertByExpert: this rank's experts' share, sized by one host read of the counts.
+  const LocalPairs p = localPairs(ids, firstExpert, localExperts, numExperts);
+  if (!p.pairs.defined()) return combineRows({}, {}, {}, weights, ids, x);
+  const at::Tensor rows = x.index_select(0, at::div(p.pairs, k, "trunc"));
+  const bool byExpert =
+      gemm == ExpertGemm::ExpertByExpert || (gemm == ExpertGemm::Auto && x.is_cpu());
+  const at::Tensor down =
+      byExpert ? expertByExpert(rows, p, w13, w2) : paddedExperts(rows, p, w13, w2, firstExpert);
+  return combineRows(down, p.pairs, at::arange(rows.size(0), p.pairs.options()), weights, ids, x);
 }
 
 }  // namespace shardscope

@@ -8,20 +8,24 @@
 //           padding, no host read (the layer never waits for the GPU). bf16 on a GPU, H and I
 //           multiples of 8 only.
 //   Padded  every local expert's rows padded to the busiest expert's count, two batched
-//           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed; the
-//           counts are read on the host to size the batch).
+//           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed, and
+//           every local expert's weights are read, chosen or not; the counts are read on the
+//           host to size the batch).
+//   ExpertByExpert  the chosen local experts one after another, two matmuls each (linearForward:
+//           one row takes the GEMV): only the chosen experts' weights are read. The CPU's way: it
+//           has no launch cost to spread, and a decode step chooses k of its experts.
 #pragma once
 
 #include <ATen/ATen.h>
 
 namespace shardscope {
 
-enum class ExpertGemm { Auto, Padded };
+enum class ExpertGemm { Auto, Padded, ExpertByExpert };
 
 // x [T, H]; weights [T, k] (x's dtype) and ids [T, k] int64 from the router; w13 [localE, 2I, H]
 // ([gate | up] rows), w2 [localE, H, I] for experts [firstExpert, firstExpert + localE) of
 // numExperts. Returns [T, H]: the local experts' share of y (others' experts add nothing).
-// Auto runs Ragged where it applies, Padded elsewhere.
+// Auto runs Ragged where it applies, ExpertByExpert on the CPU, Padded elsewhere.
 at::Tensor groupedExperts(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& ids,
                           const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert,
                           int64_t numExperts, ExpertGemm gemm = ExpertGemm::Auto);
