@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
   at::set_num_threads(threads);
   c10::InferenceMode inference;
   constexpr int64_t kVocab = 151936;
-  std::printf("cpu_linear_bench: [R, H] x [%ld, H]^T fp32, %d threads, median of 30\n", kVocab,
-              threads);
+  std::printf("cpu_linear_bench: [R, H] x [%lld, H]^T fp32, %d threads, median of 30\n",
+              (long long)kVocab, threads);
   for (int64_t h : {32, 256, 1024}) {
     const at::Tensor w = at::randn({kVocab, h});
     at::Tensor copy = at::empty_like(w);
@@ -42,9 +42,10 @@ int main(int argc, char** argv) {
       const double ours = medianMicros([&] { return shardscope::linearForward(x, w); });
       const double peer = medianMicros([&] { return at::matmul(x, w.t()); });
       std::printf(
-          "H %4ld, %ld row(s): %9.0f us, %.2fx the floor (%.0f us at %.1f GB/s); matmul %9.0f us, "
-          "%.2fx it\n",
-          h, rows, ours, ours / floorUs, floorUs, bandwidth / 1e3, peer, ours / peer);
+          "H %4lld, %lld row(s): %9.0f us, %.2fx the floor (%.0f us at %.1f GB/s); matmul %9.0f "
+          "us, %.2fx it\n",
+          (long long)h, (long long)rows, ours, ours / floorUs, floorUs, bandwidth / 1e3, peer,
+          ours / peer);
     }
   }
   return 0;

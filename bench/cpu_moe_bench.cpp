@@ -20,13 +20,27 @@
 using shardscope::ExpertGemm;
 using shardscope::bench::medianMicros;
 
+constexpr const char* kUsage = "cpu_moe_bench [--threads N] [--small] [--repeats N]";
+
 int main(int argc, char** argv) {
   int threads = 2, repeats = 9;
   bool small = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--small") == 0) small = true;
-    if (i + 1 < argc && std::strcmp(argv[i], "--threads") == 0) threads = std::stoi(argv[i + 1]);
-    if (i + 1 < argc && std::strcmp(argv[i], "--repeats") == 0) repeats = std::stoi(argv[i + 1]);
+    const bool valued = i + 1 < argc;
+    if (std::strcmp(argv[i], "--small") == 0) {
+      small = true;
+    } else if (valued && std::strcmp(argv[i], "--threads") == 0) {
+      threads = std::stoi(argv[++i]);
+    } else if (valued && std::strcmp(argv[i], "--repeats") == 0) {
+      repeats = std::stoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "cpu_moe_bench: unknown option '%s'\nusage: %s\n", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (threads < 1 || repeats < 1) {
+    std::fprintf(stderr, "cpu_moe_bench: --threads and --repeats take 1 or more\n");
+    return 2;
   }
   at::set_num_threads(threads);
   c10::InferenceMode inference;
@@ -39,9 +53,10 @@ int main(int argc, char** argv) {
   const double copyUs = medianMicros([&] { return copy.copy_(w2); }, repeats);
   const double bandwidth = 2 * double(w2.numel()) * 4 / copyUs;  // bytes per microsecond
   std::printf(
-      "cpu_moe_bench: %ld experts top %ld, H %ld, I %ld fp32 (%.2f GB), %d threads, copy %.1f "
-      "GB/s, median of %d\n",
-      E, k, H, I, expertBytes * double(E) / 1e9, threads, bandwidth / 1e3, repeats);
+      "cpu_moe_bench: %lld experts top %lld, H %lld, I %lld fp32 (%.2f GB), %d threads, copy "
+      "%.1f GB/s, median of %d\n",
+      (long long)E, (long long)k, (long long)H, (long long)I, expertBytes * double(E) / 1e9,
+      threads, bandwidth / 1e3, repeats);
   for (int64_t T : {1, 4, 16, 64}) {
     const at::Tensor x = at::randn({T, H});
     auto [w, ids] = at::softmax(at::randn({T, E}), -1).topk(k, -1);
@@ -54,9 +69,9 @@ int main(int argc, char** argv) {
     };
     const double ours = run(ExpertGemm::ExpertByExpert), padded = run(ExpertGemm::Padded);
     std::printf(
-        "T %3ld (%3ld experts chosen): %9.0f us, %.2fx the floor (%.0f us); padded %9.0f us, "
+        "T %3lld (%3lld experts chosen): %9.0f us, %.2fx the floor (%.0f us); padded %9.0f us, "
         "%.3fx it\n",
-        T, chosen, ours, ours / floorUs, floorUs, padded, ours / padded);
+        (long long)T, (long long)chosen, ours, ours / floorUs, floorUs, padded, ours / padded);
   }
   return 0;
 }

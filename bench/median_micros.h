@@ -8,9 +8,11 @@
 
 namespace shardscope::bench {
 
+// repeats must be at least 1.
 template <typename F>
 double medianMicros(F&& f, int repeats = 30) {
   std::vector<double> t;
+  repeats = std::max(repeats, 1);
   for (int i = 0; i < repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     const auto result = f();

@@ -10,6 +10,16 @@
 namespace shardscope::ui {
 namespace {
 
+// Whether every chosen id is an expert in [0, experts).
+bool idsWithin(const ExpertRouting& routing, int64_t experts) {
+  for (const auto& layer : routing.experts) {
+    for (int64_t e : layer) {
+      if (e < 0 || e >= experts) return false;
+    }
+  }
+  return true;
+}
+
 // Fills routing's probabilities from router_probs_L when every layer saved them with one shape
 // ([tokens, E], E covering every chosen id); otherwise leaves them empty, as for older runs.
 void readProbabilities(const trace::RunResult& r, ExpertRouting& routing) {
@@ -23,7 +33,7 @@ void readProbabilities(const trace::RunResult& r, ExpertRouting& routing) {
     experts = p.cols;
     probabilities.push_back(std::move(p.data));
   }
-  if (experts <= maxExpert(routing)) return;
+  if (!idsWithin(routing, experts)) return;
   routing.numExperts = experts;
   routing.probabilities = std::move(probabilities);
 }

@@ -52,7 +52,7 @@ RoutingView::RoutingView(QWidget* parent)
       return;
     }
     label_->setText(readOut(row, token));
-    showProbabilities(row, token);
+    if (row != shownRow_ || token != shownToken_) showProbabilities(row, token);
   });
   connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
     size_t row;
@@ -129,6 +129,8 @@ void RoutingView::setUpProbabilityPlot() {
 }
 
 void RoutingView::showProbabilities(size_t row, int64_t token) {
+  shownRow_ = row;
+  shownToken_ = token;
   chosen_->data()->clear();
   others_->data()->clear();
   if (!routing_.hasProbabilities() || row >= routing_.layers.size() || token < 0 ||
@@ -157,12 +159,11 @@ void RoutingView::showProbabilities(size_t row, int64_t token) {
   chosen_->setData(chosenKeys, chosenValues, true);
   others_->setData(otherKeys, otherValues, true);
   const QString text = token < tokens_.size() ? tokens_[int(token)] : QString("#%1").arg(token);
+  // One arg() call for all four: a token's text may itself hold "%3".
   probabilityTitle_->setText(
       tr("Router probabilities at layer %1, token '%2' (chosen in blue): the %3 chosen hold %4")
-          .arg(routing_.layers[row])
-          .arg(text)
-          .arg(routing_.topK)
-          .arg(routing_.chosenMass(row, token), 0, 'f', 2));
+          .arg(QString::number(routing_.layers[row]), text, QString::number(routing_.topK),
+               QString::number(routing_.chosenMass(row, token), 'f', 2)));
   probabilityPlot_->xAxis->setRange(-0.5, double(routing_.numExperts) - 0.5);
   probabilityPlot_->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
   probabilityPlot_->replot();
@@ -181,9 +182,7 @@ QString RoutingView::readOut(size_t row, int64_t token) const {
   }
   const QString text = token < tokens_.size() ? tokens_[int(token)] : QString("#%1").arg(token);
   return tr("layer %1, token '%2': expert %3")
-      .arg(routing_.layers[row])
-      .arg(text)
-      .arg(chosen.join(", "));
+      .arg(QString::number(routing_.layers[row]), text, chosen.join(", "));
 }
 
 QWidget* RoutingView::canvas() const {

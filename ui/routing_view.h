@@ -37,8 +37,9 @@ class RoutingView : public QWidget {
   QPoint cellCentre(size_t row, int64_t token) const;  // for tests and the screenshot tour
   QPushButton* routeButton() const { return route_; }
 
-  // The router probabilities of (row, token) in the chart (hovering a cell does this). For a
-  // routing without probabilities the chart is empty and its label says why.
+  // The router probabilities of (row, token) in the chart (hovering a cell does this; the chart
+  // keeps the last cell hovered when the cursor leaves the grid). For a routing without
+  // probabilities the chart is empty and its title says why.
   void showProbabilities(size_t row, int64_t token);
   QCustomPlot* probabilityPlot() const { return probabilityPlot_; }
   QString probabilityTitle() const;
@@ -61,6 +62,8 @@ class RoutingView : public QWidget {
   QCPBars* chosen_;
   QCPBars* others_;
   QCPTextElement* probabilityTitle_;
+  size_t shownRow_ = 0;  // the cell the chart shows
+  int64_t shownToken_ = 0;
   QLabel* label_;
   QPushButton* route_;
   ExpertRouting routing_;

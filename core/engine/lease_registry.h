@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,9 +27,10 @@ class LeaseRegistry : public std::enable_shared_from_this<LeaseRegistry<Key, Val
   // One value held: returned to the registry when the lease is destroyed. Movable, not copyable.
   class Lease {
    public:
-    Lease(Lease&& other) noexcept
+    Lease(Lease&& other) noexcept(
+        std::is_nothrow_move_constructible_v<Key>&& std::is_nothrow_move_constructible_v<Value>)
         : registry_(std::move(other.registry_)),
-          key_(other.key_),
+          key_(std::move(other.key_)),
           index_(other.index_),
           value_(std::move(other.value_)) {}
     Lease& operator=(Lease&&) = delete;
@@ -73,8 +75,9 @@ class LeaseRegistry : public std::enable_shared_from_this<LeaseRegistry<Key, Val
     size_t i = 0;
     while (i < slots.size() && slots[i].held) ++i;
     if (i == slots.size()) slots.push_back({make_(key), false});
+    Lease lease(this->shared_from_this(), key, i, slots[i].value);  // may throw: nothing held yet
     slots[i].held = true;
-    return Lease(this->shared_from_this(), key, i, slots[i].value);
+    return lease;
   }
 
   // How many values `key` has (held or not): for tests.
@@ -92,7 +95,7 @@ class LeaseRegistry : public std::enable_shared_from_this<LeaseRegistry<Key, Val
 
   void giveBack(const Key& key, size_t index) {
     std::lock_guard lock(mutex_);
-    slots_[key][index].held = false;
+    slots_.at(key).at(index).held = false;
   }
 
   Make make_;

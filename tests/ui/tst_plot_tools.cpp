@@ -150,12 +150,20 @@ class TestPlotTools : public QObject {
     routing->setRouting(r, {"The", " cat"}, 8);
     QCOMPARE(plotReadout(routing->plot(), pixelOf(routing->plot(), 1, 1)),
              QString("token  cat, layer 1: top expert 1"));
-    // Layer 0's router probabilities of its two tokens (top experts 3 and 7), and layer 1's.
+    // Router probabilities peaking at each token's chosen expert (layer 0: 3 and 7; layer 1: 5
+    // and 1), the rest 0.05 or 0.1.
     r.numExperts = 8;
-    const std::vector<double> top3 = {0.1, 0.05, 0.05, 0.4, 0.1, 0.1, 0.1, 0.1};
-    std::vector<double> layer0 = top3;
-    layer0.insert(layer0.end(), top3.rbegin(), top3.rend());
-    r.probabilities = {layer0, layer0};
+    const auto peakAt = [](int64_t e) {
+      std::vector<double> p = {0.1, 0.05, 0.05, 0.1, 0.1, 0.05, 0.05, 0.1};
+      p[size_t(e)] = 0.4;
+      return p;
+    };
+    for (size_t layer = 0; layer < 2; ++layer) {
+      std::vector<double> p = peakAt(r.experts[layer][0]);
+      const std::vector<double> second = peakAt(r.experts[layer][1]);
+      p.insert(p.end(), second.begin(), second.end());
+      r.probabilities.push_back(p);
+    }
     routing->setRouting(r, {"The", " cat"}, 8);  // the chart shows layer 0, token 0 first
     QCustomPlot* bars = routing->probabilityPlot();
     QCOMPARE(plotReadout(bars, pixelOf(bars, 3, 0.2)), QString("chosen, expert 3: 0.4"));

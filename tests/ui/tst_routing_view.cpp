@@ -249,6 +249,13 @@ class TestRoutingView : public QObject {
                  title.contains("the 2 chosen hold 0.50"),
              qPrintable(title));
 
+    // A token's text is shown as it is, even one that looks like a placeholder.
+    view.setRouting(*expertRoutingOf(routingRunWithProbabilities()), {"The", "%3%4", " is"}, 8);
+    view.showProbabilities(0, 1);
+    QVERIFY2(view.probabilityTitle().contains("token '%3%4' (chosen in blue): the 2 chosen hold"),
+             qPrintable(view.probabilityTitle()));
+    QCOMPARE(view.readOut(0, 1), QString("layer 1, token '%3%4': expert 2 (0.60), 0 (0.40)"));
+
     view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
     QVERIFY(view.chosenBars()->data()->isEmpty());
   }

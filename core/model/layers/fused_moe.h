@@ -14,8 +14,8 @@
 //                  whole and computes them for the tokens routed to them; others add nothing.
 // Tokens are grouped by expert and only experts with tokens run, so a decode step reads only the
 // chosen experts' weights: on a GPU (up to a few hundred tokens) by the fused kernels, which keep
-// the routing on the device so CUDA graphs record the step; elsewhere (prefills) by
-// GroupedExperts, which reads the counts on the host and runs each expert's rows as one group.
+// the routing on the device so CUDA graphs record the step; elsewhere (GPU prefills, and every
+// batch on the CPU) by GroupedExperts, which runs each expert's rows as one group.
 // Parameters as vLLM's: w13_weight [E, 2I, H] (per rank [g_r | u_r] per expert, gathered in rank
 // order as gate_up_proj is) and w2_weight [E, H, I].
 #pragma once

@@ -1,8 +1,9 @@
-// GroupedExperts: the experts of a batch that the fused decode kernels do not take (a prefill),
-// tokens grouped by expert so that each local expert's weights are read once:
+// GroupedExperts: the experts of a batch that the fused GPU kernels do not take (a GPU prefill;
+// every batch on the CPU), tokens grouped by expert so that each local expert's weights are read
+// once:
 //   y_t = sum over t's chosen local experts e (in increasing e, each add rounded, as Hugging
 //         Face's index_add_ over experts) of w_te * (silu(x_t G_e^T) * (x_t U_e^T)) D_e^T.
-// Two ways to run the grouped matmuls:
+// Three ways to run the grouped matmuls:
 //   Ragged  the grouped GEMM (LibTorch >= 2.9, at::_grouped_mm; Hopper's fast path): the (token,
 //           choice) rows sorted by expert, each expert's rows multiplied by its weights, no
 //           padding, no host read (the layer never waits for the GPU). bf16 on a GPU, H and I
@@ -11,9 +12,10 @@
 //           matmuls (any dtype and device; the padding costs FLOPs when routing is skewed, and
 //           every local expert's weights are read, chosen or not; the counts are read on the
 //           host to size the batch).
-//   ExpertByExpert  the chosen local experts one after another, two matmuls each (linearForward:
-//           one row takes the GEMV): only the chosen experts' weights are read. The CPU's way: it
-//           has no launch cost to spread, and a decode step chooses k of its experts.
+//   ExpertByExpert  the chosen local experts one after another, two matmuls each through
+//           linearForward (one fp32 row on the CPU is a GEMV): only the chosen experts' weights
+//           are read. The CPU's way: it has no launch cost to spread, and a decode step chooses
+//           k of its experts.
 #pragma once
 
 #include <ATen/ATen.h>
