@@ -74,6 +74,14 @@ std::optional<ExpertRouting> expertRoutingOf(const trace::RunResult& r) {
   return out;
 }
 
+std::vector<int64_t> ExpertRouting::load(size_t row, int64_t numExperts) const {
+  std::vector<int64_t> count(size_t(std::max<int64_t>(numExperts, 0)), 0);
+  for (int64_t e : experts[row]) {
+    if (e >= 0 && e < numExperts) ++count[size_t(e)];
+  }
+  return count;
+}
+
 double ExpertRouting::chosenMass(size_t row, int64_t token) const {
   double mass = 0;
   for (int64_t k = 0; k < topK; ++k) mass += probability(row, token, expert(row, token, k));

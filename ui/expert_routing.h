@@ -40,6 +40,8 @@ struct ExpertRouting {
   }
   // The router probability the chosen experts of (row, token) hold together.
   double chosenMass(size_t row, int64_t token) const;
+  // Per expert e in [0, numExperts): how many of the tokens chose e at row `row`.
+  std::vector<int64_t> load(size_t row, int64_t numExperts) const;
 };
 
 // The routing a run saved, or nullopt when it saved none (or shapes disagree between layers).

@@ -1,6 +1,7 @@
 #include "routing_view.h"
 
 #include <qcustomplot.h>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "expert_chart.h"
 #include "plot_widget.h"
 #include "readout_label.h"
 
@@ -17,17 +19,22 @@ namespace shardscope::ui {
 RoutingView::RoutingView(QWidget* parent)
     : QWidget(parent),
       plot_(new PlotWidget(this)),
-      probabilityPlot_(new PlotWidget(this)),
+      chart_(new ExpertChart(this)),
+      chartKind_(new QComboBox(this)),
       label_(new QLabel(this)),
       route_(new QPushButton(tr("Route prompt"), this)) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
   bar->addWidget(route_);
   bar->addWidget(label_, 1);
+  chartKind_->addItem(tr("Cell: router probabilities"));
+  chartKind_->addItem(tr("Layer: expert load"));
+  chartKind_->setToolTip(tr("What the chart under the grid shows for the cell hovered last"));
+  bar->addWidget(chartKind_);
   keepLabelFromWidening(label_);
   layout->addLayout(bar);
   layout->addWidget(plot_, 3);
-  layout->addWidget(probabilityPlot_, 2);
+  layout->addWidget(chart_, 2);
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   auto* scale = new QCPColorScale(plot_);
   scale->axis()->setLabel(tr("top expert"));
@@ -42,7 +49,8 @@ RoutingView::RoutingView(QWidget* parent)
   plot_->yAxis->setLabel(tr("layer"));
   plot_->yAxis->setRangeReversed(true);
   plot_->setMouseTracking(true);
-  setUpProbabilityPlot();
+  connect(chartKind_, &QComboBox::currentIndexChanged, this,
+          [this] { showCell(shownRow_, shownToken_); });
   connect(route_, &QPushButton::clicked, this, &RoutingView::routeRequested);
   connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
     size_t row;
@@ -52,7 +60,7 @@ RoutingView::RoutingView(QWidget* parent)
       return;
     }
     label_->setText(readOut(row, token));
-    if (row != shownRow_ || token != shownToken_) showProbabilities(row, token);
+    if (row != shownRow_ || token != shownToken_) showCell(row, token);
   });
   connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
     size_t row;
@@ -66,10 +74,11 @@ RoutingView::RoutingView(QWidget* parent)
 void RoutingView::clear(const QString& hint) {
   routing_ = ExpertRouting{};
   tokens_.clear();
+  numExperts_ = 0;
   map_->data()->clear();
   label_->setText(hint);
   plot_->replot();
-  showProbabilities(0, 0);
+  showCell(0, 0);
 }
 
 QString RoutingView::hint() const {
@@ -80,6 +89,7 @@ void RoutingView::setRouting(const ExpertRouting& routing, const QStringList& to
                              int64_t numExperts) {
   routing_ = routing;
   tokens_ = tokenLabels;
+  numExperts_ = std::max({numExperts, routing.numExperts, maxExpert(routing) + 1});
   const int rows = int(routing.layers.size()), cols = int(routing.tokens);
   QCPColorGradient hues = map_->gradient();
   hues.setLevelCount(int(std::max<int64_t>(numExperts, 2)));
@@ -102,75 +112,39 @@ void RoutingView::setRouting(const ExpertRouting& routing, const QStringList& to
   plot_->yAxis->setRange(-0.5, rows - 0.5);
   label_->setText(hint());
   plot_->replot();
-  showProbabilities(0, 0);
+  showCell(0, 0);
 }
 
-void RoutingView::setUpProbabilityPlot() {
-  chosen_ = new QCPBars(probabilityPlot_->xAxis, probabilityPlot_->yAxis);
-  others_ = new QCPBars(probabilityPlot_->xAxis, probabilityPlot_->yAxis);
-  chosen_->setName(tr("chosen"));
-  others_->setName(tr("not chosen"));
-  chosen_->setBrush(QColor(31, 119, 180));
-  chosen_->setPen(Qt::NoPen);
-  others_->setBrush(QColor(175, 175, 175));
-  others_->setPen(Qt::NoPen);
-  probabilityPlot_->xAxis->setLabel(tr("expert"));
-  probabilityPlot_->yAxis->setLabel(tr("router probability"));
-  probabilityPlot_->plotLayout()->insertRow(0);
-  probabilityTitle_ = new QCPTextElement(probabilityPlot_, QString());
-  probabilityPlot_->plotLayout()->addElement(0, 0, probabilityTitle_);
-  // Expert ids are whole numbers: ticks on multiples of 1 (of 5, 10, ... when they crowd).
-  QSharedPointer<QCPAxisTickerFixed> experts(new QCPAxisTickerFixed);
-  experts->setTickStep(1);
-  experts->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-  probabilityPlot_->xAxis->setTicker(experts);
-  probabilityPlot_->yAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
-  probabilityPlot_->yAxis->ticker()->setTickCount(3);
+void RoutingView::setChart(Chart chart) {
+  chartKind_->setCurrentIndex(chart == Chart::LayerLoad ? 1 : 0);
 }
 
-void RoutingView::showProbabilities(size_t row, int64_t token) {
+RoutingView::Chart RoutingView::chartKind() const {
+  return chartKind_->currentIndex() == 1 ? Chart::LayerLoad : Chart::CellProbabilities;
+}
+
+void RoutingView::showCell(size_t row, int64_t token) {
   shownRow_ = row;
   shownToken_ = token;
-  chosen_->data()->clear();
-  others_->data()->clear();
-  if (!routing_.hasProbabilities() || row >= routing_.layers.size() || token < 0 ||
-      token >= routing_.tokens) {
-    // Kept in place (not hidden), so the grid above does not jump between runs.
-    probabilityTitle_->setText(routing_.layers.empty()
-                                   ? tr("Router probabilities of the cell under the cursor")
-                                   : tr("This run saved no router probabilities: route the "
-                                        "prompt again to see them"));
-    probabilityPlot_->xAxis->setRange(-0.5, 7.5);
-    probabilityPlot_->yAxis->setRange(0, 1);
-    probabilityPlot_->replot();
+  // Kept in place (not hidden) when there is nothing to show, so the grid does not jump.
+  if (row >= routing_.layers.size() || token < 0 || token >= routing_.tokens) {
+    chart_->showNothing(
+        tr("Hover a cell of the grid for its router probabilities or its "
+           "layer's load"));
     return;
   }
-  std::vector<bool> isChosen(size_t(routing_.numExperts), false);
-  for (int64_t k = 0; k < routing_.topK; ++k)
-    isChosen[size_t(routing_.expert(row, token, k))] = true;
-  QVector<double> chosenKeys, chosenValues, otherKeys, otherValues;
-  double top = 0;
-  for (int64_t e = 0; e < routing_.numExperts; ++e) {
-    const double p = routing_.probability(row, token, e);
-    top = std::max(top, p);
-    (isChosen[size_t(e)] ? chosenKeys : otherKeys).push_back(double(e));
-    (isChosen[size_t(e)] ? chosenValues : otherValues).push_back(p);
+  if (chartKind() == Chart::LayerLoad) {
+    chart_->showLoad(routing_, row, numExperts_);
+    return;
   }
-  chosen_->setData(chosenKeys, chosenValues, true);
-  others_->setData(otherKeys, otherValues, true);
+  if (!routing_.hasProbabilities()) {
+    chart_->showNothing(
+        tr("This run saved no router probabilities: route the prompt again to "
+           "see them (the layer's load shows without them)"));
+    return;
+  }
   const QString text = token < tokens_.size() ? tokens_[int(token)] : QString("#%1").arg(token);
-  // One arg() call for all four: a token's text may itself hold "%3".
-  probabilityTitle_->setText(
-      tr("Router probabilities at layer %1, token '%2' (chosen in blue): the %3 chosen hold %4")
-          .arg(QString::number(routing_.layers[row]), text, QString::number(routing_.topK),
-               QString::number(routing_.chosenMass(row, token), 'f', 2)));
-  probabilityPlot_->xAxis->setRange(-0.5, double(routing_.numExperts) - 0.5);
-  probabilityPlot_->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
-  probabilityPlot_->replot();
-}
-
-QString RoutingView::probabilityTitle() const {
-  return probabilityTitle_->text();
+  chart_->showProbabilities(routing_, row, token, text);
 }
 
 QString RoutingView::readOut(size_t row, int64_t token) const {

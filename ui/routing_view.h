@@ -1,9 +1,9 @@
 // RoutingView: the experts each token chose in each MoE layer (tokens x sparse layers). A cell's
 // colour is the expert with the highest router weight; hovering reads out every chosen expert with
-// its weight, and the chart below it shows that cell's router probability for every expert, the
-// chosen ones highlighted. Clicking a cell emits expertClicked(layer, expert) for that cell's top
-// expert: the window ablates it (its router logit set to -inf) in a recorded run. "Route prompt"
-// asks the window for a routing run of the first prompt.
+// its weight, and the chart below shows, as its selector says, that cell's router probability for
+// every expert or its layer's load. Clicking a cell emits expertClicked(layer, expert) for that
+// cell's top expert: the window ablates it (its router logit set to -inf) in a recorded run.
+// "Route prompt" asks the window for a routing run of the first prompt.
 #pragma once
 
 #include <QStringList>
@@ -12,13 +12,14 @@
 #include "expert_routing.h"
 
 class QCustomPlot;
-class QCPBars;
 class QCPColorMap;
-class QCPTextElement;
+class QComboBox;
 class QLabel;
 class QPushButton;
 
 namespace shardscope::ui {
+
+class ExpertChart;
 
 class RoutingView : public QWidget {
   Q_OBJECT
@@ -37,33 +38,32 @@ class RoutingView : public QWidget {
   QPoint cellCentre(size_t row, int64_t token) const;  // for tests and the screenshot tour
   QPushButton* routeButton() const { return route_; }
 
-  // The router probabilities of (row, token) in the chart (hovering a cell does this; the chart
-  // keeps the last cell hovered when the cursor leaves the grid). For a routing without
-  // probabilities the chart is empty and its title says why.
-  void showProbabilities(size_t row, int64_t token);
-  QCustomPlot* probabilityPlot() const { return probabilityPlot_; }
-  QString probabilityTitle() const;
-  // The chart's bars: the chosen experts and the others, keyed by expert id.
-  const QCPBars* chosenBars() const { return chosen_; }
-  const QCPBars* otherBars() const { return others_; }
+  // What the chart below the grid shows for the cell hovered last.
+  enum class Chart { CellProbabilities, LayerLoad };
+  void setChart(Chart chart);
+  Chart chartKind() const;
+  // The chart for (row, token) (hovering a cell does this; the chart keeps the last cell hovered
+  // when the cursor leaves the grid). A routing without probabilities gives an empty probability
+  // chart whose title says why; its load still shows.
+  void showCell(size_t row, int64_t token);
+  ExpertChart* chart() const { return chart_; }
+  QComboBox* chartSelector() const { return chartKind_; }
 
  Q_SIGNALS:
   void routeRequested();
   void expertClicked(qint64 layer, qint64 expert);
 
  private:
-  void setUpProbabilityPlot();
   // The (row, token) under a pixel, or false.
   bool cellAt(const QPoint& pixel, size_t& row, int64_t& token) const;
 
   QCustomPlot* plot_;
   QCPColorMap* map_;
-  QCustomPlot* probabilityPlot_;
-  QCPBars* chosen_;
-  QCPBars* others_;
-  QCPTextElement* probabilityTitle_;
+  ExpertChart* chart_;
+  QComboBox* chartKind_;
   size_t shownRow_ = 0;  // the cell the chart shows
   int64_t shownToken_ = 0;
+  int64_t numExperts_ = 0;
   QLabel* label_;
   QPushButton* route_;
   ExpertRouting routing_;

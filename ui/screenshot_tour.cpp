@@ -36,6 +36,8 @@ void ScreenshotTour::planSteps() {
         {"10-expert-ablation",
          [this] {
            const ExpertRouting routing = window_.routingView()->routing();
+           // The chart's other view, so the guide shows both: the first layer's expert load.
+           window_.routingView()->setChart(RoutingView::Chart::LayerLoad);
            window_.runExpertAblation(routing.layers.front(), routing.expert(0, 0, 0));
          }},
     };

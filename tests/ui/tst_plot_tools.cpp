@@ -13,6 +13,7 @@
 #include "ui/heatmap_view.h"
 #include "ui/logit_lens_view.h"
 #include "ui/plot_tools.h"
+#include "ui/expert_chart.h"
 #include "ui/routing_view.h"
 #include "ui/top_k_view.h"
 
@@ -165,7 +166,7 @@ class TestPlotTools : public QObject {
       r.probabilities.push_back(p);
     }
     routing->setRouting(r, {"The", " cat"}, 8);  // the chart shows layer 0, token 0 first
-    QCustomPlot* bars = routing->probabilityPlot();
+    QCustomPlot* bars = routing->chart();
     QCOMPARE(plotReadout(bars, pixelOf(bars, 3, 0.2)), QString("chosen, expert 3: 0.4"));
     QCOMPARE(plotReadout(bars, pixelOf(bars, 2, 0.02)), QString("not chosen, expert 2: 0.05"));
     // Outside the axes there is nothing to read.

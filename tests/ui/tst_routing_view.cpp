@@ -3,6 +3,7 @@
 // (hover read-out, a click on a cell names its layer and top expert, the Route button).
 // tst_main_window runs the scripts on a Qwen3-MoE model end to end.
 #include <qcustomplot.h>
+#include <QComboBox>
 #include <QLayout>
 #include <QMouseEvent>
 #include <QPushButton>
@@ -10,6 +11,7 @@
 #include <QtTest>
 #include <cstring>
 
+#include "ui/expert_chart.h"
 #include "ui/expert_routing.h"
 #include "ui/routing_view.h"
 #include "ui/script_builder.h"
@@ -223,41 +225,74 @@ class TestRoutingView : public QObject {
     QSignalSpy route(&view, &RoutingView::routeRequested);
     view.routeButton()->click();
     QCOMPARE(route.count(), 1);
-    QVERIFY(view.chosenBars()->data()->isEmpty());  // no probabilities saved: an empty chart
-    QVERIFY(view.otherBars()->data()->isEmpty());
-    QVERIFY(view.probabilityTitle().contains("saved no router probabilities"));
+    QVERIFY(
+        view.chart()->chosenBars()->data()->isEmpty());  // no probabilities saved: an empty chart
+    QVERIFY(view.chart()->otherBars()->data()->isEmpty());
+    QVERIFY(view.chart()->title().contains("saved no router probabilities"));
   }
 
   void hoveringACellChartsItsRouterProbabilities() {
     RoutingView view;
     QVERIFY(shown(view));
     view.setRouting(*expertRoutingOf(routingRunWithProbabilities()), {"The", " capital", " is"}, 8);
-    QCOMPARE(keys(view.chosenBars()), (QVector<double>{1, 5}));  // layer 1, token 0 first
-    QCOMPARE(keys(view.otherBars()), (QVector<double>{0, 2, 3, 4, 6, 7}));
+    QCOMPARE(keys(view.chart()->chosenBars()), (QVector<double>{1, 5}));  // layer 1, token 0 first
+    QCOMPARE(keys(view.chart()->otherBars()), (QVector<double>{0, 2, 3, 4, 6, 7}));
 
     QMouseEvent move(QEvent::MouseMove, QPointF(view.cellCentre(1, 1)),
                      view.canvas()->mapToGlobal(QPointF(view.cellCentre(1, 1))), Qt::NoButton,
                      Qt::NoButton, Qt::NoModifier);
     QCoreApplication::sendEvent(view.canvas(), &move);
-    QCOMPARE(keys(view.chosenBars()), (QVector<double>{1, 6}));  // layer 3, token ' capital'
-    QCOMPARE(float(valueAt(view.chosenBars(), 6)), 0.4f);
-    QCOMPARE(float(valueAt(view.chosenBars(), 1)), 0.1f);
-    QCOMPARE(float(valueAt(view.otherBars(), 0)), 0.5f / 6);
-    QCOMPARE(valueAt(view.otherBars(), 6), -1.0);  // a chosen expert is not among the others
-    const QString title = view.probabilityTitle();
+    QCOMPARE(keys(view.chart()->chosenBars()),
+             (QVector<double>{1, 6}));  // layer 3, token ' capital'
+    QCOMPARE(float(valueAt(view.chart()->chosenBars(), 6)), 0.4f);
+    QCOMPARE(float(valueAt(view.chart()->chosenBars(), 1)), 0.1f);
+    QCOMPARE(float(valueAt(view.chart()->otherBars(), 0)), 0.5f / 6);
+    QCOMPARE(valueAt(view.chart()->otherBars(), 6),
+             -1.0);  // a chosen expert is not among the others
+    const QString title = view.chart()->title();
     QVERIFY2(title.contains("layer 3") && title.contains("' capital'") &&
                  title.contains("the 2 chosen hold 0.50"),
              qPrintable(title));
 
     // A token's text is shown as it is, even one that looks like a placeholder.
     view.setRouting(*expertRoutingOf(routingRunWithProbabilities()), {"The", "%3%4", " is"}, 8);
-    view.showProbabilities(0, 1);
-    QVERIFY2(view.probabilityTitle().contains("token '%3%4' (chosen in blue): the 2 chosen hold"),
-             qPrintable(view.probabilityTitle()));
+    view.showCell(0, 1);
+    QVERIFY2(view.chart()->title().contains("token '%3%4' (chosen in blue): the 2 chosen hold"),
+             qPrintable(view.chart()->title()));
     QCOMPARE(view.readOut(0, 1), QString("layer 1, token '%3%4': expert 2 (0.60), 0 (0.40)"));
 
     view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
-    QVERIFY(view.chosenBars()->data()->isEmpty());
+    QVERIFY(view.chart()->chosenBars()->data()->isEmpty());
+  }
+
+  void theLoadChartCountsTheTokensOfEachExpert() {
+    RoutingView view;
+    QVERIFY(shown(view));
+    // routingRun has no probabilities: the load needs none.
+    view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
+    view.chartSelector()->setCurrentIndex(1);  // as the user picks "Layer: expert load"
+    QCOMPARE(view.chartKind(), RoutingView::Chart::LayerLoad);
+    // Layer 1 (row 0) chose {5, 1}, {2, 0}, {7, 5}: expert 5 twice, 3, 4 and 6 never.
+    QCOMPARE(keys(view.chart()->chosenBars()), (QVector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+    const QVector<double> load0 = {1, 1, 1, 0, 0, 2, 0, 1};
+    for (int e = 0; e < 8; ++e) QCOMPARE(valueAt(view.chart()->chosenBars(), e), load0[e]);
+    QVERIFY(view.chart()->otherBars()->data()->isEmpty());
+    QVERIFY2(view.chart()->title().contains("Layer 1:") &&
+                 view.chart()->title().contains("3 of 8 chosen by none, the busiest by 2"),
+             qPrintable(view.chart()->title()));
+    view.showCell(1, 2);  // layer 3: {3, 4}, {6, 1}, {0, 2}: every one once but 5 and 7
+    const QVector<double> load1 = {1, 1, 1, 1, 1, 0, 1, 0};
+    for (int e = 0; e < 8; ++e) QCOMPARE(valueAt(view.chart()->chosenBars(), e), load1[e]);
+    // Back to the cell's probabilities, which this run did not save.
+    view.setChart(RoutingView::Chart::CellProbabilities);
+    QVERIFY(view.chart()->chosenBars()->data()->isEmpty());
+    QVERIFY(view.chart()->title().contains("saved no router probabilities"));
+  }
+
+  void loadCountsOnlyExpertsInRange() {
+    const ExpertRouting r = *expertRoutingOf(routingRun());
+    QCOMPARE(r.load(0, 8), (std::vector<int64_t>{1, 1, 1, 0, 0, 2, 0, 1}));
+    QCOMPARE(r.load(0, 4), (std::vector<int64_t>{1, 1, 1, 0}));  // 5 and 7 lie outside
   }
 };
 
