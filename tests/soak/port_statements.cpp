@@ -242,7 +242,11 @@ std::string PortStatements::saveRead(const Port& p, int invoke, const std::strin
   const std::string j = std::to_string(invoke);
   const int how = rng_.below(20);
   const bool fused = p.layout == Layout::FusedQkv || p.layout == Layout::FusedGateUp;
-  if (how == 0 && !p.readOnly && !fused) {  // a fused view is in rank order: not comparable
+  // attn.output and act_fn.output are the tensors o_proj and down_proj then read: a view kept
+  // past a write there shows it at tp=1 only (docs/trace-language.md, Writes).
+  const bool sharedWithNext =
+      p.suffix == ".self_attn.attn.output" || p.suffix == ".mlp.act_fn.output";
+  if (how == 0 && !p.readOnly && !fused && !sharedWithNext) {  // fused views are in rank order
     feature("append-view");
     return "r" + j + ".append(" + x + ")";
   }
