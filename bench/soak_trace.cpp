@@ -48,12 +48,13 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "soak_trace: %s\nusage: soak_trace [--minutes M] [--seed S] [--scripts N] "
-               "[--device cpu|cuda] [--backend local|nccl] [--dtype f32|bf16|f16] [--eager] "
-               "[--tp N] [--timeout SECONDS] [--tolerance X] [--fresh-every N] "
-               "[--error-probability P] [--model SPEC] [--log FILE] [--script-seed N] [--print]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "soak_trace: %s\nusage: soak_trace [--minutes M] [--seed S] [--scripts N] "
+      "[--device cpu|cuda] [--backend local|nccl] [--dtype f32|bf16|f16] [--eager] "
+      "[--tp N] [--enable-expert-parallel] [--timeout SECONDS] [--tolerance X] [--fresh-every N] "
+      "[--error-probability P] [--model SPEC] [--log FILE] [--script-seed N] [--print]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -87,6 +88,8 @@ Args parse(int argc, char** argv) {
         a.session.dtype = value();
       else if (k == "--eager")
         a.generator.enforceEager = true;
+      else if (k == "--enable-expert-parallel")
+        a.generator.expertParallel = true;
       else if (k == "--tp")
         a.session.tp = std::stoi(value());
       else if (k == "--timeout")
@@ -110,21 +113,6 @@ Args parse(int argc, char** argv) {
   if (a.session.tp < 2) usage("--tp must be at least 2 (tp=1 is the reference)");
   a.session.compare.tolerance = a.tolerance > 0 ? a.tolerance : defaultTolerance(a.session.dtype);
   return a;
-}
-
-// The widths the generator needs, from the model's config.json.
-ModelShape shapeOf(const std::string& spec) {
-  const ModelConfig c =
-      openModelSource(isDemoSpec(spec) ? ensureDemoModel().string() : spec).config;
-  ModelShape s;
-  s.layers = int(c.numLayers);
-  s.heads = int(c.numHeads);
-  s.kvHeads = int(c.numKvHeads);
-  s.headDim = int(c.headDim);
-  s.hidden = int(c.hiddenSize);
-  s.intermediate = int(c.intermediateSize);
-  s.qkNorm = c.qkNorm;
-  return s;
 }
 
 // What the run has seen so far; read by the hang handler on the watchdog's thread.
@@ -176,16 +164,17 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   const double tolerance = args.session.compare.tolerance;
-  args.generator.model = shapeOf(args.session.modelSpec);
+  args.generator.model = modelShapeOf(args.session.modelSpec);
   char head[512];
   std::snprintf(head, sizeof head,
                 "soak_trace: seed %llu, %.1f minutes, model %s (%d layers), device %s, tp=1 "
-                "(local) vs tp=%d (%s), %s, %s, tolerance %.3g, timeout %g s, fresh engines "
+                "(local) vs tp=%d (%s)%s, %s, %s, tolerance %.3g, timeout %g s, fresh engines "
                 "every %d scripts",
                 (unsigned long long)args.seed, args.minutes,
                 args.session.modelSpec.empty() ? "demo" : args.session.modelSpec.c_str(),
                 args.generator.model.layers, args.session.device.c_str(), args.session.tp,
-                args.session.backend.c_str(), args.session.dtype.c_str(),
+                args.session.backend.c_str(),
+                args.generator.expertParallel ? " expert parallel" : "", args.session.dtype.c_str(),
                 args.generator.enforceEager ? "enforce_eager" : "graphs on", tolerance,
                 args.session.timeoutSeconds, args.session.freshEvery);
   say(head);

@@ -5,11 +5,6 @@
 namespace shardscope::soak {
 namespace {
 
-struct PortDef {
-  const char* suffix;  // after model.model.layers[i]
-  Layout layout;
-};
-
 // One layer's ports in the order the model runs them (core/model/families/dense_decoder.cpp);
 // the index is the port's order within the layer.
 const std::vector<PortDef> kLayerPorts = {
@@ -33,10 +28,28 @@ const std::vector<PortDef> kLayerPorts = {
     {".output[0]", Layout::Hidden},
 };
 
+// A sparse layer's (Qwen3-MoE, core/model/families/qwen3_moe.cpp): the same up to mlp.input, then
+// the router's logits (replicated), the experts' output (a per-rank partial sum, read reduced) and
+// the block's output.
+constexpr size_t kMlpInput = 11;  // .mlp.input's order in both lists
+constexpr size_t kRouter = kMlpInput + 1, kExperts = kMlpInput + 2;
+const std::vector<PortDef> kSparseLayerPorts = [] {
+  std::vector<PortDef> ports(kLayerPorts.begin(), kLayerPorts.begin() + kMlpInput + 1);
+  ports.push_back({".mlp.gate.output[0]", Layout::Router});
+  ports.push_back({".mlp.experts.output", Layout::Hidden});
+  ports.push_back({".mlp.output", Layout::Hidden});
+  ports.push_back({".output[0]", Layout::Hidden});
+  return ports;
+}();
+
 const std::vector<std::string> kScales = {"0.5", "1.5", "-1.0", "0.25", "2.0"};
 const std::vector<std::string> kShifts = {"0.1", "-0.5", "1.0", "0.03"};
 
 }  // namespace
+
+const std::vector<PortDef>& PortStatements::portsOf(int layer) const {
+  return m_.isSparse(layer) ? kSparseLayerPorts : kLayerPorts;
+}
 
 std::string PortStatements::layerExpr(int i) {
   if (i == m_.layers - 1 && rng_.chance(0.3)) return "model.model.layers[-1]";
@@ -44,7 +57,7 @@ std::string PortStatements::layerExpr(int i) {
 }
 
 Port PortStatements::layerPort(int layer, size_t order) {
-  const PortDef& d = kLayerPorts[order];
+  const PortDef& d = portsOf(layer)[order];
   Port p;
   p.position = layer * kLayerStride + int(order);
   p.layer = layerExpr(layer);
@@ -66,6 +79,8 @@ Port PortStatements::layerPort(int layer, size_t order) {
     p.width = m_.heads;
   } else if (s == ".self_attn.k_norm.output") {
     p.width = m_.kvHeads;
+  } else if (s == ".mlp.gate.output[0]") {
+    p.width = m_.experts;
   }
   if (s == ".output[0]" && rng_.chance(0.3)) {  // the residual stream, as the logit lens reads it
     p.expr = "sum(" + p.layer + ".output)";
@@ -90,9 +105,16 @@ Port PortStatements::randomPort() {
     return p;
   }
   for (;;) {
-    const size_t order = size_t(rng_.below(int(kLayerPorts.size())));
+    size_t order = size_t(rng_.below(int(kLayerPorts.size())));
     if (!m_.qkNorm && (order == 4 || order == 5)) continue;
-    return layerPort(rng_.below(m_.layers), order);
+    const int layer = rng_.below(m_.layers);
+    // A sparse layer's router and experts (2 of its 15 ports) come up a third of the time.
+    if (m_.isSparse(layer)) {
+      order = rng_.chance(0.35) ? (rng_.chance(0.5) ? kRouter : kExperts)
+                                : size_t(rng_.below(int(kSparseLayerPorts.size())));
+    }
+    if (!m_.qkNorm && (order == 4 || order == 5)) continue;
+    return layerPort(layer, order);
   }
 }
 
@@ -164,6 +186,15 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
       return rng_.chance(0.5) ? x + ".sort(-1)[0]" : x + ".abs().sum(-1)";
     case Layout::Samples:
       return x + ".clone()";
+    case Layout::Router:  // probabilities: an expert ablated to -inf reads as 0
+      switch (rng_.below(3)) {
+        case 0:
+          return x + ".softmax(-1)[-1:].clone()";
+        case 1:
+          return x + ".softmax(-1)[:, " + readSlice(p.width) + "].clone()";
+        default:
+          return x + ".softmax(-1).clone()";
+      }
   }
   return x + ".clone()";
 }
@@ -219,6 +250,18 @@ std::vector<std::string> PortStatements::writeOf(const Port& p, const std::strin
     case Layout::Samples:
       feature("forced-sample");
       return {x + "[:] = 9625"};
+    case Layout::Router:
+      switch (rng_.below(4)) {
+        case 0:  // no token routes to this expert, as the routing view's ablation does
+          feature("expert-ablation");
+          return {x + "[:, " + std::to_string(rng_.below(p.width)) + "] = float(\"-inf\")"};
+        case 1:
+          return {x + " *= " + scale()};
+        case 2:
+          return {x + "[:, " + slice(p.width) + "] = 0"};
+        default:
+          return {x + " += " + rng_.pick(kShifts)};
+      }
   }
   return {};
 }
@@ -241,12 +284,14 @@ Item PortStatements::portItem(const Port& p, int invoke) {
 std::string PortStatements::saveRead(const Port& p, int invoke, const std::string& x) {
   const std::string j = std::to_string(invoke);
   const int how = rng_.below(20);
-  const bool fused = p.layout == Layout::FusedQkv || p.layout == Layout::FusedGateUp;
+  // A fused view is in rank order; a router view may hold an ablated expert's -inf.
+  const bool fused =
+      p.layout == Layout::FusedQkv || p.layout == Layout::FusedGateUp || p.layout == Layout::Router;
   // attn.output and act_fn.output are the tensors o_proj and down_proj then read: a view kept
   // past a write there shows it at tp=1 only (docs/trace-language.md, Writes).
   const bool sharedWithNext =
       p.suffix == ".self_attn.attn.output" || p.suffix == ".mlp.act_fn.output";
-  if (how == 0 && !p.readOnly && !fused && !sharedWithNext) {  // fused views are in rank order
+  if (how == 0 && !p.readOnly && !fused && !sharedWithNext) {
     feature("append-view");
     return "r" + j + ".append(" + x + ")";
   }
@@ -267,7 +312,7 @@ Item PortStatements::errorItem(int invoke) {
   switch (rng_.below(4)) {
     case 0: {  // read a port the model already passed in this step
       error_ = "ran-past";
-      const size_t later = size_t(rng_.between(1, int(kLayerPorts.size()) - 1));
+      const size_t later = size_t(rng_.between(1, int(portsOf(layer).size()) - 1));
       size_t earlier = size_t(rng_.below(int(later)));
       if (!m_.qkNorm && (earlier == 4 || earlier == 5)) earlier = 3;
       const Port q = layerPort(layer, later == 4 || later == 5 ? 6 : later);

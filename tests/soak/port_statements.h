@@ -26,6 +26,13 @@ enum class Layout {
   FusedQkv,     // rank-order [q0 k0 v0 | q1 k1 v1]: accessors, sorting or whole edits only
   FusedGateUp,  // rank-order [g0 u0 | g1 u1]: sorting or whole edits only
   Samples,      // [1] sampled id
+  Router,       // [T, experts] router logits (mlp.gate.output[0]), replicated on every rank
+};
+
+// A decoder layer's port: its expression after model.model.layers[i], and its layout.
+struct PortDef {
+  const char* suffix;
+  Layout layout;
 };
 
 constexpr int kLayerStride = 100;  // position = layer * stride + order
@@ -56,7 +63,8 @@ class PortStatements {
   std::string layerExpr(int i);
   // Where model.logits comes in a step (after every layer and the final norm).
   int logitsPosition() const { return m_.layers * kLayerStride + 1; }
-  // Port `order` of kLayerPorts at layer `layer`, with its width and expression.
+  // Port `order` of layer `layer`'s ports (a dense or a sparse MLP's), with its width and
+  // expression.
   Port layerPort(int layer, size_t order);
   Port randomPort();
   // Invoke `invoke`'s statements at `p`: a read saved or kept, a write, or both.
@@ -78,6 +86,7 @@ class PortStatements {
   std::string takeFeatures();
 
  private:
+  const std::vector<PortDef>& portsOf(int layer) const;
   std::string slice(int width);
   std::string readSlice(int width);
   std::string scale();

@@ -9,6 +9,22 @@
 
 namespace shardscope::soak {
 
+ModelShape modelShapeOf(const std::string& modelSpec) {
+  const ModelConfig c =
+      openModelSource(isDemoSpec(modelSpec) ? ensureDemoModel().string() : modelSpec).config;
+  ModelShape s;
+  s.layers = int(c.numLayers);
+  s.heads = int(c.numHeads);
+  s.kvHeads = int(c.numKvHeads);
+  s.headDim = int(c.headDim);
+  s.hidden = int(c.hiddenSize);
+  s.intermediate = int(c.intermediateSize);
+  s.qkNorm = c.qkNorm;
+  s.experts = int(c.moe.numExperts);
+  for (int64_t l = 0; l < c.numLayers; ++l) s.sparse.push_back(c.isSparseLayer(l));
+  return s;
+}
+
 SoakSession::SoakSession(SoakConfig config, Watchdog::OnTimeout onHang)
     : config_(std::move(config)), watchdog_(std::move(onHang)) {}
 

@@ -14,6 +14,7 @@
 
 #include "soak_compare.h"
 #include "soak_watchdog.h"
+#include "trace_script_generator.h"
 
 namespace shardscope::trace {
 class ScriptRunner;
@@ -38,6 +39,10 @@ struct ScriptReport {
   RunOutcome reference, candidate;
   Comparison comparison;
 };
+
+// The widths and layer kinds the generator needs, from the config.json of what VLLM("demo") loads
+// (a SoakConfig::modelSpec; "" is the built-in demo model).
+ModelShape modelShapeOf(const std::string& modelSpec);
 
 class SoakSession {
  public:

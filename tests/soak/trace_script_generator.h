@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardscope::soak {
 
@@ -32,12 +33,18 @@ struct ModelShape {
   int hidden = 32;
   int intermediate = 96;
   bool qkNorm = true;  // Qwen3: self_attn.q_norm / k_norm ports exist
+  // Qwen3-MoE: the routed experts, and per layer whether its mlp is the sparse block (mlp.gate,
+  // mlp.experts) rather than the dense MLP. Empty: every layer dense.
+  int experts = 0;
+  std::vector<bool> sparse;
+  bool isSparse(int layer) const { return size_t(layer) < sparse.size() && sparse[size_t(layer)]; }
 };
 
 struct GeneratorOptions {
   ModelShape model;
   std::string modelName = "demo";  // VLLM("...") of the script
   bool enforceEager = false;       // VLLM(..., enforce_eager=True)
+  bool expertParallel = false;     // VLLM(..., enable_expert_parallel=True)
   double errorProbability = 0.15;  // chance that a script holds one deliberate error
   int maxTraces = 2;               // `with model.trace(...)` blocks per script
   int maxInvokes = 3;

@@ -1,11 +1,14 @@
 // The randomised soak test, short and seeded for CI (issue 14): generated trace scripts
 // (tests/soak/trace_script_generator.h) run at tp=1 and tp=2 through local process groups in
 // f32 and compared (tests/soak/soak_compare.h): every saved value, the printed lines, the errors,
-// and the generated ids up to near-ties. A script that hangs ends the process with the script
-// printed (exit 124). The other rows prove the comparison can fail: a changed script, a changed
-// error, ids that differ without a near-tie, and a watchdog that fires.
+// and the generated ids up to near-ties; on the demo model, and on a small random Qwen3-MoE in
+// both expert layouts (router logits ablated or scaled, experts' partial sums read and written).
+// A script that hangs ends the process with the script printed (exit 124). The other rows prove
+// the comparison can fail: a changed script, a changed error, ids that differ without a
+// near-tie, and a watchdog that fires.
 //
-// SHARDSCOPE_SOAK_SEED and SHARDSCOPE_SOAK_SCRIPTS change the run (default: seed 14, 20 scripts);
+// SHARDSCOPE_SOAK_SEED and SHARDSCOPE_SOAK_SCRIPTS change the run (default: seed 14, 20 scripts;
+// the MoE rows seed 16 and SHARDSCOPE_SOAK_MOE_SCRIPTS, 16);
 // `bench/soak_trace --script-seed N --print` replays one script by the seed this test prints.
 #include <QtTest>
 
@@ -14,10 +17,14 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/test_support.h"
+#include "core/model/model_source.h"
 #include "core/trace/ast.h"
 #include "soak/soak_session.h"
 #include "soak/trace_script_generator.h"
@@ -127,13 +134,56 @@ class TestSoak : public QObject {
   }
 
   void scriptsAgreeAtTp1AndTp2() {
-    const uint64_t seed = envNumber("SHARDSCOPE_SOAK_SEED", 14);
-    const int count = int(envNumber("SHARDSCOPE_SOAK_SCRIPTS", 20));
     if (test::backend() == "nccl" && at::getNumGPUs() < 2) QSKIP("NCCL needs one GPU per rank");
     SoakSession session(ciConfig());
+    const int failures = runScripts(session, envNumber("SHARDSCOPE_SOAK_SEED", 14),
+                                    int(envNumber("SHARDSCOPE_SOAK_SCRIPTS", 20)), {});
+    QCOMPARE(failures, 0);
+  }
+
+  // Qwen3-MoE (a small random one, layer 1 dense among sparse ones): the router's logits read as
+  // probabilities, ablated (-inf), scaled or shifted, and the experts' partial sums read and
+  // written, in both expert layouts.
+  void moeScriptsAgreeAtTp1AndTp2_data() {
+    QTest::addColumn<bool>("expertParallel");
+    QTest::newRow("default") << false;
+    QTest::newRow("expert parallel") << true;
+  }
+  void moeScriptsAgreeAtTp1AndTp2() {
+    QFETCH(bool, expertParallel);
+    if (test::backend() == "nccl" && at::getNumGPUs() < 2) QSKIP("NCCL needs one GPU per rank");
+    test::TempDir dir;
+    nlohmann::json config = nlohmann::json::parse(
+        std::ifstream(test::sourceDir() / "tests" / "trace" / "qwen3-moe-small.json"));
+    config["mlp_only_layers"] = {1};
+    std::ofstream(dir.path() / "config.json") << config.dump();
+    std::filesystem::copy_file(qwen3TokenizerAsset(), dir.path() / "tokenizer.json");
+    SoakConfig c = ciConfig();
+    c.modelSpec = "random:" + (dir.path() / "config.json").string() + "@1";
+    GeneratorOptions options;
+    options.model = modelShapeOf(c.modelSpec);
+    options.expertParallel = expertParallel;
+    QCOMPARE(options.model.sparse, (std::vector<bool>{true, false, true}));
+    QCOMPARE(options.model.experts, 16);
+    SoakSession session(c);
+    const int failures = runScripts(session, envNumber("SHARDSCOPE_SOAK_SEED", 16),
+                                    int(envNumber("SHARDSCOPE_SOAK_MOE_SCRIPTS", 16)), options);
+    QCOMPARE(failures, 0);
+    qInfo("scripts naming mlp.gate: %d, mlp.experts: %d", routerScripts_, expertScripts_);
+    QVERIFY2(routerScripts_ >= 4 && expertScripts_ >= 4,
+             "the scripts should name mlp.gate and mlp.experts ports");
+  }
+
+ private:
+  // Runs `count` generated scripts from `seed` at both sizes; returns how many disagreed (or
+  // failed without meaning to). Counts the scripts naming each MoE port.
+  int runScripts(SoakSession& session, uint64_t seed, int count, const GeneratorOptions& options) {
     int failures = 0, nearTies = 0, errorsCompared = 0, unexpected = 0;
+    routerScripts_ = expertScripts_ = 0;
     for (int i = 0; i < count; ++i) {
-      const GeneratedScript g = generateTraceScript(scriptSeed(seed, uint64_t(i)));
+      const GeneratedScript g = generateTraceScript(scriptSeed(seed, uint64_t(i)), options);
+      routerScripts_ += g.text.find(".mlp.gate.output") != std::string::npos;
+      expertScripts_ += g.text.find(".mlp.experts.output") != std::string::npos;
       const std::string label = "soak-" + std::to_string(g.seed);
       const ScriptReport r = session.run(g.text, label);
       const Comparison& c = r.comparison;
@@ -155,8 +205,11 @@ class TestSoak : public QObject {
     }
     qInfo("%d scripts, seed %llu: %d failed, %d near-ties, %d errors compared, %d unexpected",
           count, (unsigned long long)seed, failures, nearTies, errorsCompared, unexpected);
-    QCOMPARE(failures, 0);
+    return failures;
   }
+  int routerScripts_ = 0, expertScripts_ = 0;
+
+ private Q_SLOTS:
 
   void aChangedValueIsAMismatch() {
     SoakSession session(ciConfig());
