@@ -44,6 +44,9 @@ const std::vector<PortDef> kSparseLayerPorts = [] {
 
 const std::vector<std::string> kScales = {"0.5", "1.5", "-1.0", "0.25", "2.0"};
 const std::vector<std::string> kShifts = {"0.1", "-0.5", "1.0", "0.03"};
+// Router logits are scaled by these only: a negative scale would turn an ablated expert's -inf
+// into +inf, and the softmax into NaN.
+const std::vector<std::string> kPositiveScales = {"0.5", "1.5", "0.25", "2.0"};
 
 }  // namespace
 
@@ -256,7 +259,7 @@ std::vector<std::string> PortStatements::writeOf(const Port& p, const std::strin
           feature("expert-ablation");
           return {x + "[:, " + std::to_string(rng_.below(p.width)) + "] = float(\"-inf\")"};
         case 1:
-          return {x + " *= " + scale()};
+          return {x + " *= " + rng_.pick(kPositiveScales)};
         case 2:
           return {x + "[:, " + slice(p.width) + "] = 0"};
         default:
