@@ -86,6 +86,7 @@ void ExpertChart::showLoad(const ExpertRouting& routing, size_t row, int64_t num
 void ExpertChart::showNothing(const QString& why) {
   chosen_->data()->clear();
   others_->data()->clear();
+  yAxis->setTicker(probabilities_);
   finish(why, QString(), 8, 0);
 }
 

@@ -112,7 +112,9 @@ void RoutingView::setRouting(const ExpertRouting& routing, const QStringList& to
   plot_->yAxis->setRange(-0.5, rows - 0.5);
   label_->setText(hint());
   plot_->replot();
-  showCell(0, 0);
+  // A new routing of the same layout keeps the cell the chart showed; others start at the first.
+  const bool within = shownRow_ < size_t(rows) && shownToken_ < cols;
+  showCell(within ? shownRow_ : 0, within ? shownToken_ : 0);
 }
 
 void RoutingView::setChart(Chart chart) {

@@ -54,6 +54,14 @@ const std::vector<PortDef>& PortStatements::portsOf(int layer) const {
   return m_.isSparse(layer) ? kSparseLayerPorts : kLayerPorts;
 }
 
+int PortStatements::orderOf(int layer, const std::string& suffix) const {
+  const auto& ports = portsOf(layer);
+  for (size_t i = 0; i < ports.size(); ++i) {
+    if (ports[i].suffix == suffix) return int(i);
+  }
+  return int(ports.size());  // not a port of this layer: after all of them
+}
+
 std::string PortStatements::layerExpr(int i) {
   if (i == m_.layers - 1 && rng_.chance(0.3)) return "model.model.layers[-1]";
   return "model.model.layers[" + std::to_string(i) + "]";
@@ -111,7 +119,9 @@ Port PortStatements::randomPort() {
     size_t order = size_t(rng_.below(int(kLayerPorts.size())));
     if (!m_.qkNorm && (order == 4 || order == 5)) continue;
     const int layer = rng_.below(m_.layers);
-    // A sparse layer's router and experts (2 of its 15 ports) come up a third of the time.
+    // A sparse layer's router and experts (2 of its 16 ports) come up about 43 % of the time
+    // (0.35 + 0.65 * 2 / 16). Its order is drawn again (the first draw was for a dense layer's
+    // list), so a model without sparse layers draws as before.
     if (m_.isSparse(layer)) {
       order = rng_.chance(0.35) ? (rng_.chance(0.5) ? kRouter : kExperts)
                                 : size_t(rng_.below(int(kSparseLayerPorts.size())));
@@ -194,7 +204,7 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
         case 0:
           return x + ".softmax(-1)[-1:].clone()";
         case 1:
-          return x + ".softmax(-1)[:, " + readSlice(p.width) + "].clone()";
+          return x + ".softmax(-1)[:, " + slice(p.width) + "].clone()";
         default:
           return x + ".softmax(-1).clone()";
       }
@@ -255,7 +265,8 @@ std::vector<std::string> PortStatements::writeOf(const Port& p, const std::strin
       return {x + "[:] = 9625"};
     case Layout::Router:
       switch (rng_.below(4)) {
-        case 0:  // no token routes to this expert, as the routing view's ablation does
+        case 0:  // no token routes to this expert, as the routing view's ablation does (a script
+                 // holds a few writes, far fewer than the test model's 16 experts less its top 4)
           feature("expert-ablation");
           return {x + "[:, " + std::to_string(rng_.below(p.width)) + "] = float(\"-inf\")"};
         case 1:
@@ -288,13 +299,15 @@ std::string PortStatements::saveRead(const Port& p, int invoke, const std::strin
   const std::string j = std::to_string(invoke);
   const int how = rng_.below(20);
   // A fused view is in rank order; a router view may hold an ablated expert's -inf.
-  const bool fused =
+  const bool noView =
       p.layout == Layout::FusedQkv || p.layout == Layout::FusedGateUp || p.layout == Layout::Router;
   // attn.output and act_fn.output are the tensors o_proj and down_proj then read: a view kept
-  // past a write there shows it at tp=1 only (docs/trace-language.md, Writes).
+  // past a write there shows it at tp=1 only (docs/trace-language.md, Writes), so a copy is kept
+  // instead (drawing nothing more, so the rest of the script is as a seed made it before).
   const bool sharedWithNext =
       p.suffix == ".self_attn.attn.output" || p.suffix == ".mlp.act_fn.output";
-  if (how == 0 && !p.readOnly && !fused && !sharedWithNext) {
+  if (how == 0 && !p.readOnly && !noView) {
+    if (sharedWithNext) return "r" + j + ".append(" + x + ".clone())";
     feature("append-view");
     return "r" + j + ".append(" + x + ")";
   }
@@ -335,7 +348,7 @@ Item PortStatements::errorItem(int invoke) {
     case 2: {
       error_ = "wrong-shape";
       if (rng_.chance(0.5)) {
-        it.position = layer * kLayerStride + 16;
+        it.position = layer * kLayerStride + orderOf(layer, ".mlp.output");
         it.lines = {l + ".mlp.output = torch.zeros(3, 3)"};
       } else {
         it.position = layer * kLayerStride + 6;

@@ -87,6 +87,8 @@ class PortStatements {
 
  private:
   const std::vector<PortDef>& portsOf(int layer) const;
+  // Where `suffix` comes among layer `layer`'s ports.
+  int orderOf(int layer, const std::string& suffix) const;
   std::string slice(int width);
   std::string readSlice(int width);
   std::string scale();

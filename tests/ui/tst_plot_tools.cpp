@@ -9,11 +9,11 @@
 
 #include "common/qt_warnings.h"
 #include "common/test_support.h"
+#include "ui/expert_chart.h"
 #include "ui/head_grid_view.h"
 #include "ui/heatmap_view.h"
 #include "ui/logit_lens_view.h"
 #include "ui/plot_tools.h"
-#include "ui/expert_chart.h"
 #include "ui/routing_view.h"
 #include "ui/top_k_view.h"
 

@@ -283,6 +283,9 @@ class TestRoutingView : public QObject {
     view.showCell(1, 2);  // layer 3: {3, 4}, {6, 1}, {0, 2}: every one once but 5 and 7
     const QVector<double> load1 = {1, 1, 1, 1, 1, 0, 1, 0};
     for (int e = 0; e < 8; ++e) QCOMPARE(valueAt(view.chart()->chosenBars(), e), load1[e]);
+    // Routing again (the same layout) keeps the cell the chart shows.
+    view.setRouting(*expertRoutingOf(routingRun()), {"The", " capital", " is"}, 8);
+    QVERIFY2(view.chart()->title().startsWith("Layer 3:"), qPrintable(view.chart()->title()));
     // Back to the cell's probabilities, which this run did not save.
     view.setChart(RoutingView::Chart::CellProbabilities);
     QVERIFY(view.chart()->chosenBars()->data()->isEmpty());
