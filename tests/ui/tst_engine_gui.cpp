@@ -147,7 +147,9 @@ class TestEngineGui : public QObject {
     w->setMaxTokens(2000);
     QSignalSpy batch(w->controller(), &EngineController::batchFinished);
     w->runGeneration();
-    for (int i = 0; i < 600 && w->controller()->progress().step < 2; ++i) QTest::qWait(50);
+    // Up to 120 s, as the other waits here: CI's 2 cores also run another suite and the engine's
+    // rank processes (30 s was once not enough there, 2026-12-04).
+    for (int i = 0; i < 2400 && w->controller()->progress().step < 2; ++i) QTest::qWait(50);
     QVERIFY(w->controller()->progress().step >= 2);  // progress streams back
     w->stop();
     QVERIFY(batch.wait(60000));
