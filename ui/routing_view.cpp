@@ -8,7 +8,6 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "expert_chart.h"
 #include "plot_widget.h"
