@@ -265,10 +265,12 @@ std::vector<std::string> PortStatements::writeOf(const Port& p, const std::strin
       return {x + "[:] = 9625"};
     case Layout::Router:
       switch (rng_.below(4)) {
-        case 0:  // no token routes to this expert, as the routing view's ablation does (a script
-                 // holds a few writes, far fewer than the test model's 16 experts less its top 4)
+        case 0:  // no token routes to this expert, as the routing view's ablation does. The last
+                 // expert is never ablated, so every token keeps a finite logit however many
+                 // writes a script holds: with all of a row at -inf the softmax is NaN.
+          if (p.width < 2) return {x + " *= " + rng_.pick(kPositiveScales)};
           feature("expert-ablation");
-          return {x + "[:, " + std::to_string(rng_.below(p.width)) + "] = float(\"-inf\")"};
+          return {x + "[:, " + std::to_string(rng_.below(p.width - 1)) + "] = float(\"-inf\")"};
         case 1:
           return {x + " *= " + rng_.pick(kPositiveScales)};
         case 2:

@@ -133,6 +133,23 @@ class TestSoak : public QObject {
     QCOMPARE(int(features.size()), 14);
   }
 
+  // A model of two experts: however many router writes a script holds, the last expert is never
+  // ablated, so no token's logits are all -inf (the softmax would be NaN at every size).
+  void expertAblationsLeaveAFiniteLogit() {
+    GeneratorOptions options;
+    options.model.experts = 2;
+    options.model.sparse = std::vector<bool>(size_t(options.model.layers), true);
+    int ablations = 0;
+    for (uint64_t i = 0; i < 400; ++i) {
+      const GeneratedScript g = generateTraceScript(scriptSeed(11, i), options);
+      QVERIFY2(g.text.find("[:, 1] = float(\"-inf\")") == std::string::npos, g.text.c_str());
+      for (size_t at = g.text.find("[:, 0] = float(\"-inf\")"); at != std::string::npos;
+           at = g.text.find("[:, 0] = float(\"-inf\")", at + 1))
+        ++ablations;
+    }
+    QVERIFY2(ablations > 20, "the scripts still ablate the other expert");
+  }
+
   void scriptsAgreeAtTp1AndTp2() {
     if (test::backend() == "nccl" && at::getNumGPUs() < 2) QSKIP("NCCL needs one GPU per rank");
     SoakSession session(ciConfig());
