@@ -106,9 +106,10 @@ SHARDSCOPE_AVX2 void shortRow(const float* __restrict x, int64_t ldx, int64_t k,
   }
 }
 
-// Below this many columns a weight row is "short" (measured on the 2-core development VM: at
-// k = 256 one stream beat four by 1.2-1.4x; at k = 1024 and 2048 four streams won,
-// bench/RESULTS.md).
+// Below this many values a weight row is "short". Measured on the 2-core development VM with both
+// shapes side by side (bench/RESULTS.md, "CPU prefill and batches: a few rows"): at k = 256 one
+// stream took 0.65-0.87x the time of several; at k = 1024 and 2048 several (3 or 4) took
+// 0.67-0.93x that of one. 512 itself was not measured.
 constexpr int64_t kLongRow = 512;
 
 template <int R>

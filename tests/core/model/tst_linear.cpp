@@ -78,7 +78,7 @@ class TestLinear : public QObject {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("k");
     QTest::addColumn<bool>("bias");
-    for (int k : {32, 100, 1003})
+    for (int k : {32, 108, 1003})  // 108: one chunk of 8 past the groups of chunks, then a tail
       for (int rows : {1, 2, 3, 4, 5, 9, 24}) {
         const QByteArray name = QByteArray::number(rows) + " rows, k " + QByteArray::number(k);
         QTest::newRow(name.constData()) << rows << k << false;
@@ -100,6 +100,13 @@ class TestLinear : public QObject {
              test::closeToScaleMessage(y, exactProduct(x, w, b)).c_str());
     // A column's sum does not depend on where the calls split the columns.
     QVERIFY(at::equal(kernelProduct(x, k, w, b, {1, 7, 500, 999}), y));
+    // A call writes its own columns and no others.
+    at::Tensor part = at::full({rows, n}, std::nanf(""));
+    cpu::fewRowsGemm(x.data_ptr<float>(), rows, x.stride(0), k, w.data_ptr<float>(),
+                     bias ? b.data_ptr<float>() : nullptr, part.data_ptr<float>(), n, 7, 500);
+    QVERIFY(at::equal(part.narrow(1, 7, 493), y.narrow(1, 7, 493)));
+    QVERIFY(part.narrow(1, 0, 7).isnan().all().item<bool>());
+    QVERIFY(part.narrow(1, 500, n - 500).isnan().all().item<bool>());
   }
 
   // 2 to 24 fp32 rows (8 when a row has fewer than 256 values) take the kernel, whatever x's
@@ -136,7 +143,8 @@ class TestLinear : public QObject {
     const at::Tensor flat = x.reshape({-1, k});
     QVERIFY(at::equal(y.reshape({-1, n}), kernelProduct(flat, k, w, b)));
     QVERIFY(at::equal(alone, y));
-    QVERIFY(test::closeToScale(y.reshape({-1, n}), exactProduct(flat, w, b)));
+    QVERIFY2(test::closeToScale(y.reshape({-1, n}), exactProduct(flat, w, b)),
+             test::closeToScaleMessage(y.reshape({-1, n}), exactProduct(flat, w, b)).c_str());
   }
 
   // Past the kernel's rows, and bf16, keep the matmul bit for bit.
@@ -149,15 +157,20 @@ class TestLinear : public QObject {
     QVERIFY(at::equal(linearForward(xb, wb), at::matmul(xb, wb.t())));
   }
 
-  // A weight whose width is not x's goes to the matmul, whose error names both shapes.
-  void mismatchedWidthIsLibTorchsError() {
-    bool threw = false;
-    try {
-      linearForward(at::randn({3, 256}), at::randn({500, 255}));
-    } catch (const std::exception&) {
-      threw = true;
-    }
-    QVERIFY(threw);
+  // Inputs the kernel does not take go to LibTorch, which refuses or broadcasts them as before:
+  // a weight whose width is not x's, a bias of another length, a bias of one value, a weight that
+  // records gradients, and rows of no values.
+  void otherInputsAreLibTorchs() {
+    const at::Tensor x = at::randn({3, 256}), w = at::randn({500, 256});
+    QVERIFY_THROWS_EXCEPTION(std::exception, linearForward(x, at::randn({500, 255})));
+    QVERIFY_THROWS_EXCEPTION(std::exception, linearForward(x, w, at::randn({499})));
+    const at::Tensor one = at::randn({1});
+    QVERIFY(at::equal(linearForward(x, w, one), at::addmm(one, x, w.t())));
+    const at::Tensor grad = w.clone().requires_grad_();
+    const at::Tensor y = linearForward(x, grad);
+    QVERIFY(y.requires_grad());
+    QVERIFY(at::equal(y.detach(), at::matmul(x, w.t())));
+    QVERIFY(at::equal(linearForward(at::randn({3, 0}), at::randn({5, 0})), at::zeros({3, 5})));
   }
 };
 

@@ -143,8 +143,8 @@ class TestSoak : public QObject {
     for (uint64_t i = 0; i < 400; ++i) {
       const GeneratedScript g = generateTraceScript(scriptSeed(11, i), options);
       QVERIFY2(g.text.find("[:, 1] = float(\"-inf\")") == std::string::npos, g.text.c_str());
-      for (size_t at = g.text.find("[:, 0] = float(\"-inf\")"); at != std::string::npos;
-           at = g.text.find("[:, 0] = float(\"-inf\")", at + 1))
+      for (size_t pos = g.text.find("[:, 0] = float(\"-inf\")"); pos != std::string::npos;
+           pos = g.text.find("[:, 0] = float(\"-inf\")", pos + 1))
         ++ablations;
     }
     QVERIFY2(ablations > 20, "the scripts still ablate the other expert");
