@@ -14,6 +14,12 @@
 namespace shardscope {
 namespace {
 
+#ifdef _OPENMP
+constexpr bool kParallelForHasThreads = true;
+#else
+constexpr bool kParallelForHasThreads = false;
+#endif
+
 std::vector<int64_t> outputShape(const at::Tensor& x, const at::Tensor& weight) {
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(0);
@@ -35,6 +41,9 @@ at::Tensor fewRowsLinear(const at::Tensor& x, const at::Tensor& weight, const at
   const int64_t k = x.size(-1), rows = x.numel() / k, n = weight.size(0);
   if (rows < 2 || rows > fewRowsLimit(k) || weight.size(1) != k || !cpu::fewRowsGemmAvailable())
     return {};
+  // Without OpenMP here parallel_for is one thread (core/CMakeLists.txt): against BLAS's threads
+  // the kernel lost 4.6-10x on a 16-core CPU, so such a build takes it only on one thread.
+  if (!kParallelForHasThreads && at::get_num_threads() > 1) return {};
   // The kernel records no autograd graph, and takes a bias only as n contiguous floats; anything
   // else is LibTorch's to broadcast or refuse.
   if (x.requires_grad() || weight.requires_grad()) return {};
