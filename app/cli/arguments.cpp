@@ -91,4 +91,19 @@ std::vector<int64_t> parseIds(const std::string& text) {
   return ids;
 }
 
+std::vector<std::vector<int64_t>> idPrompts(const Arguments& a) {
+  std::vector<std::vector<int64_t>> prompts;
+  for (const std::string& text : a.getAll("ids")) prompts.push_back(parseIds(text));
+  return prompts;
+}
+
+std::vector<int64_t> stopIds(const Arguments& a) {
+  std::vector<int64_t> ids;
+  for (const std::string& text : a.getAll("stop-ids")) {
+    const std::vector<int64_t> more = parseIds(text);
+    ids.insert(ids.end(), more.begin(), more.end());
+  }
+  return ids;
+}
+
 }  // namespace shardscope::cli

@@ -42,4 +42,10 @@ class Arguments {
 // "1,2,3" -> {1, 2, 3} (--ids, --stop-ids); UsageError names the item that is not an integer.
 std::vector<int64_t> parseIds(const std::string& text);
 
+// Every --ids of a command line, one prompt each, in order.
+std::vector<std::vector<int64_t>> idPrompts(const Arguments& a);
+
+// Every --stop-ids of a command line, joined.
+std::vector<int64_t> stopIds(const Arguments& a);
+
 }  // namespace shardscope::cli

@@ -171,8 +171,9 @@ int generate(const std::vector<std::string>& args) {
            "  --temperature T      0 is greedy (default 0)\n"
            "  --top-k K --top-p P  sampling filters (default off)\n"
            "  --seed S             sampling seed (default 0)\n"
-           "  --ids 1,2,3          a prompt given as token ids instead of text\n"
-           "  --stop-ids 1,2       extra stop token ids\n"
+           "  --ids 1,2,3          a prompt given as token ids instead of text (repeat the\n"
+           "                       option for more prompts; they come before the texts)\n"
+           "  --stop-ids 1,2       extra stop token ids (repeatable)\n"
            "  --ignore-eos         do not stop at the model's EOS tokens\n"
            "  --quiet              print only the generated text\n"
            "  --mpi                run as rank processes: mpirun -np N shardscope-cli generate\n"
@@ -193,7 +194,7 @@ int generate(const std::vector<std::string>& args) {
   Engine engine(options, loadProgress(progress));
   auto tokenizer = engine.tokenizer();
   GenerateRequest request;
-  if (a.has("ids")) request.prompts.push_back(parseIds(a.get("ids")));
+  request.prompts = idPrompts(a);
   for (const auto& p : a.positional()) {
     if (!tokenizer) {
       throw Error(
@@ -208,7 +209,7 @@ int generate(const std::vector<std::string>& args) {
   request.sampling.topP = a.getDouble("top-p", 1.0);
   request.sampling.seed = uint64_t(a.getInt("seed", 0));
   request.sampling.ignoreEos = a.has("ignore-eos");
-  if (a.has("stop-ids")) request.sampling.stopTokenIds = parseIds(a.get("stop-ids"));
+  request.sampling.stopTokenIds = stopIds(a);
   JobHandle job = engine.generate(request);
   progress.follow(job, "generating");
   const GenerateResult result = Engine::generateResult(job);

@@ -121,8 +121,9 @@ int generateRemote(const Arguments& a) {
   auto client = connect(a);
   remote::v1::JobRequest job;
   auto& g = *job.mutable_generate();
-  if (a.has("ids")) {
-    for (int64_t id : parseIds(a.get("ids"))) g.add_prompts()->add_ids(id);
+  for (const std::vector<int64_t>& ids : idPrompts(a)) {
+    auto& prompt = *g.add_prompts();
+    for (int64_t id : ids) prompt.add_ids(id);
   }
   for (const auto& p : a.positional()) g.add_texts(p);
   SamplingParams s;
@@ -132,7 +133,7 @@ int generateRemote(const Arguments& a) {
   s.topP = a.getDouble("top-p", 1.0);
   s.seed = uint64_t(a.getInt("seed", 0));
   s.ignoreEos = a.has("ignore-eos");
-  if (a.has("stop-ids")) s.stopTokenIds = parseIds(a.get("stop-ids"));
+  s.stopTokenIds = stopIds(a);
   remote::toWire(s, *g.mutable_sampling());
   const Outcome o = runJob(client, job);
   if (!o.failure.empty()) throw Error(o.failure);

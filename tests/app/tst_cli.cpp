@@ -101,6 +101,27 @@ class TestCli : public QObject {
     QCOMPARE(r.out.trimmed(), QString("108,237,164,209,197,164,117,164,17"));
   }
 
+  // Each --ids is a prompt of its own; batched, each continues as it does alone. Repeated
+  // --stop-ids join.
+  void repeatedIdsAreSeveralPrompts() {
+    const QStringList base = {"generate",     "--model", golden("qwen3-tiny"), "--max-tokens", "9",
+                              "--ignore-eos", "--quiet"};
+    const Result both =
+        cli(base + QStringList{"--ids", "3,17,42,99,123,200,7", "--ids", "5,6,7,8"});
+    const Result second = cli(base + QStringList{"--ids", "5,6,7,8"});
+    QVERIFY2(both.code == 0 && second.code == 0, qPrintable(both.err + second.err));
+    const QStringList lines = both.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 2);
+    QCOMPARE(lines[0], QString("108,237,164,209,197,164,117,164,17"));
+    QCOMPARE(lines[1], second.out.trimmed());
+    const QStringList prompt = {"--ids", "3,17,42,99,123,200,7"};
+    const Result joined = cli(base + prompt + QStringList{"--stop-ids", "209,117"});
+    const Result repeated =
+        cli(base + prompt + QStringList{"--stop-ids", "209", "--stop-ids", "117"});
+    QCOMPARE(repeated.out, joined.out);
+    QVERIFY2(joined.out.trimmed().split(',').size() < 9, qPrintable(joined.out));
+  }
+
   void generateTextIsTheSameAtTp1And2() {
     const Result a = cli({"generate", "--quiet", "--max-tokens", "8", "The capital of France is"});
     const Result b =

@@ -127,6 +127,13 @@ class TestEngineServer : public QObject {
     const Result local = cli(QStringList{"generate", "--tp", "2", "--quiet"} + gen);
     QVERIFY2(remote.code == 0 && local.code == 0, qPrintable(remote.err + local.err));
     QCOMPARE(remote.out, local.out);
+    // Prompts given as ids travel as one prompt each --ids, not one a token (the local run makes
+    // two prompts; one a token would make five continuations).
+    const QStringList ids = {"--max-tokens", "4", "--ids", "785,6722,315", "--ids", "100,200"};
+    const Result idsRemote = cli(QStringList{"generate", "--engine", address} + ids);
+    const Result idsLocal = cli(QStringList{"generate", "--tp", "2", "--quiet"} + ids);
+    QVERIFY2(idsRemote.code == 0 && idsLocal.code == 0, qPrintable(idsRemote.err + idsLocal.err));
+    QCOMPARE(idsRemote.out, idsLocal.out);
     const Result inspectRemote = cli({"inspect", "--engine", address});
     const Result inspectLocal = cli({"inspect", "--tp", "2"});
     QVERIFY2(inspectRemote.code == 0, qPrintable(inspectRemote.err));
