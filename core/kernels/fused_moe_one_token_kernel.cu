@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // the local choices in increasing expert order from zero, each add rounded (combineRows' order).
 // The choice and the first round of the warp's weights come before the wait on gate_up: neither
 // depends on it (the logits are two kernels back, complete before gate_up let this one start).
-template <typename T, bool PIPELINE>
+template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr int64_t kChunk = 32 * VEC;
@@ -170,18 +170,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
       if (k0 < a.inter) first[r] = load<T, VEC>(w[r] + k0);
     }
   }
-  // PIPELINE: the rest of a choice's weights are asked into L2 at once, the first choice's before
-  // the wait on gate_up, so a warp waits on memory about once rather than once a chunk. (Holding
-  // them in registers spilled: two chunks of 8 rows do not fit 128.) The order of adds is the same.
-  const auto prefetchLaterChunks = [&](const T*(&rows)[kDownRows]) {
-    if (!PIPELINE) return;
-    for (int64_t k = k0 + kChunk; k < a.inter; k += kChunk) {
-#pragma unroll
-      for (int r = 0; r < kDownRows; ++r)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(rows[r] + k));
-    }
-  };
-  if (firstE >= 0) prefetchLaterChunks(w);
   waitForPreviousKernel();  // h
   allowNextKernel();
   for (int j = warp; j < topK; j += kWarps) {
@@ -191,7 +179,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
     if (j != warp) weightRows(e, w);
     const T* hj = static_cast<const T*>(a.h) + j * a.inter;
     float acc[kDownRows] = {};
-    if (j != warp) prefetchLaterChunks(w);
     for (int64_t k = k0; k < a.inter; k += kChunk) {
       Vec<T, VEC> wv[kDownRows];
 #pragma unroll
@@ -249,11 +236,9 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
                      dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
                      threads, 0, stream, a);
     if (e != cudaSuccess) return e;
-    const char* pipeline = std::getenv("SHARDSCOPE_MOE_DOWN_PIPELINE");
-    const dim3 blocks(unsigned((a.hidden + kDownRows - 1) / kDownRows));
-    if (pipeline && std::strcmp(pipeline, "1") == 0)
-      return launchKernel(downOneTokenKernel<T, true>, blocks, threads, 0, stream, a);
-    return launchKernel(downOneTokenKernel<T, false>, blocks, threads, 0, stream, a);
+    return launchKernel(downOneTokenKernel<T>,
+                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
+                        a);
   });
 }
 
