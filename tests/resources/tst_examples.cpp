@@ -7,9 +7,9 @@
 #include <QtTest>
 #include <set>
 
+#include "common/random_model.h"
 #include "common/test_support.h"
 #include "core/file_tree.h"
-#include "core/model/model_source.h"
 #include "resources/example_catalog.h"
 
 using namespace shardscope;
@@ -51,12 +51,8 @@ class TestExamples : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     // The small random Qwen3-MoE of the MoE suites, beside the real tokenizer.
-    const auto moe = dir_.path() / "moe";
-    std::filesystem::create_directories(moe);
-    std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / "qwen3-moe-small.json",
-                               moe / "config.json");
-    std::filesystem::create_symlink(qwen3TokenizerAsset(), moe / "tokenizer.json");
-    moeSpec_ = QString::fromStdString("random:" + (moe / "config.json").string() + "@1");
+    moeSpec_ =
+        QString::fromStdString(test::randomModelSpec(dir_.path() / "moe", "qwen3-moe-small.json"));
   }
 
   void catalogHoldsEveryFile() {

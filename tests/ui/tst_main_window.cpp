@@ -23,6 +23,7 @@
 #include "common/cli_saved_value.h"
 #include "common/main_window_waits.h"
 #include "common/qt_warnings.h"
+#include "common/random_model.h"
 #include "common/test_support.h"
 #include "core/model/model_source.h"
 #include "core/model/safetensors_file.h"
@@ -441,13 +442,8 @@ class TestMainWindow : public QObject {
   // whose values equal the CLI's for the same script.
   void routingAndExpertAblation() {
     test::TempDir dir;
-    const auto model = dir.path() / "moe";
-    std::filesystem::create_directories(model);
-    std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / "qwen3-moe-small.json",
-                               model / "config.json");
-    std::filesystem::copy_file(qwen3TokenizerAsset(), model / "tokenizer.json");
     StartOptions o;
-    o.model.model = "random:" + (model / "config.json").string() + "@1";
+    o.model.model = test::randomModelSpec(dir.path() / "moe", "qwen3-moe-small.json");
     o.model.tp = 2;
     o.sessionFile = QString::fromStdString((dir.path() / "s.db").string());
     o.restoreState = false;

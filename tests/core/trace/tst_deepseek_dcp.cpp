@@ -14,12 +14,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "common/random_model.h"
 #include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
 #include "core/engine/rank_context.h"
-#include "core/model/model_source.h"
 
 using namespace shardscope;
 
@@ -72,11 +72,7 @@ class TestDeepseekDcp : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void initTestCase() {
-    std::filesystem::create_directories(dir_.path());
-    std::filesystem::copy_file(test::sourceDir() / "tests/trace/deepseek-v2-lite-widths.json",
-                               dir_.path() / "config.json");
-    std::filesystem::create_symlink(qwen3TokenizerAsset(), dir_.path() / "tokenizer.json");
-    spec_ = "random:" + (dir_.path() / "config.json").string() + "@3";
+    spec_ = test::randomModelSpec(dir_.path(), "deepseek-v2-lite-widths.json", 3);
     script_ = readText(test::sourceDir() / "resources/examples/seed_6_dcp.py");
   }
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/random_model.h"
 #include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
@@ -37,15 +38,6 @@ std::string readFile(const std::filesystem::path& p) {
 
 std::filesystem::path script(const char* name) {
   return test::sourceDir() / "resources" / "examples" / name;
-}
-
-// The test model: its config beside the real Qwen3 tokenizer (for model.tokenizer.decode).
-std::string modelSpec(const std::filesystem::path& dir,
-                      const char* config = "qwen3-8b-widths.json") {
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(test::sourceDir() / "tests" / "trace" / config, dir / "config.json");
-  std::filesystem::create_symlink(qwen3TokenizerAsset(), dir / "tokenizer.json");
-  return "random:" + (dir / "config.json").string() + "@1";
 }
 
 struct Runner {
@@ -122,8 +114,8 @@ class TestSeedExamples : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void initTestCase() {
-    spec_ = modelSpec(dir_.path());
-    moeSpec_ = modelSpec(dir_.path() / "moe", "qwen3-moe-small.json");
+    spec_ = test::randomModelSpec(dir_.path(), "qwen3-8b-widths.json");
+    moeSpec_ = test::randomModelSpec(dir_.path() / "moe", "qwen3-moe-small.json");
   }
 
   void cliPrintsTheSeedShapesAtTp2_data() {

@@ -23,8 +23,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/random_model.h"
 #include "common/test_support.h"
-#include "core/model/model_source.h"
 #include "core/trace/ast.h"
 #include "soak/soak_session.h"
 #include "soak/trace_script_generator.h"
@@ -170,13 +170,11 @@ class TestSoak : public QObject {
     QFETCH(bool, expertParallel);
     if (test::backend() == "nccl" && at::getNumGPUs() < 2) QSKIP("NCCL needs one GPU per rank");
     test::TempDir dir;
-    nlohmann::json config = nlohmann::json::parse(
-        std::ifstream(test::sourceDir() / "tests" / "trace" / "qwen3-moe-small.json"));
+    SoakConfig c = ciConfig();
+    c.modelSpec = test::randomModelSpec(dir.path(), "qwen3-moe-small.json");
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(dir.path() / "config.json"));
     config["mlp_only_layers"] = {1};
     std::ofstream(dir.path() / "config.json") << config.dump();
-    std::filesystem::copy_file(qwen3TokenizerAsset(), dir.path() / "tokenizer.json");
-    SoakConfig c = ciConfig();
-    c.modelSpec = "random:" + (dir.path() / "config.json").string() + "@1";
     GeneratorOptions options;
     options.model = modelShapeOf(c.modelSpec);
     options.expertParallel = expertParallel;
