@@ -43,11 +43,14 @@ def kernels_by_device(events):
 
 
 def summarize(kernels):
-    """(span, busy, per-name [count, time, idle before], gaps) of one GPU's kernels, sorted by start."""
+    """(span, busy, per-name [count, time, idle before, adds], gaps) of one GPU's kernels, sorted by
+    start. `adds` is how far a kernel moved the latest end so far (its idle gap included): with
+    programmatic dependent launch, a kernel's time includes waiting for the one before, and the
+    adds of all kernels sum to the span, so they apportion it."""
     start, end = kernels[0][0], max(k[1] for k in kernels)
     busy, reach = 0.0, start
     gaps = []
-    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0])
+    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     previous = None
     for ts, te, cat, name in kernels:
         gap = max(0.0, ts - reach)
@@ -58,6 +61,7 @@ def summarize(kernels):
         row[0] += 1
         row[1] += te - ts
         row[2] += gap
+        row[3] += max(0.0, te - reach)
         reach = max(reach, te)
         previous = name
     return end - start, busy, per_name, gaps
@@ -68,9 +72,11 @@ def report(kernels, forwards, top, out):
     f = float(forwards)
     out.write(f"  span {span / f:.1f} us a forward, busy {busy / f:.1f} us, idle {(span - busy) / f:.1f} us"
               f" ({len(kernels) / f:.1f} kernels a forward, {forwards} forwards)\n")
-    out.write(f"  {'kernel':<44} {'n/fwd':>6} {'us/fwd':>8} {'mean us':>8} {'idle before, us/fwd':>20}\n")
-    for name, (n, t, idle) in sorted(per_name.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:top]:
-        out.write(f"  {name[:44]:<44} {n / f:6.1f} {t / f:8.1f} {t / n:8.2f} {idle / f:20.1f}\n")
+    out.write(f"  {'kernel':<44} {'n/fwd':>6} {'us/fwd':>8} {'mean us':>8} {'idle before, us/fwd':>20}"
+              f" {'adds, us/fwd':>13} {'mean adds':>10}\n")
+    for name, (n, t, idle, adds) in sorted(per_name.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:top]:
+        out.write(f"  {name[:44]:<44} {n / f:6.1f} {t / f:8.1f} {t / n:8.2f} {idle / f:20.1f}"
+                  f" {adds / f:13.1f} {adds / n:10.2f}\n")
     gaps.sort(reverse=True)
     out.write("  longest gaps: " + "; ".join(f"{g:.0f} us {a} -> {b}" for g, a, b in gaps[:6]) + "\n")
 
@@ -121,10 +127,11 @@ def _check():
     assert sorted(per) == [0, 1], per
     span, busy, names, gaps = summarize(per[0])
     assert (span, busy) == (30.0, 25.0), (span, busy)
-    assert names["a<float,1>"] == [2, 20.0, 5.0], names
-    assert names["b"] == [1, 7.0, 0.0], names
+    assert names["a<float,1>"] == [2, 20.0, 5.0, 25.0], names  # 0-10, then 15-30
+    assert names["b"] == [1, 7.0, 0.0, 5.0], names  # 10-15
+    assert sum(row[3] for row in names.values()) == span
     assert gaps == [(5.0, "b", "a<float,1>")], gaps
-    assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0]
+    assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0, 2.0]
     runtime = [  # one thread: launch (0-2) of k1, memcpy call (10-11) of m1, launch (40-41) of k2
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 2,
          "tid": 7, "args": {"correlation": 1}},
