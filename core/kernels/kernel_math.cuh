@@ -91,6 +91,17 @@ __device__ __forceinline__ void store(T* p, const Vec<T, VEC>& v) {
   *reinterpret_cast<Vec<T, VEC>*>(p) = v;
 }
 
+// v as it is, but opaque to the compiler: what it computes from v stays after this point. A row
+// held in registers across barriers (the decode attention's key row, bf16) was otherwise converted
+// to fp32 ahead of them, which needs twice the registers and spilled.
+template <typename T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> pinned(Vec<T, VEC> v) {
+  static_assert(sizeof(v) == 16, "16-byte vectors only");
+  int4& raw = reinterpret_cast<int4&>(v);
+  asm volatile("" : "+r"(raw.x), "+r"(raw.y), "+r"(raw.z), "+r"(raw.w));
+  return v;
+}
+
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
 __device__ __forceinline__ float blockSum(float x) {
   __shared__ float partial[32];
