@@ -199,8 +199,7 @@ __device__ __forceinline__ void downChoice(const FusedMoeArgs& a, const DownRows
   for (int64_t k = k0; k < a.inter; k += kChunk) {
     Vec<T, VEC> wv[kDownRows];
 #pragma unroll
-    for (int r = 0; r < kDownRows; ++r)
-      wv[r] = k == k0 ? d.first[r] : load<T, VEC>(d.w[r] + k);
+    for (int r = 0; r < kDownRows; ++r) wv[r] = k == k0 ? d.first[r] : load<T, VEC>(d.w[r] + k);
     add(wv, k);
   }
 #pragma unroll
@@ -255,8 +254,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
   combineDownRows<T>(a, choice, outs, o0);
 }
 
-// Where each count lives in FusedMoeArgs::expertCounters.
-constexpr int kTickets = 0, kFinishedBlocks = 1, kRangesDone = 2;
+// Where each count lives in FusedMoeArgs::expertCounters: the tickets and the finished blocks in
+// one 128-byte line, the finished gate_up ranges in the next (blocks poll it; the first version,
+// a count per choice beside the tickets polled by every down warp, made the step 0.5 ms slower).
+constexpr int kTickets = 0, kFinishedBlocks = 1, kGateDone = 32;
+static_assert(kGateDone < kFusedMoeCounterInts);
 
 __device__ __forceinline__ int loadAcquire(const int* p) {
   int v;
@@ -264,30 +266,15 @@ __device__ __forceinline__ int loadAcquire(const int* p) {
   return v;
 }
 
-// Choice j of the rows from o0 on, once its gate_up ranges are done: the weights' first round is
-// loaded before the wait. Out of line, as gateUpRangeOutOfLine: inlined together with gate_up's
-// loop, the two spilled hundreds of bytes at the kernel's 128 registers.
-template <typename T>
-__device__ __forceinline__ void downChoiceAfterGateUp(const FusedMoeArgs& a,
-                                                      const BlockChoice& choice, int j, int64_t o0,
-                                                      int ranges, float (*outs)[kDownRows]) {
-  const int64_t e = choice.expert[j];
-  if (e < 0) return;
-  DownRows<T> d;
-  loadDownRows<T>(a, e, o0, d);
-  while (loadAcquire(a.expertCounters + kRangesDone + j) < ranges) __nanosleep(32);
-  downChoice<T, true>(a, d, j, choice.weight[j], outs);
-}
-
 // gateUpOneTokenKernel and downOneTokenKernel as one kernel, the same arithmetic (so the same
 // bits). Why: between the two kernels, down's blocks could not start before gate_up's had left
 // their SMs (two gate_up blocks fill an SM's registers), so down's choice and its first weight
 // loads waited on gate_up's last block. Here a block chooses once, then takes tickets: the first
 // topK x ranges are gate_up's (choice t % topK, range t / topK), the rest down's row blocks. A
-// down warp loads its first weights, then waits only for its choice's gate_up ranges. No block
-// waits before every gate_up ticket is taken, and a block that took one runs it to the end
-// without waiting, so the kernel finishes whatever number of its blocks fit on the GPU at once.
-// The last block to finish zeroes the counters for the next call.
+// down block loads its first weights, then one thread waits until every gate_up range is done.
+// No block waits before every gate_up ticket is taken, and a block that took one runs it to the
+// end without waiting, so the kernel finishes whatever number of its blocks fit on the GPU at
+// once. The last block to finish zeroes the counters for the next call.
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, 2) expertsOneTokenKernel(FusedMoeArgs a) {
   __shared__ float outs[kMaxChoices][kDownRows];
@@ -324,13 +311,28 @@ __global__ void __launch_bounds__(kWarps * 32, 2) expertsOneTokenKernel(FusedMoe
     gateUpRange<T, OneKernelGateUp>(a, choice, t % topK, t / topK);
     if (threadIdx.x % 32 == 0) __threadfence();  // lane 0 wrote h: seen before the count
     publish();
-    if (threadIdx.x == 0) atomicAdd(counters + kRangesDone + t % topK, 1);
+    if (threadIdx.x == 0) atomicAdd(counters + kGateDone, 1);
   }
+  bool hReady = false;
   for (; t < tickets; t = ticket[slot]) {
     take();
     const int64_t o0 = int64_t(t - gateTickets) * kDownRows;
-    for (int j = warp; j < topK; j += kWarps)
-      downChoiceAfterGateUp<T>(a, choice, j, o0, ranges, outs);
+    DownRows<T> d;
+    const int64_t firstE = warp < topK ? choice.expert[warp] : -1;
+    if (firstE >= 0) loadDownRows<T>(a, firstE, o0, d);
+    if (!hReady) {  // h whole: after the barrier every thread reads it (through L2)
+      if (threadIdx.x == 0) {
+        while (loadAcquire(counters + kGateDone) < gateTickets) __nanosleep(256);
+      }
+      __syncthreads();
+      hReady = true;
+    }
+    for (int j = warp; j < topK; j += kWarps) {
+      const int64_t e = choice.expert[j];
+      if (e < 0) continue;
+      if (j != warp) loadDownRows<T>(a, e, o0, d);
+      downChoice<T, true>(a, d, j, choice.weight[j], outs);
+    }
     publish();
     combineDownRows<T>(a, choice, outs, o0);
     __syncthreads();  // outs read before the next ticket's writes

@@ -116,7 +116,7 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight, const a
                     int64_t firstExpert);
 // Ints of a layer's `counters`: the router kernel's count of its blocks, then the one-token
 // experts kernel's (kernels::kFusedMoeCounterInts).
-constexpr int64_t kMoeLayerCounters = 1 + 2 + 32;
+constexpr int64_t kMoeLayerCounters = 1 + 64;
 // The RMSNorm a fused kernel folds in before its own work: norm(x + residual) with weight [H] and
 // eps (residual undefined: norm(x)), rounded as addRmsNorm / rmsNorm.
 struct NormIn {

@@ -204,9 +204,9 @@ constexpr int64_t kMoeSelectMaxTopK = 32;
 constexpr int64_t kMoeRouterMaxTokens = 4;
 // With expertCounters set (kFusedMoeCounterInts int zeros on the device, left zero), a call for one
 // token runs gate_up and down as one kernel: its blocks take gate_up's row ranges, then down's, by
-// ticket, and down waits per choice on a count of finished gate_up ranges instead of a kernel
-// boundary. Ints: tickets, finished blocks, then one count per choice.
-constexpr int64_t kFusedMoeCounterInts = 2 + kMoeSelectMaxTopK;
+// ticket, and down waits on a count of finished gate_up ranges instead of a kernel boundary. Ints:
+// tickets and finished blocks, then (from 32 on, a 128-byte line of its own) the ranges.
+constexpr int64_t kFusedMoeCounterInts = 64;
 struct FusedMoeArgs {
   DType dtype = DType::Float;
   const void* x = nullptr;

@@ -284,7 +284,10 @@ class TestMoeKernels : public QObject {
     const at::Tensor reference = referenceMoe(x, refW, refIds, w13, w2, first);
     const at::Tensor fromLogits = fused::fusedMoe(x, logits, r, w13, w2, first);
     QVERIFY(fromLogits.defined());
-    expectClose(fromLogits, reference, 0.3, "fused_moe from logits");
+    // Sums of 2048 and 768 terms cancel near zero past fp32's 1e-6 and bf16's 1e-3 of the
+    // reference's rounding: there, a fraction of the outputs' scale.
+    const double ofScale = H < 1024 ? 0.0 : dtype == int(at::kFloat) ? 1e-6 : 1.0 / 256;
+    expectClose(fromLogits, reference, 0.3, "fused_moe from logits", ofScale);
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)),
              "two runs differ");
     auto [sw, sids] = fused::moeSelect(logits, r);
@@ -302,8 +305,8 @@ class TestMoeKernels : public QObject {
     const at::Tensor gemvLogits = fused::gemv(x, routerW);
     QVERIFY(gemvLogits.defined());
     auto [gw, gids] = fused::moeSelect(gemvLogits, r);  // its ties as the kernel breaks them
-    expectClose(fromWeight, referenceMoe(x, gw, gids, w13, w2, first), 0.3,
-                "fused_moe with router");
+    expectClose(fromWeight, referenceMoe(x, gw, gids, w13, w2, first), 0.3, "fused_moe with router",
+                ofScale);
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, gemvLogits, r, w13, w2, first)),
              "the router's GEMV inside the kernel differs from the GEMV kernel");
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, gw, gids, w13, w2, first)),
