@@ -15,12 +15,7 @@
 namespace shardscope::kernels {
 namespace {
 
-using GateUp = WideGateUp;  // 3 intermediate rows a warp: 8 x 32 blocks for Qwen3-30B-A3B
-// gate_up's ranges inside expertsOneTokenKernel: as many as the grid has blocks (a second wave of
-// ranges left most blocks waiting: two rows a warp made the kernel 5 us slower than the two it
-// replaces); with two loads ahead of each row, three rows spill in bf16 at 128 registers.
-using OneKernelGateUp = WarpRows<3, 1, 1, 2>;
-using OneKernelGateUpAhead = WarpRows<3, 2, 1, 2>;
+using GateUp = WideGateUp;    // 3 intermediate rows a warp: 8 x 32 blocks for Qwen3-30B-A3B
 constexpr int kDownRows = 8;  // output rows a block (one wave of 256 blocks at hidden 2048)
 constexpr int kMaxChoices = kMoeSelectMaxTopK;
 
@@ -116,22 +111,26 @@ __device__ __forceinline__ void chooseInBlock(const FusedMoeArgs& a, BlockChoice
   if constexpr (WEIGHTS) __syncthreads();
 }
 
-// h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j of expert e, on
-// range `range` of the intermediate rows: warp w computes rows (range * kWarps + w) * kRows + g.
-template <typename T, typename G>
-__device__ __forceinline__ void gateUpRange(const FusedMoeArgs& a, const BlockChoice& choice, int j,
-                                            int64_t range) {
-  constexpr int R = G::kRows;
-  const int lane = threadIdx.x % 32;
+// h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j = blockIdx.x
+// of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
+    gateUpOneTokenKernel(FusedMoeArgs a) {
+  constexpr int R = GateUp::kRows;
+  __shared__ BlockChoice choice;
+  waitForPreviousKernel();  // the logits
+  allowNextKernel();
+  chooseInBlock<T, false>(a, choice);
+  const int lane = threadIdx.x % 32, j = int(blockIdx.x);
   const int64_t expert = int64_t(choice.chosen[j]) - a.firstExpert;
-  const int64_t i0 = (range * kWarps + threadIdx.x / 32) * R;
+  const int64_t i0 = (int64_t(blockIdx.y) * kWarps + threadIdx.x / 32) * R;
   if (expert < 0 || expert >= a.localExperts || i0 >= a.inter) return;  // another rank's expert
   const T* gateUp[2 * R];
   gateUpRowPointers<T, R>(static_cast<const T*>(a.w13) + expert * 2 * a.inter * a.hidden, i0,
                           a.inter, a.hidden, gateUp);
   const T* rows[1] = {static_cast<const T*>(a.x)};
   float acc[2 * R][1] = {};
-  dotRows<T, 2 * R, G::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
+  dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
   if (lane != 0) return;
 #pragma unroll
   for (int g = 0; g < R; ++g) {
@@ -141,209 +140,77 @@ __device__ __forceinline__ void gateUpRange(const FusedMoeArgs& a, const BlockCh
   }
 }
 
-// The choice j = blockIdx.x, intermediate range blockIdx.y (gateUpRange).
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
-    gateUpOneTokenKernel(FusedMoeArgs a) {
-  __shared__ BlockChoice choice;
-  waitForPreviousKernel();  // the logits
-  allowNextKernel();
-  chooseInBlock<T, false>(a, choice);
-  gateUpRange<T, GateUp>(a, choice, int(blockIdx.x), blockIdx.y);
-}
-
-// One warp's kDownRows rows of down for one expert: where they start, and the first round of
-// their weights (loaded before the warp waits for h: they do not depend on it).
-template <typename T>
-struct DownRows {
-  static constexpr int VEC = 16 / sizeof(T);
-  const T* w[kDownRows];
-  Vec<T, VEC> first[kDownRows];
-};
-template <typename T>
-__device__ __forceinline__ void loadDownRows(const FusedMoeArgs& a, int64_t expert, int64_t o0,
-                                             DownRows<T>& d) {
-  const T* w2 = static_cast<const T*>(a.w2) + expert * a.hidden * a.inter;
-#pragma unroll
-  for (int r = 0; r < kDownRows; ++r) d.w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
-  const int64_t k0 = int64_t(threadIdx.x % 32) * DownRows<T>::VEC;
-  if (k0 >= a.inter) return;
-#pragma unroll
-  for (int r = 0; r < kDownRows; ++r) d.first[r] = load<T, DownRows<T>::VEC>(d.w[r] + k0);
-}
-
-// outs[j][r] = round(round(h_j . D_e[o0 + r]) * weight_j) for the warp's rows (loadDownRows). h
-// written by other blocks of the same kernel is read through L2 (HL2), past the SM's L1.
-template <typename T, bool HL2>
-__device__ __forceinline__ void downChoice(const FusedMoeArgs& a, const DownRows<T>& d, int j,
-                                           float wj, float (*outs)[kDownRows]) {
-  constexpr int VEC = DownRows<T>::VEC;
-  constexpr int64_t kChunk = 32 * VEC;
-  const int lane = threadIdx.x % 32;
-  const int64_t k0 = int64_t(lane) * VEC;
-  const T* hj = static_cast<const T*>(a.h) + j * a.inter;
-  float acc[kDownRows] = {};
-  const auto add = [&](const Vec<T, VEC>(&wv)[kDownRows], int64_t k) {
-    Vec<T, VEC> xv;
-    if constexpr (HL2) {
-      const int4 raw = __ldcg(reinterpret_cast<const int4*>(hj + k));
-      xv = *reinterpret_cast<const Vec<T, VEC>*>(&raw);
-    } else {
-      xv = load<T, VEC>(hj + k);
-    }
-#pragma unroll
-    for (int r = 0; r < kDownRows; ++r) {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i)
-        acc[r] = __fmaf_rn(toFloat(wv[r].v[i]), toFloat(xv.v[i]), acc[r]);
-    }
-  };
-  for (int64_t k = k0; k < a.inter; k += kChunk) {
-    Vec<T, VEC> wv[kDownRows];
-#pragma unroll
-    for (int r = 0; r < kDownRows; ++r) wv[r] = k == k0 ? d.first[r] : load<T, VEC>(d.w[r] + k);
-    add(wv, k);
-  }
-#pragma unroll
-  for (int r = 0; r < kDownRows; ++r) {
-    for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(kFull, acc[r], o);
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int r = 0; r < kDownRows; ++r)
-      outs[j][r] = toFloat(fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(acc[r])), wj)));
-  }
-}
-
-// y[o0 + r] = the local choices' outs[.][r] added in increasing expert order from zero, each add
-// rounded (combineRows' order). After a barrier over outs.
-template <typename T>
-__device__ __forceinline__ void combineDownRows(const FusedMoeArgs& a, const BlockChoice& choice,
-                                                const float (*outs)[kDownRows], int64_t o0) {
-  const int r = threadIdx.x;
-  if (r >= kDownRows || o0 + r >= a.hidden) return;
-  float y = 0.f;
-  for (int n = 0; n < int(a.topK); ++n) {
-    const int j = choice.byExpert[n];
-    if (choice.expert[j] >= 0) y = addRounded<T>(y, outs[j][r]);
-  }
-  static_cast<T*>(a.y)[o0 + r] = fromFloat<T>(y);
-}
-
 // y[o] for the kDownRows rows o of block b: warp w computes choice j = w (then w + kWarps, ...)
-// on those rows (downChoice), then combineDownRows. The choice and the first round of the warp's
-// weights come before the wait on gate_up: neither depends on it (the logits are two kernels
-// back, complete before gate_up let this one start).
+// on those rows, round(round(h_j . D_e[o]) * weight_j), into shared memory; then each row adds
+// the local choices in increasing expert order from zero, each add rounded (combineRows' order).
+// The choice and the first round of the warp's weights come before the wait on gate_up: neither
+// depends on it (the logits are two kernels back, complete before gate_up let this one start).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int64_t kChunk = 32 * VEC;
   __shared__ float outs[kMaxChoices][kDownRows];
   __shared__ BlockChoice choice;
-  const int warp = threadIdx.x / 32, topK = int(a.topK);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, topK = int(a.topK);
   const int64_t o0 = int64_t(blockIdx.x) * kDownRows;
   chooseInBlock<T, true>(a, choice);
-  DownRows<T> d;
+  const auto weightRows = [&](int64_t e, const T*(&w)[kDownRows]) {
+    const T* w2 = static_cast<const T*>(a.w2) + e * a.hidden * a.inter;
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
+  };
+  const int64_t k0 = int64_t(lane) * VEC;
   const int64_t firstE = warp < topK ? choice.expert[warp] : -1;
-  if (firstE >= 0) loadDownRows<T>(a, firstE, o0, d);
+  const T* w[kDownRows];
+  Vec<T, VEC> first[kDownRows];  // the first round of this warp's first choice
+  if (firstE >= 0) {
+    weightRows(firstE, w);
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) {
+      if (k0 < a.inter) first[r] = load<T, VEC>(w[r] + k0);
+    }
+  }
   waitForPreviousKernel();  // h
   allowNextKernel();
   for (int j = warp; j < topK; j += kWarps) {
     const int64_t e = choice.expert[j];
+    const float wj = choice.weight[j];
     if (e < 0) continue;
-    if (j != warp) loadDownRows<T>(a, e, o0, d);
-    downChoice<T, false>(a, d, j, choice.weight[j], outs);
+    if (j != warp) weightRows(e, w);
+    const T* hj = static_cast<const T*>(a.h) + j * a.inter;
+    float acc[kDownRows] = {};
+    for (int64_t k = k0; k < a.inter; k += kChunk) {
+      Vec<T, VEC> wv[kDownRows];
+#pragma unroll
+      for (int r = 0; r < kDownRows; ++r)
+        wv[r] = j == warp && k == k0 ? first[r] : load<T, VEC>(w[r] + k);
+      const Vec<T, VEC> xv = load<T, VEC>(hj + k);
+#pragma unroll
+      for (int r = 0; r < kDownRows; ++r) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i)
+          acc[r] = __fmaf_rn(toFloat(wv[r].v[i]), toFloat(xv.v[i]), acc[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) {
+      for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(kFull, acc[r], o);
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < kDownRows; ++r)
+        outs[j][r] = toFloat(fromFloat<T>(__fmul_rn(toFloat(fromFloat<T>(acc[r])), wj)));
+    }
   }
   __syncthreads();
-  combineDownRows<T>(a, choice, outs, o0);
-}
-
-// Where each count lives in FusedMoeArgs::expertCounters: the tickets and the finished blocks in
-// one 128-byte line, the finished gate_up ranges in the next (blocks poll it; the first version,
-// a count per choice beside the tickets polled by every down warp, made the step 0.5 ms slower).
-constexpr int kTickets = 0, kFinishedBlocks = 1, kGateDone = 32;
-static_assert(kGateDone < kFusedMoeCounterInts);
-
-__device__ __forceinline__ int loadAcquire(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// gateUpOneTokenKernel and downOneTokenKernel as one kernel, the same arithmetic (so the same
-// bits). Why: between the two kernels, down's blocks could not start before gate_up's had left
-// their SMs (two gate_up blocks fill an SM's registers), so down's choice and its first weight
-// loads waited on gate_up's last block. Here a block chooses once, then takes tickets: the first
-// topK x ranges are gate_up's (choice t % topK, range t / topK), the rest down's row blocks. A
-// down block loads its first weights, then one thread waits until every gate_up range is done.
-// No block waits before every gate_up ticket is taken, and a block that took one runs it to the
-// end without waiting, so the kernel finishes whatever number of its blocks fit on the GPU at
-// once. The last block to finish zeroes the counters for the next call.
-template <typename T, typename G>
-__global__ void __launch_bounds__(kWarps * 32, 2) expertsOneTokenKernel(FusedMoeArgs a) {
-  __shared__ float outs[kMaxChoices][kDownRows];
-  __shared__ BlockChoice choice;
-  __shared__ int ticket[2];
-  int* counters = a.expertCounters;
-  const int topK = int(a.topK), warp = threadIdx.x / 32;
-  const int ranges = int((a.inter + kWarps * G::kRows - 1) / (kWarps * G::kRows));
-  const int gateTickets = topK * ranges;
-  const int tickets = gateTickets + int((a.hidden + kDownRows - 1) / kDownRows);
-  // The counters were last used by this layer's previous call, finished kernels ago: the first
-  // ticket's latency overlaps the wait for the logits. A ticket goes to shared memory only at the
-  // next barrier: warp 0 does not stall on the atomic before its own loads.
-  int taken = threadIdx.x == 0 ? atomicAdd(counters + kTickets, 1) : 0;
-  waitForPreviousKernel();  // the logits
-  allowNextKernel();
-  chooseInBlock<T, true>(a, choice);
-  int slot = 0;
-  const auto publish = [&] {  // the ticket taken, seen by the block after the barrier
-    if (threadIdx.x == 0) ticket[slot] = taken;
-    __syncthreads();
-  };
-  const auto take = [&] {  // the ticket after the one running
-    slot ^= 1;
-    if (threadIdx.x == 0) taken = atomicAdd(counters + kTickets, 1);
-  };
-  publish();
-  // Two loops, gate_up's tickets then down's: in one loop the two bodies' registers added up
-  // (hundreds of bytes spilled at the kernel's 128 registers).
-  int t = ticket[0];
-  for (; t < gateTickets; t = ticket[slot]) {
-    take();
-    gateUpRange<T, G>(a, choice, t % topK, t / topK);
-    if (threadIdx.x % 32 == 0) __threadfence();  // lane 0 wrote h: seen before the count
-    publish();
-    if (threadIdx.x == 0) atomicAdd(counters + kGateDone, 1);
+  const int r = threadIdx.x;
+  if (r >= kDownRows || o0 + r >= a.hidden) return;
+  float y = 0.f;
+  for (int n = 0; n < topK; ++n) {
+    const int j = choice.byExpert[n];
+    if (choice.expert[j] >= 0) y = addRounded<T>(y, outs[j][r]);
   }
-  bool hReady = false;
-  for (; t < tickets; t = ticket[slot]) {
-    take();
-    const int64_t o0 = int64_t(t - gateTickets) * kDownRows;
-    DownRows<T> d;
-    const int64_t firstE = warp < topK ? choice.expert[warp] : -1;
-    if (firstE >= 0) loadDownRows<T>(a, firstE, o0, d);
-    if (!hReady) {  // h whole: after the barrier every thread reads it (through L2)
-      if (threadIdx.x == 0) {
-        while (loadAcquire(counters + kGateDone) < gateTickets) __nanosleep(256);
-      }
-      __syncthreads();
-      hReady = true;
-    }
-    for (int j = warp; j < topK; j += kWarps) {
-      const int64_t e = choice.expert[j];
-      if (e < 0) continue;
-      if (j != warp) loadDownRows<T>(a, e, o0, d);
-      downChoice<T, true>(a, d, j, choice.weight[j], outs);
-    }
-    publish();
-    combineDownRows<T>(a, choice, outs, o0);
-    __syncthreads();  // outs read before the next ticket's writes
-  }
-  if (threadIdx.x != 0) return;
-  __threadfence();
-  if (atomicAdd(counters + kFinishedBlocks, 1) != int(gridDim.x) - 1) return;
-  // Every block is past its last ticket: nobody reads the counters again in this call.
-  for (int i = 0; i < int(kFusedMoeCounterInts); ++i) counters[i] = 0;
-  __threadfence();
+  static_cast<T*>(a.y)[o0 + r] = fromFloat<T>(y);
 }
 
 }  // namespace
@@ -358,45 +225,10 @@ bool oneTokenExpertsTake(const FusedMoeArgs& a) {
          a.topK <= kMaxChoices;
 }
 
-namespace {
-// gate_up and down as one kernel (expertsOneTokenKernel) unless SHARDSCOPE_MOE_ONE_KERNEL=0, read
-// at each call (to compare in one process; the results are the same bits either way).
-bool oneKernel(const FusedMoeArgs& a) {
-  const char* v = std::getenv("SHARDSCOPE_MOE_ONE_KERNEL");
-  return a.expertCounters && !(v && std::strcmp(v, "0") == 0);
-}
-
-// As many blocks as run at once on the device (a block waits only after every gate_up ticket is
-// taken, so fewer also finish; more would only queue), or SHARDSCOPE_MOE_ONE_KERNEL_BLOCKS.
-template <typename T, typename G>
-cudaError_t launchOneKernel(const FusedMoeArgs& a, cudaStream_t stream) {
-  const auto kernel = expertsOneTokenKernel<T, G>;
-  int device = 0, sms = 0, perSm = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarps * 32, 0);
-  if (e != cudaSuccess) return e;
-  const int64_t ranges = (a.inter + kWarps * G::kRows - 1) / (kWarps * G::kRows);
-  const int64_t tickets = a.topK * ranges + (a.hidden + kDownRows - 1) / kDownRows;
-  int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(tickets, int64_t(sms) * perSm));
-  // Fewer blocks on request (tests: the ticket loops, and that one block alone finishes).
-  if (const char* cap = std::getenv("SHARDSCOPE_MOE_ONE_KERNEL_BLOCKS"))
-    blocks = std::clamp<int64_t>(std::atoll(cap), 1, blocks);
-  return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarps * 32), 0, stream, a);
-}
-}  // namespace
-
 cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
   if (!oneTokenExpertsTake(a)) return cudaErrorInvalidValue;
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);
-    if (oneKernel(a)) {
-      const char* ahead = std::getenv("SHARDSCOPE_MOE_ONE_KERNEL_AHEAD");  // to compare
-      return ahead && std::strcmp(ahead, "2") == 0
-                 ? launchOneKernel<T, OneKernelGateUpAhead>(a, stream)
-                 : launchOneKernel<T, OneKernelGateUp>(a, stream);
-    }
     constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
     const dim3 threads(kWarps * 32);
     const cudaError_t e =

@@ -447,21 +447,18 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerLogits, const M
   return c.y;
 }
 
-static_assert(kMoeLayerCounters == 1 + kernels::kFusedMoeCounterInts);
-
 namespace {
 // A call whose first kernel runs the router's GEMV (the fusedMoe overload from routerWeight);
 // c.y undefined when the kernels do not take the shapes. The logits and the choice live in
 // c.scratch until the launch.
-MoeCall routerCall(const at::Tensor& x, const at::Tensor& routerWeight, const at::Tensor& counters,
-                   const MoeRouting& routing, const at::Tensor& w13, const at::Tensor& w2,
-                   int64_t firstExpert) {
+MoeCall routerCall(const at::Tensor& x, const at::Tensor& routerWeight,
+                   const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                   const at::Tensor& w2, int64_t firstExpert) {
   if (!usable(routerWeight, x) || routerWeight.dim() != 2 || !routerWeight.is_contiguous() ||
       x.dim() != 2 || x.size(0) > kernels::kMoeRouterMaxTokens ||
       routerWeight.size(1) != x.size(1) || routing.topK < 1 ||
       routing.topK > kernels::kMoeSelectMaxTopK || routerWeight.size(0) < routing.topK ||
-      counters.scalar_type() != at::kInt || counters.device() != x.device() ||
-      counters.numel() < kMoeLayerCounters || !counters.is_contiguous())
+      routerDone.scalar_type() != at::kInt || routerDone.device() != x.device())
     return {};
   MoeCall c = moeCall(x, routing.topK, w13, w2, firstExpert);
   if (!c.y.defined()) return {};
@@ -471,18 +468,17 @@ MoeCall routerCall(const at::Tensor& x, const at::Tensor& routerWeight, const at
   c.scratch = {logits, ids, weights};
   c.a.routerWeight = routerWeight.data_ptr();
   c.a.routerLogits = logits.data_ptr();
-  c.a.routerDone = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
-  c.a.expertCounters = counters.data_ptr<int>() + 1;
+  c.a.routerDone = reinterpret_cast<unsigned*>(routerDone.data_ptr<int>());
   return c;
 }
 }  // namespace
 
-at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight, const at::Tensor& counters,
-                    const MoeRouting& routing, const at::Tensor& w13, const at::Tensor& w2,
-                    int64_t firstExpert) {
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
+                    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                    const at::Tensor& w2, int64_t firstExpert) {
   if (!x.defined() || !x.is_cuda()) return {};
   const c10::cuda::CUDAGuard guard(x.device());
-  MoeCall c = routerCall(x, routerWeight, counters, routing, w13, w2, firstExpert);
+  MoeCall c = routerCall(x, routerWeight, routerDone, routing, w13, w2, firstExpert);
   if (!c.y.defined()) return {};
   check(kernels::fusedMoe(c.a, streamOf(x)), "fused_moe");
   return c.y;
@@ -490,7 +486,7 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight, const a
 
 std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
                                                     const at::Tensor& routerWeight,
-                                                    const at::Tensor& counters,
+                                                    const at::Tensor& routerDone,
                                                     const MoeRouting& routing,
                                                     const at::Tensor& w13, const at::Tensor& w2,
                                                     int64_t firstExpert) {
@@ -507,7 +503,7 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                     true) > kernels::kMoeRouterMaxShared)
     return {};
   const c10::cuda::CUDAGuard guard(x.device());
-  MoeCall c = routerCall(x, routerWeight, counters, routing, w13, w2, firstExpert);
+  MoeCall c = routerCall(x, routerWeight, routerDone, routing, w13, w2, firstExpert);
   if (!c.y.defined()) return {};
   const at::Tensor normed = at::empty_like(x);
   at::Tensor residualSum = norm.residual.defined() ? at::empty_like(x) : x;

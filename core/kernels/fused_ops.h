@@ -109,14 +109,11 @@ at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerLogits, const M
                     const at::Tensor& w13, const at::Tensor& w2, int64_t firstExpert);
 // The same for a decode step of a few tokens nobody observes, from the router's weight [E, H] (x's
 // dtype): the router's GEMV runs in the first kernel too, its logits rounded as gemv() rounds
-// them. `counters` is kMoeLayerCounters int32 zeros on x's device that the kernels leave zero (one
-// set per layer: FusedMoE holds it). Undefined when the kernels do not take the shapes.
-at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight, const at::Tensor& counters,
-                    const MoeRouting& routing, const at::Tensor& w13, const at::Tensor& w2,
-                    int64_t firstExpert);
-// Ints of a layer's `counters`: the router kernel's count of its blocks, then the one-token
-// experts kernel's (kernels::kFusedMoeCounterInts).
-constexpr int64_t kMoeLayerCounters = 1 + 64;
+// them. `routerDone` is an int32 zero on x's device that the kernel leaves zero (one per layer:
+// FusedMoE holds it). Undefined when the kernels do not take the shapes.
+at::Tensor fusedMoe(const at::Tensor& x, const at::Tensor& routerWeight,
+                    const at::Tensor& routerDone, const MoeRouting& routing, const at::Tensor& w13,
+                    const at::Tensor& w2, int64_t firstExpert);
 // The RMSNorm a fused kernel folds in before its own work: norm(x + residual) with weight [H] and
 // eps (residual undefined: norm(x)), rounded as addRmsNorm / rmsNorm.
 struct NormIn {
@@ -129,7 +126,7 @@ struct NormIn {
 // or when SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process).
 std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
                                                     const at::Tensor& routerWeight,
-                                                    const at::Tensor& counters,
+                                                    const at::Tensor& routerDone,
                                                     const MoeRouting& routing,
                                                     const at::Tensor& w13, const at::Tensor& w2,
                                                     int64_t firstExpert);

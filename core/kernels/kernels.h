@@ -202,11 +202,6 @@ constexpr int64_t kMoeSelectMaxTopK = 32;
 // select.experts] (rounded as the GEMV kernel rounds) and chooses from them; routerDone is an
 // int zero on the device that the kernel leaves zero (it counts the kernel's blocks).
 constexpr int64_t kMoeRouterMaxTokens = 4;
-// With expertCounters set (kFusedMoeCounterInts int zeros on the device, left zero), a call for one
-// token runs gate_up and down as one kernel: its blocks take gate_up's row ranges, then down's, by
-// ticket, and down waits on a count of finished gate_up ranges instead of a kernel boundary. Ints:
-// tickets and finished blocks, then (from 32 on, a 128-byte line of its own) the ranges.
-constexpr int64_t kFusedMoeCounterInts = 64;
 struct FusedMoeArgs {
   DType dtype = DType::Float;
   const void* x = nullptr;
@@ -216,7 +211,6 @@ struct FusedMoeArgs {
   const void* routerWeight = nullptr;
   void* routerLogits = nullptr;
   unsigned* routerDone = nullptr;
-  int* expertCounters = nullptr;
   const void* w13 = nullptr;
   const void* w2 = nullptr;
   void* h = nullptr;

@@ -35,32 +35,6 @@ inline void expectClose(const at::Tensor& fused, const at::Tensor& reference, do
   if (bf16) QVERIFY2(same >= exact, what);
 }
 
-// Sets an environment switch that the kernels read at each call (null: unsets it) for a scope,
-// then restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value)
-      : name_(name), had_(qEnvironmentVariableIsSet(name)), old_(qgetenv(name)) {
-    if (value)
-      qputenv(name, value);
-    else
-      qunsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      qputenv(name_, old_);
-    else
-      qunsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  bool had_;
-  QByteArray old_;
-};
-
 inline void dtypeRows() {
   QTest::addColumn<int>("dtype");
   QTest::newRow("fp32") << int(at::kFloat);

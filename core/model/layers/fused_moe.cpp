@@ -63,10 +63,7 @@ void FusedMoE::load(LoadContext& ctx, const std::string& prefix) {
   }
   w13_ = at::stack(w13, 0);
   w2_ = at::stack(w2, 0);
-#ifdef SHARDSCOPE_WITH_CUDA_KERNELS
-  counters_ =
-      at::zeros({fused::kMoeLayerCounters}, at::TensorOptions().dtype(at::kInt).device(ctx.device));
-#endif
+  routerDone_ = at::zeros({1}, at::TensorOptions().dtype(at::kInt).device(ctx.device));
   const int64_t w13Split = tp_.expertParallel ? 0 : 1, w2Split = tp_.expertParallel ? 0 : 2;
   addParameter({"w13_weight", w13_, {numExperts_, 2 * I, H}, w13Split});
   addParameter({"w2_weight", w2_, {numExperts_, H, I}, w2Split});
@@ -114,7 +111,7 @@ at::Tensor FusedMoE::forwardUnobserved(const at::Tensor& hidden,
                                        const at::Tensor& routerWeight) const {
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
   if (topkMethod_ != TopkMethod::Greedy) return {};
-  return fused::fusedMoe(hidden, routerWeight, counters_, routing(), w13_, w2_, firstExpert_);
+  return fused::fusedMoe(hidden, routerWeight, routerDone_, routing(), w13_, w2_, firstExpert_);
 #else
   (void)hidden, (void)routerWeight;
   return {};
@@ -131,7 +128,7 @@ std::pair<at::Tensor, at::Tensor> FusedMoE::forwardAfterNorm(const at::Tensor& h
   in.residual = residual;
   in.weight = norm.weight();
   in.eps = norm.eps();
-  return fused::fusedMoeAfterNorm(hidden, in, routerWeight, counters_, routing(), w13_, w2_,
+  return fused::fusedMoeAfterNorm(hidden, in, routerWeight, routerDone_, routing(), w13_, w2_,
                                   firstExpert_);
 #else
   (void)hidden, (void)residual, (void)norm, (void)routerWeight;

@@ -88,9 +88,8 @@ class FusedMoE : public Module {
   int64_t firstExpert_, localExperts_, iPerRank_;
   at::Tensor w13_;  // [localExperts, 2 * iPerRank, H]: [gate | up] rows per expert
   at::Tensor w2_;   // [localExperts, H, iPerRank]
-  // The unobserved decode kernels' counts (fused::kMoeLayerCounters int32, zero between
-  // launches): the router's blocks, the one-token experts kernel's tickets and finished ranges.
-  at::Tensor counters_;
+  // forwardUnobserved's router kernel counts its blocks here (int32, zero between launches).
+  at::Tensor routerDone_;
 };
 
 }  // namespace shardscope

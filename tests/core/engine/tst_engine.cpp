@@ -130,8 +130,7 @@ class TestEngine : public QObject {
   // logits bit for bit with it on, from CUDA graphs: attention with the cache write
   // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
   // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM) and whose
-  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN), gate_up and
-  // down as one kernel (SHARDSCOPE_MOE_ONE_KERNEL).
+  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN).
   void decodeFusionsKeepTheBits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("dtype");
@@ -146,8 +145,6 @@ class TestEngine : public QObject {
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM" << 3;
       QTest::addRow("moe %s one-token experts", dtype)
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1;
-      QTest::addRow("moe %s experts as one kernel", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_KERNEL" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {

@@ -231,11 +231,8 @@ class TestMoeKernels : public QObject {
   // One token takes the one-token kernels (each block chooses from the logits, down adds its rows'
   // experts in the block); they must equal the general kernels given the same choice, bit for
   // bit: the Qwen3-30B-A3B routing shape (128 experts, top 8) and more choices than a block has
-  // warps (top 12) are rows of their own.
-  // At one token with the layer's counters, gate_up and down run as one kernel whose blocks take
-  // tickets: `blocks` caps its grid (0: as many as fit), so that blocks loop over several tickets
-  // and a single block does all of them; Qwen3-30B-A3B's sizes have more tickets than an H200
-  // runs blocks at once.
+  // warps (top 12) are rows of their own, and so are Qwen3-30B-A3B's sizes (hidden 2048,
+  // intermediate 768).
   void fusedMoeFromRouter_data() {
     QTest::addColumn<int>("dtype");
     QTest::addColumn<int>("tokens");
@@ -244,21 +241,16 @@ class TestMoeKernels : public QObject {
     QTest::addColumn<int>("topK");
     QTest::addColumn<int>("hidden");
     QTest::addColumn<int>("inter");
-    QTest::addColumn<int>("blocks");
     for (int t : {int(at::kFloat), int(at::kBFloat16)}) {
       const char* d = t == int(at::kFloat) ? "fp32" : "bf16";
       for (int T : {1, 4, 16, 256}) {
         for (bool ep : {false, true})
-          QTest::addRow("%s T=%d%s", d, T, ep ? " ep" : "")
-              << t << T << ep << 32 << 4 << 256 << 96 << 0;
+          QTest::addRow("%s T=%d%s", d, T, ep ? " ep" : "") << t << T << ep << 32 << 4 << 256 << 96;
       }
-      QTest::addRow("%s T=1 E=128 k=8", d) << t << 1 << false << 128 << 8 << 256 << 96 << 0;
-      QTest::addRow("%s T=1 E=64 k=12 ep", d) << t << 1 << true << 64 << 12 << 256 << 96 << 0;
-      QTest::addRow("%s T=1 E=64 k=12 ep, 3 blocks", d)
-          << t << 1 << true << 64 << 12 << 256 << 96 << 3;
-      QTest::addRow("%s T=1 E=32 k=4, 1 block", d) << t << 1 << false << 32 << 4 << 264 << 104 << 1;
+      QTest::addRow("%s T=1 E=128 k=8", d) << t << 1 << false << 128 << 8 << 256 << 96;
+      QTest::addRow("%s T=1 E=64 k=12 ep", d) << t << 1 << true << 64 << 12 << 256 << 96;
       QTest::addRow("%s T=1 E=128 k=8 H=2048 I=768", d)
-          << t << 1 << false << 128 << 8 << 2048 << 768 << 0;
+          << t << 1 << false << 128 << 8 << 2048 << 768;
     }
   }
   void fusedMoeFromRouter() {
@@ -269,9 +261,6 @@ class TestMoeKernels : public QObject {
     QFETCH(int, topK);
     QFETCH(int, hidden);
     QFETCH(int, inter);
-    QFETCH(int, blocks);
-    const test::ScopedEnv cap("SHARDSCOPE_MOE_ONE_KERNEL_BLOCKS",
-                              blocks > 0 ? std::to_string(blocks).c_str() : nullptr);
     const auto o = gpu(at::ScalarType(dtype));
     const int64_t E = experts, k = topK, H = hidden, I = inter;
     const int64_t local = expertParallel ? E / 4 : E, first = expertParallel ? local : 0;
@@ -294,7 +283,7 @@ class TestMoeKernels : public QObject {
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, sw, sids, w13, w2, first)),
              "the experts chosen in the expert kernels differ from the routing kernel's lists");
 
-    const at::Tensor done = at::zeros({fused::kMoeLayerCounters}, o.dtype(at::kInt));
+    const at::Tensor done = at::zeros({1}, o.dtype(at::kInt));
     const at::Tensor routerW = at::randn({E, H}, o) * 0.1;
     const at::Tensor fromWeight = fused::fusedMoe(x, routerW, done, r, w13, w2, first);
     if (tokens > 4) {
@@ -313,14 +302,7 @@ class TestMoeKernels : public QObject {
              "the router call differs from the expert kernels given its choice");
     QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, routerW, done, r, w13, w2, first)),
              "two runs differ");
-    QVERIFY2(done.eq(0).all().item<bool>(), "the kernels left a count behind");
-    {  // gate_up and down as two kernels: the same bits
-      const test::ScopedEnv twoKernels("SHARDSCOPE_MOE_ONE_KERNEL", "0");
-      QVERIFY2(at::equal(fromWeight, fused::fusedMoe(x, routerW, done, r, w13, w2, first)),
-               "gate_up and down as one kernel differ from the two kernels");
-    }
-    // Counters too few for the experts kernel: refused, not run past their end.
-    QVERIFY(!fused::fusedMoe(x, routerW, done.narrow(0, 0, 1), r, w13, w2, first).defined());
+    QCOMPARE(done.item<int>(), 0);
 
     // The post-attention norm folded into the router's kernel: y and x + residual equal
     // addRmsNorm followed by the call above, bit for bit; without a residual, rmsNorm's.
@@ -340,7 +322,7 @@ class TestMoeKernels : public QObject {
     QVERIFY2(at::equal(yAlone, fused::fusedMoe(fused::rmsNorm(h, normW, 1e-6), routerW, done, r,
                                                w13, w2, first)),
              "the norm without a residual differs from rmsNorm");
-    QVERIFY2(done.eq(0).all().item<bool>(), "the kernels left a count behind");
+    QCOMPARE(done.item<int>(), 0);
     // Rows past the router kernel's shared memory are left to the norm and the call above.
     const at::Tensor wide = at::randn({4, 8192}, o);
     const fused::NormIn wideNorm{at::Tensor(), at::rand({8192}, o), 1e-6};
