@@ -1,7 +1,12 @@
 #include "build_info.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/version.h>
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
 
 #ifdef SHARDSCOPE_WITH_NCCL
 #include <nccl.h>
@@ -20,7 +25,18 @@ BuildInfo buildInfo() {
   b.ncclVersion = std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
                   std::to_string(NCCL_PATCH);
 #endif
+#ifdef _OPENMP
+  b.openmp = true;
+#endif
   return b;
+}
+
+int parallelForThreads() {
+  std::atomic<uint64_t> seen{0};
+  at::parallel_for(0, int64_t(1) << 16, 1, [&](int64_t, int64_t) {
+    seen.fetch_or(uint64_t(1) << (at::get_thread_num() % 64));
+  });
+  return std::popcount(seen.load());
 }
 
 }  // namespace shardscope

@@ -437,7 +437,8 @@ int main(int argc, char** argv) {
     const shardscope::BuildInfo b = shardscope::buildInfo();
     std::cout << "shardscope-cli " << b.shardscope << " (LibTorch " << b.libtorch << ", CUDA "
               << (b.cuda ? "yes, " + std::to_string(b.gpus) + " GPU(s)" : std::string("no"))
-              << ", NCCL " << (b.nccl ? b.ncclVersion : std::string("no")) << ")\n";
+              << ", NCCL " << (b.nccl ? b.ncclVersion : std::string("no")) << ", OpenMP CPU loops "
+              << (b.openmp ? "yes" : "no") << ")\n";
     return 0;
   }
   const std::string command = args[0];

@@ -3,6 +3,7 @@
 // seeded sampled text at tp=1, 2 and 4; sampling over every row, ids past the tokenizer included;
 // batching; stop tokens; progress and cancellation; a job that fails on one rank, then jobs that
 // succeed. Steps launched ahead of the host and what observers see of them: tst_decode_ahead.
+#include <ATen/Parallel.h>
 #include <QtTest>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "common/golden_engine.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
+#include "core/build_info.h"
 #include "core/engine/decode_state.h"
 #include "core/engine/engine.h"
 #include "core/engine/generation.h"
@@ -202,6 +204,21 @@ class TestEngine : public QObject {
     QCOMPARE(Engine(o).info().intraOpThreads, 1);  // the demo model: about 3M parameters
     o.threadsPerRank = 2;
     QCOMPARE(Engine(o).info().intraOpThreads, 2);
+  }
+
+  // Core's CPU loops (at::parallel_for, an OpenMP pragma in LibTorch's header) run on the intra-op
+  // threads: compiled without -fopenmp, core ran them on one thread whatever at::set_num_threads
+  // said (core/CMakeLists.txt); a GCC build must have it.
+  void cpuLoopsRunOnTheIntraOpThreads() {
+    const BuildInfo b = buildInfo();
+    const int before = at::get_num_threads();
+    at::set_num_threads(2);
+    const int seen = parallelForThreads();
+    at::set_num_threads(before);
+    QCOMPARE(seen, b.openmp ? 2 : 1);
+#if defined(__GNUC__) && !defined(__clang__)
+    QVERIFY2(b.openmp, "a GCC build of core without OpenMP: at::parallel_for runs on one thread");
+#endif
   }
 
   // A rank keeps its KV cache across generations: reused while it fits, cleared over its whole
