@@ -95,7 +95,7 @@ __device__ __forceinline__ void store(T* p, const Vec<T, VEC>& v) {
 // held in registers across barriers (the decode attention's key row, bf16) was otherwise converted
 // to fp32 ahead of them, which needs twice the registers and spilled.
 template <typename T, int VEC>
-__device__ __forceinline__ Vec<T, VEC> pinned(Vec<T, VEC> v) {
+__device__ __forceinline__ Vec<T, VEC> opaque(Vec<T, VEC> v) {
   static_assert(sizeof(v) == 16, "16-byte vectors only");
   int4& raw = reinterpret_cast<int4&>(v);
   asm volatile("" : "+r"(raw.x), "+r"(raw.y), "+r"(raw.z), "+r"(raw.w));

@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
       const Vec<T, VEC>* key = kRowsEarly ? row : late;
 #pragma unroll
       for (int c = 0; c < D / VEC; ++c) {
-        const Vec<T, VEC> kc = pinned(key[c]);  // bf16 D 128: 90 registers, not 128 and a spill
+        const Vec<T, VEC> kc = opaque(key[c]);  // bf16 D 128: 90 registers, not 128 and a spill
 #pragma unroll
         for (int u = 0; u < VEC; ++u) dot = __fmaf_rn(qs[c * VEC + u], toFloat(kc.v[u]), dot);
       }
