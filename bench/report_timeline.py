@@ -2,9 +2,11 @@
 """Sums a kernel timeline (gpu_speed --timeline: a Chrome trace from LibTorch's Kineto profiler)
 per GPU: the span from the first kernel's start to the last one's end, the time some kernel ran
 (busy) and the idle gaps between kernels; then per kernel name its count, its time and the idle
-gap before it, each per forward (the trace's forwards: --forwards, 17 for a 16-step decode after
-its prefill). Where the span exceeds the busy time, the GPU waited on the host; where a kernel's
-time exceeds what its bytes cost, the kernel itself is slow.
+gap before it and how far it moved the latest end ("adds": under programmatic dependent launch a
+kernel's time includes waiting for the one before; the adds sum to the span), each per forward
+(the trace's forwards: --forwards, 17 for a 16-step decode after its prefill). Where the span
+exceeds the busy time, the GPU waited on the host; where a kernel's time exceeds what its bytes
+cost, the kernel itself is slow.
 
   report_timeline.py TRACE.json [--forwards 17] [--top 25] [--host-gaps N]
   report_timeline.py --check      (the sums on a made-up trace with known answers; ctest runs it)
@@ -113,12 +115,14 @@ def load_events(path):
 
 
 def _check():
-    events = [  # GPU 0: a (0-10), b overlapping it (8-15), gap 5, a (20-30); GPU 1: one memcpy
+    events = [  # GPU 0: a (0-10), b overlapping it (8-15), gap 5, a (20-30) with c (22-26) inside it;
+        # GPU 1: one memcpy
         {"ph": "X", "cat": "kernel", "name": "void ns::(anonymous namespace)::a<float, 1>(Args)",
          "ts": 0, "dur": 10, "args": {"device": 0}},
         {"ph": "X", "cat": "kernel", "name": "b", "ts": 8, "dur": 7, "args": {"device": 0}},
         {"ph": "X", "cat": "kernel", "name": "void ns::(anonymous namespace)::a<float, 1>(Args)",
          "ts": 20, "dur": 10, "args": {"device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "c", "ts": 22, "dur": 4, "args": {"device": 0}},
         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": 3, "dur": 2,
          "args": {"device": 1}},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 99},
@@ -129,6 +133,7 @@ def _check():
     assert (span, busy) == (30.0, 25.0), (span, busy)
     assert names["a<float,1>"] == [2, 20.0, 5.0, 25.0], names  # 0-10, then 15-30
     assert names["b"] == [1, 7.0, 0.0, 5.0], names  # 10-15
+    assert names["c"] == [1, 4.0, 0.0, 0.0], names  # inside a: moves no end
     assert sum(row[3] for row in names.values()) == span
     assert gaps == [(5.0, "b", "a<float,1>")], gaps
     assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0, 2.0]

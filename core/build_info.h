@@ -1,4 +1,5 @@
-// What this build of the core was made with, for About boxes and run records (no LibTorch here).
+// What this build of the core was made with, for About boxes, --version and run records (no
+// LibTorch here).
 #pragma once
 
 #include <string>
@@ -18,8 +19,9 @@ struct BuildInfo {
 BuildInfo buildInfo();
 
 // How many threads core's at::parallel_for spreads a long loop over at the current intra-op
-// thread count (at::get_num_threads). LibTorch's parallel_for is an OpenMP pragma in its header,
-// so in a core compiled without OpenMP (a clang build) it is 1 whatever the count says.
+// thread count (at::get_num_threads): the check that `openmp` holds in practice (tst_engine).
+// LibTorch's parallel_for is an OpenMP pragma in its header, so in a core compiled without OpenMP
+// (a clang build) it is 1 whatever the count says.
 int parallelForThreads();
 
 }  // namespace shardscope

@@ -2,7 +2,8 @@
 // whose LM head has rows past the tokenizer's ids): identical greedy and
 // seeded sampled text at tp=1, 2 and 4; sampling over every row, ids past the tokenizer included;
 // batching; stop tokens; progress and cancellation; a job that fails on one rank, then jobs that
-// succeed. Steps launched ahead of the host and what observers see of them: tst_decode_ahead.
+// succeed. How many intra-op threads a rank takes, and that core's CPU loops run on them. Steps
+// launched ahead of the host and what observers see of them: tst_decode_ahead.
 #include <ATen/Parallel.h>
 #include <QtTest>
 
@@ -210,6 +211,11 @@ class TestEngine : public QObject {
   // threads: compiled without -fopenmp, core ran them on one thread whatever at::set_num_threads
   // said (core/CMakeLists.txt); a GCC build must have it.
   void cpuLoopsRunOnTheIntraOpThreads() {
+    for (const char* limit : {"OMP_THREAD_LIMIT", "OMP_DYNAMIC"}) {  // they may give fewer threads
+      if (qEnvironmentVariableIsSet(limit))
+        QSKIP(
+            qPrintable(QString("%1 is set: OpenMP may run the loop on fewer threads").arg(limit)));
+    }
     const BuildInfo b = buildInfo();
     const int before = at::get_num_threads();
     at::set_num_threads(2);
