@@ -24,6 +24,24 @@ gpu_build() {
   cmake --build "$BUILD_DIR" --parallel "$(nproc)" "${targets[@]}" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; return 1; }
 }
 
+# Runs test suites with CUDA tensors, each entry a suite or suite:function, appending each one's
+# totals and first failures to the log $1; lines of a suite's output matching $SUITE_EXTRA (an
+# extended regex, unset: none) go to the log too. The suites' own logs stay in /tmp.
+gpu_suites() {
+  local log=$1 entry suite
+  shift
+  for entry in "$@"; do
+    suite=${entry%%:*}
+    local function=()
+    [[ $entry == *:* ]] && function=("${entry#*:}")
+    SHARDSCOPE_TEST_DEVICE=cuda timeout 240 "$BUILD_DIR/bin/$suite" "${function[@]}" \
+      > "/tmp/$suite.log" 2>&1
+    echo "$entry (rc $?, ${SECONDS}s): $(grep -E 'Totals' "/tmp/$suite.log")" | tee -a "$log"
+    grep -E -A3 "^FAIL|what\(\)" "/tmp/$suite.log" | head -16 | tee -a "$log"
+    if [[ -n ${SUITE_EXTRA:-} ]]; then grep -E "$SUITE_EXTRA" "/tmp/$suite.log" | tee -a "$log"; fi
+  done
+}
+
 # A random bf16 Qwen3-8B checkpoint on local disk (about 16 GB, written once per machine).
 gpu_checkpoint() {
   local ckpt=${CHECKPOINT:-/tmp/qwen3-8b-random}

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <QtTest>
+
 #include <algorithm>
 
 namespace shardscope::test {
