@@ -26,7 +26,8 @@ gpu_build() {
 
 # Runs test suites with CUDA tensors, each entry a suite or suite:function, appending each one's
 # totals and first failures to the log $1; lines of a suite's output matching $SUITE_EXTRA (an
-# extended regex, unset: none) go to the log too. The suites' own logs stay in /tmp.
+# extended regex, unset: none) go to the log too; each suite may run SUITE_TIMEOUT seconds (240).
+# The suites' own logs stay in /tmp.
 gpu_suites() {
   local log=$1 entry suite
   shift
@@ -34,7 +35,7 @@ gpu_suites() {
     suite=${entry%%:*}
     local function=()
     [[ $entry == *:* ]] && function=("${entry#*:}")
-    SHARDSCOPE_TEST_DEVICE=cuda timeout 240 "$BUILD_DIR/bin/$suite" "${function[@]}" \
+    SHARDSCOPE_TEST_DEVICE=cuda timeout "${SUITE_TIMEOUT:-240}" "$BUILD_DIR/bin/$suite" "${function[@]}" \
       > "/tmp/$suite.log" 2>&1
     echo "$entry (rc $?, ${SECONDS}s): $(grep -E 'Totals' "/tmp/$suite.log")" | tee -a "$log"
     grep -E -A3 "^FAIL|what\(\)" "/tmp/$suite.log" | head -16 | tee -a "$log"

@@ -2,9 +2,11 @@
 // combine) against Hugging Face's expert loop and FusedMoE's ATen routing chain: fp32 and bf16,
 // decode and prefill token counts, all experts local or an expert-parallel rank's share. Built only
 // with the kernels; skips without a GPU.
+#include <ATen/cuda/CUDAContext.h>
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/kernel_checks.h"
 #include "common/moe_reference.h"
@@ -38,6 +40,31 @@ at::Tensor distinctLogits(int64_t T, int64_t E, at::TensorOptions o) {
 }
 
 }  // namespace
+
+// The one-token call with its kernels streaming the weights through shared memory (on Hopper,
+// rows of whole 16-byte pieces) equals the call with gate_up alone streaming and the call with
+// both loading into registers, bit for bit.
+void oneTokenBulkCopiesKeepTheBits(const at::Tensor& x, const at::Tensor& logits,
+                                   const fused::MoeRouting& r, const at::Tensor& w13,
+                                   const at::Tensor& w2, int64_t first,
+                                   const at::Tensor& streamed) {
+  const bool hopper = at::cuda::getCurrentDeviceProperties()->major >= 9;
+  const auto whole = [](const at::Tensor& w) { return w.size(2) * w.element_size() % 16 == 0; };
+  const fused::MoeBulkStages both = fused::oneTokenBulkStages(x, w13, w2);
+  QCOMPARE(both.gateUp, hopper && whole(w13));
+  QCOMPARE(both.down, hopper && whole(w2));
+  for (const char* setting : {"gate_up", "0"}) {
+    qputenv("SHARDSCOPE_MOE_BULK", setting);
+    const fused::MoeBulkStages stages = fused::oneTokenBulkStages(x, w13, w2);
+    const at::Tensor y = fused::fusedMoe(x, logits, r, w13, w2, first);
+    qunsetenv("SHARDSCOPE_MOE_BULK");
+    QCOMPARE(stages.gateUp, both.gateUp && std::strcmp(setting, "0") != 0);
+    QVERIFY(!stages.down);
+    QVERIFY(y.defined());
+    QVERIFY2(at::equal(streamed, y),
+             qPrintable(QString("SHARDSCOPE_MOE_BULK=%1 gives other bits").arg(setting)));
+  }
+}
 
 class TestMoeKernels : public QObject {
   Q_OBJECT
@@ -251,6 +278,11 @@ class TestMoeKernels : public QObject {
       }
       QTest::addRow("%s T=1 E=128 k=8", d) << t << 1 << false << 128 << 8 << 256 << 96 << 0.0;
       QTest::addRow("%s T=1 E=64 k=12 ep", d) << t << 1 << true << 64 << 12 << 256 << 96 << 0.0;
+      // A row of 264 elements (a lane's last piece past the end); fewer units than blocks.
+      QTest::addRow("%s T=1 E=32 k=4 H=264 I=104", d)
+          << t << 1 << false << 32 << 4 << 264 << 104 << 0.0;
+      QTest::addRow("%s T=1 E=32 k=2 H=64 I=8 ep", d)
+          << t << 1 << true << 32 << 2 << 64 << 8 << 0.0;
       // Outputs that sum 2048 and then 768 products cancel near zero by more than the dtype's
       // absolute allowance (fp32 1e-6, bf16 1e-3): a fraction of their scale instead.
       QTest::addRow("%s T=1 E=128 k=8 H=2048 I=768", d)
@@ -285,6 +317,10 @@ class TestMoeKernels : public QObject {
     auto [sw, sids] = fused::moeSelect(logits, r);
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, sw, sids, w13, w2, first)),
              "the experts chosen in the expert kernels differ from the routing kernel's lists");
+    if (tokens == 1) {
+      oneTokenBulkCopiesKeepTheBits(x, logits, r, w13, w2, first, fromLogits);
+      if (QTest::currentTestFailed()) return;
+    }
 
     const at::Tensor done = at::zeros({1}, o.dtype(at::kInt));
     const at::Tensor routerW = at::randn({E, H}, o) * 0.1;

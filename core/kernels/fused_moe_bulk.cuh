@@ -1,0 +1,25 @@
+// The one-token expert kernels' variants that stream the chosen experts' weights through shared
+// memory with bulk copies (Hopper's TMA) instead of holding the loads in flight in registers. The
+// bits are those of the register kernels (fused_moe_one_token.cuh).
+#pragma once
+
+#include "kernels.h"
+
+namespace shardscope::kernels {
+
+// Which of the two one-token kernels stream for these shapes and pointers: a device of sm_90 or
+// later, rows of whole 16-byte pieces (gate_up: hidden, down: inter) at 16-byte aligned addresses,
+// and not switched off: SHARDSCOPE_MOE_BULK=0 streams neither, =gate_up only gate_up (read at each
+// call, so a process can compare).
+struct BulkStages {
+  bool gateUp = false, down = false;
+};
+BulkStages oneTokenBulkStages(const FusedMoeArgs& a);
+
+// gate_up + SwiGLU into a.h, one block an SM (oneTokenBulkStages(a).gateUp).
+cudaError_t launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream);
+// down with the combine into a.y, one block an SM (oneTokenBulkStages(a).down); its weights are
+// asked for before it waits on gate_up's h.
+cudaError_t launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream);
+
+}  // namespace shardscope::kernels
