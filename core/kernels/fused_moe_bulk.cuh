@@ -9,8 +9,9 @@ namespace shardscope::kernels {
 
 // Which of the two one-token kernels stream for these shapes and pointers: a device of sm_90 or
 // later, rows of whole 16-byte pieces (gate_up: hidden, down: inter) at 16-byte aligned addresses,
-// and not switched off: SHARDSCOPE_MOE_BULK=0 streams neither, =gate_up only gate_up (read at each
-// call, so a process can compare).
+// and switched on: SHARDSCOPE_MOE_BULK=1 streams both, =gate_up only gate_up, unset or anything
+// else neither (read at each call, so a process can compare). Off by default until a GPU run has
+// measured it against the register kernels.
 struct BulkStages {
   bool gateUp = false, down = false;
 };

@@ -267,9 +267,9 @@ cudaError_t launchBulk(void (*kernel)(FusedMoeArgs, int), const FusedMoeArgs& a,
 
 BulkStages oneTokenBulkStages(const FusedMoeArgs& a) {
   const char* v = std::getenv("SHARDSCOPE_MOE_BULK");
-  if (v && std::strcmp(v, "0") == 0) return {};
-  const bool down = !(v && std::strcmp(v, "gate_up") == 0);
-  return {gateUpPlan(a).blocks > 0, down && downPlan(a).blocks > 0};
+  const bool both = v && std::strcmp(v, "1") == 0, gateUp = v && std::strcmp(v, "gate_up") == 0;
+  if (!both && !gateUp) return {};
+  return {gateUpPlan(a).blocks > 0, both && downPlan(a).blocks > 0};
 }
 
 cudaError_t launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream) {

@@ -132,8 +132,8 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                                     int64_t firstExpert);
 // Which kernels of a one-token fusedMoe call with token x [1, H] and these experts' w13 [E, 2I, H]
 // and w2 [E, H, I] stream their weights through shared memory with bulk copies (Hopper) rather
-// than through registers: the same bits. SHARDSCOPE_MOE_BULK=0 (read at each call) streams
-// neither, =gate_up only gate_up.
+// than through registers: the same bits. SHARDSCOPE_MOE_BULK=1 (read at each call) streams both,
+// =gate_up only gate_up; unset, neither.
 struct MoeBulkStages {
   bool gateUp = false, down = false;
 };

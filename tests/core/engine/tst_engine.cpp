@@ -133,21 +133,30 @@ class TestEngine : public QObject {
   // logits bit for bit with it on, from CUDA graphs: attention with the cache write
   // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
   // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM) and whose
-  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN).
+  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN), which may
+  // stream their weights through shared memory (SHARDSCOPE_MOE_BULK=1, off by default: `on` is
+  // the value that turns a switch on, empty for unset).
   void decodeFusionsKeepTheBits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<QString>("variable");
+    QTest::addColumn<QString>("on");
     QTest::addColumn<int>("requests");
     for (const char* dtype : {"f32", "bf16"}) {
-      QTest::addRow("demo %s attention", dtype)
-          << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION" << 3;
+      QTest::addRow("demo %s attention", dtype) << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION"
+                                                << "" << 3;
       QTest::addRow("moe %s attention", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION" << 3;
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION"
+          << "" << 3;
       QTest::addRow("moe %s norm in router", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM" << 3;
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM"
+          << "" << 3;
       QTest::addRow("moe %s one-token experts", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1;
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN"
+          << "" << 1;
+      QTest::addRow("moe %s one-token experts' bulk copies", dtype)
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_BULK"
+          << "1" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {
@@ -155,6 +164,7 @@ class TestEngine : public QObject {
     QFETCH(QString, model);
     QFETCH(QString, dtype);
     QFETCH(QString, variable);
+    QFETCH(QString, on);
     QFETCH(int, requests);
     EngineOptions o =
         model == "demo" ? EngineOptions{} : test::goldenEngineOptions(model.toStdString(), 1);
@@ -165,8 +175,10 @@ class TestEngine : public QObject {
     o.cudaGraphs = true;
     const QByteArray name = variable.toUtf8();
     const auto run = [&](bool fused) {
-      if (fused) {
+      if (fused && on.isEmpty()) {
         qunsetenv(name.constData());
+      } else if (fused) {
+        qputenv(name.constData(), on.toUtf8());
       } else {
         qputenv(name.constData(), "0");
       }

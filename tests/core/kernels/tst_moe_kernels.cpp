@@ -41,27 +41,26 @@ at::Tensor distinctLogits(int64_t T, int64_t E, at::TensorOptions o) {
 
 }  // namespace
 
-// The one-token call with its kernels streaming the weights through shared memory (on Hopper,
-// rows of whole 16-byte pieces) equals the call with gate_up alone streaming and the call with
-// both loading into registers, bit for bit.
+// The one-token call with gate_up, or gate_up and down, streaming the weights through shared
+// memory (on Hopper, rows of whole 16-byte pieces) equals the call that loads them into registers
+// (`registers`, SHARDSCOPE_MOE_BULK unset), bit for bit.
 void oneTokenBulkCopiesKeepTheBits(const at::Tensor& x, const at::Tensor& logits,
                                    const fused::MoeRouting& r, const at::Tensor& w13,
                                    const at::Tensor& w2, int64_t first,
-                                   const at::Tensor& streamed) {
+                                   const at::Tensor& registers) {
   const bool hopper = at::cuda::getCurrentDeviceProperties()->major >= 9;
   const auto whole = [](const at::Tensor& w) { return w.size(2) * w.element_size() % 16 == 0; };
-  const fused::MoeBulkStages both = fused::oneTokenBulkStages(x, w13, w2);
-  QCOMPARE(both.gateUp, hopper && whole(w13));
-  QCOMPARE(both.down, hopper && whole(w2));
-  for (const char* setting : {"gate_up", "0"}) {
+  const fused::MoeBulkStages none = fused::oneTokenBulkStages(x, w13, w2);
+  QVERIFY(!none.gateUp && !none.down);
+  for (const char* setting : {"1", "gate_up"}) {
     qputenv("SHARDSCOPE_MOE_BULK", setting);
     const fused::MoeBulkStages stages = fused::oneTokenBulkStages(x, w13, w2);
     const at::Tensor y = fused::fusedMoe(x, logits, r, w13, w2, first);
     qunsetenv("SHARDSCOPE_MOE_BULK");
-    QCOMPARE(stages.gateUp, both.gateUp && std::strcmp(setting, "0") != 0);
-    QVERIFY(!stages.down);
+    QCOMPARE(stages.gateUp, hopper && whole(w13));
+    QCOMPARE(stages.down, hopper && whole(w2) && std::strcmp(setting, "1") == 0);
     QVERIFY(y.defined());
-    QVERIFY2(at::equal(streamed, y),
+    QVERIFY2(at::equal(registers, y),
              qPrintable(QString("SHARDSCOPE_MOE_BULK=%1 gives other bits").arg(setting)));
   }
 }
