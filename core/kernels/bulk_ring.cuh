@@ -11,7 +11,10 @@ namespace shardscope::kernels {
 // Slot s of use k (k = s, s + slots, ...) is signalled by two mbarriers: full[s] completes when
 // its copies have landed (one producer arrival that announces their bytes), empty[s] when its one
 // consumer is done with it. One thread produces; each use of a slot has one consumer (a warp's
-// lane 0 releases it after the warp's __syncwarp). sm_90 only: callers check the device.
+// lane 0 releases it after the warp's __syncwarp), and a slot's uses must be waited for in order
+// by whoever consumes them: a wait sees only the parity of the barrier's phase, so a wait for use
+// k while use k - slots has not landed would pass at once. A wait that lasts kHangNs traps (an
+// error the host sees) rather than hang. sm_90 only: callers check the device.
 class BulkRing {
  public:
   // `storage` is 16-byte aligned shared memory of slots * slotBytes; barriers holds 2 * slots.
@@ -68,9 +71,19 @@ class BulkRing {
   }
 
  private:
+  static constexpr uint64_t kHangNs = 10'000'000'000;  // far past any one kernel's time
+
+  __device__ static uint64_t nanoseconds() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  }
   __device__ static void wait(uint64_t* barrier, unsigned parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) return;
+    const uint64_t start = nanoseconds();
     while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+      if (nanoseconds() - start > kHangNs) __trap();
     }
 #endif
   }

@@ -22,9 +22,10 @@ constexpr int kBulkWarps = 8;  // consumers; warp kBulkWarps issues the copies
 constexpr int kBulkThreads = (kBulkWarps + 1) * 32;
 constexpr int kBulkMaxSlots = 32;  // mbarrier pairs in static shared memory
 // Slots' bytes a block: both kernels' blocks fit on one SM (228 KB) with their static shared
-// memory, so down's blocks start, choose and fill their rings while gate_up streams.
-constexpr size_t kGateUpRingBytes = 112 * 1024;
-constexpr size_t kDownRingBytes = 80 * 1024;
+// memory, so down's blocks start, choose and fill their rings while gate_up streams (Qwen3-30B-A3B
+// in bf16: gate_up 16 slots of 8 KB, down 8 of 6 KB).
+constexpr size_t kGateUpRingBytes = 128 * 1024;
+constexpr size_t kDownRingBytes = 64 * 1024;
 constexpr int kBulkDownRows = 4;  // output rows a unit of down (their weights are contiguous)
 
 __host__ __device__ constexpr size_t roundUp(size_t bytes, size_t to) {
@@ -215,50 +216,76 @@ struct BulkPlan {
   size_t shared = 0;
 };
 
-// Slots of slotBytes within ringBytes (at most kBulkMaxSlots), on an sm_90 device; none (blocks 0)
-// when fewer than two fit.
-BulkPlan ringPlan(int64_t slotBytes, size_t ringBytes) {
-  const int64_t slots = std::min<int64_t>(kBulkMaxSlots, int64_t(ringBytes) / slotBytes);
-  int device = 0, major = 0, sms = 0;
-  if (slots < 2 || cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      major < 9)
+// The current device's SMs, compute capability and the most shared memory a block may opt into.
+struct DeviceLimits {
+  int sms = 0, major = 0, sharedOptin = 0;
+};
+DeviceLimits currentDeviceLimits() {
+  DeviceLimits d;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.sharedOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess)
     return {};
-  return {sms, int(slots), size_t(slots * slotBytes)};
+  return d;
 }
 
-int64_t elementBytes(DType dtype) {
-  return dtype == DType::Float ? 4 : 2;
+// Slots of slotBytes within ringBytes, a multiple of kBulkWarps: warp w then consumes every use
+// of the slots s = w (mod kBulkWarps), each slot's uses in order. (A warp that waited for a slot's
+// use k while its use k - slots had not landed would see the barrier one phase behind, whose
+// parity try_wait takes for done.) `other` bytes of dynamic shared memory come before or after
+// the slots. None (blocks 0) before sm_90, when fewer than kBulkWarps slots fit, or when the block
+// would need more shared memory than the device allows.
+template <typename Kernel>
+BulkPlan ringPlan(Kernel kernel, int64_t slotBytes, size_t ringBytes, size_t other) {
+  if (slotBytes <= 0) return {};
+  const int64_t fit = std::min<int64_t>(kBulkMaxSlots, int64_t(ringBytes) / slotBytes);
+  const int64_t slots = fit / kBulkWarps * kBulkWarps;
+  const DeviceLimits d = currentDeviceLimits();
+  cudaFuncAttributes attributes{};
+  if (slots < kBulkWarps || d.major < 9 ||
+      cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess)
+    return {};
+  const size_t shared = size_t(slots * slotBytes) + other;
+  if (shared + attributes.sharedSizeBytes > size_t(d.sharedOptin)) return {};
+  return {d.sms, int(slots), shared};
 }
 
+template <typename T>
 BulkPlan gateUpPlan(const FusedMoeArgs& a) {
-  const int64_t rowBytes = a.hidden * elementBytes(a.dtype);
+  const int64_t rowBytes = a.hidden * int64_t(sizeof(T));
   if (rowBytes % 16 != 0 || !aligned(a.w13, 16) || !aligned(a.x, 16)) return {};
-  BulkPlan p = ringPlan(2 * rowBytes, kGateUpRingBytes);
-  p.shared += roundUp(size_t(rowBytes), 128);  // x
-  return p;
+  return ringPlan(gateUpBulkKernel<T>, 2 * rowBytes, kGateUpRingBytes,
+                  roundUp(size_t(rowBytes), 128));  // x
 }
 
+template <typename T>
 BulkPlan downPlan(const FusedMoeArgs& a) {
-  const int64_t rowBytes = a.inter * elementBytes(a.dtype);
+  const int64_t rowBytes = a.inter * int64_t(sizeof(T));
   if (rowBytes % 16 != 0 || !aligned(a.w2, 16)) return {};
-  BulkPlan p = ringPlan(kBulkDownRows * rowBytes, kDownRingBytes);
-  if (p.blocks == 0) return p;
+  const int64_t sms = currentDeviceLimits().sms;
+  if (sms <= 0) return {};
   const int64_t groups = (a.hidden + kBulkDownRows - 1) / kBulkDownRows;
-  const int64_t perBlock = (groups + p.blocks - 1) / p.blocks;  // outs' row groups
-  if (perBlock * kBulkDownRows > kBulkWarps * 32) return {};    // a consumer thread a row
-  p.shared += size_t(perBlock * kMaxChoices * kBulkDownRows) * sizeof(float);
-  return p;
+  const int64_t perBlock = (groups + sms - 1) / sms;          // outs' row groups
+  if (perBlock * kBulkDownRows > kBulkWarps * 32) return {};  // a consumer thread a row
+  return ringPlan(downBulkKernel<T>, kBulkDownRows * rowBytes, kDownRingBytes,
+                  size_t(perBlock * kMaxChoices * kBulkDownRows) * sizeof(float));
 }
 
+// Both kernels prefer the largest shared-memory carveout: with a smaller one, down's blocks would
+// not fit beside gate_up's and could not start (and fill their rings) while it streams.
 template <typename T>
 cudaError_t launchBulk(void (*kernel)(FusedMoeArgs, int), const FusedMoeArgs& a,
                        const BulkPlan& plan, cudaStream_t stream) {
   if (plan.blocks == 0) return cudaErrorInvalidValue;
-  const cudaError_t set =
+  cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.shared));
-  if (set != cudaSuccess) return set;
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             int(cudaSharedmemCarveoutMaxShared));
+  if (e != cudaSuccess) return e;
   return launchKernel(kernel, dim3(unsigned(plan.blocks)), dim3(kBulkThreads), plan.shared, stream,
                       a, plan.slots);
 }
@@ -269,20 +296,26 @@ BulkStages oneTokenBulkStages(const FusedMoeArgs& a) {
   const char* v = std::getenv("SHARDSCOPE_MOE_BULK");
   const bool both = v && std::strcmp(v, "1") == 0, gateUp = v && std::strcmp(v, "gate_up") == 0;
   if (!both && !gateUp) return {};
-  return {gateUpPlan(a).blocks > 0, both && downPlan(a).blocks > 0};
+  BulkStages stages;
+  dispatch(a.dtype, [&](auto t) {
+    using T = decltype(t);
+    stages = {gateUpPlan<T>(a).blocks > 0, both && downPlan<T>(a).blocks > 0};
+    return cudaSuccess;
+  });
+  return stages;
 }
 
 cudaError_t launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
   return dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
-    return launchBulk<T>(gateUpBulkKernel<T>, a, gateUpPlan(a), stream);
+    return launchBulk<T>(gateUpBulkKernel<T>, a, gateUpPlan<T>(a), stream);
   });
 }
 
 cudaError_t launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream) {
   return dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
-    return launchBulk<T>(downBulkKernel<T>, a, downPlan(a), stream);
+    return launchBulk<T>(downBulkKernel<T>, a, downPlan<T>(a), stream);
   });
 }
 
