@@ -14,7 +14,8 @@ namespace shardscope::kernels {
 // lane 0 releases it after the warp's __syncwarp), and a slot's uses must be waited for in order
 // by whoever consumes them: a wait sees only the parity of the barrier's phase, so a wait for use
 // k while use k - slots has not landed would pass at once. A wait that lasts kHangNs traps (an
-// error the host sees) rather than hang. sm_90 only: callers check the device.
+// error the host sees) rather than hang; define SHARDSCOPE_BULK_NO_HANG_TRAP to wait on (under a
+// debugger's breakpoints). sm_90 only: callers check the device.
 class BulkRing {
  public:
   // `storage` is 16-byte aligned shared memory of slots * slotBytes; barriers holds 2 * slots.
@@ -83,7 +84,9 @@ class BulkRing {
     if (cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) return;
     const uint64_t start = nanoseconds();
     while (!cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+#ifndef SHARDSCOPE_BULK_NO_HANG_TRAP
       if (nanoseconds() - start > kHangNs) __trap();
+#endif
     }
 #endif
   }

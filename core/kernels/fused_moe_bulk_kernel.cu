@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "block_choice.cuh"
 #include "bulk_ring.cuh"
@@ -216,20 +218,25 @@ struct BulkPlan {
   size_t shared = 0;
 };
 
-// The current device's SMs, compute capability and the most shared memory a block may opt into.
+// The current device's SMs, compute capability and the most shared memory a block may opt into,
+// asked once a device (each decode step's eager launches would otherwise ask three times a layer).
 struct DeviceLimits {
   int sms = 0, major = 0, sharedOptin = 0;
 };
 DeviceLimits currentDeviceLimits() {
-  DeviceLimits d;
+  static std::mutex mutex;
+  static std::map<int, DeviceLimits> known;
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+  if (cudaGetDevice(&device) != cudaSuccess) return {};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(device); it != known.end()) return it->second;
+  DeviceLimits d;
+  if (cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&d.sharedOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
           cudaSuccess)
     return {};
-  return d;
+  return known.emplace(device, d).first->second;
 }
 
 // Slots of slotBytes within ringBytes, a multiple of kBulkWarps: warp w then consumes every use

@@ -81,8 +81,8 @@ void parseRope(const json& j, ModelConfig& c, const std::string& origin) {
     throw CheckpointError(origin + ": rope scaling type '" + type +
                           "' is not supported (supported: default, llama3, yarn)");
   }
-  c.ropeScaling.type = type;
-  if (type == "yarn") {
+  c.ropeScaling.type = type == "yarn" ? RopeType::Yarn : RopeType::Llama3;
+  if (c.ropeScaling.type == RopeType::Yarn) {
     RopeScaling& y = c.ropeScaling;
     y.originalMaxPositions =
         optionalInt(*scaling, "original_max_position_embeddings", c.maxPositions, origin);

@@ -14,8 +14,11 @@ enum class Family { Qwen3, Qwen2, Llama, Qwen3Moe, DeepseekV2 };
 
 const char* familyName(Family f);
 
+// rope_scaling's rope_type: none, Llama 3.1's wavelength bands, or YaRN (DeepSeek).
+enum class RopeType { Default, Llama3, Yarn };
+
 struct RopeScaling {
-  std::string type = "default";  // "default", "llama3" or "yarn"
+  RopeType type = RopeType::Default;
   double factor = 1.0;
   double lowFreqFactor = 1.0;
   double highFreqFactor = 4.0;

@@ -26,7 +26,7 @@ std::pair<at::Tensor, double> deepseekRopeFrequencies(const ModelConfig& c) {
   const at::Tensor exponents = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / double(dim);
   const at::Tensor posFreqs = at::pow(at::scalar_tensor(c.ropeTheta, at::kFloat), exponents);
   const RopeScaling& y = c.ropeScaling;
-  if (y.type != "yarn") return {1.0 / posFreqs, 1.0};
+  if (y.type != RopeType::Yarn) return {1.0 / posFreqs, 1.0};
   const at::Tensor extrapolation = 1.0 / posFreqs;
   const at::Tensor interpolation = 1.0 / (y.factor * posFreqs);
   double low = std::floor(correctionDim(y.betaFast, dim, c.ropeTheta, y.originalMaxPositions));

@@ -21,7 +21,7 @@ int64_t heldBefore(int64_t end, int64_t r, int64_t dcp) {
 double softmaxScale(const ModelConfig& c) {
   double scale = 1.0 / std::sqrt(double(c.mla.qkHeadDim()));
   const RopeScaling& y = c.ropeScaling;
-  if (y.type != "default" && y.mscaleAllDim != 0.0) {
+  if (y.type != RopeType::Default && y.mscaleAllDim != 0.0) {
     const double m = yarnMscale(y.factor, y.mscaleAllDim);
     scale *= m * m;
   }

@@ -1,7 +1,6 @@
 #include "rotary_embedding.h"
 
 #include <cmath>
-#include <map>
 #include <tuple>
 
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
@@ -16,7 +15,7 @@ at::Tensor inverseFrequencies(const ModelConfig& c) {
   // Same arithmetic as transformers: base ** (arange(0, d, 2).float() / d), in fp32.
   at::Tensor exponents = at::arange(0, d, 2, at::kLong).to(at::kFloat) / double(d);
   at::Tensor inv = 1.0 / at::pow(at::scalar_tensor(c.ropeTheta, at::kFloat), exponents);
-  if (c.ropeScaling.type != "llama3") return inv;
+  if (c.ropeScaling.type != RopeType::Llama3) return inv;
   const auto& s = c.ropeScaling;
   const double lowWavelen = double(s.originalMaxPositions) / s.lowFreqFactor;
   const double highWavelen = double(s.originalMaxPositions) / s.highFreqFactor;
@@ -31,44 +30,28 @@ at::Tensor inverseFrequencies(const ModelConfig& c) {
 
 }  // namespace
 
-// cos/sin tables are the same for every layer: each rank thread keeps one per (rope parameters,
-// device, dtype) and the layers share it (read only), instead of one copy per layer.
+// HF computes cos/sin in fp32 and casts them to the activation dtype: the cast tables come from
+// the fp32 ones, not from an earlier cast.
 std::pair<at::Tensor, at::Tensor> RotaryEmbedding::tables(at::Device device,
                                                           at::ScalarType dtype) const {
-  thread_local std::map<std::string, std::pair<at::Tensor, at::Tensor>> cache;
-  const std::string key = ropeKey_ + "|" + device.str() + "|" + c10::toString(dtype);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  std::pair<at::Tensor, at::Tensor> t;
-  if (device.is_cpu() && dtype == at::kFloat) {
-    at::Tensor pos = at::arange(config_.maxPositions, at::kLong).to(at::kFloat);
-    at::Tensor freqs = at::outer(pos, inverseFrequencies(config_));  // [P, d/2]
-    t = {freqs.cos(), freqs.sin()};
-  } else {
-    const auto base = tables(at::Device(at::kCPU), at::kFloat);  // cast from the fp32 tables
-    t = {base.first.to(device).to(dtype), base.second.to(device).to(dtype)};
-  }
-  return cache.emplace(key, t).first->second;
+  const at::Tensor pos = at::arange(config_.maxPositions, at::kLong).to(at::kFloat);
+  const at::Tensor freqs = at::outer(pos, inverseFrequencies(config_));  // [P, d/2]
+  return {freqs.cos().to(device, dtype), freqs.sin().to(device, dtype)};
 }
 
 RotaryEmbedding::RotaryEmbedding(std::string name, Module* parent, const ModelConfig& config)
     : Module(std::move(name), parent), headDim_(config.headDim), config_(config) {
   setPorts(ShardSpec::whole(), ShardSpec::split(ShardKind::Head));
-  const RopeScaling& r = config.ropeScaling;
-  ropeKey_ = std::to_string(config.ropeTheta) + "|" + std::to_string(config.headDim) + "|" +
-             std::to_string(config.maxPositions) + "|" + r.type + "|" + std::to_string(r.factor) +
-             "|" + std::to_string(r.lowFreqFactor) + "|" + std::to_string(r.highFreqFactor) + "|" +
-             std::to_string(r.originalMaxPositions);
   std::tie(cos_, sin_) = tables(at::Device(at::kCPU), at::kFloat);
 }
 
 void RotaryEmbedding::to(at::Device device) {
-  std::tie(cos_, sin_) = tables(device, cos_.scalar_type());
+  cos_ = cos_.to(device);
+  sin_ = sin_.to(device);
 }
 
 void RotaryEmbedding::setActivationDtype(at::ScalarType dtype) {
-  // HF computes cos/sin in fp32 and casts them to the activation dtype: the same values, once.
-  std::tie(cos_, sin_) = tables(cos_.device(), dtype);
+  std::tie(cos_, sin_) = tables(cos_.device(), dtype);  // once, where HF casts at every call
 }
 
 at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& cos,

@@ -32,8 +32,7 @@ class RotaryEmbedding : public Module {
 
   int64_t headDim_;
   ModelConfig config_;
-  std::string ropeKey_;   // the rope parameters the tables depend on
-  at::Tensor cos_, sin_;  // [maxPositions, d/2], shared by the rank's layers; fp32 until cast
+  at::Tensor cos_, sin_;  // [maxPositions, d/2], read by every layer; fp32 until cast
 };
 
 }  // namespace shardscope
