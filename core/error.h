@@ -2,6 +2,7 @@
 // (file, tensor, module path, rank) and what would work instead; internal invariants use SS_ASSERT.
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +38,9 @@ class Cancelled : public Error {
  public:
   using Error::Error;
 };
+
+// Whether e holds a CollectiveAborted (an abort another rank's failure caused, not a root cause).
+bool isCollectiveAborted(const std::exception_ptr& e);
 
 [[noreturn]] void failInvariant(const char* expr, const char* file, int line,
                                 const std::string& what);

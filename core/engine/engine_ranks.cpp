@@ -96,13 +96,7 @@ void Engine::Impl::abortAll(const std::string& reason) {
 }
 
 void Engine::Impl::recordError(int rank, std::exception_ptr e) {
-  bool isAbort = false;
-  try {
-    std::rethrow_exception(e);
-  } catch (const CollectiveAborted&) {
-    isAbort = true;
-  } catch (...) {
-  }
+  const bool isAbort = isCollectiveAborted(e);
   {
     std::lock_guard lock(mutex);
     // The root cause wins over the aborts it caused on other ranks.
@@ -266,17 +260,8 @@ void Engine::Impl::dispatchMain() {
 }
 
 std::exception_ptr Engine::Impl::agreeOnOutcome(std::exception_ptr local) {
-  bool isAbort = false;
-  std::string text;
-  if (local) {
-    text = describeException(local);
-    try {
-      std::rethrow_exception(local);
-    } catch (const CollectiveAborted&) {
-      isAbort = true;
-    } catch (...) {
-    }
-  }
+  const bool isAbort = local && isCollectiveAborted(local);
+  const std::string text = local ? describeException(local) : std::string();
   const std::string rootCause = options.process->agreeOnOutcome(text, isAbort);
   if (rootCause.empty()) return nullptr;
   // This rank's own failure keeps its type (a script error stays one); a rank that only saw the
