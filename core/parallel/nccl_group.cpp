@@ -19,6 +19,31 @@
 
 namespace shardscope {
 
+namespace {
+
+// Makes `device` current for what follows (`purpose`), or says why not.
+void selectDevice(int device, const std::string& purpose) {
+  const cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) return;
+  throw Error("selecting GPU " + std::to_string(device) + " to " + purpose +
+              " failed: " + cudaGetErrorString(e) +
+              "; check CUDA_VISIBLE_DEVICES and that no other process holds the GPU in "
+              "exclusive mode");
+}
+
+// A new communicator's id (rank 0 makes it; the others are given it).
+ncclUniqueId makeUniqueId() {
+  ncclUniqueId id;
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r == ncclSuccess) return id;
+  throw Error(std::string("NCCL could not make a communicator id (ncclGetUniqueId): ") +
+              ncclGetErrorString(r) +
+              "; NCCL_DEBUG=WARN prints its reason (often no usable network interface for its "
+              "bootstrap: set NCCL_SOCKET_IFNAME, for example to lo on one host)");
+}
+
+}  // namespace
+
 struct NcclGroup::Shared {
   explicit Shared(int size) : board(size) {}
   ~Shared() {
@@ -64,14 +89,14 @@ void NcclGroup::Shared::registerWindows(size_t bytes) {
   windowBuffers.assign(comms.size(), nullptr);
   windows.assign(comms.size(), nullptr);
   for (size_t r = 0; r < comms.size(); ++r) {
-    cudaSetDevice(devices[r]);
+    selectDevice(devices[r], "allocate its symmetric all-reduce window");
     if (ncclMemAlloc(&windowBuffers[r], bytes) != ncclSuccess)
       throw Error("ncclMemAlloc of the symmetric all-reduce window failed on GPU " +
                   std::to_string(devices[r]) + "; use SHARDSCOPE_ALL_REDUCE=nccl or peer");
   }
   ncclGroupStart();
   for (size_t r = 0; r < comms.size(); ++r) {
-    cudaSetDevice(devices[r]);
+    cudaSetDevice(devices[r]);  // selected above; no throw between the group's start and end
     ncclCommWindowRegister(comms[r], windowBuffers[r], bytes, &windows[r], NCCL_WIN_COLL_SYMMETRIC);
   }
   const ncclResult_t res = ncclGroupEnd();
@@ -184,14 +209,16 @@ std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(const std::vector<int>
                   "ranks on one GPU)");
     }
   }
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) throw Error("ncclGetUniqueId failed");
+  for (size_t r = 0; r < devices.size(); ++r)
+    selectDevice(devices[r], "create rank " + std::to_string(r) + "'s NCCL communicator");
+  const ncclUniqueId id = makeUniqueId();
   auto shared = std::make_shared<Shared>(size);
   shared->comms.assign(size_t(size), nullptr);
   shared->devices = devices;
   ncclGroupStart();
   for (int r = 0; r < size; ++r) {
-    cudaSetDevice(devices[size_t(r)]);
+    cudaSetDevice(
+        devices[size_t(r)]);  // selected above; no throw between the group's start and end
     ncclCommInitRank(&shared->comms[size_t(r)], size, id, r);
   }
   const ncclResult_t res = ncclGroupEnd();
@@ -205,8 +232,7 @@ std::vector<std::unique_ptr<NcclGroup>> NcclGroup::create(const std::vector<int>
 }
 
 std::string NcclGroup::newUniqueId() {
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) throw Error("ncclGetUniqueId failed");
+  const ncclUniqueId id = makeUniqueId();
   return std::string(id.internal, sizeof(id.internal));
 }
 
@@ -220,7 +246,7 @@ std::unique_ptr<NcclGroup> NcclGroup::join(int rank, int size, const std::string
   auto shared = std::make_shared<Shared>(size);
   shared->comms.assign(size_t(size), nullptr);
   shared->devices.assign(size_t(size), device);
-  cudaSetDevice(device);
+  selectDevice(device, "join the NCCL communicator as rank " + std::to_string(rank));
   const ncclResult_t res = ncclCommInitRank(&shared->comms[size_t(rank)], size, id, rank);
   if (res != ncclSuccess) {
     throw Error("joining the NCCL communicator as rank " + std::to_string(rank) + " of " +
