@@ -221,20 +221,20 @@ void EngineController::runOne(const ScriptRequest& request, int index, int size)
                                              request.title, {}, &outcome->runId);
     outcome->runId = recorded.id;
   } catch (const trace::ScriptError& e) {
-    outcome->status = "failed";
+    outcome->status = store::RunStatus::Failed;
     outcome->error = e.what();
     outcome->errorLine = e.location().line;
     outcome->errorColumn = e.location().column;
   } catch (const Cancelled& e) {
-    outcome->status = "interrupted";
+    outcome->status = store::RunStatus::Interrupted;
     outcome->error = e.what();
   } catch (const EngineLost& e) {
-    outcome->status = "failed";
+    outcome->status = store::RunStatus::Failed;
     outcome->error = e.what();
     lost = QString::fromStdString(e.what());
     stopRequested_ = true;  // the rest of a batch would fail alike
   } catch (const std::exception& e) {
-    outcome->status = "failed";
+    outcome->status = store::RunStatus::Failed;
     outcome->error = e.what();
   }
   outcome->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -44,7 +44,7 @@ struct RunOutcome {
   std::string title;
   std::string script;
   trace::RunResult result;
-  std::string status = "done";  // done, failed, interrupted
+  store::RunStatus status = store::RunStatus::Done;  // or Failed, Interrupted
   std::string error;
   int errorLine = 0, errorColumn = 0;  // of a script error (1-based), else 0
   double seconds = 0;

@@ -469,17 +469,16 @@ void MainWindow::pollProgress() {
 }
 
 void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
-  if (o->status != "done") {
-    const QString e = QString::fromStdString(o->error);
+  if (o->status != store::RunStatus::Done) {
+    const QString e = QString::fromStdString(o->error), status = store::runStatusName(o->status);
     message(tr("Run %1 (%2) %3: %4")
                 .arg(o->runId)
                 .arg(QString::fromStdString(o->title))
-                .arg(QString::fromStdString(o->status))
+                .arg(status)
                 .arg(e));
     errorLabel_->setText(o->errorLine ? tr("Line %1: %2").arg(o->errorLine).arg(e) : e);
     if (o->errorLine) editor_->markError(o->errorLine, o->errorColumn);
-    status_->setText(
-        tr("%1 %2.").arg(QString::fromStdString(o->title)).arg(QString::fromStdString(o->status)));
+    status_->setText(tr("%1 %2.").arg(QString::fromStdString(o->title)).arg(status));
     return;
   }
   status_->setText(tr("%1: done in %2 s (run %3; traces %4).")

@@ -166,10 +166,10 @@ void MainWindow::openRun(int64_t runId) {
     const store::RunRecord r = s->run(runId);
     const int row = logModel_->rowOfRun(runId);
     if (row >= 0) logView_->selectRow(row);
-    if (r.summary.status != "done") {
+    if (r.summary.status != store::RunStatus::Done) {
       message(tr("Run %1 is %2: %3")
                   .arg(runId)
-                  .arg(QString::fromStdString(r.summary.status))
+                  .arg(QString::fromLatin1(store::runStatusName(r.summary.status)))
                   .arg(QString::fromStdString(r.summary.error)));
     }
     editor_->setPlainText(QString::fromStdString(r.script));

@@ -55,8 +55,8 @@ QVariant SessionLogModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole)
     return QString::fromStdString(r->error.empty() ? r->title : r->error);
   if (role == Qt::ForegroundRole && index.column() == StatusColumn) {
-    if (r->status == "failed") return QBrush(QColor(0xc6, 0x28, 0x28));
-    if (r->status == "interrupted") return QBrush(QColor(0xef, 0x6c, 0x00));
+    if (r->status == store::RunStatus::Failed) return QBrush(QColor(0xc6, 0x28, 0x28));
+    if (r->status == store::RunStatus::Interrupted) return QBrush(QColor(0xef, 0x6c, 0x00));
     return {};
   }
   if (role != Qt::DisplayRole) return {};
@@ -72,7 +72,7 @@ QVariant SessionLogModel::data(const QModelIndex& index, int role) const {
                  ? QString()
                  : QString("%1 tp=%2").arg(QString::fromStdString(r->model)).arg(r->tp);
     case StatusColumn:
-      return QString::fromStdString(r->status);
+      return QString::fromLatin1(store::runStatusName(r->status));
     case TraceTimeColumn:
       return traceTimeText(r->traceSeconds, r->steps);
     default:

@@ -68,8 +68,8 @@ void SweepController::cancel() {
 }
 
 void SweepController::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
-  if (o->status == "interrupted") pending_.clear();
-  if (o->status != "done" || pending_.empty() || o->title != "Top-k") return;
+  if (o->status == store::RunStatus::Interrupted) pending_.clear();
+  if (o->status != store::RunStatus::Done || pending_.empty() || o->title != "Top-k") return;
   if (const trace::SavedValue* v = findValue(o->result, "logits_0"))
     foundTarget_ = ui::topK(lastRowProbabilities(*v), 1).front().first;
 }

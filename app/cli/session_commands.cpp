@@ -135,7 +135,7 @@ int logCommand(const std::vector<std::string>& args) {
     // TRACE TIME sums the run's traces (the rest of TIME is loading and the script around them).
     const bool timed = r.traceSeconds.has_value();
     std::printf("%5lld  %-19s  %-11s  %8s  %10s  %6s  %-3s  %-22s  %6lld  %s\n", (long long)r.id,
-                localTime(r.startedMs).c_str(), r.status.c_str(), seconds(r).c_str(),
+                localTime(r.startedMs).c_str(), store::runStatusName(r.status), seconds(r).c_str(),
                 timed ? duration(*r.traceSeconds).c_str() : "-",
                 timed ? std::to_string(r.steps).c_str() : "-",
                 r.tp ? std::to_string(r.tp).c_str() : "-", r.model.substr(0, 22).c_str(),
@@ -171,7 +171,7 @@ int showCommand(const std::vector<std::string>& args) {
   }
   std::cout << "run " << r.summary.id << " of session '" << r.summary.session
             << "': " << r.summary.title << "\n"
-            << "  status   " << r.summary.status
+            << "  status   " << store::runStatusName(r.summary.status)
             << (r.summary.error.empty() ? "" : " (" + r.summary.error + ")") << "\n"
             << "  started  " << localTime(r.summary.startedMs) << ", took " << seconds(r.summary)
             << ", on " << r.host << " (pid " << r.pid << ")\n"

@@ -130,6 +130,16 @@ const char* runStatusName(RunStatus s) {
   return "?";
 }
 
+RunStatus parseRunStatus(const std::string& name) {
+  for (RunStatus s :
+       {RunStatus::Running, RunStatus::Done, RunStatus::Failed, RunStatus::Interrupted}) {
+    if (name == runStatusName(s)) return s;
+  }
+  throw Error("a run's status '" + name +
+              "' is none of running, done, failed, interrupted: the session file was written by "
+              "another program or a newer ShardScope");
+}
+
 SessionStore::SessionStore(const std::filesystem::path& path, StoreOptions options)
     : path_(path), options_(std::move(options)) {
   if (options_.valueCapBytes < 0 || options_.valueCapBytes > 900'000'000) {
@@ -382,7 +392,7 @@ std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<
     r.session = s.text(1);
     r.title = s.text(2);
     r.scriptFile = s.text(3);
-    r.status = s.text(4);
+    r.status = parseRunStatus(s.text(4));
     r.error = s.text(5);
     r.startedMs = s.integer(6);
     r.endedMs = s.isNull(7) ? 0 : s.integer(7);

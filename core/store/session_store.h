@@ -44,13 +44,15 @@ struct StoreOptions {
 
 enum class RunStatus { Running, Done, Failed, Interrupted };
 const char* runStatusName(RunStatus s);
+// The status a runs row stores (runStatusName's words); Error names an unknown one.
+RunStatus parseRunStatus(const std::string& name);
 
 struct RunSummary {
   int64_t id = 0;
   std::string session;
   std::string title;
   std::string scriptFile;
-  std::string status;  // running, done, failed, interrupted
+  RunStatus status = RunStatus::Running;
   std::string error;
   int64_t startedMs = 0;  // Unix time in milliseconds
   int64_t endedMs = 0;    // 0 while running or when interrupted

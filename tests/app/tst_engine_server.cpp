@@ -151,7 +151,7 @@ class TestEngineServer : public QObject {
     const auto runs = store.runs();
     QCOMPARE(runs.size(), size_t(1));
     const store::RunRecord rec = store.run(runs[0].id);
-    QCOMPARE(rec.summary.status, std::string("done"));
+    QCOMPARE(QString(store::runStatusName(rec.summary.status)), QString("done"));
     QCOMPARE(rec.result.models.size(), size_t(1));
     const std::string engine = rec.result.models[0].engineVersion;
     QVERIFY2(engine.find("2 rank processes (mpi") != std::string::npos, engine.c_str());

@@ -120,7 +120,7 @@ class TestEngineGui : public QObject {
     QCOMPARE(heat.rows, int64_t(local.tensor.shape[0]));
     QCOMPARE(heat.cols, m.numHeads * m.headDim);
     const store::RunSummary last = w->controller()->session()->runs().back();
-    QCOMPARE(QString::fromStdString(last.status), QString("done"));
+    QCOMPARE(QString(store::runStatusName(last.status)), QString("done"));
     const store::RunRecord record = w->controller()->session()->run(last.id);
     QCOMPARE(record.result.models.size(), size_t(1));
     const std::string recorded = record.result.models[0].engineVersion;
@@ -157,7 +157,7 @@ class TestEngineGui : public QObject {
     w->stop();
     QVERIFY(batch.wait(60000));
     QVERIFY(test::waitIdle(*w));
-    QCOMPARE(QString::fromStdString(w->controller()->session()->runs().back().status),
+    QCOMPARE(QString(store::runStatusName(w->controller()->session()->runs().back().status)),
              QString("interrupted"));
     QVERIFY(!w->controller()->engineIsLost());
     w->setMaxTokens(4);
@@ -185,7 +185,7 @@ class TestEngineGui : public QObject {
     w->readSelectedPort();
     QVERIFY(finished.wait(20000));
     const auto outcome = finished.last().at(0).value<std::shared_ptr<const RunOutcome>>();
-    QCOMPARE(QString::fromStdString(outcome->status), QString("failed"));
+    QCOMPARE(QString(store::runStatusName(outcome->status)), QString("failed"));
     QVERIFY2(outcome->error.find("engine lost") != std::string::npos, outcome->error.c_str());
     QVERIFY(test::waitIdle(*w));
     QVERIFY2(w->statusText().contains("Engine lost"), qPrintable(w->statusText()));
@@ -203,7 +203,7 @@ class TestEngineGui : public QObject {
     w->readSelectedPort();
     QVERIFY(shown.wait(120000));
     QVERIFY(test::waitIdle(*w));
-    QCOMPARE(QString::fromStdString(w->controller()->session()->runs().back().status),
+    QCOMPARE(QString(store::runStatusName(w->controller()->session()->runs().back().status)),
              QString("done"));
     QCOMPARE(w->heatmap()->matrix().data, heat.data);
   }

@@ -113,7 +113,7 @@ class TestMainWindow : public QObject {
     QVERIFY(shown.wait(120000));
     QVERIFY(test::waitIdle(*w));
     const store::RunSummary* run = w->sessionLog()->runAt(w->sessionLog()->rowCount() - 1);
-    QCOMPARE(QString::fromStdString(run->status), QString("done"));
+    QCOMPARE(QString(store::runStatusName(run->status)), QString("done"));
     const store::RunRecord record = w->controller()->session()->run(run->id);
     QVERIFY2(record.result.printed.find("model: ") != std::string::npos,
              record.result.printed.c_str());
@@ -279,8 +279,8 @@ class TestMainWindow : public QObject {
     QCOMPARE(w->editor()->errorLine(), 0);
     const auto runs = w->controller()->session()->runs();
     QCOMPARE(runs.size(), size_t(2));
-    QCOMPARE(QString::fromStdString(runs[0].status), QString("failed"));
-    QCOMPARE(QString::fromStdString(runs[1].status), QString("done"));
+    QCOMPARE(QString(store::runStatusName(runs[0].status)), QString("failed"));
+    QCOMPARE(QString(store::runStatusName(runs[1].status)), QString("done"));
   }
 
   // Qwen3's LM head has more rows than its tokenizer has ids: a generated id without a token

@@ -44,7 +44,8 @@ trace::RunResult withValues(std::vector<trace::SavedValue> values) {
 }
 
 // What a finished Top-k run reports: step-0 logits whose largest entry is `greedy`.
-std::shared_ptr<const RunOutcome> topKRun(int64_t greedy, const std::string& status = "done") {
+std::shared_ptr<const RunOutcome> topKRun(int64_t greedy,
+                                          store::RunStatus status = store::RunStatus::Done) {
   auto o = std::make_shared<RunOutcome>();
   o->title = "Top-k";
   o->status = status;
@@ -142,7 +143,7 @@ class TestSweepController : public QObject {
       QSignalSpy started(&c, &SweepController::started);
       c.start({0}, std::nullopt, {});
       if (way == 0) c.cancel();
-      if (way == 1) c.onRunFinished(topKRun(1, "interrupted"));
+      if (way == 1) c.onRunFinished(topKRun(1, store::RunStatus::Interrupted));
       if (way == 2) c.onBatchFinished(true);
       QVERIFY(!c.waitingForTarget());
       c.onRunFinished(topKRun(1));
@@ -159,7 +160,7 @@ class TestSweepController : public QObject {
     QCOMPARE(started.count(), 1);
     c.start({1}, std::nullopt, {{"x"}, 1, 0.0, 0});
     auto failed = std::make_shared<RunOutcome>(*topKRun(2));
-    failed->status = "failed";
+    failed->status = store::RunStatus::Failed;
     c.onRunFinished(failed);
     c.onBatchFinished(false);
     QCOMPARE(started.count(), 1);  // not swept for the earlier target 5

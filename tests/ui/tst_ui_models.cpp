@@ -155,12 +155,12 @@ class TestUiModels : public QObject {
     store::RunSummary a, b;
     a.id = 3;
     a.title = "Read x";
-    a.status = "done";
+    a.status = store::RunStatus::Done;
     a.model = "demo";
     a.tp = 2;
     b.id = 7;
     b.title = "Zero heads";
-    b.status = "failed";
+    b.status = store::RunStatus::Failed;
     b.error = "gui.py:3:5: boom";
     model.setRuns({a, b});
     QCOMPARE(model.rowCount(), 2);

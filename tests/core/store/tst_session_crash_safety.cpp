@@ -59,7 +59,7 @@ class TestSessionCrashSafety : public QObject {
       try {
         SessionStore reader(path, {.readOnly = true});
         finished = 0;
-        for (const auto& r : reader.runs()) finished += r.status == "done";
+        for (const auto& r : reader.runs()) finished += r.status == store::RunStatus::Done;
       } catch (const StoreError&) {  // the file may be mid-creation
       }
     }
@@ -71,11 +71,11 @@ class TestSessionCrashSafety : public QObject {
     const auto runs = s.runs();
     int done = 0, interrupted = 0;
     for (const auto& r : runs) {
-      if (r.status == "done") {
+      if (r.status == store::RunStatus::Done) {
         ++done;
         QVERIFY2(matchesPattern(s.run(r.id), 8, 250'000), ("run " + std::to_string(r.id)).c_str());
       } else {
-        QCOMPARE(q(r.status), QString("interrupted"));
+        QCOMPARE(q(store::runStatusName(r.status)), QString("interrupted"));
         QVERIFY(q(s.run(r.id).summary.error).contains("ended before the run finished"));
         ++interrupted;
       }
@@ -122,7 +122,7 @@ class TestSessionCrashSafety : public QObject {
       QThread::msleep(20);
       SessionStore reader(path, {.readOnly = true});
       const auto runs = reader.runs();
-      running = runs.size() == 3 && runs[2].status == "running";
+      running = runs.size() == 3 && runs[2].status == store::RunStatus::Running;
     }
     QVERIFY2(running, "the third run never showed as running");
     QThread::msleep(300);
@@ -131,14 +131,14 @@ class TestSessionCrashSafety : public QObject {
     p.waitForFinished();
     {
       SessionStore reader(path, {.readOnly = true});  // readers do not mark
-      QCOMPARE(q(reader.runs()[2].status), QString("running"));
+      QCOMPARE(q(store::runStatusName(reader.runs()[2].status)), QString("running"));
     }
     SessionStore s(path);
     const auto runs = s.runs();
     QCOMPARE(runs.size(), size_t(3));
-    QCOMPARE(q(runs[0].status), QString("done"));
-    QCOMPARE(q(runs[1].status), QString("done"));
-    QCOMPARE(q(runs[2].status), QString("interrupted"));
+    QCOMPARE(q(store::runStatusName(runs[0].status)), QString("done"));
+    QCOMPARE(q(store::runStatusName(runs[1].status)), QString("done"));
+    QCOMPARE(q(store::runStatusName(runs[2].status)), QString("interrupted"));
     for (int64_t id : {1, 2}) {
       QCOMPARE(q(s.value(id, "h").tensor.shapeString() + fileShaOf(s.value(id, "h"))),
                q(before[size_t(id - 1)]));
@@ -172,7 +172,7 @@ class TestSessionCrashSafety : public QObject {
       while (!stop) {
         for (const auto& r : reader.runs()) {
           const RunRecord rec = reader.run(r.id);
-          if (rec.summary.status == "done") {
+          if (rec.summary.status == store::RunStatus::Done) {
             if (!matchesPattern(rec, 3, 20'000)) readerError = "torn run " + std::to_string(r.id);
             ++checked;
           } else if (!rec.result.traces.empty()) {

@@ -174,7 +174,7 @@ class TestSessionStore : public QObject {
     QCOMPARE(q(out.summary.session), QString("study"));
     QCOMPARE(q(out.summary.scriptFile), QString("dir/script.py"));
     QCOMPARE(q(out.script), q(script));
-    QCOMPARE(q(out.summary.status), QString("done"));
+    QCOMPARE(q(store::runStatusName(out.summary.status)), QString("done"));
     QVERIFY(out.summary.startedMs > 1'700'000'000'000);
     QVERIFY(out.summary.endedMs >= out.summary.startedMs);
     QCOMPARE(out.pid, int64_t(getpid()));
@@ -209,12 +209,26 @@ class TestSessionStore : public QObject {
     QCOMPARE(q(out.result.traces[1].invokes[0].finishReason), QString("cancelled"));
     QCOMPARE(q(*out.result.traces[1].values[0].repr), q(*r.repr));
     const RunRecord bad = s.run(failed);
-    QCOMPARE(q(bad.summary.status), QString("failed"));
+    QCOMPARE(q(store::runStatusName(bad.summary.status)), QString("failed"));
     QCOMPARE(q(bad.summary.error), QString("bad.py:1: unexpected end of input"));
     QCOMPARE(bad.summary.replayOf.value_or(0), id);
     QCOMPARE(s.runs().size(), size_t(2));
     QVERIFY_THROWS_EXCEPTION(StoreError, s.run(99));
     QVERIFY_THROWS_EXCEPTION(StoreError, s.value(id, "nope"));
+  }
+
+  // A run's status is stored as its name and read back as the enum; a name no ShardScope writes
+  // is an error that quotes it.
+  void runStatusNamesRoundTrip() {
+    for (RunStatus s :
+         {RunStatus::Running, RunStatus::Done, RunStatus::Failed, RunStatus::Interrupted})
+      QCOMPARE(int(parseRunStatus(runStatusName(s))), int(s));
+    try {
+      parseRunStatus("paused");
+      QFAIL("an unknown status was accepted");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("'paused'") != std::string::npos, e.what());
+    }
   }
 
   void keepsLargeValuesAsSummaries() {
