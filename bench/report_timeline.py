@@ -8,8 +8,12 @@ kernel's time includes waiting for the one before; the adds sum to the span), ea
 exceeds the busy time, the GPU waited on the host; where a kernel's time exceeds what its bytes
 cost, the kernel itself is slow.
 
-  report_timeline.py TRACE.json [--forwards 17] [--top 25] [--host-gaps N]
+  report_timeline.py TRACE.json [--forwards 17] [--top 25] [--host-gaps N] [--sequence ANCHOR]
   report_timeline.py --check      (the sums on a made-up trace with known answers; ctest runs it)
+
+--sequence ANCHOR prints one layer: from a kernel whose name starts with ANCHOR to the next, the
+most common sequence's kernels with their median start and end, and how early each started
+before the latest end so far (whether programmatic launch let it onto the GPU meanwhile).
 
 --host-gaps N also lists, for each host thread that launched work, its N longest pauses between
 two CUDA runtime calls (the host busy elsewhere: interpreting a trace, waiting on a copy), each
@@ -45,14 +49,16 @@ def kernels_by_device(events):
 
 
 def summarize(kernels):
-    """(span, busy, per-name [count, time, idle before, adds], gaps) of one GPU's kernels, sorted by
-    start. `adds` is how far a kernel moved the latest end so far (its idle gap included): with
-    programmatic dependent launch, a kernel's time includes waiting for the one before, and the
-    adds of all kernels sum to the span, so they apportion it."""
+    """(span, busy, per-name [count, time, idle before, adds, early], gaps) of one GPU's kernels,
+    sorted by start. `adds` is how far a kernel moved the latest end so far (its idle gap
+    included): with programmatic dependent launch, a kernel's time includes waiting for the one
+    before, and the adds of all kernels sum to the span, so they apportion it. `early` is how long
+    before that latest end the kernel started: under programmatic launch, whether its blocks got
+    onto the GPU (and loaded what does not depend on the kernel before) while that one ran."""
     start, end = kernels[0][0], max(k[1] for k in kernels)
     busy, reach = 0.0, start
     gaps = []
-    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    per_name = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
     previous = None
     for ts, te, cat, name in kernels:
         gap = max(0.0, ts - reach)
@@ -64,6 +70,7 @@ def summarize(kernels):
         row[1] += te - ts
         row[2] += gap
         row[3] += max(0.0, te - reach)
+        row[4] += max(0.0, reach - ts)
         reach = max(reach, te)
         previous = name
     return end - start, busy, per_name, gaps
@@ -75,12 +82,49 @@ def report(kernels, forwards, top, out):
     out.write(f"  span {span / f:.1f} us a forward, busy {busy / f:.1f} us, idle {(span - busy) / f:.1f} us"
               f" ({len(kernels) / f:.1f} kernels a forward, {forwards} forwards)\n")
     out.write(f"  {'kernel':<44} {'n/fwd':>6} {'us/fwd':>8} {'mean us':>8} {'idle before, us/fwd':>20}"
-              f" {'adds, us/fwd':>13} {'mean adds':>10}\n")
-    for name, (n, t, idle, adds) in sorted(per_name.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))[:top]:
+              f" {'adds, us/fwd':>13} {'mean adds':>10} {'mean early':>11}\n")
+    for name, (n, t, idle, adds, early) in sorted(per_name.items(),
+                                                  key=lambda kv: -(kv[1][1] + kv[1][2]))[:top]:
         out.write(f"  {name[:44]:<44} {n / f:6.1f} {t / f:8.1f} {t / n:8.2f} {idle / f:20.1f}"
-                  f" {adds / f:13.1f} {adds / n:10.2f}\n")
+                  f" {adds / f:13.1f} {adds / n:10.2f} {early / n:11.2f}\n")
     gaps.sort(reverse=True)
     out.write("  longest gaps: " + "; ".join(f"{g:.0f} us {a} -> {b}" for g, a, b in gaps[:6]) + "\n")
+
+
+def layer_sequence(kernels, anchor):
+    """The windows from one kernel whose name starts with `anchor` to the next (a layer, with the
+    router or the first GEMV as anchor): (windows of the most common sequence of names, that
+    sequence as (name, median start, median end) relative to the anchor's start), or None."""
+    starts = [i for i, k in enumerate(kernels) if k[3].startswith(anchor)]
+    windows = collections.defaultdict(list)
+    for a, b in zip(starts, starts[1:]):
+        t0 = kernels[a][0]
+        names = tuple(k[3] for k in kernels[a:b])
+        windows[names].append([(k[0] - t0, k[1] - t0) for k in kernels[a:b]])
+    if not windows:
+        return None
+    names, times = max(windows.items(), key=lambda kv: len(kv[1]))
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    return len(times), [(name, median([w[i][0] for w in times]), median([w[i][1] for w in times]))
+                        for i, name in enumerate(names)]
+
+
+def report_sequence(kernels, anchor, out):
+    found = layer_sequence(kernels, anchor)
+    if not found:
+        out.write(f"  no two kernels named {anchor}...\n")
+        return
+    count, rows = found
+    out.write(f"  a layer from {anchor} (median of {count} alike): start, end and how early each"
+              f" starts before the latest end so far, us\n")
+    reach = 0.0
+    for name, start, end in rows:
+        out.write(f"  {start:8.2f} {end:8.2f} {max(0.0, reach - start):6.2f}  {name[:60]}\n")
+        reach = max(reach, end)
 
 
 def host_gaps(events, n):
@@ -131,12 +175,12 @@ def _check():
     assert sorted(per) == [0, 1], per
     span, busy, names, gaps = summarize(per[0])
     assert (span, busy) == (30.0, 25.0), (span, busy)
-    assert names["a<float,1>"] == [2, 20.0, 5.0, 25.0], names  # 0-10, then 15-30
-    assert names["b"] == [1, 7.0, 0.0, 5.0], names  # 10-15
-    assert names["c"] == [1, 4.0, 0.0, 0.0], names  # inside a: moves no end
+    assert names["a<float,1>"] == [2, 20.0, 5.0, 25.0, 0.0], names  # 0-10, then 15-30
+    assert names["b"] == [1, 7.0, 0.0, 5.0, 2.0], names  # 10-15; started 2 before a's end
+    assert names["c"] == [1, 4.0, 0.0, 0.0, 8.0], names  # inside a: moves no end
     assert sum(row[3] for row in names.values()) == span
     assert gaps == [(5.0, "b", "a<float,1>")], gaps
-    assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0, 2.0]
+    assert summarize(per[1])[2]["gpu_memcpy"] == [1, 2.0, 0.0, 2.0, 0.0]
     runtime = [  # one thread: launch (0-2) of k1, memcpy call (10-11) of m1, launch (40-41) of k2
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 2,
          "tid": 7, "args": {"correlation": 1}},
@@ -149,6 +193,13 @@ def _check():
          "args": {"correlation": 2}},
         {"ph": "X", "cat": "kernel", "name": "k2", "ts": 45, "dur": 1, "args": {"correlation": 3}},
     ]
+    layers = [  # two layers of r (0-1), g (1-5, from 0.5), d (4-6): and a third, other one
+        (0.0, 1.0, "kernel", "r<x>"), (0.5, 5.0, "kernel", "g"), (4.0, 6.0, "kernel", "d"),
+        (10.0, 11.0, "kernel", "r<x>"), (10.5, 15.0, "kernel", "g"), (14.0, 16.5, "kernel", "d"),
+        (20.0, 21.0, "kernel", "r<x>"), (21.0, 22.0, "kernel", "other"), (30.0, 31.0, "kernel", "r<x>")]
+    count, rows = layer_sequence(layers, "r")
+    assert count == 2, count
+    assert rows == [("r<x>", 0.0, 1.0), ("g", 0.5, 5.0), ("d", 4.0, 6.25)], rows
     gaps_by_thread = host_gaps(runtime, 1)
     assert gaps_by_thread == {7: (3, [(29.0, "cudaMemcpyAsync", "MemcpyDtoH", "cudaLaunchKernel",
                                        "k2")])}, gaps_by_thread
@@ -163,6 +214,8 @@ def main():
     p.add_argument("--forwards", type=int, default=17)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--host-gaps", type=int, default=0)
+    p.add_argument("--sequence", metavar="ANCHOR",
+                   help="also print one layer's kernels from a kernel whose name starts so")
     a = p.parse_args()
     events = load_events(a.trace)
     per = kernels_by_device(events)
@@ -172,6 +225,8 @@ def main():
     for device in sorted(per):
         print(f" GPU {device}:")
         report(per[device], a.forwards, a.top, sys.stdout)
+        if a.sequence:
+            report_sequence(per[device], a.sequence, sys.stdout)
     if a.host_gaps:
         for tid, (count, pauses) in sorted(host_gaps(events, a.host_gaps).items(),
                                            key=lambda kv: -kv[1][0]):
