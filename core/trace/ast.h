@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "operators.h"
 #include "source_location.h"
 
 namespace shardscope::trace {
@@ -49,16 +50,19 @@ struct Param {
 struct Expr {
   ExprKind kind;
   SourceLocation at;
-  std::string text;            // Name, Str, Attribute name, operator of Unary/Binary
+  std::string text;            // Name, Str, Attribute name
   long long intValue = 0;      // Int, Bool
   double floatValue = 0;       // Float
   ExprPtr a, b, c;             // operands; Attribute/Subscript/Call object in a
   std::vector<ExprPtr> items;  // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
-  std::vector<ExprPtr> values;       // Dict values
-  std::vector<std::string> names;    // Call keyword names (parallel to values), Compare operators,
-                                     // FString literal parts (items.size() + 1)
-  std::vector<std::string> formats;  // FString: "!r", ":.3f" per expression
-  std::vector<Param> params;         // Lambda
+  std::vector<ExprPtr> values;        // Dict values
+  std::vector<std::string> names;     // Call keyword names (parallel to values),
+                                      // FString literal parts (items.size() + 1)
+  UnaryOp unaryOp = UnaryOp::Not;     // Unary
+  BinaryOp binaryOp = BinaryOp::Add;  // Binary
+  std::vector<CompareOp> compareOps;  // Compare (between items)
+  std::vector<std::string> formats;   // FString: "!r", ":.3f" per expression
+  std::vector<Param> params;          // Lambda
 };
 
 enum class StmtKind {
@@ -85,7 +89,8 @@ struct Stmt {
   std::vector<ExprPtr> targets;    // Assign (a = b = v), For target, With "as" target
   ExprPtr value;                   // expression, condition, iterable, with-expression, return value
   ExprPtr message;                 // Assert
-  std::string op;                  // AugAssign operator ("+"), Def name, Import module
+  std::string op;                  // Def name, Import module
+  BinaryOp augOp = BinaryOp::Add;  // AugAssign (`+=`: Add)
   std::vector<std::string> names;  // Import: imported names
   std::vector<Param> params;       // Def
   Block body, orElse;

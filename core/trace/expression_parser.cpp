@@ -107,7 +107,7 @@ ExprPtr ExpressionParser::notTest() {
     Nest nest(*this);
     auto u = makeExpr(ExprKind::Unary, peek().at);
     ++i_;
-    u->text = "not";
+    u->unaryOp = UnaryOp::Not;
     u->a = notTest();
     return u;
   }
@@ -116,27 +116,26 @@ ExprPtr ExpressionParser::notTest() {
 
 ExprPtr ExpressionParser::comparison() {
   ExprPtr first = orExpr();
-  std::vector<std::string> ops;
+  std::vector<CompareOp> ops;
   std::vector<ExprPtr> operands{first};
   for (;;) {
-    std::string op;
+    CompareOp op;
     const Token& t = peek();
-    if (t.kind == TokenKind::Op && (t.text == "<" || t.text == ">" || t.text == "==" ||
-                                    t.text == "!=" || t.text == "<=" || t.text == ">=")) {
-      op = t.text;
+    if (const auto symbolic = compareOpOf(t.text); t.kind == TokenKind::Op && symbolic) {
+      op = *symbolic;
       ++i_;
     } else if (atName("in")) {
-      op = "in";
+      op = CompareOp::In;
       ++i_;
     } else if (atName("not") && peek(1).kind == TokenKind::Name && peek(1).text == "in") {
-      op = "not in";
+      op = CompareOp::NotIn;
       i_ += 2;
     } else if (atName("is")) {
       ++i_;
-      op = "is";
+      op = CompareOp::Is;
       if (atName("not")) {
         ++i_;
-        op = "is not";
+        op = CompareOp::IsNot;
       }
     } else {
       break;
@@ -147,7 +146,7 @@ ExprPtr ExpressionParser::comparison() {
   if (ops.empty()) return first;
   auto c = makeExpr(ExprKind::Compare, first->at);
   c->items = std::move(operands);
-  c->names = std::move(ops);
+  c->compareOps = std::move(ops);
   return c;
 }
 
@@ -167,7 +166,7 @@ ExprPtr ExpressionParser::binary(ExprPtr (ExpressionParser::*next)(),
     deeper();
     auto b = makeExpr(ExprKind::Binary, peek().at);
     ++i_;
-    b->text = found;
+    b->binaryOp = *binaryOpOf(found);
     b->a = e;
     b->b = (this->*next)();
     e = b;
@@ -202,7 +201,7 @@ ExprPtr ExpressionParser::factor() {
   if (atOp("-") || atOp("+") || atOp("~")) {
     Nest nest(*this);
     auto u = makeExpr(ExprKind::Unary, peek().at);
-    u->text = peek().text;
+    u->unaryOp = *unaryOpOf(peek().text);
     ++i_;
     u->a = factor();
     return u;
@@ -216,7 +215,7 @@ ExprPtr ExpressionParser::power() {
   Nest nest(*this);  // right-associative: 2 ** 2 ** ... nests
   auto b = makeExpr(ExprKind::Binary, peek().at);
   ++i_;
-  b->text = "**";
+  b->binaryOp = BinaryOp::Pow;
   b->a = base;
   b->b = factor();  // right-associative, binds tighter than unary on its left
   return b;

@@ -132,22 +132,22 @@ void Interpreter::exec(const Stmt& s) {
           noteTensorWrite();
           // In place, as torch does: edits through a port view are writes.
           at::Tensor r = rhs->type == Type::Tensor ? rhs->tensor : toTensor(rhs, &current->tensor);
-          if (s.op == "+")
+          if (s.augOp == BinaryOp::Add)
             current->tensor.add_(r);
-          else if (s.op == "-")
+          else if (s.augOp == BinaryOp::Sub)
             current->tensor.sub_(r);
-          else if (s.op == "*")
+          else if (s.augOp == BinaryOp::Mul)
             current->tensor.mul_(r);
-          else if (s.op == "/")
+          else if (s.augOp == BinaryOp::Div)
             current->tensor.div_(r);
           else
-            assign(t, binary(s.op, current, rhs));
-        } else if (current->type == Type::List && s.op == "+") {
+            assign(t, binary(s.augOp, current, rhs));
+        } else if (current->type == Type::List && s.augOp == BinaryOp::Add) {
           const std::vector<Value> added = rhs->items;  // a copy: `x += x` reads what it grows
           requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
           current->items.insert(current->items.end(), added.begin(), added.end());
         } else {
-          assign(t, binary(s.op, current, rhs));
+          assign(t, binary(s.augOp, current, rhs));
         }
         break;
       }

@@ -85,7 +85,7 @@ class Interpreter {
   Value getAttr(const Value& obj, const std::string& name);
   Value getItem(const Value& obj, const Value& index);
   void setItem(const Value& obj, const Value& index, const Value& v);
-  Value binary(const std::string& op, const Value& a, const Value& b);
+  Value binary(BinaryOp op, const Value& a, const Value& b);
 
   const Program& program() const { return *program_; }
   const std::shared_ptr<const Program>& programPtr() const { return program_; }
@@ -132,9 +132,9 @@ class Interpreter {
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);
   Value callFunction(const FunctionDef& f, CallArgs& args);
-  Value compare(const std::string& op, const Value& a, const Value& b);
+  Value compare(CompareOp op, const Value& a, const Value& b);
   Value formatValue(const Value& v, const std::string& format);
-  Value arithmetic(const std::string& op, const Value& a, const Value& b);
+  Value arithmetic(BinaryOp op, const Value& a, const Value& b);
   Value save(const Expr& receiver);
   bool holdsModelMemory(const Value& v) const;
   int64_t heldBytes() const;

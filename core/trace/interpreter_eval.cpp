@@ -9,17 +9,17 @@
 namespace shardscope::trace {
 namespace {
 
-long long checkedInt(long long a, long long b, const std::string& op) {
+long long checkedInt(long long a, long long b, BinaryOp op) {
   long long r = 0;
   bool overflow = false;
-  if (op == "+")
+  if (op == BinaryOp::Add)
     overflow = __builtin_add_overflow(a, b, &r);
-  else if (op == "-")
+  else if (op == BinaryOp::Sub)
     overflow = __builtin_sub_overflow(a, b, &r);
-  else if (op == "*")
+  else if (op == BinaryOp::Mul)
     overflow = __builtin_mul_overflow(a, b, &r);
   if (overflow)
-    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " " + op + " " +
+    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " " + symbol(op) + " " +
                          std::to_string(b) + " (ints are 64-bit)");
   return r;
 }
@@ -113,27 +113,28 @@ Value Interpreter::evalLazy(const Expr& e) {
       return evalCall(e);
     case ExprKind::Unary: {
       Value v = eval(*e.a);
-      if (e.text == "not") return boolean(!truthy(v));
+      if (e.unaryOp == UnaryOp::Not) return boolean(!truthy(v));
       if (v->type == Type::Tensor) {
-        if (e.text == "-") return tensor(-v->tensor);
-        if (e.text == "~") return tensor(~v->tensor);
+        if (e.unaryOp == UnaryOp::Neg) return tensor(-v->tensor);
+        if (e.unaryOp == UnaryOp::Invert) return tensor(~v->tensor);
         return v;
       }
-      if (e.text == "-")
-        return v->type == Type::Float ? floating(-v->floatValue)
-                                      : integer(checkedInt(0, asInt(v, "operand of -"), "-"));
-      if (e.text == "~") return integer(~asInt(v, "operand of ~"));
+      if (e.unaryOp == UnaryOp::Neg)
+        return v->type == Type::Float
+                   ? floating(-v->floatValue)
+                   : integer(checkedInt(0, asInt(v, "operand of -"), BinaryOp::Sub));
+      if (e.unaryOp == UnaryOp::Invert) return integer(~asInt(v, "operand of ~"));
       if (!isNumber(v)) fail(std::string("bad operand type for unary +: ") + typeName(v->type));
       return v;
     }
     case ExprKind::Binary:
-      return binary(e.text, eval(*e.a), eval(*e.b));
+      return binary(e.binaryOp, eval(*e.a), eval(*e.b));
     case ExprKind::Compare: {
       Value left = eval(*e.items[0]);
       Value result = boolean(true);
-      for (size_t i = 0; i < e.names.size(); ++i) {
+      for (size_t i = 0; i < e.compareOps.size(); ++i) {
         Value right = eval(*e.items[i + 1]);
-        result = compare(e.names[i], left, right);
+        result = compare(e.compareOps[i], left, right);
         if (result->type != Type::Tensor && !truthy(result)) return result;
         left = right;
       }
@@ -209,10 +210,12 @@ Value Interpreter::evalCall(const Expr& e) {
   return call(fn, args);
 }
 
-Value Interpreter::compare(const std::string& op, const Value& a, const Value& b) {
-  if (op == "is") return boolean(a == b || (a->type == Type::None && b->type == Type::None));
-  if (op == "is not") return boolean(!(a == b || (a->type == Type::None && b->type == Type::None)));
-  if (op == "in" || op == "not in") {
+Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
+  if (op == CompareOp::Is)
+    return boolean(a == b || (a->type == Type::None && b->type == Type::None));
+  if (op == CompareOp::IsNot)
+    return boolean(!(a == b || (a->type == Type::None && b->type == Type::None)));
+  if (op == CompareOp::In || op == CompareOp::NotIn) {
     bool found = false;
     if (b->type == Type::Str) {
       if (a->type != Type::Str) fail("'in <string>' requires a string on the left");
@@ -230,21 +233,21 @@ Value Interpreter::compare(const std::string& op, const Value& a, const Value& b
     } else {
       fail(std::string("argument of type '") + typeName(b->type) + "' is not iterable");
     }
-    return boolean(op == "in" ? found : !found);
+    return boolean(op == CompareOp::In ? found : !found);
   }
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : toTensor(b, &like);
-    if (op == "==") return tensor(x == y);
-    if (op == "!=") return tensor(x != y);
-    if (op == "<") return tensor(x < y);
-    if (op == "<=") return tensor(x <= y);
-    if (op == ">") return tensor(x > y);
+    if (op == CompareOp::Eq) return tensor(x == y);
+    if (op == CompareOp::Ne) return tensor(x != y);
+    if (op == CompareOp::Lt) return tensor(x < y);
+    if (op == CompareOp::Le) return tensor(x <= y);
+    if (op == CompareOp::Gt) return tensor(x > y);
     return tensor(x >= y);
   }
-  if (op == "==") return boolean(equal(a, b));
-  if (op == "!=") return boolean(!equal(a, b));
+  if (op == CompareOp::Eq) return boolean(equal(a, b));
+  if (op == CompareOp::Ne) return boolean(!equal(a, b));
   int c = 0;
   if (isNumber(a) && isNumber(b)) {
     const double x = asNumber(a, "operand"), y = asNumber(b, "operand");
@@ -257,65 +260,67 @@ Value Interpreter::compare(const std::string& op, const Value& a, const Value& b
     if (i < a->items.size() && i < b->items.size()) return compare(op, a->items[i], b->items[i]);
     c = a->items.size() < b->items.size() ? -1 : a->items.size() > b->items.size() ? 1 : 0;
   } else {
-    fail("'" + op + "' not supported between " + typeName(a->type) + " and " + typeName(b->type));
+    fail(std::string("'") + symbol(op) + "' not supported between " + typeName(a->type) + " and " +
+         typeName(b->type));
   }
-  if (op == "<") return boolean(c < 0);
-  if (op == "<=") return boolean(c <= 0);
-  if (op == ">") return boolean(c > 0);
+  if (op == CompareOp::Lt) return boolean(c < 0);
+  if (op == CompareOp::Le) return boolean(c <= 0);
+  if (op == CompareOp::Gt) return boolean(c > 0);
   return boolean(c >= 0);
 }
 
-Value Interpreter::binary(const std::string& op, const Value& a, const Value& b) {
+Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {
   return charged(arithmetic(op, a, b));
 }
 
-Value Interpreter::arithmetic(const std::string& op, const Value& a, const Value& b) {
+Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : toTensor(b, &like);
-    if (op == "+") return tensor(x + y);
-    if (op == "-") return tensor(x - y);
-    if (op == "*") return tensor(x * y);
-    if (op == "/") return tensor(at::div(x, y));
-    if (op == "//") return tensor(at::floor_divide(x, y));
-    if (op == "%") return tensor(at::remainder(x, y));
-    if (op == "**") return tensor(at::pow(x, y));
-    if (op == "@") return tensor(at::matmul(x, y));
-    if (op == "&") return tensor(x & y);
-    if (op == "|") return tensor(x | y);
-    if (op == "^") return tensor(x ^ y);
-    fail("operator " + op + " is not supported on tensors");
+    if (op == BinaryOp::Add) return tensor(x + y);
+    if (op == BinaryOp::Sub) return tensor(x - y);
+    if (op == BinaryOp::Mul) return tensor(x * y);
+    if (op == BinaryOp::Div) return tensor(at::div(x, y));
+    if (op == BinaryOp::FloorDiv) return tensor(at::floor_divide(x, y));
+    if (op == BinaryOp::Mod) return tensor(at::remainder(x, y));
+    if (op == BinaryOp::Pow) return tensor(at::pow(x, y));
+    if (op == BinaryOp::MatMul) return tensor(at::matmul(x, y));
+    if (op == BinaryOp::BitAnd) return tensor(x & y);
+    if (op == BinaryOp::BitOr) return tensor(x | y);
+    if (op == BinaryOp::BitXor) return tensor(x ^ y);
+    fail(std::string("operator ") + symbol(op) + " is not supported on tensors");
   }
   if (isNumber(a) && isNumber(b)) {
     const bool ints = a->type != Type::Float && b->type != Type::Float;
     if (ints) {
       const long long x = asInt(a, "operand"), y = asInt(b, "operand");
-      if (op == "+" || op == "-" || op == "*") return integer(checkedInt(x, y, op));
-      if (op == "//") return integer(floorDiv(x, y));
-      if (op == "%") {
+      if (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul)
+        return integer(checkedInt(x, y, op));
+      if (op == BinaryOp::FloorDiv) return integer(floorDiv(x, y));
+      if (op == BinaryOp::Mod) {
         if (y == 0) fail("integer division or modulo by zero");
         return integer(x - floorDiv(x, y) * y);
       }
-      if (op == "/") {
+      if (op == BinaryOp::Div) {
         if (y == 0) fail("division by zero");
         return floating(double(x) / double(y));
       }
-      if (op == "**") {
+      if (op == BinaryOp::Pow) {
         if (y < 0) return floating(std::pow(double(x), double(y)));
         long long r = 1, base = x;  // by squaring: 1 ** 10**18 takes 60 steps, not 10**18
         for (long long e = y; e > 0; e >>= 1) {
-          if (e & 1) r = checkedInt(r, base, "*");
-          if (e > 1) base = checkedInt(base, base, "*");
+          if (e & 1) r = checkedInt(r, base, BinaryOp::Mul);
+          if (e > 1) base = checkedInt(base, base, BinaryOp::Mul);
         }
         return integer(r);
       }
-      if (op == "&") return integer(x & y);
-      if (op == "|") return integer(x | y);
-      if (op == "^") return integer(x ^ y);
-      if (op == "<<" || op == ">>") {
+      if (op == BinaryOp::BitAnd) return integer(x & y);
+      if (op == BinaryOp::BitOr) return integer(x | y);
+      if (op == BinaryOp::BitXor) return integer(x ^ y);
+      if (op == BinaryOp::LShift || op == BinaryOp::RShift) {
         if (y < 0) fail("negative shift count");
-        if (op == ">>") return integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
+        if (op == BinaryOp::RShift) return integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
         if (x != 0 && (y >= 63 || (x > 0 ? x > (LLONG_MAX >> y) : x < (LLONG_MIN >> y))))
           fail("integer overflow in " + std::to_string(x) + " << " + std::to_string(y) +
                " (ints are 64-bit)");
@@ -323,28 +328,30 @@ Value Interpreter::arithmetic(const std::string& op, const Value& a, const Value
       }
     }
     const double x = asNumber(a, "operand"), y = asNumber(b, "operand");
-    if (op == "+") return floating(x + y);
-    if (op == "-") return floating(x - y);
-    if (op == "*") return floating(x * y);
-    if (op == "/") {
+    if (op == BinaryOp::Add) return floating(x + y);
+    if (op == BinaryOp::Sub) return floating(x - y);
+    if (op == BinaryOp::Mul) return floating(x * y);
+    if (op == BinaryOp::Div) {
       if (y == 0) fail("float division by zero");
       return floating(x / y);
     }
-    if (op == "//") return floating(std::floor(x / y));
-    if (op == "%") return floating(x - std::floor(x / y) * y);
-    if (op == "**") return floating(std::pow(x, y));
+    if (op == BinaryOp::FloorDiv) return floating(std::floor(x / y));
+    if (op == BinaryOp::Mod) return floating(x - std::floor(x / y) * y);
+    if (op == BinaryOp::Pow) return floating(std::pow(x, y));
   }
-  if (op == "+" && a->type == Type::Str && b->type == Type::Str) {
+  if (op == BinaryOp::Add && a->type == Type::Str && b->type == Type::Str) {
     requestMemory(int64_t(a->str.size() + b->str.size()));
     return string(a->str + b->str);
   }
-  if (op == "+" && (a->type == Type::List || a->type == Type::Tuple) && a->type == b->type) {
+  if (op == BinaryOp::Add && (a->type == Type::List || a->type == Type::Tuple) &&
+      a->type == b->type) {
     requestMemory(int64_t((a->items.size() + b->items.size()) * sizeof(Value)));
     std::vector<Value> items = a->items;
     items.insert(items.end(), b->items.begin(), b->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
-  if (op == "*" && (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
+  if (op == BinaryOp::Mul &&
+      (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
       b->type == Type::Int) {
     const long long times = std::max(0LL, b->intValue);
     const size_t length = a->type == Type::Str ? a->str.size() : a->items.size();
@@ -366,10 +373,10 @@ Value Interpreter::arithmetic(const std::string& op, const Value& a, const Value
       items.insert(items.end(), a->items.begin(), a->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
-  if (op == "%" && a->type == Type::Str)
+  if (op == BinaryOp::Mod && a->type == Type::Str)
     fail("'%' string formatting is not supported; use an f-string");
-  fail("unsupported operand types for " + op + ": " + typeName(a->type) + " and " +
-       typeName(b->type));
+  fail(std::string("unsupported operand types for ") + symbol(op) + ": " + typeName(a->type) +
+       " and " + typeName(b->type));
 }
 
 Value Interpreter::formatValue(const Value& v, const std::string& format) {

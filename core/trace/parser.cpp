@@ -176,7 +176,7 @@ class Parser : public ExpressionParser {
     static const std::set<std::string> aug = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "@="};
     if (peek().kind == TokenKind::Op && aug.count(peek().text)) {
       s->kind = StmtKind::AugAssign;
-      s->op = peek().text.substr(0, peek().text.size() - 1);
+      s->augOp = *binaryOpOf(std::string_view(peek().text).substr(0, peek().text.size() - 1));
       ++i_;
       s->targets.push_back(first);
       s->value = testList();
