@@ -109,48 +109,12 @@ void Interpreter::exec(const Stmt& s) {
       case StmtKind::Expr:
         eval(*s.value);
         break;
-      case StmtKind::Assign: {
-        if (s.targets.size() == 1 && s.targets[0]->kind == ExprKind::Subscript) {
-          // The target first: `port[idx] = value` waits for the port before evaluating the value,
-          // so a value made by an earlier invoke at the same port (patching) is already there.
-          Value obj = eval(*s.targets[0]->a);
-          Value index = eval(*s.targets[0]->b);
-          setItem(obj, index, eval(*s.value));
-          break;
-        }
-        bool names = true;  // `x = call(...)` keeps a deferred value deferred
-        for (const auto& t : s.targets) names &= t->kind == ExprKind::Name;
-        Value v = names ? evalLazy(*s.value) : eval(*s.value);
-        for (const auto& t : s.targets) assign(*t, v);
+      case StmtKind::Assign:
+        execAssign(s);
         break;
-      }
-      case StmtKind::AugAssign: {
-        const Expr& t = *s.targets[0];
-        Value current = eval(t);
-        Value rhs = eval(*s.value);
-        if (current->type == Type::Tensor) {
-          noteTensorWrite();
-          // In place, as torch does: edits through a port view are writes.
-          at::Tensor r = rhs->type == Type::Tensor ? rhs->tensor : toTensor(rhs, &current->tensor);
-          if (s.augOp == BinaryOp::Add)
-            current->tensor.add_(r);
-          else if (s.augOp == BinaryOp::Sub)
-            current->tensor.sub_(r);
-          else if (s.augOp == BinaryOp::Mul)
-            current->tensor.mul_(r);
-          else if (s.augOp == BinaryOp::Div)
-            current->tensor.div_(r);
-          else
-            assign(t, binary(s.augOp, current, rhs));
-        } else if (current->type == Type::List && s.augOp == BinaryOp::Add) {
-          const std::vector<Value> added = rhs->items;  // a copy: `x += x` reads what it grows
-          requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
-          current->items.insert(current->items.end(), added.begin(), added.end());
-        } else {
-          assign(t, binary(s.augOp, current, rhs));
-        }
+      case StmtKind::AugAssign:
+        execAugAssign(s);
         break;
-      }
       case StmtKind::If:
         if (truthy(eval(*s.value)))
           runBody(s.body);
@@ -168,51 +132,9 @@ void Interpreter::exec(const Stmt& s) {
           at_ = s.at;
         }
         break;
-      case StmtKind::For: {
-        Value iterable = eval(*s.value);
-        const auto bodyOnce = [&](const Value& item) {
-          assign(*s.targets[0], item);
-          try {
-            runBody(s.body);
-          } catch (const ContinueSignal&) {
-          }
-          return true;
-        };
-        try {
-          if (iterable->type == Type::IterRange) {
-            host_.iterateSteps(*this, iterable,
-                               [&](long long step) { return bodyOnce(integer(step)); });
-          } else if (iterable->type == Type::Range) {
-            for (long long i = iterable->rangeStart;
-                 iterable->rangeStep > 0 ? i < iterable->rangeStop : i > iterable->rangeStop;
-                 i += iterable->rangeStep) {
-              bodyOnce(integer(i));
-            }
-          } else if (iterable->type == Type::Tuple || iterable->type == Type::List ||
-                     iterable->type == Type::Size) {
-            const std::vector<Value> items = iterable->items;  // the body may mutate a list
-            for (const auto& item : items) bodyOnce(item);
-          } else if (iterable->type == Type::Dict) {
-            const auto entries = iterable->dict;
-            for (const auto& kv : entries) bodyOnce(kv.first);
-          } else if (iterable->type == Type::Str) {
-            for (char c : iterable->str) bodyOnce(string(std::string(1, c)));
-          } else if (iterable->type == Type::Tensor) {
-            for (int64_t i = 0; i < iterable->tensor.size(0); ++i)
-              bodyOnce(tensor(iterable->tensor[i]));
-          } else if (iterable->type == Type::Module) {  // `for layer in model.model.layers`
-            const auto n = host_.moduleLength(*this, iterable);
-            if (!n)
-              fail("cannot iterate over " + iterable->str +
-                   ": it is not a list of modules (model.model.layers is one)");
-            for (long long i = 0; i < *n; ++i) bodyOnce(host_.moduleIndex(*this, iterable, i));
-          } else {
-            fail(std::string("cannot iterate over ") + typeName(iterable->type));
-          }
-        } catch (const BreakSignal&) {
-        }
+      case StmtKind::For:
+        execFor(s);
         break;
-      }
       case StmtKind::Def: {
         env_->set(s.op, makeFunction(s.op, s.params, s.body, nullptr));
         if (env_ == globals_) assigned_.insert(s.op);
@@ -233,31 +155,9 @@ void Interpreter::exec(const Stmt& s) {
         if (!truthy(eval(*s.value)))
           fail("assertion failed" + (s.message ? ": " + str(eval(*s.message)) : std::string()));
         break;
-      case StmtKind::Import: {
-        static const std::set<std::string> modules = {
-            "torch", "nnsight", "nnsight.modeling.vllm", "shardscope", "vllm", "vllm.inputs"};
-        if (!modules.count(s.op)) {
-          fail("cannot import '" + s.op +
-               "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
-               "(VLLM), from nnsight LanguageModel, and from vllm or vllm.inputs TokensPrompt");
-        }
-        const bool from = !s.targets.empty();
-        if (!from) {
-          const std::string root = s.op.substr(0, s.op.find('.'));
-          Value* ns = globals_->find(root);
-          if (!ns) fail("module '" + root + "' is not available");
-          env_->set(s.names.empty() ? root : s.names[0], *ns);
-          break;
-        }
-        for (const auto& n : s.names) {
-          static const std::set<std::string> names = {"VLLM", "LanguageModel", "TokensPrompt"};
-          if (!names.count(n))
-            fail("cannot import '" + n + "' from " + s.op +
-                 ": available names are VLLM, LanguageModel and TokensPrompt");
-          env_->set(n, *globals_->find(n));
-        }
+      case StmtKind::Import:
+        execImport(s);
         break;
-      }
     }
   } catch (const ScriptError&) {
     throw;
@@ -278,6 +178,116 @@ void Interpreter::exec(const Stmt& s) {
     failInternal(e.what());
   }
   stmt_ = outer;
+}
+
+void Interpreter::execAssign(const Stmt& s) {
+  if (s.targets.size() == 1 && s.targets[0]->kind == ExprKind::Subscript) {
+    // The target first: `port[idx] = value` waits for the port before evaluating the value,
+    // so a value made by an earlier invoke at the same port (patching) is already there.
+    Value obj = eval(*s.targets[0]->a);
+    Value index = eval(*s.targets[0]->b);
+    setItem(obj, index, eval(*s.value));
+    return;
+  }
+  bool names = true;  // `x = call(...)` keeps a deferred value deferred
+  for (const auto& t : s.targets) names &= t->kind == ExprKind::Name;
+  Value v = names ? evalLazy(*s.value) : eval(*s.value);
+  for (const auto& t : s.targets) assign(*t, v);
+}
+
+void Interpreter::execAugAssign(const Stmt& s) {
+  const Expr& t = *s.targets[0];
+  Value current = eval(t);
+  Value rhs = eval(*s.value);
+  if (current->type == Type::Tensor) {
+    noteTensorWrite();
+    // In place, as torch does: edits through a port view are writes.
+    at::Tensor r = rhs->type == Type::Tensor ? rhs->tensor : toTensor(rhs, &current->tensor);
+    if (s.augOp == BinaryOp::Add)
+      current->tensor.add_(r);
+    else if (s.augOp == BinaryOp::Sub)
+      current->tensor.sub_(r);
+    else if (s.augOp == BinaryOp::Mul)
+      current->tensor.mul_(r);
+    else if (s.augOp == BinaryOp::Div)
+      current->tensor.div_(r);
+    else
+      assign(t, binary(s.augOp, current, rhs));
+  } else if (current->type == Type::List && s.augOp == BinaryOp::Add) {
+    const std::vector<Value> added = rhs->items;  // a copy: `x += x` reads what it grows
+    requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
+    current->items.insert(current->items.end(), added.begin(), added.end());
+  } else {
+    assign(t, binary(s.augOp, current, rhs));
+  }
+}
+
+void Interpreter::execFor(const Stmt& s) {
+  Value iterable = eval(*s.value);
+  const auto bodyOnce = [&](const Value& item) {
+    assign(*s.targets[0], item);
+    try {
+      runBody(s.body);
+    } catch (const ContinueSignal&) {
+    }
+    return true;
+  };
+  try {
+    if (iterable->type == Type::IterRange) {
+      host_.iterateSteps(*this, iterable, [&](long long step) { return bodyOnce(integer(step)); });
+    } else if (iterable->type == Type::Range) {
+      for (long long i = iterable->rangeStart;
+           iterable->rangeStep > 0 ? i < iterable->rangeStop : i > iterable->rangeStop;
+           i += iterable->rangeStep) {
+        bodyOnce(integer(i));
+      }
+    } else if (iterable->type == Type::Tuple || iterable->type == Type::List ||
+               iterable->type == Type::Size) {
+      const std::vector<Value> items = iterable->items;  // the body may mutate a list
+      for (const auto& item : items) bodyOnce(item);
+    } else if (iterable->type == Type::Dict) {
+      const auto entries = iterable->dict;
+      for (const auto& kv : entries) bodyOnce(kv.first);
+    } else if (iterable->type == Type::Str) {
+      for (char c : iterable->str) bodyOnce(string(std::string(1, c)));
+    } else if (iterable->type == Type::Tensor) {
+      for (int64_t i = 0; i < iterable->tensor.size(0); ++i) bodyOnce(tensor(iterable->tensor[i]));
+    } else if (iterable->type == Type::Module) {  // `for layer in model.model.layers`
+      const auto n = host_.moduleLength(*this, iterable);
+      if (!n)
+        fail("cannot iterate over " + iterable->str +
+             ": it is not a list of modules (model.model.layers is one)");
+      for (long long i = 0; i < *n; ++i) bodyOnce(host_.moduleIndex(*this, iterable, i));
+    } else {
+      fail(std::string("cannot iterate over ") + typeName(iterable->type));
+    }
+  } catch (const BreakSignal&) {
+  }
+}
+
+void Interpreter::execImport(const Stmt& s) {
+  static const std::set<std::string> modules = {"torch",      "nnsight", "nnsight.modeling.vllm",
+                                                "shardscope", "vllm",    "vllm.inputs"};
+  if (!modules.count(s.op)) {
+    fail("cannot import '" + s.op +
+         "': trace scripts may import torch, nnsight, nnsight.modeling.vllm "
+         "(VLLM), from nnsight LanguageModel, and from vllm or vllm.inputs TokensPrompt");
+  }
+  const bool from = !s.targets.empty();
+  if (!from) {
+    const std::string root = s.op.substr(0, s.op.find('.'));
+    Value* ns = globals_->find(root);
+    if (!ns) fail("module '" + root + "' is not available");
+    env_->set(s.names.empty() ? root : s.names[0], *ns);
+    return;
+  }
+  for (const auto& n : s.names) {
+    static const std::set<std::string> names = {"VLLM", "LanguageModel", "TokensPrompt"};
+    if (!names.count(n))
+      fail("cannot import '" + n + "' from " + s.op +
+           ": available names are VLLM, LanguageModel and TokensPrompt");
+    env_->set(n, *globals_->find(n));
+  }
 }
 
 void Interpreter::assign(const Expr& target, const Value& v) {

@@ -123,6 +123,11 @@ class Interpreter {
  private:
   void tick();
   void runBody(const Block& body);
+  // exec's longer statements.
+  void execAssign(const Stmt& s);
+  void execAugAssign(const Stmt& s);
+  void execFor(const Stmt& s);
+  void execImport(const Stmt& s);
   // eval without forcing a deferred result: where a value may stay deferred (an assignment to a
   // name, a call's arguments, the receiver of a subscript or a method).
   Value evalLazy(const Expr& e);
