@@ -101,21 +101,132 @@ void Engine::Impl::buildInfo() {
   walk(root, 0);
 }
 
-Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
-  Impl& s = *impl_;
-  s.options = std::move(options);
-  if (s.options.tp < 1) throw Error("tp must be at least 1, got " + std::to_string(s.options.tp));
-  if (s.options.pp < 1)
+void Engine::Impl::checkOptions() const {
+  if (options.tp < 1) throw Error("tp must be at least 1, got " + std::to_string(options.tp));
+  if (options.pp < 1)
     throw Error("pipeline_parallel_size (pp) must be at least 1, got " +
-                std::to_string(s.options.pp));
-  if (s.options.device != "cpu" && s.options.device != "cuda") {
-    throw Error("unknown device '" + s.options.device + "': use cpu or cuda");
+                std::to_string(options.pp));
+  if (options.device != "cpu" && options.device != "cuda") {
+    throw Error("unknown device '" + options.device + "': use cpu or cuda");
   }
-  if (s.options.device == "cuda" && !at::hasCUDA()) {
+  if (options.device == "cuda" && !at::hasCUDA()) {
     throw Error(
         "device cuda was asked for, but this LibTorch has no CUDA or no GPU is visible; use "
         "--device cpu");
   }
+  if (options.process && options.process->size() != options.tp) {
+    throw Error("tp=" + std::to_string(options.tp) + " needs as many rank processes, but " +
+                std::to_string(options.process->size()) + " were started; launch with mpirun -np " +
+                std::to_string(options.tp));
+  }
+}
+
+void Engine::Impl::resolveDtype() {
+  if (!options.dtype.empty()) {
+    dtype = scalarTypeOf(parseDType(options.dtype));
+  } else if (options.device == "cuda") {  // the checkpoint's (on the CPU: fp32)
+    dtype = source.config.torchDtype == "float32"   ? at::kFloat
+            : source.config.torchDtype == "float16" ? at::kHalf
+                                                    : at::kBFloat16;
+  }
+}
+
+void Engine::Impl::resolveCollectiveTimeout() {
+  if (options.collectiveTimeoutSeconds > 0) {
+    collectiveTimeout = std::chrono::milliseconds(
+        std::max<int64_t>(1, int64_t(options.collectiveTimeoutSeconds * 1000)));
+    return;
+  }
+  const char* t = std::getenv("SHARDSCOPE_COLLECTIVE_TIMEOUT");
+  if (!t || !*t) return;
+  char* end = nullptr;
+  const double seconds = std::strtod(t, &end);
+  if (end == t || *end || !(seconds > 0))
+    throw Error(std::string("SHARDSCOPE_COLLECTIVE_TIMEOUT must be a positive number of "
+                            "seconds, got '") +
+                t + "'");
+  collectiveTimeout = std::chrono::milliseconds(std::max<int64_t>(1, int64_t(seconds * 1000)));
+}
+
+void Engine::Impl::armFailureInjection() {
+  if (!options.failure.armed()) {
+    if (const char* f = std::getenv("SHARDSCOPE_INJECT_FAILURE"); f && *f)
+      options.failure = FailureInjection::parse(f);
+  }
+  validateFailure(options.failure);
+  armedFailure = options.failure;
+}
+
+void Engine::Impl::placeRanks() {
+  const bool nccl = wantsNccl(options);
+  for (int r = 0; r < ranks(); ++r) {
+    const int gpu = options.process ? options.process->localDevice() : nccl ? r : 0;
+    devices.push_back(options.device == "cpu" ? at::Device(at::kCPU)
+                                              : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
+    if (!options.process || options.process->rank() == r) localRanks.push_back(r);
+  }
+}
+
+std::exception_ptr Engine::Impl::loadRanks(const PipelineStages& stages,
+                                           const LoadProgress& progress) {
+  models.resize(size_t(ranks()));
+  running = int(localRanks.size());
+  std::atomic<int> loaded{0};
+  for (int r : localRanks) {
+    rankThreads.emplace_back([this, r, &loaded, &progress, stages] {
+      rankMain(r, [this, r, &loaded, &progress, stages] {
+        const int tp = options.tp;
+        LoadContext ctx{*source.weights,
+                        {r % tp, tp, options.expertParallel, options.dcp},
+                        dtype,
+                        devices[size_t(r)],
+                        {stages, r / tp}};
+        models[size_t(r)] = buildCausalLM(source.config, ctx);
+        const int done = ++loaded;
+        if (progress) progress("loaded rank " + std::to_string(r), done, ranks());
+      });
+    });
+  }
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return running == 0; });
+    error = firstError;
+  }
+  if (options.process) {
+    // Every process fails the load together (a rank that loaded waits for no collective).
+    try {
+      std::exception_ptr agreed = agreeOnOutcome(error);
+      if (agreed) error = agreed;
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (error) return error;
+  try {
+    // An expert-parallel rank process reads only its own experts' tensors.
+    if (!(options.process && options.expertParallel)) source.weights->checkAllUsed();
+    buildInfo();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+void Engine::Impl::stopRanksAfterFailedLoad() {
+  {
+    std::lock_guard lock(mutex);
+    stopping = true;
+    ranksExit = true;  // no dispatcher was started
+  }
+  cv.notify_all();
+  for (auto& t : rankThreads) t.join();
+}
+
+Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.options = std::move(options);
+  s.checkOptions();
   if (progress)
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),
              0, s.ranks());
@@ -124,95 +235,13 @@ Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_u
   s.checkStages();
   const PipelineStages stages(s.source.config.numLayers, s.options.pp);
   if (!s.source.tokenizerJson.empty()) s.tokenizer = Tokenizer::fromFile(s.source.tokenizerJson);
-  if (!s.options.dtype.empty()) {
-    s.dtype = scalarTypeOf(parseDType(s.options.dtype));
-  } else if (s.options.device == "cuda") {
-    s.dtype = s.source.config.torchDtype == "float32"   ? at::kFloat
-              : s.source.config.torchDtype == "float16" ? at::kHalf
-                                                        : at::kBFloat16;
-  }
-  if (s.options.collectiveTimeoutSeconds > 0) {
-    s.collectiveTimeout = std::chrono::milliseconds(
-        std::max<int64_t>(1, int64_t(s.options.collectiveTimeoutSeconds * 1000)));
-  } else if (const char* t = std::getenv("SHARDSCOPE_COLLECTIVE_TIMEOUT"); t && *t) {
-    char* end = nullptr;
-    const double seconds = std::strtod(t, &end);
-    if (end == t || *end || !(seconds > 0))
-      throw Error(std::string("SHARDSCOPE_COLLECTIVE_TIMEOUT must be a positive number of "
-                              "seconds, got '") +
-                  t + "'");
-    s.collectiveTimeout = std::chrono::milliseconds(std::max<int64_t>(1, int64_t(seconds * 1000)));
-  }
-  if (!s.options.failure.armed()) {
-    if (const char* f = std::getenv("SHARDSCOPE_INJECT_FAILURE"); f && *f)
-      s.options.failure = FailureInjection::parse(f);
-  }
-  s.validateFailure(s.options.failure);
-  s.armedFailure = s.options.failure;
-  const bool nccl = Impl::wantsNccl(s.options);
-  if (s.options.process && s.options.process->size() != s.options.tp) {
-    throw Error("tp=" + std::to_string(s.options.tp) + " needs as many rank processes, but " +
-                std::to_string(s.options.process->size()) +
-                " were started; launch with mpirun -np " + std::to_string(s.options.tp));
-  }
-  for (int r = 0; r < s.ranks(); ++r) {
-    const int gpu = s.options.process ? s.options.process->localDevice() : nccl ? r : 0;
-    s.devices.push_back(s.options.device == "cpu" ? at::Device(at::kCPU)
-                                                  : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
-    if (!s.options.process || s.options.process->rank() == r) s.localRanks.push_back(r);
-  }
+  s.resolveDtype();
+  s.resolveCollectiveTimeout();
+  s.armFailureInjection();
+  s.placeRanks();
   s.makeGroups();
-  s.models.resize(size_t(s.ranks()));
-  s.running = int(s.localRanks.size());
-  std::atomic<int> loaded{0};
-  for (int r : s.localRanks) {
-    s.rankThreads.emplace_back([this, r, &loaded, &progress, stages] {
-      Impl& st = *impl_;
-      impl_->rankMain(r, [&st, r, &loaded, &progress, stages] {
-        const int tp = st.options.tp;
-        LoadContext ctx{*st.source.weights,
-                        {r % tp, tp, st.options.expertParallel, st.options.dcp},
-                        st.dtype,
-                        st.devices[size_t(r)],
-                        {stages, r / tp}};
-        st.models[size_t(r)] = buildCausalLM(st.source.config, ctx);
-        const int done = ++loaded;
-        if (progress) progress("loaded rank " + std::to_string(r), done, st.ranks());
-      });
-    });
-  }
-  std::exception_ptr error;
-  {
-    std::unique_lock lock(s.mutex);
-    s.cv.wait(lock, [&] { return s.running == 0; });
-    error = s.firstError;
-  }
-  if (s.options.process) {
-    // Every process fails the load together (a rank that loaded waits for no collective).
-    try {
-      std::exception_ptr agreed = s.agreeOnOutcome(error);
-      if (agreed) error = agreed;
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  if (!error) {
-    try {
-      // An expert-parallel rank process reads only its own experts' tensors.
-      if (!(s.options.process && s.options.expertParallel)) s.source.weights->checkAllUsed();
-      s.buildInfo();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  if (error) {
-    {
-      std::lock_guard lock(s.mutex);
-      s.stopping = true;
-      s.ranksExit = true;  // no dispatcher was started
-    }
-    s.cv.notify_all();
-    for (auto& t : s.rankThreads) t.join();
+  if (std::exception_ptr error = s.loadRanks(stages, progress)) {
+    s.stopRanksAfterFailedLoad();
     std::rethrow_exception(error);
   }
   s.dispatcher = std::thread([this] { impl_->dispatchMain(); });

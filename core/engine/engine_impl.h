@@ -13,6 +13,7 @@
 #include "../model/causal_lm.h"
 #include "../model/failure_injection.h"
 #include "../model/model_source.h"
+#include "../parallel/pipeline_stages.h"
 #include "../parallel/process_group.h"
 #include "../parallel/stage_channel.h"
 #include "engine.h"
@@ -66,6 +67,15 @@ struct Engine::Impl {
   // through `report` and then waits for that rank.
   std::exception_ptr runOnRanks(const std::shared_ptr<JobState>& job,
                                 const std::function<void(std::exception_ptr)>& report);
+  // The constructor's steps, in order.
+  void checkOptions() const;  // tp, pp, device, rank processes
+  void resolveDtype();        // the option, else the checkpoint's on the GPU, fp32 on the CPU
+  void resolveCollectiveTimeout();
+  void armFailureInjection();  // the option, else SHARDSCOPE_INJECT_FAILURE
+  void placeRanks();           // devices and this process's ranks
+  // Each local rank loads its shard on its thread; the first error, agreed among rank processes.
+  std::exception_ptr loadRanks(const PipelineStages& stages, const Engine::LoadProgress& progress);
+  void stopRanksAfterFailedLoad();
   void validateFailure(const FailureInjection& f) const;
   // Refuses pipeline stages combined with what they do not run with.
   void checkStages() const;
