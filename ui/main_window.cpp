@@ -69,6 +69,35 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   // platform the window's size hints (the offscreen platform warns), and it was wider than a
   // laptop screen.
   setMinimumSize(960, 600);
+  buildCentre();
+  buildDocks();
+  buildMenus();
+  connectPromptBar();
+  for (QCustomPlot* plot : findChildren<QCustomPlot*>()) installPlotTools(plot);
+  buildStatusBar();
+  connectController();
+  connectSweepAndViews();
+  QSettings settings;
+  if (options.restoreState) {
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+  }
+  if (!options.restoreState) resize(1400, 900);
+  QString session = options.sessionFile;
+  if (session.isEmpty()) session = settings.value("session/file", defaultSessionFile()).toString();
+  const QString error = openSession(session);
+  if (!error.isEmpty()) message(error);
+  if (options.engine.isEmpty()) {
+    openModel(modelOptions_);
+  } else {
+    connectEngine(options.engine, options.tokenFile);
+  }
+}
+
+MainWindow::~MainWindow() = default;
+
+// The tabs of views, the prompt bar above them.
+void MainWindow::buildCentre() {
   tabs_ = new QTabWidget(this);
   heatmap_ = new HeatmapView(this);
   headGrid_ = new HeadGridView(tr("Click heads to zero their slice of o_proj.input at every "
@@ -111,10 +140,9 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   layout->addWidget(promptBar_);
   layout->addWidget(tabs_, 1);
   setCentralWidget(centre);
-  buildDocks();
-  buildMenus();
-  connectPromptBar();
-  for (QCustomPlot* plot : findChildren<QCustomPlot*>()) installPlotTools(plot);
+}
+
+void MainWindow::buildStatusBar() {
   progress_ = new QProgressBar(this);
   progress_->setMaximumWidth(240);
   progress_->setVisible(false);
@@ -125,7 +153,10 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   progressTimer_ = new QTimer(this);
   progressTimer_->setInterval(100);
   connect(progressTimer_, &QTimer::timeout, this, &MainWindow::pollProgress);
+}
 
+// The engine controller's signals: loading, runs and batches, the session, the engine's state.
+void MainWindow::connectController() {
   connect(controller_, &EngineController::loadProgress, this,
           [this](const QString& what, int done, int total) {
             status_->setText(tr("Loading: %1").arg(what));
@@ -147,6 +178,10 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
   connect(controller_, &EngineController::engineLost, this, &MainWindow::onEngineLost);
   connect(controller_, &EngineController::requestRefused, this,
           [this](const QString& why) { status_->setText(why); });
+}
+
+// The head sweep (its Top-k target, its runs, its grid) and the views' clicks.
+void MainWindow::connectSweepAndViews() {
   connect(controller_, &EngineController::runFinished, sweep_, &SweepController::onRunFinished);
   connect(controller_, &EngineController::batchFinished, sweep_, &SweepController::onBatchFinished);
   connect(sweep_, &SweepController::targetNeeded, this, &MainWindow::runTopK);
@@ -179,25 +214,7 @@ MainWindow::MainWindow(StartOptions options, QWidget* parent)
                   .arg(*id));
     }
   });
-
-  QSettings settings;
-  if (options.restoreState) {
-    restoreGeometry(settings.value("window/geometry").toByteArray());
-    restoreState(settings.value("window/state").toByteArray());
-  }
-  if (!options.restoreState) resize(1400, 900);
-  QString session = options.sessionFile;
-  if (session.isEmpty()) session = settings.value("session/file", defaultSessionFile()).toString();
-  const QString error = openSession(session);
-  if (!error.isEmpty()) message(error);
-  if (options.engine.isEmpty()) {
-    openModel(modelOptions_);
-  } else {
-    connectEngine(options.engine, options.tokenFile);
-  }
 }
-
-MainWindow::~MainWindow() = default;
 
 void MainWindow::connectPromptBar() {
   connect(promptBar_, &PromptBar::generateClicked, this, &MainWindow::runGeneration);

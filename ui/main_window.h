@@ -134,8 +134,12 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  void buildCentre();
+  void buildStatusBar();
   void buildMenus();
   void connectPromptBar();
+  void connectController();
+  void connectSweepAndViews();
   void buildDocks();
   GenerationSettings settings() const;
   void submit(std::vector<ScriptRequest> scripts);
