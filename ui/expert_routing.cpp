@@ -97,11 +97,9 @@ int64_t maxExpert(const ExpertRouting& routing) {
 }
 
 std::vector<int64_t> sparseLayers(const ModelInfo& model) {
-  static const QRegularExpression experts(R"(^model\.model\.layers\[(\d+)\]\.mlp\.experts$)");
   std::vector<int64_t> layers;
   for (const auto& m : model.modules) {
-    const auto match = experts.match(QString::fromStdString(m.path));
-    if (match.hasMatch()) layers.push_back(match.captured(1).toLongLong());
+    if (m.layer >= 0 && m.kind == "FusedMoE") layers.push_back(m.layer);
   }
   return layers;
 }

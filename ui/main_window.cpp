@@ -14,7 +14,6 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -228,12 +227,10 @@ void MainWindow::connectPromptBar() {
   connect(promptBar_, &PromptBar::logitLensClicked, this, &MainWindow::runLogitLens);
   connect(promptBar_, &PromptBar::topKClicked, this, &MainWindow::runTopK);
   connect(promptBar_, &PromptBar::attentionClicked, this, [this] {
+    // The selected module's layer; layer 0 when none is selected or it is outside the layers.
     const QModelIndex index = treeFilter_->mapToSource(treeView_->currentIndex());
-    const std::string module =
-        tree_->data(index, ModuleTreeModel::ModulePathRole).toString().toStdString();
-    static const QRegularExpression layerRe(R"(layers\[(\d+)\])");
-    const auto m = layerRe.match(QString::fromStdString(module));
-    runAttentionPattern(m.hasMatch() ? m.captured(1).toLongLong() : 0, promptBar_->attentionHead());
+    const int layer = index.isValid() ? tree_->data(index, ModuleTreeModel::LayerRole).toInt() : -1;
+    runAttentionPattern(std::max(layer, 0), promptBar_->attentionHead());
   });
   connect(promptBar_->perHeadNorms(), &QCheckBox::toggled, this, [this] {
     if (shownRun_ && controller_->session()) openRun(shownRun_);

@@ -14,6 +14,7 @@ struct ModuleTreeModel::Node {
   std::string port;    // "input"/"output" for port rows, empty for modules
   std::string shape;   // gathered shape (ports)
   std::string tooltip;
+  int layer = -1;  // of the module (ModuleInfo::layer)
   bool tuple = false;
   std::vector<std::unique_ptr<Node>> children;
 
@@ -66,6 +67,7 @@ void ModuleTreeModel::setModel(const ModelInfo& model, const std::vector<PortSha
     node->module = m.path;
     node->name = m.name;
     node->kind = m.kind;
+    node->layer = m.layer;
     node->tooltip = m.path + " (" + m.kind + ")";
     if (model.pp > 1 && m.stage >= 0) {  // pipeline stages: which one holds the module
       node->kind += " \u00b7 stage " + std::to_string(m.stage);
@@ -82,6 +84,7 @@ void ModuleTreeModel::setModel(const ModelInfo& model, const std::vector<PortSha
         if (s.module != m.path || s.port != port) continue;
         auto p = std::make_unique<Node>();
         p->module = m.path;
+        p->layer = m.layer;
         p->name = "." + port;
         p->port = port;
         p->kind = s.shardKind;
@@ -177,6 +180,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
       return QString::fromStdString(n->port.empty() ? "" : n->kind);
     case ModulePathRole:
       return QString::fromStdString(n->module);
+    case LayerRole:
+      return n->layer;
     default:
       return {};
   }

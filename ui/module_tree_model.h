@@ -17,7 +17,8 @@ class ModuleTreeModel : public QAbstractItemModel {
   Q_OBJECT
  public:
   enum Column { NameColumn, ShapeColumn, KindColumn, ColumnCount };
-  enum Role { PortRole = Qt::UserRole + 1, ShardKindRole, ModulePathRole };
+  // LayerRole: the decoder layer of the row's module (ModuleInfo::layer), -1 outside the layers.
+  enum Role { PortRole = Qt::UserRole + 1, ShardKindRole, ModulePathRole, LayerRole };
 
   explicit ModuleTreeModel(QObject* parent = nullptr);
   ~ModuleTreeModel() override;

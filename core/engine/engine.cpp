@@ -87,6 +87,7 @@ void Engine::Impl::buildInfo() {
     mi.kind = m.kind();
     mi.depth = depth;
     mi.stage = root.moduleStage(m);
+    mi.layer = m.layer() ? int(*m.layer()) : -1;
     for (PortRole r : {PortRole::Input, PortRole::Output}) {
       mi.ports.push_back({m.port(r).name, m.port(r).shard.name()});
     }

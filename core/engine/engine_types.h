@@ -107,9 +107,10 @@ struct ModuleInfo {
   std::string name;
   std::string kind;  // vLLM class name
   int depth = 0;
-  int stage = 0;  // the pipeline stage holding it; -1: it spans stages (model, model.model)
+  int stage = 0;   // the pipeline stage holding it; -1: it spans stages (model, model.model)
   std::vector<PortInfo> ports;
   std::vector<ParameterInfo> parameters;
+  int layer = -1;  // the decoder layer it is (or is inside); -1: outside the layers
 };
 
 struct ModelInfo {

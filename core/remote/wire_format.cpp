@@ -162,6 +162,7 @@ void moduleToWire(const ModuleInfo& m, v1::ModuleInfo& out) {
   out.set_kind(m.kind);
   out.set_depth(m.depth);
   out.set_stage(m.stage);
+  out.set_layer(m.layer + 1);  // proto3's default 0 stays "no layer" for an older peer
   for (const PortInfo& p : m.ports) {
     auto& o = *out.add_ports();
     o.set_name(p.name);
@@ -182,6 +183,7 @@ ModuleInfo moduleFromWire(const v1::ModuleInfo& m) {
   out.kind = m.kind();
   out.depth = m.depth();
   out.stage = m.stage();
+  out.layer = m.layer() - 1;
   for (const auto& p : m.ports()) out.ports.push_back({p.name(), p.shard_kind()});
   for (const auto& p : m.parameters()) {
     out.parameters.push_back({p.name(),

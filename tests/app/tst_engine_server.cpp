@@ -23,6 +23,7 @@
 #include "core/remote/engine_client.h"
 #include "core/remote/engine_protocol.grpc.pb.h"
 #include "core/remote/protocol_version.h"
+#include "core/remote/wire_format.h"
 #include "core/store/session_store.h"
 
 using namespace shardscope;
@@ -177,6 +178,25 @@ class TestEngineServer : public QObject {
              std::string("shardscope-engine 0.1.0 at 127.0.0.1:5000: 4 rank processes (nccl+mpi, "
                          "cuda) on rank 0 a cuda:0, rank 1 a cuda:1, rank 2 b cuda:0, rank 3 b "
                          "cuda:1; LibTorch 2.11.0, NCCL 2.28.3"));
+  }
+
+  // A module's decoder layer crosses the wire; the field an older engine leaves unset reads as
+  // outside the layers.
+  void moduleLayersCrossTheWire() {
+    ModelInfo m;
+    m.modules = {
+        {"model.model.embed_tokens", "embed_tokens", "VocabParallelEmbedding", 2, 0, {}, {}, -1},
+        {"model.model.layers[3].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}, 3},
+        {"model.model.layers[0]", "[0]", "Qwen3DecoderLayer", 2, 0, {}, {}, 0}};
+    remote::v1::ModelInfo wire;
+    remote::toWire(m, wire);
+    const ModelInfo back = remote::fromWire(wire);
+    QCOMPARE(back.modules.size(), size_t(3));
+    QCOMPARE(back.modules[0].layer, -1);
+    QCOMPARE(back.modules[1].layer, 3);
+    QCOMPARE(back.modules[2].layer, 0);
+    wire.mutable_modules(1)->clear_layer();
+    QCOMPARE(remote::fromWire(wire).modules[1].layer, -1);
   }
 
   void refusedRequestsLeaveTheEngineServing() {

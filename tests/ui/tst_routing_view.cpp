@@ -119,10 +119,10 @@ ModelInfo moeModel() {
   m.numLayers = 4;
   m.numExperts = 8;
   m.expertsPerToken = 2;
-  m.modules = {{"model.model.layers[0].mlp", "mlp", "Qwen3MoeMLP", 3, 0, {}, {}},
-               {"model.model.layers[1].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}},
-               {"model.model.layers[3].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}},
-               {"model.model.layers[3].mlp.gate", "gate", "ReplicatedLinear", 4, 0, {}, {}}};
+  m.modules = {{"model.model.layers[0].mlp", "mlp", "Qwen3MoeMLP", 3, 0, {}, {}, 0},
+               {"model.model.layers[1].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}, 1},
+               {"model.model.layers[3].mlp.experts", "experts", "FusedMoE", 4, 0, {}, {}, 3},
+               {"model.model.layers[3].mlp.gate", "gate", "ReplicatedLinear", 4, 0, {}, {}, 3}};
   return m;
 }
 
@@ -135,7 +135,7 @@ class TestRoutingView : public QObject {
   void sparseLayersAreTheLayersWithExperts() {
     QCOMPARE(sparseLayers(moeModel()), (std::vector<int64_t>{1, 3}));
     ModelInfo dense;
-    dense.modules = {{"model.model.layers[0].mlp", "mlp", "MLP", 3, 0, {}, {}}};
+    dense.modules = {{"model.model.layers[0].mlp", "mlp", "MLP", 3, 0, {}, {}, 0}};
     QVERIFY(sparseLayers(dense).empty());
   }
 

@@ -30,15 +30,16 @@ ModelInfo smallModel() {
   m.headDim = 8;
   m.modules = {{"model", "model", "Qwen3ForCausalLM", 0, 0, {}, {}},
                {"model.model", "model", "Qwen3Model", 1, 0, {}, {}},
-               {"model.model.layers[0]", "[0]", "Qwen3DecoderLayer", 2, 0, {}, {}},
+               {"model.model.layers[0]", "[0]", "Qwen3DecoderLayer", 2, 0, {}, {}, 0},
                {"model.model.layers[0].self_attn.o_proj",
                 "o_proj",
                 "RowParallelLinear",
                 3,
                 0,
                 {},
-                {{"weight", {16, 16}, {16, 32}}}},
-               {"model.model.layers[1]", "[1]", "Qwen3DecoderLayer", 2, 0, {}, {}}};
+                {{"weight", {16, 16}, {16, 32}}},
+                0},
+               {"model.model.layers[1]", "[1]", "Qwen3DecoderLayer", 2, 0, {}, {}, 1}};
   return m;
 }
 
@@ -91,6 +92,14 @@ class TestUiModels : public QObject {
     QVERIFY(model.portAt(layerOut, &ref));
     QVERIFY(ref.tuple);
     QCOMPARE(model.data(layerOut.siblingAtColumn(1)).toString(), QString("([5, 16], [5, 16])"));
+    // The decoder layer of a module row and of its ports; -1 outside the layers.
+    QCOMPARE(model.data(oproj, ModuleTreeModel::LayerRole).toInt(), 0);
+    QCOMPARE(model.data(port, ModuleTreeModel::LayerRole).toInt(), 0);
+    QCOMPARE(model.data(model.indexOfModule("model.model.layers[1]"), ModuleTreeModel::LayerRole)
+                 .toInt(),
+             1);
+    QCOMPARE(model.data(model.indexOfModule("model.model"), ModuleTreeModel::LayerRole).toInt(),
+             -1);
     model.setModel(ModelInfo{}, {});
     QCOMPARE(model.rowCount(), 0);
   }

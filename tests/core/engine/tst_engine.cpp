@@ -202,6 +202,23 @@ class TestEngine : public QObject {
     }
   }
 
+  // ModelInfo names each module's decoder layer (the GUI's routing view and attention pattern take
+  // it from there, not from the path): the layer and everything in it, -1 outside the layers.
+  void modulesNameTheirDecoderLayer() {
+    if (test::device() != "cpu") QSKIP("one engine on the CPU covers it");
+    EngineOptions o;
+    o.model = ensureDemoModel().string();
+    const ModelInfo info = Engine(o).info();
+    std::map<std::string, int> layerOf;
+    for (const ModuleInfo& m : info.modules) layerOf[m.path] = m.layer;
+    QCOMPARE(layerOf.at("model.model.layers[1]"), 1);
+    QCOMPARE(layerOf.at("model.model.layers[1].self_attn.o_proj"), 1);
+    QCOMPARE(layerOf.at("model.model.layers[0].mlp"), 0);
+    QCOMPARE(layerOf.at("model.model.embed_tokens"), -1);
+    QCOMPARE(layerOf.at("model.model.norm"), -1);
+    QCOMPARE(layerOf.at("model"), -1);
+  }
+
   // A small model's CPU ranks run with one intra-op thread unless --threads says otherwise; larger
   // ranks and GPU ranks take the machine's cores divided by the ranks.
   void intraOpThreadsFollowTheRanksSize() {
