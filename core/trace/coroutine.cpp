@@ -25,7 +25,6 @@ namespace shardscope::trace {
 
 namespace {
 thread_local c10::Device tlsDevice(c10::kCPU);
-thread_local bool tlsWrite = false;
 }  // namespace
 
 c10::Device currentDevice() {
@@ -33,14 +32,6 @@ c10::Device currentDevice() {
 }
 void setCurrentDevice(c10::Device d) {
   tlsDevice = d;
-}
-void noteTensorWrite() {
-  tlsWrite = true;
-}
-bool takeTensorWrite() {
-  const bool w = tlsWrite;
-  tlsWrite = false;
-  return w;
 }
 
 namespace {

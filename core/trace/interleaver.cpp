@@ -241,9 +241,8 @@ void Interleaver::visit(const Module& module, PortRole role, PortValue& value,
   // Every other stage follows this one's turn and gets the whole value too.
   if (sharingStage(ctx_, module, role) >= 0)
     sharePortValue(ctx_, module, role, wholes, value.tuple);
-  takeTensorWrite();
-  serve(module, role, wholes, value.tuple, batch);
-  if (!takeTensorWrite()) return;  // only read: the model's tensors stay bit-identical
+  if (!serve(module, role, wholes, value.tuple, batch))
+    return;  // only read: the model's tensors stay bit-identical
   value.written = true;
   for (size_t i = 0; i < value.items.size(); ++i)
     scatterBack(value.items[i], wholes[i], shard, ctx_.group);
@@ -253,13 +252,12 @@ void Interleaver::visitShared(const Module& module, PortRole role, PortValue& wh
                               const ForwardBatch& batch) {
   if (!blocksLeft()) return;
   noteVisit(module, role, batch.step);
-  takeTensorWrite();
-  serve(module, role, whole.items, whole.tuple, batch);
-  takeTensorWrite();  // the stage holding the port applies the same writes
+  serve(module, role, whole.items, whole.tuple, batch);  // the stage holding it re-shards writes
 }
 
-void Interleaver::serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes,
+bool Interleaver::serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes,
                         bool tuple, const ForwardBatch& batch) {
+  bool written = false;
   const bool perRequest = module.port(role).perRequest;
   for (const at::Tensor& w : wholes) {
     if (w.defined() && w.has_storage()) servedStorages_.insert(w.storage().unsafeGetStorageImpl());
@@ -295,9 +293,12 @@ void Interleaver::serve(const Module& module, PortRole role, const std::vector<a
     m->servedModule = &module;
     m->servedRole = role;
     m->servedStep = batch.step;
+    m->interpreter().takeTensorWrite();  // a write before this visit is not one into this port
     resume(*m);
+    written |= m->interpreter().takeTensorWrite();
     m->serving = false;
   }
+  return written;
 }
 
 void Interleaver::endStep(const ForwardBatch& batch, const std::vector<bool>& finished) {

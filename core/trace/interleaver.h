@@ -103,8 +103,9 @@ class Interleaver : public PortObserver {
   // Whether a block has not ended yet; once none can run again, visits need no bookkeeping.
   bool blocksLeft() const;
   void noteVisit(const Module& module, PortRole role, int64_t step);
-  // Resumes every mediator waiting on this port with its rows of the whole values.
-  void serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes, bool tuple,
+  // Resumes every mediator waiting on this port with its rows of the whole values; whether any of
+  // them wrote into a tensor meanwhile (their interpreters' takeTensorWrite).
+  bool serve(const Module& module, PortRole role, const std::vector<at::Tensor>& wholes, bool tuple,
              const ForwardBatch& batch);
 
   RankContext& ctx_;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ast.h"
@@ -78,6 +79,11 @@ class Interpreter {
   // Runs statements; errors come out as ScriptError with file, line, column and statement.
   void run(const Block& block);
   void exec(const Stmt& s);
+
+  // An in-place write into a tensor (a port value or a view of one) since the last take: the
+  // interleaver takes it after serving a port, to re-shard the value only when it was written.
+  void noteTensorWrite() { wroteTensor_ = true; }
+  bool takeTensorWrite() { return std::exchange(wroteTensor_, false); }
   Value eval(const Expr& e);
   void assign(const Expr& target, const Value& v);
 
@@ -149,6 +155,7 @@ class Interpreter {
   std::shared_ptr<Environment> globals_;
   std::shared_ptr<Environment> env_;
   std::set<std::string> assigned_;
+  bool wroteTensor_ = false;
   std::map<std::string, Value> savedSnapshots_;
   long long budget_;
   long long steps_ = 0;

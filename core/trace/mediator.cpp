@@ -146,7 +146,7 @@ void Mediator::setModuleAttribute(Interpreter& in, const Value& module, const st
               portName(m, name == "output" ? PortRole::Output : PortRole::Input) +
               ", whose value has shape " + repr(sizeOf(dst->tensor)));
     }
-    noteTensorWrite();
+    in.noteTensorWrite();
     dst->tensor.copy_(s);
   };
   if (current->type == Type::Tuple) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "../error.h"
 #include "builtin_args.h"
 #include "interpreter.h"
 #include "trace_device.h"
@@ -13,6 +14,16 @@
 namespace shardscope::trace {
 
 using namespace builtin_args;
+
+namespace {
+
+// An in-place method's write, noted on the interpreter that called it (Interpreter::call sets it).
+void wrote(Args& a) {
+  SS_ASSERT(a.interpreter, "an in-place tensor method was called without its interpreter");
+  a.interpreter->noteTensorWrite();
+}
+
+}  // namespace
 
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name) {
   const at::Tensor& t = self->tensor;
@@ -96,11 +107,11 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
          for (const auto& c : x.chunk(asInt(a.required(0, "chunks"), "chunks"), dimArg(a, 1, 0))) parts.push_back(tensor(c));
          return tuple(parts);
        }},
-      {"zero_", [](const at::Tensor& x, Args&) { noteTensorWrite(); at::Tensor y = x; y.zero_(); return tensor(y); }},
-      {"fill_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.fill_(asNumber(a.required(0, "value"), "value")); return tensor(y); }},
-      {"copy_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.copy_(toTensor(a.required(0))); return tensor(y); }},
-      {"mul_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.mul_(toTensor(a.required(0), &x)); return tensor(y); }},
-      {"add_", [](const at::Tensor& x, Args& a) { noteTensorWrite(); at::Tensor y = x; y.add_(toTensor(a.required(0), &x)); return tensor(y); }},
+      {"zero_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.zero_(); return tensor(y); }},
+      {"fill_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.fill_(asNumber(a.required(0, "value"), "value")); return tensor(y); }},
+      {"copy_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.copy_(toTensor(a.required(0))); return tensor(y); }},
+      {"mul_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.mul_(toTensor(a.required(0), &x)); return tensor(y); }},
+      {"add_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.add_(toTensor(a.required(0), &x)); return tensor(y); }},
       {"masked_fill", [](const at::Tensor& x, Args& a) { return tensor(x.masked_fill(toTensor(a.required(0)), asNumber(a.required(1, "value"), "value"))); }},
   };
   auto it = methods.find(name);
