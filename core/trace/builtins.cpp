@@ -185,8 +185,8 @@ const std::shared_ptr<Environment>& builtinScope() {
 
 namespace {
 
-void installBuiltins(Environment& env) {
-  env.set("__name__", string("__main__"));
+// len, range, the conversions (repr, str, bool, int, float) and abs.
+void installScalarsAndConversions(Environment& env) {
   env.set("len", builtin("len", [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
             switch (v->type) {
@@ -260,6 +260,11 @@ void installBuiltins(Environment& env) {
             if (v->type == Type::Float) return floating(std::abs(v->floatValue));
             return integer(std::llabs(asInt(v, "x")));
           }));
+}
+
+// divmod, the containers (tuple, list, enumerate, zip, sorted) and the reductions (sum, max, min,
+// round; isinstance says it is not supported).
+void installContainersAndReductions(Environment& env) {
   env.set("divmod", builtin("divmod", [](Args& a) {
             const long long x = asInt(arg(a, 0, "a", "divmod"), "a"),
                             y = asInt(arg(a, 1, "b", "divmod"), "b");
@@ -372,8 +377,10 @@ void installBuiltins(Environment& env) {
   env.set("isinstance", builtin("isinstance", [](Args&) -> Value {
             throw RuntimeFailure("isinstance() is not supported in trace scripts");
           }));
+}
 
-  // torch
+// The torch namespace: dtypes, constructors, the tensor functions scripts use, torch.nn.functional.
+Value torchNamespace() {
   std::map<std::string, Value> torch;
   for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
   const auto like = [](const char* fn, auto op) {
@@ -458,7 +465,14 @@ void installBuiltins(Environment& env) {
                               {"log_softmax", torch["log_softmax"]}});
   torch["nn"] = makeNamespace("torch.nn", {{"functional", functional}});
   torch["cosine_similarity"] = builtin("cosine_similarity", cosineSimilarity);
-  env.set("torch", makeNamespace("torch", std::move(torch)));
+  return makeNamespace("torch", std::move(torch));
+}
+
+void installBuiltins(Environment& env) {
+  env.set("__name__", string("__main__"));
+  installScalarsAndConversions(env);
+  installContainersAndReductions(env);
+  env.set("torch", torchNamespace());
 }
 
 }  // namespace
