@@ -328,6 +328,56 @@ struct ScriptRunner::Impl : public Host {
     runTrace(in, with, context);
   }
 
+  // model.trace(...)'s sampling arguments, as vLLM's SamplingParams names them.
+  static SamplingParams samplingOf(Interpreter& in, const std::map<std::string, Value>& p) {
+    SamplingParams sampling;
+    const auto num = [&](const char* k, double d) { return p.count(k) ? asNumber(p.at(k), k) : d; };
+    sampling.temperature = num("temperature", 0.0);
+    sampling.topP = num("top_p", 1.0);
+    sampling.topK = (long long)num("top_k", 0);
+    sampling.seed = (uint64_t)num("seed", 0);
+    sampling.maxTokens = (long long)num("max_tokens", 1);
+    if (p.count("ignore_eos")) sampling.ignoreEos = truthy(p.at("ignore_eos"));
+    if (p.count("stop_token_ids")) {
+      for (const auto& i : p.at("stop_token_ids")->items)
+        sampling.stopTokenIds.push_back(asInt(i, "stop id"));
+    }
+    if (p.count("stop")) {  // vLLM: a string or a list of strings
+      const Value& stop = p.at("stop");
+      if (stop->type == Type::Str) {
+        sampling.stop.push_back(stop->str);
+      } else if (stop->type == Type::List || stop->type == Type::Tuple) {
+        for (const auto& item : stop->items) {
+          if (item->type != Type::Str)
+            in.fail("stop= takes a string or a list of strings, got a list holding a " +
+                    std::string(typeName(item->type)));
+          sampling.stop.push_back(item->str);
+        }
+      } else if (stop->type != Type::None) {
+        in.fail("stop= takes a string or a list of strings, got a " +
+                std::string(typeName(stop->type)));
+      }
+    }
+    return sampling;
+  }
+
+  // The ranks get the driver names the blocks mention, in the scope the invokes share (the
+  // first's): copying every global, and cloning its tensors per rank, cost every trace.
+  void captureMentionedNames(std::vector<InvokeSpec>& invokes) const {
+    std::set<std::string> mentioned;
+    for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
+    for (const auto& name : mentioned) {
+      for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
+        const auto it = e->vars().find(name);
+        if (it == e->vars().end()) continue;
+        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
+        // on every rank thread. A script's own `print = ...` is still its own.
+        if (it->second != runnerPrint) invokes[0].captured.insert(*it);
+        break;
+      }
+    }
+  }
+
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
     const auto started = std::chrono::steady_clock::now();
     Engine& engine = *engineById.at(context->intValue - 1);
@@ -377,48 +427,8 @@ struct ScriptRunner::Impl : public Host {
         invokes.push_back({s->body, {}, tracerName, int64_t(prompts.size())});
       }
     }
-    // The ranks get the driver names the blocks mention, in the scope the invokes share (the
-    // first's): copying every global, and cloning its tensors per rank, cost every trace.
-    std::set<std::string> mentioned;
-    for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
-    for (const auto& name : mentioned) {
-      for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
-        const auto it = e->vars().find(name);
-        if (it == e->vars().end()) continue;
-        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
-        // on every rank thread. A script's own `print = ...` is still its own.
-        if (it->second != runnerPrint) invokes[0].captured.insert(*it);
-        break;
-      }
-    }
-    const auto& p = context->attributes;
-    const auto num = [&](const char* k, double d) { return p.count(k) ? asNumber(p.at(k), k) : d; };
-    request.sampling.temperature = num("temperature", 0.0);
-    request.sampling.topP = num("top_p", 1.0);
-    request.sampling.topK = (long long)num("top_k", 0);
-    request.sampling.seed = (uint64_t)num("seed", 0);
-    request.sampling.maxTokens = (long long)num("max_tokens", 1);
-    if (p.count("ignore_eos")) request.sampling.ignoreEos = truthy(p.at("ignore_eos"));
-    if (p.count("stop_token_ids")) {
-      for (const auto& i : p.at("stop_token_ids")->items)
-        request.sampling.stopTokenIds.push_back(asInt(i, "stop id"));
-    }
-    if (p.count("stop")) {  // vLLM: a string or a list of strings
-      const Value& stop = p.at("stop");
-      if (stop->type == Type::Str) {
-        request.sampling.stop.push_back(stop->str);
-      } else if (stop->type == Type::List || stop->type == Type::Tuple) {
-        for (const auto& item : stop->items) {
-          if (item->type != Type::Str)
-            in.fail("stop= takes a string or a list of strings, got a list holding a " +
-                    std::string(typeName(item->type)));
-          request.sampling.stop.push_back(item->str);
-        }
-      } else if (stop->type != Type::None) {
-        in.fail("stop= takes a string or a list of strings, got a " +
-                std::string(typeName(stop->type)));
-      }
-    }
+    captureMentionedNames(invokes);
+    request.sampling = samplingOf(in, context->attributes);
     request.tokenizer = engine.tokenizer();
 
     auto output = std::make_shared<TraceOutput>();
