@@ -3,6 +3,8 @@
 // bits are those of the register kernels (fused_moe_one_token.cuh).
 #pragma once
 
+#include <optional>
+
 #include "kernels.h"
 
 namespace shardscope::kernels {
@@ -17,10 +19,12 @@ struct BulkStages {
 };
 BulkStages oneTokenBulkStages(const FusedMoeArgs& a);
 
-// gate_up + SwiGLU into a.h, one block an SM (oneTokenBulkStages(a).gateUp).
-cudaError_t launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream);
-// down with the combine into a.y, one block an SM (oneTokenBulkStages(a).down); its weights are
-// asked for before it waits on gate_up's h.
-cudaError_t launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream);
+// gate_up + SwiGLU into a.h, one block an SM, when oneTokenBulkStages(a).gateUp: the launch's
+// result; nullopt (nothing launched: the caller runs the register kernel) otherwise. The setting
+// and the plan are read once for both.
+std::optional<cudaError_t> launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream);
+// down with the combine into a.y, one block an SM, when oneTokenBulkStages(a).down (else nullopt);
+// its weights are asked for before it waits on gate_up's h.
+std::optional<cudaError_t> launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream);
 
 }  // namespace shardscope::kernels

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "block_choice.cuh"
 #include "bulk_ring.cuh"
@@ -56,6 +57,21 @@ struct LocalChoices {
   }
 };
 
+// A block's units as (outer, inner) pairs, inner counting to `inners` before outer moves on,
+// walked in steps without dividing again (the producer and each consumer walk their own).
+struct UnitCursor {
+  int64_t outer, inner, inners;
+  __device__ UnitCursor(int64_t unit, int64_t inners_)
+      : outer(unit / inners_), inner(unit % inners_), inners(inners_) {}
+  __device__ void advance(int64_t step) {
+    inner += step;
+    while (inner >= inners) {
+      inner -= inners;
+      ++outer;
+    }
+  }
+};
+
 // h[j, i] = swiGlu(x . G_e[i], x . U_e[i]). Units are (local choice n, intermediate row i) in
 // that order, split evenly over the blocks; warp w takes the block's units w, w + kBulkWarps, ...
 // A slot holds a unit's gate row then its up row. Dynamic shared memory: x, then the slots.
@@ -80,18 +96,20 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gateUpBulkKernel(FusedMoeArgs
   const LocalChoices local{choice, a.firstExpert, a.localExperts, int(a.topK)};
   const int64_t units = local.count() * inter, blocks = gridDim.x;
   const int64_t u0 = units * blockIdx.x / blocks, count = units * (blockIdx.x + 1) / blocks - u0;
-  const auto unitAt = [&](int64_t k, int& j, int64_t& i) {
-    const int64_t n = (u0 + k) / inter;
-    i = u0 + k - n * inter;
-    j = local.nth(n);
-  };
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int j = 0;
-  int64_t i = 0;
+  // Unit u0 + k: local choice n = outer (choice j) and intermediate row i = inner.
+  const int step = warp == kBulkWarps ? 1 : kBulkWarps;
+  UnitCursor unit(u0 + (warp == kBulkWarps ? 0 : warp), inter);
+  int64_t n = unit.outer;
+  int j = local.nth(n);
+  const auto next = [&] {
+    unit.advance(step);
+    if (unit.outer != n) j = local.nth(n = unit.outer);
+  };
   if (warp == kBulkWarps) {
     if (lane != 0) return;
-    for (int64_t k = 0; k < count; ++k) {
-      unitAt(k, j, i);
+    for (int64_t k = 0; k < count; ++k, next()) {
+      const int64_t i = unit.inner;
       const T* gate = static_cast<const T*>(a.w13) + (local.expertOf(j) * 2 * inter + i) * hidden;
       ring.beginFill(k, 2 * rowBytes);
       ring.copy(k, 0, gate, rowBytes);
@@ -99,8 +117,8 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gateUpBulkKernel(FusedMoeArgs
     }
     return;
   }
-  for (int64_t k = warp; k < count; k += kBulkWarps) {
-    unitAt(k, j, i);
+  for (int64_t k = warp; k < count; k += kBulkWarps, next()) {
+    const int64_t i = unit.inner;
     ring.waitFull(k);
     const T* gate = reinterpret_cast<const T*>(ring.slot(k));
     const T* up = gate + hidden;
@@ -151,11 +169,14 @@ __global__ void __launch_bounds__(kBulkThreads, 1) downBulkKernel(FusedMoeArgs a
   const int64_t count = myGroups * n;
   const auto rowsOf = [&](int64_t m) { return int(min(int64_t(R), hidden - (g0 + m) * R)); };
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Unit k: row group m = outer of the block and local choice inner (max: no division by a zero
+  // count, when there are no units).
+  UnitCursor unit(warp == kBulkWarps ? 0 : warp, max(n, 1));
   if (warp == kBulkWarps) {
     if (lane != 0) return;
-    for (int64_t k = 0; k < count; ++k) {
-      const int64_t m = k / n;
-      const int j = local.nth(k - m * n);
+    for (int64_t k = 0; k < count; ++k, unit.advance(1)) {
+      const int64_t m = unit.outer;
+      const int j = local.nth(unit.inner);
       const T* rows =
           static_cast<const T*>(a.w2) + (local.expertOf(j) * hidden + (g0 + m) * R) * inter;
       const unsigned bytes = unsigned(rowsOf(m)) * rowBytes;
@@ -166,9 +187,9 @@ __global__ void __launch_bounds__(kBulkThreads, 1) downBulkKernel(FusedMoeArgs a
   }
   waitForPreviousKernel();  // h
   allowNextKernel();
-  for (int64_t k = warp; k < count; k += kBulkWarps) {
-    const int64_t m = k / n;
-    const int j = local.nth(k - m * n), rows = rowsOf(m);
+  for (int64_t k = warp; k < count; k += kBulkWarps, unit.advance(kBulkWarps)) {
+    const int64_t m = unit.outer;
+    const int j = local.nth(unit.inner), rows = rowsOf(m);
     const T* hj = static_cast<const T*>(a.h) + j * inter;
     const float wj = choice.weight[j];
     ring.waitFull(k);
@@ -282,11 +303,11 @@ BulkPlan downPlan(const FusedMoeArgs& a) {
 }
 
 // Both kernels prefer the largest shared-memory carveout: with a smaller one, down's blocks would
-// not fit beside gate_up's and could not start (and fill their rings) while it streams.
-template <typename T>
-cudaError_t launchBulk(void (*kernel)(FusedMoeArgs, int), const FusedMoeArgs& a,
-                       const BulkPlan& plan, cudaStream_t stream) {
-  if (plan.blocks == 0) return cudaErrorInvalidValue;
+// not fit beside gate_up's and could not start (and fill their rings) while it streams. nullopt
+// (nothing launched) without a plan.
+std::optional<cudaError_t> launchBulk(void (*kernel)(FusedMoeArgs, int), const FusedMoeArgs& a,
+                                      const BulkPlan& plan, cudaStream_t stream) {
+  if (plan.blocks == 0) return std::nullopt;
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.shared));
   if (e == cudaSuccess)
@@ -297,33 +318,50 @@ cudaError_t launchBulk(void (*kernel)(FusedMoeArgs, int), const FusedMoeArgs& a,
                       a, plan.slots);
 }
 
+// SHARDSCOPE_MOE_BULK, read at each call (a process compares the settings): 1 both kernels,
+// gate_up only gate_up, unset or anything else neither (off until a GPU run has measured them).
+enum class BulkSetting { Neither, GateUp, Both };
+BulkSetting bulkSetting() {
+  const char* v = std::getenv("SHARDSCOPE_MOE_BULK");
+  if (!v) return BulkSetting::Neither;
+  if (std::strcmp(v, "1") == 0) return BulkSetting::Both;
+  return std::strcmp(v, "gate_up") == 0 ? BulkSetting::GateUp : BulkSetting::Neither;
+}
+
 }  // namespace
 
 BulkStages oneTokenBulkStages(const FusedMoeArgs& a) {
-  const char* v = std::getenv("SHARDSCOPE_MOE_BULK");
-  const bool both = v && std::strcmp(v, "1") == 0, gateUp = v && std::strcmp(v, "gate_up") == 0;
-  if (!both && !gateUp) return {};
+  const BulkSetting setting = bulkSetting();
   BulkStages stages;
   dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
-    stages = {gateUpPlan<T>(a).blocks > 0, both && downPlan<T>(a).blocks > 0};
+    stages.gateUp = setting != BulkSetting::Neither && gateUpPlan<T>(a).blocks > 0;
+    stages.down = setting == BulkSetting::Both && downPlan<T>(a).blocks > 0;
     return cudaSuccess;
   });
   return stages;
 }
 
-cudaError_t launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
-  return dispatch(a.dtype, [&](auto t) {
+std::optional<cudaError_t> launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
+  if (bulkSetting() == BulkSetting::Neither) return std::nullopt;
+  std::optional<cudaError_t> launched;
+  dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
-    return launchBulk<T>(gateUpBulkKernel<T>, a, gateUpPlan<T>(a), stream);
+    launched = launchBulk(gateUpBulkKernel<T>, a, gateUpPlan<T>(a), stream);
+    return cudaSuccess;
   });
+  return launched;
 }
 
-cudaError_t launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream) {
-  return dispatch(a.dtype, [&](auto t) {
+std::optional<cudaError_t> launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream) {
+  if (bulkSetting() != BulkSetting::Both) return std::nullopt;
+  std::optional<cudaError_t> launched;
+  dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
-    return launchBulk<T>(downBulkKernel<T>, a, downPlan<T>(a), stream);
+    launched = launchBulk(downBulkKernel<T>, a, downPlan<T>(a), stream);
+    return cudaSuccess;
   });
+  return launched;
 }
 
 }  // namespace shardscope::kernels

@@ -139,15 +139,14 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
     using T = decltype(t);
     constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
     const dim3 threads(kWarps * 32);
-    const BulkStages bulk = oneTokenBulkStages(a);
-    const cudaError_t e =
-        bulk.gateUp ? launchBulkGateUp(a, stream)
-                    : launchKernel(
-                          gateUpOneTokenKernel<T>,
-                          dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
-                          threads, 0, stream, a);
-    if (e != cudaSuccess) return e;
-    if (bulk.down) return launchBulkDown(a, stream);
+    std::optional<cudaError_t> gateUp = launchBulkGateUp(a, stream);
+    if (!gateUp)
+      gateUp =
+          launchKernel(gateUpOneTokenKernel<T>,
+                       dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
+                       threads, 0, stream, a);
+    if (*gateUp != cudaSuccess) return *gateUp;
+    if (const std::optional<cudaError_t> down = launchBulkDown(a, stream)) return *down;
     return launchKernel(downOneTokenKernel<T>,
                         dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
                         a);
