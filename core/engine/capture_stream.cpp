@@ -1,8 +1,8 @@
 #include "capture_stream.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <memory>
+
+#include "../runtime_switches.h"
 
 namespace shardscope {
 
@@ -24,8 +24,7 @@ CaptureStream::CaptureStream(c10::DeviceIndex device)
     : device_(device), lease_(captureStreams()->lease(device)) {}
 
 c10::cuda::CUDAStream CaptureStream::stream() const {
-  const char* v = std::getenv("SHARDSCOPE_CAPTURE_STREAM");
-  if (v && std::strcmp(v, "pool") == 0)
+  if (RuntimeSwitches::current().captureStream == CaptureStreamSource::Pool)
     return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_);
   return lease_.value();
 }

@@ -10,6 +10,7 @@
 #include "../model/weight_source.h"
 #include "../parallel/pipeline_stages.h"
 #include "../parallel/rank_process.h"
+#include "../runtime_switches.h"
 #include "engine_impl.h"
 #include "generation.h"
 
@@ -138,14 +139,8 @@ void Engine::Impl::resolveCollectiveTimeout() {
         std::max<int64_t>(1, int64_t(options.collectiveTimeoutSeconds * 1000)));
     return;
   }
-  const char* t = std::getenv("SHARDSCOPE_COLLECTIVE_TIMEOUT");
-  if (!t || !*t) return;
-  char* end = nullptr;
-  const double seconds = std::strtod(t, &end);
-  if (end == t || *end || !(seconds > 0))
-    throw Error(std::string("SHARDSCOPE_COLLECTIVE_TIMEOUT must be a positive number of "
-                            "seconds, got '") +
-                t + "'");
+  const double seconds = RuntimeSwitches::current().collectiveTimeoutSeconds;
+  if (seconds == 0) return;
   collectiveTimeout = std::chrono::milliseconds(std::max<int64_t>(1, int64_t(seconds * 1000)));
 }
 
@@ -227,6 +222,8 @@ void Engine::Impl::stopRanksAfterFailedLoad() {
 Engine::Engine(EngineOptions options, LoadProgress progress) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.options = std::move(options);
+  // The SHARDSCOPE_* switches as this engine starts: a value a switch does not take fails here.
+  RuntimeSwitches::reload();
   s.checkOptions();
   if (progress)
     progress("reading " + (s.options.model.empty() ? std::string("demo model") : s.options.model),

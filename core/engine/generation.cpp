@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
 #include "../parallel/collective_board.h"
+#include "../runtime_switches.h"
 #include "pipeline_step.h"
 #include "sampler.h"
 #include "step_decision.h"
@@ -74,8 +74,7 @@ bool decodesAhead(const RankContext& ctx, const GenerateRequest& request,
   const SamplingParams& sp = request.sampling;
   if (ctx.pipeline || request.returnLogits || sp.temperature > 0.0) return false;
   if (observer && !(sp.ignoreEos && sp.stop.empty() && sp.stopTokenIds.empty())) return false;
-  const char* v = std::getenv("SHARDSCOPE_DECODE_AHEAD");
-  return !(v && std::strcmp(v, "0") == 0);
+  return RuntimeSwitches::current().decodeAhead;
 }
 
 // The requests the next step computes: those not finished; with a step in flight (decode-ahead),

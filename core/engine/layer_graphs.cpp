@@ -7,11 +7,10 @@
 #include <torch/version.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "../error.h"
 #include "../parallel/collective_board.h"
+#include "../runtime_switches.h"
 
 namespace shardscope {
 
@@ -31,11 +30,8 @@ namespace {
 
 // Eager runs of a segment before its capture (SHARDSCOPE_GRAPH_WARMUPS overrides kWarmups).
 int graphWarmups() {
-  static const int warmups = [] {
-    const char* v = std::getenv("SHARDSCOPE_GRAPH_WARMUPS");
-    return v && std::atoi(v) > 0 ? std::atoi(v) : LayerGraphs::kWarmups;
-  }();
-  return warmups;
+  const int warmups = RuntimeSwitches::current().graphWarmups;
+  return warmups > 0 ? warmups : LayerGraphs::kWarmups;
 }
 
 // Runs layers [begin, end) eagerly on the current stream.
@@ -241,11 +237,7 @@ SegmentedLayer* LayerGraphs::segmentsFor(const LayerStack& stack, int64_t layer,
                                          const ForwardBatch& batch) {
   // The fused recording first (unless SHARDSCOPE_SEGMENT_FUSED=0, to compare); it is the only
   // one a layer needs when it skipped no port (no fused attention in this model or step).
-  static const bool fusedFirst = [] {
-    const char* v = std::getenv("SHARDSCOPE_SEGMENT_FUSED");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  if (fusedFirst) {
+  if (RuntimeSwitches::current().segmentFusedFirst) {
     SegmentedLayer* fused = recorded(stack, layer, hidden, residual, batch, true);
     if (!fused || fused->serves(*batch.observer, batch.step)) return fused;
   }

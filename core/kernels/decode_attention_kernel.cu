@@ -119,10 +119,9 @@ __global__ void combineSplitsKernel(DecodeAttentionArgs a) {
 // One query head a block when the keys fit one block (a short context: the step is latency, and
 // GROUP times the blocks hide it); a KV head's whole group a block otherwise (each key read once).
 // SHARDSCOPE_ATTENTION_BLOCKS=group keeps a KV head's group a block at any length (to compare:
-// the results are the same bits); read at each launch.
+// the results are the same bits).
 bool groupBlocksForced() {
-  const char* v = std::getenv("SHARDSCOPE_ATTENTION_BLOCKS");
-  return v && std::strcmp(v, "group") == 0;
+  return RuntimeSwitches::current().groupAttentionBlocks;
 }
 
 template <typename T, int GROUP, int D>

@@ -1,12 +1,11 @@
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
 
 #include "block_choice.cuh"
 #include "bulk_ring.cuh"
+#include "core/runtime_switches.h"
 #include "fused_moe_bulk.cuh"
 
 // Why: the register kernels (fused_moe_one_token_kernel.cu) hold 12 loads a lane in flight, then
@@ -318,32 +317,22 @@ std::optional<cudaError_t> launchBulk(void (*kernel)(FusedMoeArgs, int), const F
                       a, plan.slots);
 }
 
-// SHARDSCOPE_MOE_BULK, read at each call (a process compares the settings): 1 both kernels,
-// gate_up only gate_up, unset or anything else neither (off until a GPU run has measured them).
-enum class BulkSetting { Neither, GateUp, Both };
-BulkSetting bulkSetting() {
-  const char* v = std::getenv("SHARDSCOPE_MOE_BULK");
-  if (!v) return BulkSetting::Neither;
-  if (std::strcmp(v, "1") == 0) return BulkSetting::Both;
-  return std::strcmp(v, "gate_up") == 0 ? BulkSetting::GateUp : BulkSetting::Neither;
-}
-
 }  // namespace
 
 BulkStages oneTokenBulkStages(const FusedMoeArgs& a) {
-  const BulkSetting setting = bulkSetting();
+  const MoeBulkStages setting = RuntimeSwitches::current().moeBulk;
   BulkStages stages;
   dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
-    stages.gateUp = setting != BulkSetting::Neither && gateUpPlan<T>(a).blocks > 0;
-    stages.down = setting == BulkSetting::Both && downPlan<T>(a).blocks > 0;
+    stages.gateUp = setting != MoeBulkStages::None && gateUpPlan<T>(a).blocks > 0;
+    stages.down = setting == MoeBulkStages::Both && downPlan<T>(a).blocks > 0;
     return cudaSuccess;
   });
   return stages;
 }
 
 std::optional<cudaError_t> launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
-  if (bulkSetting() == BulkSetting::Neither) return std::nullopt;
+  if (RuntimeSwitches::current().moeBulk == MoeBulkStages::None) return std::nullopt;
   std::optional<cudaError_t> launched;
   dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);
@@ -354,7 +343,7 @@ std::optional<cudaError_t> launchBulkGateUp(const FusedMoeArgs& a, cudaStream_t 
 }
 
 std::optional<cudaError_t> launchBulkDown(const FusedMoeArgs& a, cudaStream_t stream) {
-  if (bulkSetting() != BulkSetting::Both) return std::nullopt;
+  if (RuntimeSwitches::current().moeBulk != MoeBulkStages::Both) return std::nullopt;
   std::optional<cudaError_t> launched;
   dispatch(a.dtype, [&](auto t) {
     using T = decltype(t);

@@ -330,11 +330,7 @@ __global__ void __launch_bounds__(kWarps * 32, V::kMinBlocks) downKernel(FusedMo
 // The wide kernels for one token unless SHARDSCOPE_MOE_WIDE=0 (to compare; the results are the
 // same bits either way).
 bool wideExpertKernels() {
-  static const bool on = [] {
-    const char* v = std::getenv("SHARDSCOPE_MOE_WIDE");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
+  return RuntimeSwitches::current().moeWide;
 }
 
 // gate_up + SwiGLU, then down (and the combine), with G / D rows a warp.

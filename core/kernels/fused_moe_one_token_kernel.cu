@@ -1,7 +1,6 @@
-#include <cstdlib>
-#include <cstring>
 
 #include "block_choice.cuh"
+#include "core/runtime_switches.h"
 #include "fused_moe_bulk.cuh"
 #include "fused_moe_one_token.cuh"
 
@@ -127,8 +126,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
 namespace shardscope::kernels {
 
 bool oneTokenExpertsTake(const FusedMoeArgs& a) {
-  const char* v = std::getenv("SHARDSCOPE_MOE_ONE_TOKEN");  // at each call: a process compares both
-  return !(v && std::strcmp(v, "0") == 0) && a.tokens == 1 && a.select.logits && a.select.ids &&
+  return RuntimeSwitches::current().moeOneToken && a.tokens == 1 && a.select.logits && a.select.ids &&
          a.select.weights && a.select.experts >= a.topK && a.select.experts <= 32 * kLaneExperts &&
          a.topK <= kMaxChoices;
 }

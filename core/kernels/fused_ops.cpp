@@ -3,10 +3,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <cstdlib>
-#include <string_view>
-
 #include "../error.h"
+#include "../runtime_switches.h"
 #include "fused_moe_bulk.cuh"
 #include "kernels.h"
 
@@ -41,13 +39,6 @@ at::Tensor emptyWithLastDim(const at::Tensor& x, int64_t last) {
 
 cudaStream_t streamOf(const at::Tensor& x) {
   return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
-}
-
-// A fusion's switch: on unless the environment sets `variable` to 0 (read at each call, so a
-// process can compare both).
-bool switchedOn(const char* variable) {
-  const char* v = std::getenv(variable);
-  return !(v && std::string_view(v) == "0");
 }
 
 bool aligned16(const at::Tensor& t) {  // the kernels' 16-byte loads
@@ -245,7 +236,7 @@ GemvOutput gemvFused(const GemvInput& in) {
 }
 
 bool layerFusion() {
-  return switchedOn("SHARDSCOPE_FUSED_DECODE");
+  return RuntimeSwitches::current().fusedDecode;
 }
 
 namespace {
@@ -291,7 +282,7 @@ at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale) 
   if (span > kernels::kDecodeAttentionChunk || in.kvHeads == 0 || in.qHeads % in.kvHeads != 0 ||
       !kernels::decodeAttentionSupports(in.qHeads / in.kvHeads, in.headDim) ||
       in.qNorm.defined() != in.kNorm.defined() || !usable(in.qkv, in.keyCache) ||
-      !switchedOn("SHARDSCOPE_FUSED_ATTENTION"))
+      !RuntimeSwitches::current().fusedAttention)
     return {};
   kernels::QkvDecodeAttentionArgs a;
   a.cache = qkvToCacheArgs(in);
@@ -505,7 +496,7 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                                     const MoeRouting& routing,
                                                     const at::Tensor& w13, const at::Tensor& w2,
                                                     int64_t firstExpert) {
-  if (!switchedOn("SHARDSCOPE_FUSED_MOE_NORM") || !x.defined() || !x.is_cuda() || x.dim() != 2 ||
+  if (!RuntimeSwitches::current().fusedMoeNorm || !x.defined() || !x.is_cuda() || x.dim() != 2 ||
       !x.is_contiguous() || !aligned16(x) || !usable(norm.weight, x) || norm.weight.dim() != 1 ||
       norm.weight.size(0) != x.size(-1) || !norm.weight.is_contiguous() ||
       !aligned16(norm.weight) ||

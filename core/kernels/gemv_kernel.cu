@@ -192,8 +192,7 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     if (set != cudaSuccess) return set;
   }
-  const char* grid = std::getenv("SHARDSCOPE_NORM_GEMV_GRID");
-  if (NORM && !(grid && std::strcmp(grid, "full") == 0)) {
+  if (NORM && !RuntimeSwitches::current().fullNormGemvGrid) {
     int device = 0, sms = 0, perSm = 0;
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);

@@ -8,11 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 #include <utility>
 
+#include "core/runtime_switches.h"
 #include "kernels.h"
 
 namespace shardscope::kernels {
@@ -160,15 +159,6 @@ __device__ __forceinline__ void allowNextKernel() {
 #endif
 }
 
-// On unless SHARDSCOPE_PDL=0 (to compare, or to rule it out when chasing a wrong result).
-inline bool programmaticLaunch() {
-  static const bool on = [] {
-    const char* v = std::getenv("SHARDSCOPE_PDL");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
-
 // Launches `kernel` on `stream`, allowed to overlap the kernel before it (see above).
 template <typename... Params, typename... Args>
 cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
@@ -182,7 +172,7 @@ cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = programmaticLaunch() ? 1 : 0;
+  config.numAttrs = RuntimeSwitches::current().programmaticLaunch ? 1 : 0;
   const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   return launched != cudaSuccess ? launched : cudaGetLastError();
 }

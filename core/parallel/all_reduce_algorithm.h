@@ -6,11 +6,15 @@ namespace shardscope {
 // Auto: the peer-memory all-reduce when every pair of GPUs has peer access, NCCL otherwise.
 // Peer: core/parallel/peer_all_reduce.h (an error where it cannot work). Nccl: NCCL alone.
 // NcclSymmetric: NCCL on buffers registered as symmetric windows (NCCL 2.27+).
+// SHARDSCOPE_ALL_REDUCE picks one (core/runtime_switches.h).
 enum class AllReduceAlgorithm { Auto, Peer, Nccl, NcclSymmetric };
 
-// Parses SHARDSCOPE_ALL_REDUCE (auto, peer, nccl, nccl-symmetric; Auto when unset); an unknown
-// value throws, listing the valid ones.
-AllReduceAlgorithm allReduceAlgorithmFromEnvironment();
-const char* toString(AllReduceAlgorithm a);
+// The algorithms' names, in the enum's order (SHARDSCOPE_ALL_REDUCE's values).
+inline constexpr const char* kAllReduceAlgorithmNames[] = {"auto", "peer", "nccl",
+                                                           "nccl-symmetric"};
+
+inline const char* toString(AllReduceAlgorithm a) {
+  return kAllReduceAlgorithmNames[int(a)];
+}
 
 }  // namespace shardscope

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "../runtime_switches.h"
 #include "all_reduce_algorithm.h"
 #include "process_group.h"
 
@@ -31,12 +32,12 @@ class NcclGroup : public ProcessGroup {
   // for small tensors (peer memory, NCCL, or NCCL on registered symmetric windows); larger ones
   // and Auto without peer access use NCCL.
   static std::vector<std::unique_ptr<NcclGroup>> create(
-      int size, AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
+      int size, AllReduceAlgorithm algorithm = RuntimeSwitches::current().allReduce);
   // One communicator per device in `devices` (rank i on devices[i]): a stage's tensor-parallel
   // group, or the world of a pipeline. create(size) is create({0..size-1}).
   static std::vector<std::unique_ptr<NcclGroup>> create(
       const std::vector<int>& devices,
-      AllReduceAlgorithm algorithm = allReduceAlgorithmFromEnvironment());
+      AllReduceAlgorithm algorithm = RuntimeSwitches::current().allReduce);
   // The implementation small all-reduces use in this group (never Auto).
   AllReduceAlgorithm allReduceAlgorithm() const;
   // Rank processes (one GPU each, bootstrapped over MPI): newUniqueId() on one rank, its bytes sent

@@ -1,13 +1,13 @@
 #include "mediator.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "../engine/generation.h"
 #include "../model/module_call.h"
 #include "../model/tokenizer.h"
 #include "../parallel/collective_board.h"
 #include "../parallel/shard_spec.h"
+#include "../runtime_switches.h"
 #include "stage_reads.h"
 #include "trace_device.h"
 
@@ -84,8 +84,7 @@ Mediator::Mediator(Interleaver& owner, int64_t invoke, int64_t firstRequest,
                       " returned " + std::to_string(out.size()) + " tensors");
         return out.front();
       }) {
-  const char* batch = std::getenv("SHARDSCOPE_BATCH_CALLS");
-  batchCalls_ = !batch || std::string(batch) != "0";
+  batchCalls_ = RuntimeSwitches::current().batchCalls;
   interp_ = std::make_unique<Interpreter>(std::move(program), *this, env_, budget, memory);
   co_ = std::make_unique<Coroutine>([this] { run(); });
 }

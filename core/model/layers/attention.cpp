@@ -1,12 +1,11 @@
 #include "attention.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <string_view>
 
 #include "../../error.h"
 #ifdef SHARDSCOPE_WITH_CUDA_KERNELS
 #include "../../kernels/fused_ops.h"
+#include "../../runtime_switches.h"
 #endif
 
 namespace shardscope {
@@ -130,11 +129,7 @@ bool equalFreshPrompts(const std::vector<SequenceSpan>& spans) {
 
 // SHARDSCOPE_BATCH_PROMPT_ATTENTION=0 keeps the loop over requests (to compare).
 bool promptAttentionBatched() {
-  static const bool on = [] {
-    const char* v = std::getenv("SHARDSCOPE_BATCH_PROMPT_ATTENTION");
-    return !(v && std::string_view(v) == "0");
-  }();
-  return on;
+  return RuntimeSwitches::current().batchPromptAttention;
 }
 }  // namespace
 #endif

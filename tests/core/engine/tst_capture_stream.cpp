@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/scoped_switch.h"
 #include "core/engine/capture_stream.h"
 
 using namespace shardscope;
@@ -70,9 +71,12 @@ class TestCaptureStream : public QObject {
 
   void thePoolSwitchGivesANewStreamEachCapture() {
     const CaptureStream lease(0);
-    qputenv("SHARDSCOPE_CAPTURE_STREAM", "pool");
-    const c10::cuda::CUDAStream a = lease.stream(), b = lease.stream();
-    qunsetenv("SHARDSCOPE_CAPTURE_STREAM");
+    c10::cuda::CUDAStream a = lease.stream(), b = a;
+    {
+      const test::ScopedSwitch pool("SHARDSCOPE_CAPTURE_STREAM", "pool");
+      a = lease.stream();
+      b = lease.stream();
+    }
     QVERIFY(a != b);
     QVERIFY(a != lease.stream());
     QVERIFY(lease.stream() == lease.stream());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/demo_engine.h"
+#include "common/scoped_switch.h"
 #include "common/test_support.h"
 #include "core/engine/engine.h"
 #include "core/engine/generation.h"
@@ -124,14 +125,8 @@ class TestDecodeAhead : public QObject {
     auto r = test::demoRequest(*engine,
                                {"The capital of France is", "Hi", "Tensor parallelism shards"}, 7);
     const auto run = [&](bool ahead) {
-      if (ahead) {
-        qunsetenv("SHARDSCOPE_DECODE_AHEAD");
-      } else {
-        qputenv("SHARDSCOPE_DECODE_AHEAD", "0");
-      }
-      GenerateResult result = Engine::generateResult(engine->generate(r));
-      qunsetenv("SHARDSCOPE_DECODE_AHEAD");
-      return result;
+      const test::ScopedSwitch decodeAhead("SHARDSCOPE_DECODE_AHEAD", ahead ? "1" : "0");
+      return Engine::generateResult(engine->generate(r));
     };
     // The stopping request and token: an id it first generates there, at stopFrom or later
     // (before its last token), that no other request generates.
@@ -198,7 +193,7 @@ class TestDecodeAhead : public QObject {
       RecordingObserver trace;  // rank 0's
     };
     const auto run = [&](bool ahead) {
-      if (!ahead) qputenv("SHARDSCOPE_DECODE_AHEAD", "0");
+      const test::ScopedSwitch decodeAhead("SHARDSCOPE_DECODE_AHEAD", ahead ? "1" : "0");
       std::vector<std::unique_ptr<RecordingObserver>> observers;
       for (int i = 0; i < tp; ++i) observers.push_back(std::make_unique<RecordingObserver>());
       Seen seen;
@@ -208,7 +203,6 @@ class TestDecodeAhead : public QObject {
                           observers[size_t(ctx.rank)].get());
           })
           .wait();
-      qunsetenv("SHARDSCOPE_DECODE_AHEAD");
       seen.trace = *observers[0];
       return seen;
     };

@@ -16,6 +16,7 @@
 
 #include "common/demo_engine.h"
 #include "common/golden_engine.h"
+#include "common/scoped_switch.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
 #include "core/build_info.h"
@@ -108,18 +109,12 @@ class TestEngine : public QObject {
     o.dtype = dtype.toStdString();
     o.cudaGraphs = graphs;
     const auto run = [&](bool fused) {
-      if (fused) {
-        qunsetenv("SHARDSCOPE_FUSED_DECODE");
-      } else {
-        qputenv("SHARDSCOPE_FUSED_DECODE", "0");
-      }
+      const test::ScopedSwitch fusedDecode("SHARDSCOPE_FUSED_DECODE", fused ? "1" : "0");
       Engine engine(o);
       auto r = test::demoRequest(
           engine, {"The capital of France is", "Hi", "Tensor parallelism shards"}, 8);
       r.returnLogits = true;
-      GenerateResult result = Engine::generateResult(engine.generate(r));
-      qunsetenv("SHARDSCOPE_FUSED_DECODE");
-      return result;
+      return Engine::generateResult(engine.generate(r));
     };
     const GenerateResult modules = run(false), fusedRun = run(true);
     for (size_t i = 0; i < 3; ++i) {
@@ -173,15 +168,11 @@ class TestEngine : public QObject {
     o.dtype = dtype.toStdString();
     o.backend = "local";
     o.cudaGraphs = true;
-    const QByteArray name = variable.toUtf8();
+    const QByteArray value = on.toUtf8();
     const auto run = [&](bool fused) {
-      if (fused && on.isEmpty()) {
-        qunsetenv(name.constData());
-      } else if (fused) {
-        qputenv(name.constData(), on.toUtf8());
-      } else {
-        qputenv(name.constData(), "0");
-      }
+      const test::ScopedSwitch setting(variable.toStdString(), !fused         ? "0"
+                                                               : on.isEmpty() ? nullptr
+                                                                              : value.constData());
       Engine engine(o);
       GenerateRequest r;
       r.prompts = {{1, 5, 9, 3}, {7, 2}, {4, 4, 8, 1, 6, 2}};
@@ -189,9 +180,7 @@ class TestEngine : public QObject {
       r.sampling.maxTokens = 8;
       r.sampling.ignoreEos = true;
       r.returnLogits = true;
-      GenerateResult result = Engine::generateResult(engine.generate(r));
-      qunsetenv(name.constData());
-      return result;
+      return Engine::generateResult(engine.generate(r));
     };
     const GenerateResult apart = run(false), fusedRun = run(true);
     for (size_t i = 0; i < size_t(requests); ++i) {
@@ -495,6 +484,20 @@ class TestEngine : public QObject {
       QFAIL("tp=3 should be refused");
     } catch (const Error& e) {
       QVERIFY(std::string(e.what()).find("does not divide") != std::string::npos);
+    }
+    // A switch set to a value it does not take fails the start, naming the values it takes.
+    o.tp = 1;
+    qputenv("SHARDSCOPE_PDL", "off");
+    struct Unset {
+      ~Unset() { qunsetenv("SHARDSCOPE_PDL"); }
+    } unset;
+    try {
+      Engine e(o);
+      QFAIL("SHARDSCOPE_PDL=off should be refused");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("SHARDSCOPE_PDL=off") != std::string::npos &&
+                   std::string(e.what()).find("takes 0, 1") != std::string::npos,
+               e.what());
     }
   }
 };

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/kernel_checks.h"
+#include "common/scoped_switch.h"
 #include "common/tensor_checks.h"
 #include "core/kernels/fused_ops.h"
 
@@ -276,9 +277,10 @@ class TestFusedOps : public QObject {
     QVERIFY2(at::equal(in.valueCache, two.valueCache), "value cache differs from qkvToCache's");
     QVERIFY(!in.keyCache.equal(keys));  // the new keys were written
     QVERIFY(!fused::qkvDecodeAttention(in, span + 1, scale).defined());
-    qputenv("SHARDSCOPE_FUSED_ATTENTION", "0");
-    const bool off = !fused::qkvDecodeAttention(in, span, scale).defined();
-    qunsetenv("SHARDSCOPE_FUSED_ATTENTION");
+    const bool off = [&] {
+      const test::ScopedSwitch apart("SHARDSCOPE_FUSED_ATTENTION", "0");
+      return !fused::qkvDecodeAttention(in, span, scale).defined();
+    }();
     QVERIFY2(off, "SHARDSCOPE_FUSED_ATTENTION=0 still ran the fused kernel");
   }
 
@@ -326,10 +328,11 @@ class TestFusedOps : public QObject {
     expectClose(out, at::stack(rows), 0.9, "decode attention");
     // A short context runs a query head a block; a KV head's whole group a block gives the same
     // bits (each head's sums are its own).
-    qputenv("SHARDSCOPE_ATTENTION_BLOCKS", "group");
-    const at::Tensor grouped = fused::decodeAttention(
-        q, keys, values, at::tensor(slots, gpu(at::kLong)), positions, nkv, span, scale);
-    qunsetenv("SHARDSCOPE_ATTENTION_BLOCKS");
+    const at::Tensor grouped = [&] {
+      const test::ScopedSwitch groups("SHARDSCOPE_ATTENTION_BLOCKS", "group");
+      return fused::decodeAttention(q, keys, values, at::tensor(slots, gpu(at::kLong)), positions,
+                                    nkv, span, scale);
+    }();
     QVERIFY2(at::equal(out, grouped), "one head a block differs from a group a block");
     // A group the kernel does not take is left to SDPA.
     QVERIFY(!fused::decodeAttention(at::randn({R, 3 * nkv * d}, gpu(t)), keys, values,

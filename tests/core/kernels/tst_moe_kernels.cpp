@@ -10,6 +10,7 @@
 
 #include "common/kernel_checks.h"
 #include "common/moe_reference.h"
+#include "common/scoped_switch.h"
 #include "core/kernels/fused_ops.h"
 #include "core/model/layers/grouped_experts.h"
 
@@ -51,18 +52,10 @@ void oneTokenBulkCopiesKeepTheBits(const at::Tensor& x, const at::Tensor& logits
                                    const at::Tensor& w2, int64_t first, const at::Tensor& y) {
   const int major = at::cuda::getCurrentDeviceProperties()->major;
   const bool bf16 = x.scalar_type() == at::kBFloat16;
-  const QByteArray outer = qgetenv("SHARDSCOPE_MOE_BULK");
-  const bool outerSet = qEnvironmentVariableIsSet("SHARDSCOPE_MOE_BULK");
   const auto run = [&](const char* setting, fused::MoeBulkStages& stages) {
-    qputenv("SHARDSCOPE_MOE_BULK", setting);
+    const test::ScopedSwitch bulk("SHARDSCOPE_MOE_BULK", setting);
     stages = fused::oneTokenBulkStages(x, w13, w2);
-    const at::Tensor out = fused::fusedMoe(x, logits, r, w13, w2, first);
-    if (outerSet) {
-      qputenv("SHARDSCOPE_MOE_BULK", outer);
-    } else {
-      qunsetenv("SHARDSCOPE_MOE_BULK");
-    }
-    return out;
+    return fused::fusedMoe(x, logits, r, w13, w2, first);
   };
   fused::MoeBulkStages stages;
   const at::Tensor registers = run("0", stages);

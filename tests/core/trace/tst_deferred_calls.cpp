@@ -11,6 +11,7 @@
 
 #include <atomic>
 
+#include "common/scoped_switch.h"
 #include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
@@ -110,10 +111,10 @@ int probeTp() {
 // Sets SHARDSCOPE_BATCH_CALLS for its lifetime.
 class BatchCalls {
  public:
-  explicit BatchCalls(bool on) {
-    if (!on) qputenv("SHARDSCOPE_BATCH_CALLS", "0");
-  }
-  ~BatchCalls() { qunsetenv("SHARDSCOPE_BATCH_CALLS"); }
+  explicit BatchCalls(bool on) : switch_("SHARDSCOPE_BATCH_CALLS", on ? "1" : "0") {}
+
+ private:
+  test::ScopedSwitch switch_;
 };
 
 const char* kHeld =
