@@ -301,8 +301,8 @@ int main(int argc, char** argv) {
   }
   EngineOptions eo;
   eo.model = model;
-  eo.device = "cuda";
-  eo.dtype = "bf16";
+  eo.device = DeviceKind::Cuda;
+  eo.dtype = DType::BF16;
   eo.tp = tp;
   eo.pp = pp;
   eo.cudaGraphs = !eager;

@@ -295,10 +295,10 @@ int main(int argc, char** argv) try {
   }
   EngineOptions eo;
   eo.model = opt.model;
-  eo.device = opt.device;
-  eo.dtype = opt.dtype;
+  eo.device = parseDeviceKind(opt.device);
+  eo.dtype = parseModelDtype(opt.dtype);
   eo.tp = opt.tp;
-  if (!opt.backend.empty()) eo.backend = opt.backend;
+  if (!opt.backend.empty()) eo.backend = parseGroupBackend(opt.backend);
   Engine engine(eo);
   const ModelInfo& info = engine.info();
   if (info.numLayers < 4) throw Error("interp_units needs a model of at least 4 layers");

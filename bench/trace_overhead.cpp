@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   }
   EngineOptions o;
   o.tp = tp;
-  o.dtype = "f32";
+  o.dtype = DType::F32;
   // 0: the engine's default (cores / tp). On a loaded machine, 1 keeps the forward from waiting
   // on busy cores at every parallel region, which otherwise drowns a 30 us difference.
   o.threadsPerRank = threads;
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   trace::RunOptions ro;
   ro.modelDirs["demo"] = ensureDemoModel().string();
   ro.tp = tp;
-  ro.dtype = "f32";
+  ro.dtype = DType::F32;
   ro.out = [](const std::string&) {};
   ro.engine = &engine;  // the same engine, so the difference is the trace alone
   trace::ScriptRunner runner(ro);

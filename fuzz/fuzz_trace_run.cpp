@@ -46,9 +46,9 @@ struct Fixture {
     EngineOptions o;
     o.model = "random:" + config.string() + "@1";
     o.tp = 2;
-    o.device = "cpu";
-    o.dtype = "f32";
-    o.backend = "local";
+    o.device = DeviceKind::Cpu;
+    o.dtype = DType::F32;
+    o.backend = GroupBackend::Local;
     o.threadsPerRank = 1;
     engine = std::make_unique<Engine>(o);
   }

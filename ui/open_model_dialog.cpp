@@ -42,10 +42,10 @@ OpenModelDialog::OpenModelDialog(const EngineOptions& current, int gpus, QWidget
   device_->setObjectName("device");
   device_->addItem("cpu");
   if (gpus > 0) device_->addItem("cuda");
-  device_->setCurrentText(QString::fromStdString(current.device));
+  device_->setCurrentText(toString(current.device));
   form->addRow(tr("Device"), device_);
   dtype_->addItems({"auto", "bf16", "f16", "f32"});
-  dtype_->setCurrentText(current.dtype.empty() ? "auto" : QString::fromStdString(current.dtype));
+  dtype_->setCurrentText(QString::fromStdString(modelDtypeName(current.dtype)));
   form->addRow(tr("Dtype"), dtype_);
   threads_->setObjectName("threadsPerRank");
   threads_->setRange(0, 1024);
@@ -74,8 +74,8 @@ EngineOptions OpenModelDialog::options() const {
   o.model = spec_->text().trimmed().toStdString();
   o.tp = tp_->value();
   o.pp = pp_->value();
-  o.device = device_->currentText().toStdString();
-  o.dtype = dtype_->currentText() == "auto" ? "" : dtype_->currentText().toStdString();
+  o.device = parseDeviceKind(device_->currentText().toStdString());
+  o.dtype = parseModelDtype(dtype_->currentText().toStdString());
   o.threadsPerRank = threads_->value();
   return o;
 }

@@ -138,9 +138,9 @@ EngineOptions engineOptions(const Arguments& a) {
   o.model = a.get("model");
   o.tp = int(a.getInt("tp", 1));
   o.pp = int(a.getInt("pp", 1));
-  o.device = a.get("device", "cpu");
-  o.dtype = a.get("dtype");
-  o.backend = a.get("backend", "auto");
+  o.device = parseDeviceKind(a.get("device", "cpu"));
+  o.dtype = parseModelDtype(a.get("dtype"));
+  o.backend = parseGroupBackend(a.get("backend", "auto"));
   o.threadsPerRank = int(a.getInt("threads", 0));
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   o.expertParallel = a.has("enable-expert-parallel");
@@ -341,9 +341,11 @@ int runScript(const std::vector<std::string>& args) {
   o.tp = int(a.getInt("tp", 0));
   o.pp = int(a.getInt("pp", 0));
   if (o.pp < 0) throw UsageError("--pp must be at least 1");
-  o.device = a.get("device");
-  o.dtype = a.get("dtype");
-  o.backend = a.get("backend");
+  if (const std::string device = a.get("device"); !device.empty())
+    o.device = parseDeviceKind(device);
+  o.dtype = parseModelDtype(a.get("dtype"));
+  if (const std::string backend = a.get("backend"); !backend.empty())
+    o.backend = parseGroupBackend(backend);
   o.expertParallel = a.has("enable-expert-parallel");
   o.dcp = int(a.getInt("dcp", 0));
   o.budget = a.getInt("budget", 10'000'000);

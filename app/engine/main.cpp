@@ -64,8 +64,8 @@ EngineOptions engineOptions(const cli::Arguments& a, int processes) {
   EngineOptions o;
   o.model = a.get("model");
   o.tp = int(a.getInt("tp", processes));
-  o.device = a.get("device", "cpu");
-  o.dtype = a.get("dtype");
+  o.device = parseDeviceKind(a.get("device", "cpu"));
+  o.dtype = parseModelDtype(a.get("dtype"));
   o.threadsPerRank = int(a.getInt("threads", 0));
   o.collectiveTimeoutSeconds = a.getDouble("collective-timeout", 0);
   o.expertParallel = a.has("enable-expert-parallel");

@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   options.model.model = parser.value("model").toStdString();
   options.model.tp = parser.value("tp").toInt();
   options.model.pp = parser.value("pp").toInt();
-  options.model.device = parser.value("device").toStdString();
-  options.model.dtype = parser.value("dtype").toStdString();
+  options.model.device = shardscope::parseDeviceKind(parser.value("device").toStdString());
+  options.model.dtype = shardscope::parseModelDtype(parser.value("dtype").toStdString());
   options.model.threadsPerRank = parser.value("threads").toInt();
   options.sessionFile = parser.positionalArguments().isEmpty()
                             ? parser.value("session-file")

@@ -18,11 +18,11 @@ namespace shardscope {
 
 bool Engine::Impl::wantsNccl(const EngineOptions& o) {
   if (o.process) return false;  // rank processes: the RankProcess builds the group
-  if (o.backend == "local") return false;
-  if (o.backend == "nccl") return true;
+  if (o.backend == GroupBackend::Local) return false;
+  if (o.backend == GroupBackend::Nccl) return true;
   // auto: NCCL when every rank can have its own GPU, else ranks share one GPU (local group).
   const int ranks = o.tp * o.pp;
-  return o.device == "cuda" && ranks > 1 && int(at::getNumGPUs()) >= ranks;
+  return o.device == DeviceKind::Cuda && ranks > 1 && int(at::getNumGPUs()) >= ranks;
 }
 
 void Engine::Impl::checkStages() const {
@@ -58,7 +58,7 @@ void Engine::Impl::buildInfo() {
   info.configSha256 = source.configSha256;
   info.dtype = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
   info.path = source.dir.string();
-  info.device = options.device;
+  info.device = toString(options.device);
   info.backend = options.process      ? options.process->backendName(devices[localRanks[0]])
                  : wantsNccl(options) ? "nccl"
                                       : "local";
@@ -108,10 +108,7 @@ void Engine::Impl::checkOptions() const {
   if (options.pp < 1)
     throw Error("pipeline_parallel_size (pp) must be at least 1, got " +
                 std::to_string(options.pp));
-  if (options.device != "cpu" && options.device != "cuda") {
-    throw Error("unknown device '" + options.device + "': use cpu or cuda");
-  }
-  if (options.device == "cuda" && !at::hasCUDA()) {
+  if (options.device == DeviceKind::Cuda && !at::hasCUDA()) {
     throw Error(
         "device cuda was asked for, but this LibTorch has no CUDA or no GPU is visible; use "
         "--device cpu");
@@ -124,9 +121,9 @@ void Engine::Impl::checkOptions() const {
 }
 
 void Engine::Impl::resolveDtype() {
-  if (!options.dtype.empty()) {
-    dtype = scalarTypeOf(parseDType(options.dtype));
-  } else if (options.device == "cuda") {  // the checkpoint's (on the CPU: fp32)
+  if (options.dtype) {
+    dtype = scalarTypeOf(*options.dtype);
+  } else if (options.device == DeviceKind::Cuda) {  // the checkpoint's (on the CPU: fp32)
     dtype = source.config.torchDtype == "float32"   ? at::kFloat
             : source.config.torchDtype == "float16" ? at::kHalf
                                                     : at::kBFloat16;
@@ -157,8 +154,9 @@ void Engine::Impl::placeRanks() {
   const bool nccl = wantsNccl(options);
   for (int r = 0; r < ranks(); ++r) {
     const int gpu = options.process ? options.process->localDevice() : nccl ? r : 0;
-    devices.push_back(options.device == "cpu" ? at::Device(at::kCPU)
-                                              : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
+    devices.push_back(options.device == DeviceKind::Cpu
+                          ? at::Device(at::kCPU)
+                          : at::Device(at::kCUDA, c10::DeviceIndex(gpu)));
     if (!options.process || options.process->rank() == r) localRanks.push_back(r);
   }
 }

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../host_tensor.h"
@@ -58,6 +60,26 @@ struct JobProgress {
   int64_t total = 0;  // steps planned (max tokens)
 };
 
+// Where the ranks compute.
+enum class DeviceKind { Cpu, Cuda };
+
+// The process group of rank threads. Auto: NCCL when the device is cuda and every rank can have a
+// GPU of its own, else the local group (ranks sharing one device).
+enum class GroupBackend { Auto, Local, Nccl };
+
+// The names users type (--device, VLLM(device=...), the GUI), back and forth; an unknown name is
+// an Error listing the names there are.
+DeviceKind parseDeviceKind(std::string_view name);
+GroupBackend parseGroupBackend(std::string_view name);
+const char* toString(DeviceKind d);
+const char* toString(GroupBackend b);
+
+// A floating-point dtype a user names for a model ("bf16", "bfloat16", ...; see parseDType);
+// "auto" or empty: none, the checkpoint's on cuda and float32 on the CPU.
+std::optional<DType> parseModelDtype(const std::string& name);
+// The short name parseModelDtype takes back ("bf16", "f16", "f32"); "auto" for none.
+std::string modelDtypeName(const std::optional<DType>& dtype);
+
 struct EngineOptions {
   std::string model;  // see ModelSource: "" = demo, path, HF name, random:CONFIG.json
   int tp = 1;
@@ -70,9 +92,9 @@ struct EngineOptions {
   // vLLM's decode_context_parallel_size (with VLLM_DCP_Q_REPLICATE=1): MLA models split their
   // latent KV cache along the tokens across groups of dcp ranks; dcp must divide tp.
   int dcp = 1;
-  std::string device = "cpu";    // cpu | cuda
-  std::string dtype;             // bf16 | f16 | f32; empty: f32 on cpu, the checkpoint's on cuda
-  std::string backend = "auto";  // auto (NCCL if there is a GPU per rank) | local | nccl
+  DeviceKind device = DeviceKind::Cpu;
+  std::optional<DType> dtype;  // bf16, f16 or f32; none: f32 on the CPU, the checkpoint's on cuda
+  GroupBackend backend = GroupBackend::Auto;
   // CPU threads a rank's forwards use; 0: one for a small model on the CPU, else cores / ranks
   // (intra_op_threads.h).
   int threadsPerRank = 0;
@@ -107,7 +129,7 @@ struct ModuleInfo {
   std::string name;
   std::string kind;  // vLLM class name
   int depth = 0;
-  int stage = 0;   // the pipeline stage holding it; -1: it spans stages (model, model.model)
+  int stage = 0;  // the pipeline stage holding it; -1: it spans stages (model, model.model)
   std::vector<PortInfo> ports;
   std::vector<ParameterInfo> parameters;
   int layer = -1;  // the decoder layer it is (or is inside); -1: outside the layers

@@ -23,6 +23,14 @@ std::string modelText(const trace::ModelIdentity& m) {
          (m.expertParallel ? ", expert parallel" : "") + ", " + m.device + ")";
 }
 
+// The recorded run's process group as this replay's rank threads can have it. Rank processes
+// (mpi, nccl+mpi) are how the replaying program was started, not an option: they replay as auto.
+std::optional<GroupBackend> replayedBackend(const std::string& recorded) {
+  if (recorded == "local") return GroupBackend::Local;
+  if (recorded == "nccl") return GroupBackend::Nccl;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool ReplayReport::identical() const {
@@ -109,9 +117,9 @@ ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options
   if (!original.result.models.empty()) {
     const trace::ModelIdentity& m = original.result.models[0];
     o.tp = m.tp;
-    o.device = m.device;
-    o.dtype = m.dtype;
-    o.backend = m.backend;
+    o.device = parseDeviceKind(m.device);
+    o.dtype = parseModelDtype(m.dtype);
+    o.backend = replayedBackend(m.backend);
     o.expertParallel = m.expertParallel;
     if (m.engineVersion != SHARDSCOPE_VERSION) {
       report.notes.push_back("recorded with ShardScope " + m.engineVersion + ", replayed with " +

@@ -58,10 +58,9 @@ MemoryBudget::MemoryBudget(int64_t limitBytes)
 MemoryBudget::MemoryBudget(std::function<int64_t()> readLimit)
     : limit_(0), resolve_(std::move(readLimit)), measureEvery_(kDeferBytes) {}
 
-MemoryBudget MemoryBudget::deviceDefault(std::string deviceType, int64_t share) {
-  return MemoryBudget([deviceType = std::move(deviceType), share] {
-    return defaultMemoryBudget(deviceType) / std::max<int64_t>(1, share);
-  });
+MemoryBudget MemoryBudget::deviceDefault(DeviceKind device, int64_t share) {
+  return MemoryBudget(
+      [device, share] { return defaultMemoryBudget(device) / std::max<int64_t>(1, share); });
 }
 
 void MemoryBudget::resolveFor(int64_t bytes) {
@@ -108,9 +107,9 @@ int64_t heldBytes(const Environment& scope, const Environment* stop) {
   return counter.bytes;
 }
 
-int64_t defaultMemoryBudget(const std::string& deviceType) {
+int64_t defaultMemoryBudget(DeviceKind device) {
 #ifdef SHARDSCOPE_WITH_NCCL
-  if (deviceType == "cuda") {
+  if (device == DeviceKind::Cuda) {
     size_t free = 0, total = 0;
     if (cudaMemGetInfo(&free, &total) == cudaSuccess) return int64_t(free / 2);
   }

@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "../engine/engine_types.h"
+
 namespace shardscope::trace {
 
 class Environment;
@@ -24,8 +26,8 @@ class MemoryBudget {
   explicit MemoryBudget(int64_t limitBytes);
   // A limit that `readLimit` gives when first needed (at most once).
   explicit MemoryBudget(std::function<int64_t()> readLimit);
-  // defaultMemoryBudget(deviceType) / share, read when first needed.
-  static MemoryBudget deviceDefault(std::string deviceType, int64_t share = 1);
+  // defaultMemoryBudget(device) / share, read when first needed.
+  static MemoryBudget deviceDefault(DeviceKind device, int64_t share = 1);
 
   // Notes `bytes` newly created; measures with `held` when enough has accumulated. Returns an
   // error message when the budget is exceeded, else an empty string.
@@ -52,6 +54,6 @@ int64_t heldBytes(const Environment& scope, const Environment* stop);
 
 // The default budget for blocks whose tensors live on `deviceType` ("cpu" or "cuda"): half of the
 // memory free there now.
-int64_t defaultMemoryBudget(const std::string& deviceType);
+int64_t defaultMemoryBudget(DeviceKind device);
 
 }  // namespace shardscope::trace

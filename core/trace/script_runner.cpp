@@ -47,6 +47,17 @@ std::string join(const std::set<std::string>& s) {
 }
 
 // A per-rank copy of a captured driver value, with tensors on the rank's device.
+// A VLLM(...) keyword's value parsed by `parse`; a name it does not know fails the script at the
+// call, with the keyword and the names that work.
+template <typename Parse>
+auto scriptOption(Interpreter& in, const std::string& keyword, Parse parse) {
+  try {
+    return parse();
+  } catch (const Error& e) {
+    in.fail("VLLM(" + keyword + "=...): " + e.what());
+  }
+}
+
 Value capture(const Value& v) {
   switch (v->type) {
     case Type::Tensor:
@@ -184,8 +195,8 @@ struct ScriptRunner::Impl : public Host {
                 " (and vLLM knobs that are ignored: " + join(kIgnoredKeywords) + ")");
       if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
       if (k == "pipeline_parallel_size") o.pp = int(asInt(v, "pipeline_parallel_size"));
-      if (k == "dtype" && str(v) != "auto") o.dtype = str(v);
-      if (k == "device") o.device = str(v);
+      if (k == "dtype") o.dtype = scriptOption(in, k, [&] { return parseModelDtype(str(v)); });
+      if (k == "device") o.device = scriptOption(in, k, [&] { return parseDeviceKind(str(v)); });
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
       if (k == "enable_expert_parallel") o.expertParallel = truthy(v);
       if (k == "decode_context_parallel_size")
@@ -202,14 +213,15 @@ struct ScriptRunner::Impl : public Host {
       o.tp = options.process->size();
       o.process = options.process;
     }
-    if (!options.device.empty()) o.device = options.device;
-    if (!options.dtype.empty()) o.dtype = options.dtype;
-    if (!options.backend.empty()) o.backend = options.backend;
+    if (options.device) o.device = *options.device;
+    if (options.dtype) o.dtype = options.dtype;
+    if (options.backend) o.backend = *options.backend;
     if (options.collectiveTimeoutSeconds > 0)
       o.collectiveTimeoutSeconds = options.collectiveTimeoutSeconds;
     const std::string key = o.model + "|" + std::to_string(o.tp) + "x" + std::to_string(o.pp) +
-                            "|" + o.device + "|" + o.dtype + (o.cudaGraphs ? "" : "|eager") +
-                            (o.expertParallel ? "|ep" : "") + "|dcp" + std::to_string(o.dcp);
+                            "|" + toString(o.device) + "|" + modelDtypeName(o.dtype) +
+                            (o.cudaGraphs ? "" : "|eager") + (o.expertParallel ? "|ep" : "") +
+                            "|dcp" + std::to_string(o.dcp);
     auto& slot = engines[key];
     if (!slot) {
       slot = std::make_unique<Engine>(o);
@@ -441,10 +453,11 @@ struct ScriptRunner::Impl : public Host {
         [=, invokes = std::move(invokes)](RankContext& ctx) {
           setCurrentDevice(ctx.device);
           // Rank threads on the CPU share one memory: each gets its part of the default.
-          const MemoryBudget memory = memoryOption != 0 ? MemoryBudget(memoryOption)
-                                      : ctx.device.is_cuda()
-                                          ? MemoryBudget::deviceDefault("cuda")
-                                          : MemoryBudget::deviceDefault("cpu", ctx.worldSize());
+          const MemoryBudget memory =
+              memoryOption != 0 ? MemoryBudget(memoryOption)
+              : ctx.device.is_cuda()
+                  ? MemoryBudget::deviceDefault(DeviceKind::Cuda)
+                  : MemoryBudget::deviceDefault(DeviceKind::Cpu, ctx.worldSize());
           std::vector<InvokeSpec> local = invokes;
           for (auto& inv : local) {
             for (auto& [k, v] : inv.captured) v = capture(v);
@@ -525,7 +538,7 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   auto program = parseProgramCached(source, file);
   Interpreter in(program, s, s.globals, s.options.budget,
                  s.options.memoryBudget != 0 ? MemoryBudget(s.options.memoryBudget)
-                                             : MemoryBudget::deviceDefault("cpu"));
+                                             : MemoryBudget::deviceDefault(DeviceKind::Cpu));
   struct Running {  // VLLM(...) fails at this script's statement, and at no other's afterwards
     Impl& s;
     ~Running() { s.running = nullptr; }

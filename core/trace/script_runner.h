@@ -26,9 +26,9 @@ struct RunOptions {
   int tp = 0;                                    // > 0 overrides tensor_parallel_size
   int pp = 0;                                    // > 0 overrides pipeline_parallel_size
   int dcp = 0;                                   // > 0 overrides decode_context_parallel_size
-  std::string device;                            // overrides the device ("cpu", "cuda")
-  std::string dtype;                             // overrides dtype
-  std::string backend;                           // overrides the process group (auto, local, nccl)
+  std::optional<DeviceKind> device;              // overrides VLLM(device=...)
+  std::optional<DType> dtype;                    // overrides VLLM(dtype=...)
+  std::optional<GroupBackend> backend;           // the rank threads' process group (default auto)
   bool expertParallel = false;                   // turns enable_expert_parallel on for every model
   long long budget = 10'000'000;                 // evaluation steps per block
   int64_t memoryBudget = 0;  // bytes a block's values may hold; 0: half of the free memory of

@@ -18,9 +18,9 @@ inline std::unique_ptr<Engine> demoEngine(int tp) {
   EngineOptions o;
   o.model = ensureDemoModel().string();
   o.tp = tp;
-  o.device = device();
-  o.dtype = "f32";
-  o.backend = "local";
+  o.device = deviceKind();
+  o.dtype = DType::F32;
+  o.backend = GroupBackend::Local;
   return std::make_unique<Engine>(o);
 }
 

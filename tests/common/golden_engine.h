@@ -17,15 +17,15 @@ inline EngineOptions goldenEngineOptions(const std::string& model, int tp,
   EngineOptions o;
   o.model = goldenModel(model).string();
   o.tp = tp;
-  o.device = device();
-  o.dtype = dtype;
-  o.backend = backend();
+  o.device = deviceKind();
+  o.dtype = parseDType(dtype);
+  o.backend = groupBackend();
   return o;
 }
 
 // Whether every rank of `o` gets a GPU of its own, as NCCL needs (the local group needs none).
 inline bool hasGpuPerRank(const EngineOptions& o) {
-  return o.backend != "nccl" || int(at::getNumGPUs()) >= o.tp * o.pp;
+  return o.backend != GroupBackend::Nccl || int(at::getNumGPUs()) >= o.tp * o.pp;
 }
 
 }  // namespace shardscope::test

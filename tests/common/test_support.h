@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/engine/engine_types.h"
 #include "core/file_tree.h"
 
 namespace shardscope::test {
@@ -30,6 +31,14 @@ inline std::string device() {
 inline std::string backend() {
   const char* b = std::getenv("SHARDSCOPE_TEST_BACKEND");
   return b && *b ? b : "local";
+}
+
+// The same two as the engine's options take them.
+inline DeviceKind deviceKind() {
+  return parseDeviceKind(device());
+}
+inline GroupBackend groupBackend() {
+  return parseGroupBackend(backend());
 }
 
 // A scratch directory removed when the object goes away.

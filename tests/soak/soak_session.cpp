@@ -35,9 +35,9 @@ std::unique_ptr<trace::ScriptRunner> SoakSession::makeRunner(bool reference) con
   o.modelDirs["demo"] =
       isDemoSpec(config_.modelSpec) ? ensureDemoModel().string() : config_.modelSpec;
   o.tp = reference ? config_.referenceTp : config_.tp;
-  o.device = config_.device;
-  o.dtype = config_.dtype;
-  o.backend = reference ? config_.referenceBackend : config_.backend;
+  o.device = parseDeviceKind(config_.device);
+  o.dtype = parseModelDtype(config_.dtype);
+  o.backend = parseGroupBackend(reference ? config_.referenceBackend : config_.backend);
   o.out = [](const std::string&) {};  // kept in RunResult::printed
   o.note = [](const std::string&) {};
   return std::make_unique<trace::ScriptRunner>(o);

@@ -48,7 +48,7 @@ class TestModelSettings : public QObject {
     current.model = "demo";
     current.tp = 2;
     current.pp = 2;
-    current.backend = "local";
+    current.backend = GroupBackend::Local;
     current.expertParallel = true;
     current.threadsPerRank = 3;
     OpenModelDialog dialog(current, /*gpus=*/0);
@@ -65,7 +65,7 @@ class TestModelSettings : public QObject {
     const EngineOptions o = dialog.options();
     QCOMPARE(o.threadsPerRank, 2);
     QCOMPARE(o.pp, 3);
-    QCOMPARE(QString::fromStdString(o.backend), QString("local"));  // not shown, kept
+    QVERIFY(o.backend == GroupBackend::Local);  // not shown, kept
     QVERIFY(o.expertParallel);
     QCOMPARE(QString::fromStdString(o.model), QString("demo"));
     QCOMPARE(o.tp, 2);
@@ -73,7 +73,7 @@ class TestModelSettings : public QObject {
 
   void threadsApplyToTheCpuOnly() {
     EngineOptions current;
-    current.device = "cpu";
+    current.device = DeviceKind::Cpu;
     OpenModelDialog dialog(current, /*gpus=*/1);
     auto* threads = dialog.findChild<QSpinBox*>("threadsPerRank");
     QVERIFY(threads);

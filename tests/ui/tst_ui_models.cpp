@@ -112,9 +112,9 @@ class TestUiModels : public QObject {
     o.model = test::goldenModel("deepseek-v2-lite-tiny").string();
     o.tp = 4;
     o.dcp = 2;
-    o.dtype = "f32";
-    o.device = "cpu";
-    o.backend = "local";
+    o.dtype = DType::F32;
+    o.device = DeviceKind::Cpu;
+    o.backend = GroupBackend::Local;
     Engine engine(o);
     ModuleTreeModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);

@@ -65,8 +65,8 @@ class TestEngine : public QObject {
   void cudaGraphsMatchEagerSteps() {
     if (test::device() != "cuda") QSKIP("CUDA graphs need the GPU (SHARDSCOPE_TEST_DEVICE=cuda)");
     EngineOptions o;
-    o.device = "cuda";
-    o.dtype = "f32";
+    o.device = DeviceKind::Cuda;
+    o.dtype = DType::F32;
     Engine graphs(o);
     o.cudaGraphs = false;
     Engine eager(o);
@@ -105,8 +105,8 @@ class TestEngine : public QObject {
     QFETCH(QString, dtype);
     QFETCH(bool, graphs);
     EngineOptions o;
-    o.device = "cuda";
-    o.dtype = dtype.toStdString();
+    o.device = DeviceKind::Cuda;
+    o.dtype = parseDType(dtype.toStdString());
     o.cudaGraphs = graphs;
     const auto run = [&](bool fused) {
       const test::ScopedSwitch fusedDecode("SHARDSCOPE_FUSED_DECODE", fused ? "1" : "0");
@@ -164,9 +164,9 @@ class TestEngine : public QObject {
     EngineOptions o =
         model == "demo" ? EngineOptions{} : test::goldenEngineOptions(model.toStdString(), 1);
     if (model == "demo") o.model = ensureDemoModel().string();
-    o.device = "cuda";
-    o.dtype = dtype.toStdString();
-    o.backend = "local";
+    o.device = DeviceKind::Cuda;
+    o.dtype = parseDType(dtype.toStdString());
+    o.backend = GroupBackend::Local;
     o.cudaGraphs = true;
     const QByteArray value = on.toUtf8();
     const auto run = [&](bool fused) {
@@ -219,7 +219,7 @@ class TestEngine : public QObject {
     if (test::device() != "cpu") return;
     EngineOptions o;
     o.model = ensureDemoModel().string();
-    o.device = "cpu";
+    o.device = DeviceKind::Cpu;
     QCOMPARE(Engine(o).info().intraOpThreads, 1);  // the demo model: about 3M parameters
     o.threadsPerRank = 2;
     QCOMPARE(Engine(o).info().intraOpThreads, 2);
@@ -474,10 +474,20 @@ class TestEngine : public QObject {
   }
 
   void badEngineOptions() {
+    // The names a user types are checked where they are read, naming the ones there are.
+    try {
+      parseDeviceKind("tpu");
+      QFAIL("device tpu should be refused");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("use cpu or cuda") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(Error, parseGroupBackend("gloo"));
+    QVERIFY_THROWS_EXCEPTION(Error, parseModelDtype("int8"));
+    QVERIFY(!parseModelDtype("auto") && !parseModelDtype(""));
+    QVERIFY(parseModelDtype("bfloat16") == DType::BF16);
+    for (DType d : {DType::BF16, DType::F16, DType::F32})
+      QVERIFY(parseModelDtype(modelDtypeName(d)) == d);
     EngineOptions o;
-    o.device = "tpu";
-    QVERIFY_THROWS_EXCEPTION(Error, Engine{o});
-    o.device = "cpu";
     o.tp = 3;  // 8 heads, 4 KV heads
     try {
       Engine e(o);

@@ -36,9 +36,9 @@ constexpr double kWatchdogSeconds = 1.0;
 std::unique_ptr<Engine> engine(int tp) {
   EngineOptions o;
   o.tp = tp;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   o.collectiveTimeoutSeconds = kWatchdogSeconds;
   return std::make_unique<Engine>(o);
 }
@@ -138,9 +138,9 @@ class TestFailures : public QObject {
     EngineOptions o;
     o.model = "random:" + (dir.path() / "config.json").string() + "@1";
     o.tp = tp;
-    o.device = "cuda";
-    o.dtype = "bf16";
-    o.backend = test::backend();
+    o.device = DeviceKind::Cuda;
+    o.dtype = DType::BF16;
+    o.backend = test::groupBackend();
     o.collectiveTimeoutSeconds = 20;  // a failure here once hung forever
     GenerateRequest r;
     r.prompts = {{785, 6722, 315, 9625, 374, 279, 1156, 6364, 4128, 315}};

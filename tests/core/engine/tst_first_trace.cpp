@@ -58,9 +58,9 @@ class TestFirstTrace : public QObject {
       trace::RunOptions o;
       o.modelDirs["Qwen/Qwen2.5-1.5B"] = "random:" + (dir.path() / "config.json").string() + "@1";
       o.tp = 2;
-      o.device = "cuda";
-      o.dtype = "bf16";
-      o.backend = "nccl";
+      o.device = DeviceKind::Cuda;
+      o.dtype = DType::BF16;
+      o.backend = GroupBackend::Nccl;
       o.collectiveTimeoutSeconds = 20;  // this once hung forever
       o.out = [](const std::string&) {};
       o.note = [](const std::string&) {};

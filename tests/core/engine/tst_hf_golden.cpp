@@ -183,8 +183,8 @@ class TestHfGolden : public QObject {
     o.tp = 2;
     o.pp = 2;
     o.dcp = dcp;
-    o.dtype = "f32";
-    o.backend = "local";
+    o.dtype = DType::F32;
+    o.backend = GroupBackend::Local;
     QString error;
     try {
       Engine engine(o);

@@ -58,9 +58,9 @@ class TestQwen3_8bWidths : public QObject {
     std::ofstream(dir.path() / "config.json") << kConfig;
     EngineOptions o;
     o.model = "random:" + (dir.path() / "config.json").string() + "@7";
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = "local";
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
+    o.backend = GroupBackend::Local;
 
     Run tp1;
     {

@@ -43,10 +43,10 @@ EngineOptions options(const std::string& model, bool processes, bool expertParal
   EngineOptions o;
   o.model = test::goldenModel(model).string();
   o.tp = gMpi->size();
-  o.dtype = "f32";
+  o.dtype = DType::F32;
   o.expertParallel = expertParallel;
-  o.device = test::device();
-  o.backend = test::backend();  // the threads' group (nccl with a GPU per rank)
+  o.device = test::deviceKind();
+  o.backend = test::groupBackend();  // the threads' group (nccl with a GPU per rank)
   if (processes) o.process = gProcess;
   return o;
 }

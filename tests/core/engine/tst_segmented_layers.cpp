@@ -103,9 +103,9 @@ EngineOptions options(const std::string& model, int tp, bool graphs) {
   EngineOptions o;
   if (!model.empty()) o.model = test::goldenModel(model).string();
   o.tp = tp;
-  o.device = "cuda";
-  o.dtype = "f32";
-  o.backend = tp > 1 ? "nccl" : "local";
+  o.device = DeviceKind::Cuda;
+  o.dtype = DType::F32;
+  o.backend = tp > 1 ? GroupBackend::Nccl : GroupBackend::Local;
   o.cudaGraphs = graphs;
   return o;
 }

@@ -65,7 +65,7 @@ std::string allLogits(const std::string& name) {
 test::ScriptRun runOnDemo(const std::string& body) {
   test::ScriptRun run;
   trace::RunOptions o;
-  o.dtype = "f32";
+  o.dtype = DType::F32;
   o.out = run.printTo();
   o.note = [](const std::string&) {};
   run.runner = std::make_unique<trace::ScriptRunner>(o);

@@ -63,9 +63,9 @@ trace::RunOptions demoOptions(const std::filesystem::path& modelDir, int tp = 1)
   trace::RunOptions o;
   o.modelDirs["m"] = modelDir.string();
   o.tp = tp;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   o.out = [](const std::string&) {};
   o.note = [](const std::string&) {};
   return o;

@@ -41,9 +41,9 @@ test::ScriptRun runScript(const std::string& spec, const std::string& source, in
   o.modelDirs[kModelName] = spec;
   o.tp = tp;
   o.dcp = dcp;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   o.out = run.printTo();
   run.runner = std::make_unique<trace::ScriptRunner>(o);
   run.runner->run(source, "seed_6_dcp.py");
@@ -156,9 +156,9 @@ class TestDeepseekDcp : public QObject {
     o.model = spec_;
     o.tp = tp;
     o.dcp = dcp;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
+    o.backend = test::groupBackend();
     return o;
   }
 

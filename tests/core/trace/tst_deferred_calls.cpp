@@ -62,9 +62,9 @@ struct Outcome {
 Outcome runProbe(int tp, const std::string& source) {
   EngineOptions o;
   o.tp = tp;
-  o.dtype = "f32";
-  o.backend = test::backend();
-  o.device = test::device();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
+  o.device = test::deviceKind();
   Engine engine(o);
   auto program = trace::parseProgram(source, "held.py");
   std::vector<trace::InvokeSpec> invokes{
@@ -323,8 +323,8 @@ class TestDeferredCalls : public QObject {
     // must stay the objects the block's end computes, or the driver finds them uncomputed.
     trace::RunOptions o;
     o.modelDirs["demo"] = ensureDemoModel().string();
-    o.device = test::device();
-    o.dtype = "f32";
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
     const auto held = [&](bool batched) {
       const BatchCalls mode(batched);
       return test::runBody(o, "demo",
@@ -350,8 +350,8 @@ class TestDeferredCalls : public QObject {
     // driver and in a block; a module that is not a list has no len().
     trace::RunOptions o;
     o.modelDirs["demo"] = ensureDemoModel().string();
-    o.device = test::device();
-    o.dtype = "f32";
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
     const test::ScriptRun r =
         test::runBody(o, "demo",
                       "for layer in model.model.layers:\n"
@@ -390,9 +390,9 @@ class TestDeferredCalls : public QObject {
     trace::RunOptions o;
     o.modelDirs["demo"] = ensureDemoModel().string();
     o.tp = tp;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
+    o.backend = test::groupBackend();
     const auto lens = [&](bool batched) {
       const BatchCalls mode(batched);
       return test::runBody(o, "demo", lensScript(), "lens.py");

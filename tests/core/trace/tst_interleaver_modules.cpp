@@ -30,9 +30,9 @@ namespace {
 EngineOptions engineOptions(int tp) {
   EngineOptions o;
   o.tp = tp;
-  o.dtype = "f32";
-  o.backend = "local";
-  o.device = test::device();
+  o.dtype = DType::F32;
+  o.backend = GroupBackend::Local;
+  o.device = test::deviceKind();
   return o;
 }
 

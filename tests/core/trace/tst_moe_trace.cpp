@@ -38,9 +38,9 @@ Run run(const std::string& body, int tp, bool expertParallel) {
   o.modelDirs["moe"] = test::goldenModel("qwen3-moe-tiny").string();
   o.tp = tp;
   o.expertParallel = expertParallel;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   return test::runBody(o, "moe", body, "moe.py");
 }
 
@@ -92,9 +92,9 @@ EngineOptions options(int tp, bool expertParallel) {
   o.model = test::goldenModel("qwen3-moe-tiny").string();
   o.tp = tp;
   o.expertParallel = expertParallel;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   return o;
 }
 
@@ -252,7 +252,7 @@ class TestMoeTrace : public QObject {
     o.model = "random:" + config.string() + "@1";
     o.tp = 4;
     o.expertParallel = true;
-    o.backend = "local";
+    o.backend = GroupBackend::Local;
     const std::string expected =
         "enable_expert_parallel: tensor_parallel_size 4 does not divide num_experts (6); sizes "
         "that work for this model with expert parallelism: 1, 2";
@@ -265,7 +265,7 @@ class TestMoeTrace : public QObject {
     // Through a script, the same refusal.
     trace::RunOptions ro;
     ro.modelDirs["six"] = o.model;
-    ro.backend = "local";
+    ro.backend = GroupBackend::Local;
     ro.out = [](const std::string&) {};
     ro.note = [](const std::string&) {};
     trace::ScriptRunner runner(ro);

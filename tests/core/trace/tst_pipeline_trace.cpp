@@ -30,9 +30,9 @@ Run run(const std::string& body, int tp, int pp, const std::string& model = "") 
   o.modelDirs["demo"] = model.empty() ? ensureDemoModel().string() : model;
   o.tp = tp;
   o.pp = pp;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   return test::runBody(o, "demo", body, "test.py");
 }
 
@@ -282,9 +282,9 @@ class TestPipelineTrace : public QObject {
     o.model = ensureDemoModel().string();
     o.tp = tp;
     o.pp = 2;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
+    o.backend = test::groupBackend();
     o.collectiveTimeoutSeconds = 3;
     Engine engine(o);
     const int last = 2 * tp - 1;  // the last rank: one of stage 1

@@ -31,9 +31,9 @@ class Session {
     trace::RunOptions o;
     o.modelDirs["demo"] = ensureDemoModel().string();
     o.tp = kTp;
-    o.device = test::device();
-    o.dtype = "f32";
-    o.backend = test::backend();
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
+    o.backend = test::groupBackend();
     o.out = [this](const std::string& l) { lines.push_back(l); };
     o.note = [](const std::string&) {};
     runner_ = std::make_unique<trace::ScriptRunner>(o);

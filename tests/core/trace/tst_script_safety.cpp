@@ -27,9 +27,9 @@ std::unique_ptr<trace::ScriptRunner> makeRunner(std::vector<std::string>* lines,
   trace::RunOptions o;
   o.modelDirs["demo"] = ensureDemoModel().string();
   o.tp = tp;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   o.budget = 2'000'000;
   o.memoryBudget = kTestMemoryBudget;
   o.out = [lines](const std::string& l) { lines->push_back(l); };

@@ -53,9 +53,9 @@ struct Runner {
     o.expertParallel = expertParallel;
     o.tp = tp;
     o.pp = pp;
-    o.device = device;
-    o.dtype = dtype;
-    o.backend = backend;
+    o.device = parseDeviceKind(device);
+    o.dtype = parseModelDtype(dtype);
+    o.backend = parseGroupBackend(backend);
     o.out = [this](const std::string& l) { lines.push_back(l); };
     runner = std::make_unique<trace::ScriptRunner>(o);
   }

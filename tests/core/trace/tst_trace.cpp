@@ -32,9 +32,9 @@ std::unique_ptr<trace::ScriptRunner> makeRunner(int tp, std::vector<std::string>
   trace::RunOptions o;
   o.modelDirs["demo"] = ensureDemoModel().string();
   o.tp = tp;
-  o.device = test::device();
-  o.dtype = "f32";
-  o.backend = test::backend();
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  o.backend = test::groupBackend();
   o.out = [lines](const std::string& l) { lines->push_back(l); };
   o.note = [](const std::string&) {};
   return std::make_unique<trace::ScriptRunner>(o);
@@ -398,8 +398,8 @@ class TestTrace : public QObject {
     std::vector<std::string> notes, lines;
     trace::RunOptions o;
     o.modelDirs["demo"] = ensureDemoModel().string();
-    o.dtype = "f32";
-    o.device = test::device();
+    o.dtype = DType::F32;
+    o.device = test::deviceKind();
     o.out = [&lines](const std::string& l) { lines.push_back(l); };
     o.note = [&notes](const std::string& n) { notes.push_back(n); };
     trace::ScriptRunner runner(o);

@@ -35,7 +35,7 @@ std::string tinyTokenizer(const std::string& vocab) {
 trace::RunOptions demoOptions(std::string* printed) {
   trace::RunOptions o;
   o.modelDirs["demo"] = ensureDemoModel().string();
-  o.dtype = "f32";
+  o.dtype = DType::F32;
   o.out = [printed](const std::string& line) { *printed += line + "\n"; };
   return o;
 }
@@ -93,7 +93,7 @@ class TestTraceCaches : public QObject {
   void aCachedProgramGivesTheSameErrors() {
     trace::RunOptions o;
     o.modelDirs["demo"] = ensureDemoModel().string();
-    o.dtype = "f32";
+    o.dtype = DType::F32;
     o.out = [](const std::string&) {};
     trace::ScriptRunner runner(o);
     const std::string runtime =
