@@ -321,128 +321,186 @@ void validateRequest(const GenerateRequest& request, const ModelConfig& config) 
   }
 }
 
-void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
-                   PortObserver* observer) {
-  const auto started = std::chrono::steady_clock::now();
-  const ModelConfig& config = ctx.model.config();
-  validateRequest(request, config);
-  const SamplingParams& sp = request.sampling;
-  std::vector<int64_t> stopIds = sp.stopTokenIds;
-  if (!sp.ignoreEos)
-    stopIds.insert(stopIds.end(), ctx.source.eosTokenIds.begin(), ctx.source.eosTokenIds.end());
+namespace {
 
-  const auto cacheOptions = at::TensorOptions().dtype(ctx.dtype).device(ctx.device);
-  std::vector<Sequence> seqs(request.prompts.size());
-  std::vector<Sampler> samplers;
-  int64_t longest = 0;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    seqs[i].tokens = request.prompts[i];
-    seqs[i].promptLength = int64_t(request.prompts[i].size());
-    longest = std::max(longest, seqs[i].promptLength + sp.maxTokens);
-    samplers.emplace_back(sp, int64_t(i));
+// One generate job on one rank: its requests' sequences and samplers, the KV cache they share, and
+// the steps launched and applied. With decode-ahead, a step is launched before the host has read
+// the one before (in flight); its decision is applied after the next launch.
+class GenerationJob {
+ public:
+  GenerationJob(RankContext& ctx, const GenerateRequest& request, PortObserver* observer)
+      : ctx_(ctx),
+        request_(request),
+        sampling_(request.sampling),
+        observer_(observer),
+        seqs_(request.prompts.size()),
+        cache_(startSequences()),
+        everyRank_(ctx.pipeline ? ctx.pipeline->world() : ctx.group),
+        ahead_(decodesAhead(ctx, request, observer)),
+        launcher_{ctx, cache_, layout_, observer},
+        graphLayersBefore_(graphLayers()) {
+    stopIds_ = sampling_.stopTokenIds;
+    if (!sampling_.ignoreEos)
+      stopIds_.insert(stopIds_.end(), ctx.source.eosTokenIds.begin(), ctx.source.eosTokenIds.end());
   }
-  // One cache for every request (row i is request i), so decode steps attend in one batch; kept
-  // by the rank for the next generation, so graphs recorded over it stay valid.
-  const KvCacheLayout layout = ctx.model.kvCacheLayout();
-  KvCache& cache =
-      ctx.decode.cache(ctx.model.stage(), layout, int64_t(seqs.size()), longest, cacheOptions);
 
-  const auto graphLayers = [&ctx] {
+  // The steps until every request has ended or the job is cancelled; the job ends when its work on
+  // the device does (a cancel leaves the step after it unread: its tokens are not the request's).
+  void run() {
+    try {
+      while (!cancelled_ && launchNext()) {
+      }
+    } catch (...) {
+      waitForPendingSteps();
+      throw;
+    }
+    if (inFlight_) inFlight_->wait(ctx_.group);
+  }
+
+  // Tells the observer the generated ids; fills `result` on the rank that reports it.
+  void finish(GenerateResult* result, std::chrono::steady_clock::time_point started) {
+    if (observer_) {
+      std::vector<std::vector<int64_t>> generated;
+      for (const Sequence& s : seqs_)
+        generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
+      observer_->finish(generated);
+    }
+    if (!ctx_.fillsResult() || !result) return;
+    result->steps = step_;
+    const auto graphLayersAfter = graphLayers();
+    result->graphLayers = graphLayersAfter[0] - graphLayersBefore_[0];
+    result->segmentedLayers = graphLayersAfter[1] - graphLayersBefore_[1];
+    result->segmentedFusedLayers = graphLayersAfter[2] - graphLayersBefore_[2];
+    result->aheadSteps = aheadSteps_;
+    result->outputs.clear();
+    for (Sequence& s : seqs_) result->outputs.push_back(outputOf(s));
+    result->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+
+ private:
+  // The prompts as sequences with their samplers, and the cache they share: one for every request
+  // (row i is request i), so decode steps attend in one batch; kept by the rank for the next
+  // generation, so graphs recorded over it stay valid.
+  KvCache& startSequences() {
+    int64_t longest = 0;
+    for (size_t i = 0; i < seqs_.size(); ++i) {
+      seqs_[i].tokens = request_.prompts[i];
+      seqs_[i].promptLength = int64_t(request_.prompts[i].size());
+      longest = std::max(longest, seqs_[i].promptLength + sampling_.maxTokens);
+      samplers_.emplace_back(sampling_, int64_t(i));
+    }
+    layout_ = ctx_.model.kvCacheLayout();
+    const auto cacheOptions = at::TensorOptions().dtype(ctx_.dtype).device(ctx_.device);
+    return ctx_.decode.cache(ctx_.model.stage(), layout_, int64_t(seqs_.size()), longest,
+                             cacheOptions);
+  }
+
+  // Layers replayed from graphs, segmented, and segmented with fused attention, so far.
+  std::array<int64_t, 3> graphLayers() const {
     const LayerReplayer* r =
-        ctx.device.is_cuda() ? ctx.decode.replayer(ctx.group, ctx.device) : nullptr;
+        ctx_.device.is_cuda() ? ctx_.decode.replayer(ctx_.group, ctx_.device) : nullptr;
     return r ? std::array{r->layersReplayed(), r->layersSegmented(), r->layersSegmentedFused()}
              : std::array<int64_t, 3>{};
-  };
-  const auto graphLayersBefore = graphLayers();
-  // The sampled ids reach every rank of every stage.
-  ProcessGroup& everyRank = ctx.pipeline ? ctx.pipeline->world() : ctx.group;
-  const bool ahead = decodesAhead(ctx, request, observer);
-  StepLauncher launcher{ctx, cache, layout, observer};
-  // Decode-ahead: the step launched before the host has read its decision.
-  std::unique_ptr<StepDecision> inFlight;
-  int64_t step = 0;  // steps whose decision is applied
-  int64_t aheadSteps = 0;
-  bool cancelled = false;
-  const auto apply = [&](StepDecision& decision, const ForwardBatch* batch) {
-    decision.wait(ctx.group);
-    // Rows of requests that stopped after a decode-ahead step was launched are not theirs; a
-    // step left with none is dropped.
+  }
+
+  // Launches the next step (if any request still needs one) and applies the step it follows;
+  // false when nothing is left to launch or apply.
+  bool launchNext() {
+    std::vector<size_t> active = launchable(seqs_, sampling_.maxTokens, inFlight_.get());
+    if (active.empty() && !inFlight_) return false;
+    if (!active.empty()) launch(std::move(active));
+    if (inFlight_) apply(*inFlight_, nullptr);  // a step that was not waited for holds no observer
+    inFlight_ = std::move(launched_);
+    return true;
+  }
+
+  void launch(std::vector<size_t> active) {
+    const int64_t at = step_ + (inFlight_ ? 1 : 0);
+    aheadSteps_ += inFlight_ ? 1 : 0;
+    LaunchedStep s = launcher_.launch(seqs_, active, at, inFlight_.get());
+    if (ahead_) {
+      launched_ = std::make_unique<StepDecision>(
+          decideOnDevice(ctx_, everyRank_, s.logits, std::move(active), s.batch));
+      if (observer_) {  // its ends are known now; the next step's blocks start from here
+        endLaunchedStep(*observer_, s.batch, seqs_, launched_->active(), inFlight_ != nullptr,
+                        sampling_.maxTokens);
+      }
+      return;
+    }
+    StepDecision decision =
+        decideOnHost(ctx_, everyRank_, s.logits, std::move(active), samplers_, sampling_, s.batch);
+    if (ctx_.fillsResult() && request_.returnLogits) keepLogits(seqs_, decision, s.logits);
+    apply(decision, &s.batch);
+  }
+
+  // A step's tokens to its requests. Rows of requests that stopped after a decode-ahead step was
+  // launched are not theirs; a step left with none is dropped.
+  void apply(StepDecision& decision, const ForwardBatch* batch) {
+    decision.wait(ctx_.group);
     std::vector<size_t> live;
     for (size_t r = 0; r < decision.active().size(); ++r) {
-      if (!seqs[decision.active()[r]].finished) live.push_back(r);
+      if (!seqs_[decision.active()[r]].finished) live.push_back(r);
     }
     if (live.empty()) return;
-    throwIfNonFinite(decision, live, step);
-    appendTokens(request, stopIds, seqs, decision, live);
-    cancelled = decision.cancel();
-    if (observer && batch) endStep(*observer, *batch, seqs, decision);
-    if (!batch) endStoppedRequests(seqs, decision.active(), step);
-    ctx.setProgress(++step);
-  };
-  std::unique_ptr<StepDecision> launched;
-  try {
-    while (!cancelled) {
-      std::vector<size_t> active = launchable(seqs, sp.maxTokens, inFlight.get());
-      if (active.empty() && !inFlight) break;
-      if (!active.empty()) {
-        const int64_t at = step + (inFlight ? 1 : 0);
-        aheadSteps += inFlight ? 1 : 0;
-        LaunchedStep s = launcher.launch(seqs, active, at, inFlight.get());
-        if (ahead) {
-          launched = std::make_unique<StepDecision>(
-              decideOnDevice(ctx, everyRank, s.logits, std::move(active), s.batch));
-          if (observer) {  // its ends are known now; the next step's blocks start from here
-            endLaunchedStep(*observer, s.batch, seqs, launched->active(), inFlight != nullptr,
-                            sp.maxTokens);
-          }
-        } else {
-          StepDecision decision =
-              decideOnHost(ctx, everyRank, s.logits, std::move(active), samplers, sp, s.batch);
-          if (ctx.fillsResult() && request.returnLogits) keepLogits(seqs, decision, s.logits);
-          apply(decision, &s.batch);
-        }
-      }
-      if (inFlight) apply(*inFlight, nullptr);  // a step that was not waited for holds no observer
-      inFlight = std::move(launched);
-    }
-  } catch (...) {
-    // A failed job's graphs and cache are dropped: the steps still running on the device that
-    // replay or write them end first.
-    for (auto* pending : {&launched, &inFlight}) {
+    throwIfNonFinite(decision, live, step_);
+    appendTokens(request_, stopIds_, seqs_, decision, live);
+    cancelled_ = decision.cancel();
+    if (observer_ && batch) endStep(*observer_, *batch, seqs_, decision);
+    if (!batch) endStoppedRequests(seqs_, decision.active(), step_);
+    ctx_.setProgress(++step_);
+  }
+
+  // A failed job's graphs and cache are dropped: the steps still running on the device that
+  // replay or write them end first. The job's error is the first one; a step that fails too only
+  // ends its wait.
+  void waitForPendingSteps() noexcept {
+    for (auto* pending : {&launched_, &inFlight_}) {
       try {
-        if (*pending) (*pending)->wait(ctx.group);
-      } catch (...) {  // the first error is the job's; this one only ends the wait
+        if (*pending) (*pending)->wait(ctx_.group);
+      } catch (...) {
       }
     }
-    throw;
   }
-  // A cancel leaves the step after it unread (its tokens are not the request's); the job ends
-  // when its work on the device does.
-  if (inFlight) inFlight->wait(ctx.group);
-  if (observer) {
-    std::vector<std::vector<int64_t>> generated;
-    for (const Sequence& s : seqs)
-      generated.emplace_back(s.tokens.begin() + s.promptLength, s.tokens.end());
-    observer->finish(generated);
-  }
-  if (!ctx.fillsResult() || !result) return;
-  result->steps = step;
-  const auto graphLayersAfter = graphLayers();
-  result->graphLayers = graphLayersAfter[0] - graphLayersBefore[0];
-  result->segmentedLayers = graphLayersAfter[1] - graphLayersBefore[1];
-  result->segmentedFusedLayers = graphLayersAfter[2] - graphLayersBefore[2];
-  result->aheadSteps = aheadSteps;
-  result->outputs.clear();
-  for (Sequence& s : seqs) {
+
+  RequestOutput outputOf(const Sequence& s) const {
     RequestOutput out;
     out.promptIds.assign(s.tokens.begin(), s.tokens.begin() + s.promptLength);
     out.tokenIds.assign(s.tokens.begin() + s.promptLength, s.tokens.end());
-    out.finishReason = s.finished ? s.finishReason : (cancelled ? "cancelled" : "length");
-    if (request.returnLogits && !s.logits.empty()) out.logits = toHostFloat(at::stack(s.logits));
-    result->outputs.push_back(std::move(out));
+    out.finishReason = s.finished ? s.finishReason : (cancelled_ ? "cancelled" : "length");
+    if (request_.returnLogits && !s.logits.empty()) out.logits = toHostFloat(at::stack(s.logits));
+    return out;
   }
-  result->seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  RankContext& ctx_;
+  const GenerateRequest& request_;
+  const SamplingParams& sampling_;
+  PortObserver* observer_;
+  std::vector<Sequence> seqs_;
+  std::vector<Sampler> samplers_;  // with layout_, filled by startSequences as cache_ is bound
+  std::vector<int64_t> stopIds_;
+  KvCacheLayout layout_;
+  KvCache& cache_;
+  ProcessGroup& everyRank_;  // the sampled ids reach every rank of every stage
+  const bool ahead_;
+  StepLauncher launcher_;
+  const std::array<int64_t, 3> graphLayersBefore_;
+  std::unique_ptr<StepDecision> inFlight_;  // launched ahead, its decision not yet applied
+  std::unique_ptr<StepDecision> launched_;  // launched this round (ahead)
+  int64_t step_ = 0;                        // steps whose decision is applied
+  int64_t aheadSteps_ = 0;
+  bool cancelled_ = false;
+};
+
+}  // namespace
+
+void runGeneration(RankContext& ctx, const GenerateRequest& request, GenerateResult* result,
+                   PortObserver* observer) {
+  const auto started = std::chrono::steady_clock::now();
+  validateRequest(request, ctx.model.config());
+  GenerationJob job(ctx, request, observer);
+  job.run();
+  job.finish(result, started);
 }
 
 }  // namespace shardscope
