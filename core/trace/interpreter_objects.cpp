@@ -61,6 +61,103 @@ Value sequenceSearch(const Value& seq, const std::string& name) {
   });
 }
 
+// The list methods scripts use; null for a name that is none.
+Value listMethod(const Value& obj, const std::string& name) {
+  if (name == "append") {
+    Value append = builtin("append", [obj](CallArgs& a) {
+      obj->items.push_back(a.required(0));
+      return none();
+    });
+    append->takesDeferred = true;  // a list may hold deferred tensors (the logit lens)
+    return append;
+  }
+  if (name == "extend") {
+    Value extend = builtin("extend", [obj](CallArgs& a) {
+      const std::vector<Value> added = a.required(0)->items;  // `x.extend(x)` is safe
+      obj->items.insert(obj->items.end(), added.begin(), added.end());
+      return none();
+    });
+    extend->takesDeferred = true;
+    return extend;
+  }
+  if (name == "index" || name == "count") return sequenceSearch(obj, name);
+  if (name == "pop") {
+    return builtin("pop", [obj](CallArgs& a) {
+      if (obj->items.empty()) throw RuntimeFailure("pop from empty list");
+      const long long i = a.positional.empty() ? -1 : asInt(a.positional[0], "index");
+      const long long k = normalizeIndex(i, obj->items.size());
+      Value v = obj->items[k];
+      obj->items.erase(obj->items.begin() + k);
+      return v;
+    });
+  }
+  return nullptr;
+}
+
+// The dict methods scripts use; null for a name that is none.
+Value dictMethod(const Value& obj, const std::string& name) {
+  if (name == "keys" || name == "values" || name == "items") {
+    return builtin(name, [obj, name](CallArgs&) {
+      std::vector<Value> out;
+      for (const auto& [k, v] : obj->dict)
+        out.push_back(name == "keys" ? k : name == "values" ? v : tuple({k, v}));
+      return list(out);
+    });
+  }
+  if (name == "get") {
+    return builtin("get", [obj](CallArgs& a) {
+      for (const auto& [k, v] : obj->dict) {
+        if (equal(k, a.required(0))) return v;
+      }
+      return a.positional.size() > 1 ? a.positional[1] : none();
+    });
+  }
+  return nullptr;
+}
+
+// The str methods scripts use; null for a name that is none.
+Value strMethod(const Value& obj, const std::string& name) {
+  if (name == "join") {
+    return builtin("join", [obj](CallArgs& a) {
+      std::string s;
+      const auto& items = a.required(0)->items;
+      for (size_t i = 0; i < items.size(); ++i) s += (i ? obj->str : "") + str(items[i]);
+      return string(s);
+    });
+  }
+  if (name == "upper" || name == "lower" || name == "strip") {
+    return builtin(name, [obj, name](CallArgs&) {
+      std::string s = obj->str;
+      if (name == "strip") {
+        const auto b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
+        return string(b == std::string::npos ? "" : s.substr(b, e - b + 1));
+      }
+      for (auto& c : s) c = char(name == "upper" ? std::toupper(c) : std::tolower(c));
+      return string(s);
+    });
+  }
+  if (name == "startswith" || name == "endswith") {
+    return builtin(name, [obj, name](CallArgs& a) {
+      const std::string& p = a.required(0)->str;
+      const std::string& s = obj->str;
+      return boolean(s.size() >= p.size() &&
+                     (name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                           : s.compare(s.size() - p.size(), p.size(), p) == 0));
+    });
+  }
+  if (name == "replace") {
+    return builtin("replace", [obj](CallArgs& a) {
+      std::string s = obj->str;
+      const std::string from = a.required(0)->str, to = a.required(1)->str;
+      if (from.empty()) return string(s);
+      for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+        s.replace(p, from.size(), to);
+      return string(s);
+    });
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Value Interpreter::getAttr(const Value& obj, const std::string& name) {
@@ -76,95 +173,16 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
     case Type::Tensor:
       return tensorAttribute(*this, obj, name);
     case Type::List:
-      if (name == "append") {
-        Value append = builtin("append", [obj](CallArgs& a) {
-          obj->items.push_back(a.required(0));
-          return none();
-        });
-        append->takesDeferred = true;  // a list may hold deferred tensors (the logit lens)
-        return append;
-      }
-      if (name == "extend") {
-        Value extend = builtin("extend", [obj](CallArgs& a) {
-          const std::vector<Value> added = a.required(0)->items;  // `x.extend(x)` is safe
-          obj->items.insert(obj->items.end(), added.begin(), added.end());
-          return none();
-        });
-        extend->takesDeferred = true;
-        return extend;
-      }
-      if (name == "index" || name == "count") return sequenceSearch(obj, name);
-      if (name == "pop") {
-        return builtin("pop", [obj](CallArgs& a) {
-          if (obj->items.empty()) throw RuntimeFailure("pop from empty list");
-          const long long i = a.positional.empty() ? -1 : asInt(a.positional[0], "index");
-          const long long k = normalizeIndex(i, obj->items.size());
-          Value v = obj->items[k];
-          obj->items.erase(obj->items.begin() + k);
-          return v;
-        });
-      }
+      if (Value method = listMethod(obj, name)) return method;
       break;
     case Type::Tuple:
       if (name == "index" || name == "count") return sequenceSearch(obj, name);
       break;
     case Type::Dict:
-      if (name == "keys" || name == "values" || name == "items") {
-        return builtin(name, [obj, name](CallArgs&) {
-          std::vector<Value> out;
-          for (const auto& [k, v] : obj->dict)
-            out.push_back(name == "keys" ? k : name == "values" ? v : tuple({k, v}));
-          return list(out);
-        });
-      }
-      if (name == "get") {
-        return builtin("get", [obj](CallArgs& a) {
-          for (const auto& [k, v] : obj->dict) {
-            if (equal(k, a.required(0))) return v;
-          }
-          return a.positional.size() > 1 ? a.positional[1] : none();
-        });
-      }
+      if (Value method = dictMethod(obj, name)) return method;
       break;
     case Type::Str:
-      if (name == "join") {
-        return builtin("join", [obj](CallArgs& a) {
-          std::string s;
-          const auto& items = a.required(0)->items;
-          for (size_t i = 0; i < items.size(); ++i) s += (i ? obj->str : "") + str(items[i]);
-          return string(s);
-        });
-      }
-      if (name == "upper" || name == "lower" || name == "strip") {
-        return builtin(name, [obj, name](CallArgs&) {
-          std::string s = obj->str;
-          if (name == "strip") {
-            const auto b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
-            return string(b == std::string::npos ? "" : s.substr(b, e - b + 1));
-          }
-          for (auto& c : s) c = char(name == "upper" ? std::toupper(c) : std::tolower(c));
-          return string(s);
-        });
-      }
-      if (name == "startswith" || name == "endswith") {
-        return builtin(name, [obj, name](CallArgs& a) {
-          const std::string& p = a.required(0)->str;
-          const std::string& s = obj->str;
-          return boolean(s.size() >= p.size() &&
-                         (name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                               : s.compare(s.size() - p.size(), p.size(), p) == 0));
-        });
-      }
-      if (name == "replace") {
-        return builtin("replace", [obj](CallArgs& a) {
-          std::string s = obj->str;
-          const std::string from = a.required(0)->str, to = a.required(1)->str;
-          if (from.empty()) return string(s);
-          for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
-            s.replace(p, from.size(), to);
-          return string(s);
-        });
-      }
+      if (Value method = strMethod(obj, name)) return method;
       break;
     default:
       break;

@@ -40,7 +40,10 @@ class Lexer {
       if (c == '\n') {
         if (depth_ == 0 && !lastWasNewline()) push(TokenKind::Newline, "\n");
         advance(1);
-        atLineStart_ = true;
+        // Inside brackets a line goes on (implicit joining): no indent to measure. Leaving the
+        // flag set there made the line that closes the brackets read as a blank one, its newline
+        // lost.
+        atLineStart_ = depth_ == 0;
         continue;
       }
       if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {

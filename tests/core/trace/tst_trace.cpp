@@ -177,7 +177,25 @@ const char* kScript9 =
     "print(f(3), f(3, b=4), g(1), xs[-1], xs[1:3], len(d), s, 7 // 2, -7 // 2, 2 ** 10, 1e-5)\n"
     "print(f\"{s:.2f} {xs!r}\", 1 < 2 < 3, \"a\" in d, divmod(-7, 2), max(3, 9, 1), abs(-2.5))\n"
     "print(repr(\"it's\"), (1,), None, True and 0, not [], tuple([1, 2]), str(3.0), int(\"12\") + "
-    "1)\n";
+    "1)\n"
+    // The list, tuple, dict and str methods; each line's output is Python 3's.
+    "ys = [5, 6, 7]\n"
+    "ys.extend(ys)\n"
+    "p = ys.pop()\n"
+    "q = ys.pop(0)\n"
+    "d2 = {\"k\": 1, \"j\": 2}\n"
+    "t = (\"a\", \"b\", \"a\")\n"
+    "print(ys, p, q, ys.index(7), ys.count(6), t.count(\"a\"), t.index(\"b\"), list(d2.keys()),\n"
+    "      list(d2.values()), list(d2.items()), d2.get(\"j\"), d2.get(\"z\", 0), d2.get(\"z\"))\n"
+    "print(\"-\".join([\"x\", \"y\"]), \"Ab\".upper(), \"Ab\".lower(), repr(\"  s \\n\".strip()),\n"
+    "      \"abc\".startswith(\"ab\"), \"abc\".endswith(\"bc\"), \"abc\".startswith(\"b\"),\n"
+    "      \"a.b.c\".replace(\".\", \"::\"))\n"
+    // Brackets that span lines, in a block: the line that closes them ends its statement.
+    "if True:\n"
+    "    zs = [1,\n"
+    "          2]\n"
+    "    print(zs, {\"a\": (1,\n"
+    "  2)})\n";
 
 // Reads and writes at changing layers every step: on the GPU the layers between them replay
 // CUDA graphs, and the segments change with the step (layer 3 is read at step 2 only).
@@ -417,7 +435,11 @@ class TestTrace : public QObject {
     const Run r = run(kScript9);
     QCOMPARE(r.lines, (std::vector<std::string>{"6 12 2 4 [2, 3] 2 16 3 -4 1024 1e-05",
                                                 "16.00 [1, 2, 3, 4] True True (-4, 1) 9 2.5",
-                                                "\"it's\" (1,) None 0 True (1, 2) 3.0 13"}));
+                                                "\"it's\" (1,) None 0 True (1, 2) 3.0 13",
+                                                "[6, 7, 5, 6] 7 5 1 2 2 1 ['k', 'j'] [1, 2] "
+                                                "[('k', 1), ('j', 2)] 2 0 None",
+                                                "x-y AB ab 's' True True False a::b::c",
+                                                "[1, 2] {'a': (1, 2)}"}));
   }
 };
 
