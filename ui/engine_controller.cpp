@@ -211,6 +211,7 @@ void EngineController::runScripts(std::vector<ScriptRequest> scripts) {
 void EngineController::runOne(const ScriptRequest& request, int index, int size) {
   auto outcome = std::make_shared<RunOutcome>();
   outcome->title = request.title;
+  outcome->view = request.view;
   outcome->script = request.script;
   outcome->batchIndex = index;
   outcome->batchSize = size;
@@ -218,7 +219,7 @@ void EngineController::runOne(const ScriptRequest& request, int index, int size)
   const auto t0 = std::chrono::steady_clock::now();
   try {
     const auto recorded = store::runRecorded(*session_, *connection_, request.script, "gui.py",
-                                             request.title, {}, &outcome->runId);
+                                             request.title, {}, &outcome->runId, request.view);
     outcome->runId = recorded.id;
   } catch (const trace::ScriptError& e) {
     outcome->status = store::RunStatus::Failed;

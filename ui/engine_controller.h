@@ -36,12 +36,14 @@ namespace shardscope::ui {
 struct ScriptRequest {
   std::string script;
   std::string title;
+  store::RunView view;  // the view the GUI made it for (none: the editor's script)
 };
 
 // What one script run produced, as the views need it.
 struct RunOutcome {
   int64_t runId = 0;
   std::string title;
+  store::RunView view;
   std::string script;
   trace::RunResult result;
   store::RunStatus status = store::RunStatus::Done;  // or Failed, Interrupted

@@ -500,7 +500,7 @@ void MainWindow::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
                        .arg(o->seconds, 0, 'f', 2)
                        .arg(o->runId)
                        .arg(ui::traceTimeText(o->result)));
-  showResult(o->runId, o->title, o->result);
+  showResult(o->runId, o->title, o->view, o->result);
 }
 
 void MainWindow::onBatchFinished(bool cancelled) {

@@ -153,8 +153,11 @@ class MainWindow : public QMainWindow {
   void onBusyChanged(bool busy);
   void refreshLog();
   void pollProgress();
-  void showResult(int64_t runId, const std::string& title, const trace::RunResult& result);
-  void showRead(const std::string& title, const trace::RunResult& r);
+  // `view`: what the GUI made the run for (none for the editor's scripts: the saved values' names
+  // choose the view then).
+  void showResult(int64_t runId, const std::string& title, const store::RunView& view,
+                  const trace::RunResult& result);
+  void showRead(const std::string& title, const store::RunView& view, const trace::RunResult& r);
   // `diff` is the comparison view to fill, `tab` the tab holding it.
   void showAblation(const trace::RunResult& r, OutputDiffView* diff, QWidget* tab);
   void showRouting(const ExpertRouting& routing, const trace::RunResult& r);

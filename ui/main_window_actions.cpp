@@ -44,12 +44,14 @@ void MainWindow::readSelectedPort() {
   const ScriptBuilder b(controller_->model());
   const std::string title = "Read " + port.module + "." + port.port + " [" + kind + "] step " +
                             std::to_string(promptBar_->step());
-  submit({{b.readPort(port, promptBar_->step(), settings()), title}});
+  submit({{b.readPort(port, promptBar_->step(), settings()), title,
+           store::RunView::read(port.module + "." + port.port, promptBar_->step())}});
 }
 
 void MainWindow::runGeneration() {
   if (!controller_->hasModel()) return;
-  submit({{ScriptBuilder(controller_->model()).generate(settings()), "Generate"}});
+  submit({{ScriptBuilder(controller_->model()).generate(settings()), "Generate",
+           store::RunView::of(store::RunView::Kind::Generate)}});
 }
 
 void MainWindow::toggleHead(int64_t layer, int64_t head) {
@@ -76,7 +78,8 @@ void MainWindow::runAblation() {
     parts << QString("L%1:%2").arg(layer).arg(hs.join(','));
   }
   submit({{ScriptBuilder(controller_->model()).zeroHeads(ablated_, settings()),
-           "Zero heads " + parts.join("; ").toStdString()}});
+           "Zero heads " + parts.join("; ").toStdString(),
+           store::RunView::of(store::RunView::Kind::HeadAblation)}});
 }
 
 void MainWindow::runRouting() {
@@ -86,13 +89,15 @@ void MainWindow::runRouting() {
     status_->setText(tr("This model has no MoE layers to route (Qwen3-MoE has)."));
     return;
   }
-  submit({{ScriptBuilder(controller_->model()).routing(layers, settings()), "Routing"}});
+  submit({{ScriptBuilder(controller_->model()).routing(layers, settings()), "Routing",
+           store::RunView::of(store::RunView::Kind::Routing)}});
 }
 
 void MainWindow::runExpertAblation(int64_t layer, int64_t expert) {
   if (!controller_->hasModel()) return;
   submit({{ScriptBuilder(controller_->model()).ablateExpert(layer, expert, settings()),
-           "Ablate expert " + std::to_string(expert) + " of layer " + std::to_string(layer)}});
+           "Ablate expert " + std::to_string(expert) + " of layer " + std::to_string(layer),
+           store::RunView::expertAblation(layer, expert)}});
 }
 
 std::optional<int64_t> MainWindow::resolveTarget(const trace::RunResult* baseline) const {
@@ -121,7 +126,8 @@ void MainWindow::runSweep(const std::vector<int64_t>& layers) {
 
 void MainWindow::runLogitLens() {
   if (!controller_->hasModel()) return;
-  submit({{ScriptBuilder(controller_->model()).logitLens(settings()), "Logit lens"}});
+  submit({{ScriptBuilder(controller_->model()).logitLens(settings()), "Logit lens",
+           store::RunView::of(store::RunView::Kind::LogitLens)}});
 }
 
 void MainWindow::runTopK() {
@@ -129,13 +135,15 @@ void MainWindow::runTopK() {
   GenerationSettings g = settings();
   g.maxTokens = 1;
   g.prompts.resize(1);
-  submit({{ScriptBuilder(controller_->model()).generate(g), "Top-k"}});
+  submit({{ScriptBuilder(controller_->model()).generate(g), "Top-k",
+           store::RunView::of(store::RunView::Kind::TopK)}});
 }
 
 void MainWindow::runAttentionPattern(int64_t layer, int64_t head) {
   if (!controller_->hasModel()) return;
   submit({{ScriptBuilder(controller_->model()).attentionPattern(layer, head, settings()),
-           "Attention pattern layer " + std::to_string(layer) + " head " + std::to_string(head)}});
+           "Attention pattern layer " + std::to_string(layer) + " head " + std::to_string(head),
+           store::RunView::attentionPattern(layer, head)}});
 }
 
 void MainWindow::runEditorScript() {
@@ -145,7 +153,7 @@ void MainWindow::runEditorScript() {
   editor_->markError(0, 0);
   errorLabel_->clear();
   currentJob_ = tr("Script");
-  controller_->runScripts({{script, "Script"}});
+  controller_->runScripts({{script, "Script", {}}});
 }
 
 }  // namespace shardscope::ui

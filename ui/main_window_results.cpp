@@ -8,7 +8,6 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QRegularExpression>
 #include <QTabWidget>
 #include <QTableView>
 
@@ -42,27 +41,28 @@ QStringList MainWindow::tokenLabels(const std::vector<int64_t>& ids) const {
   return labels;
 }
 
-void MainWindow::showResult(int64_t runId, const std::string& title, const trace::RunResult& r) {
+void MainWindow::showResult(int64_t runId, const std::string& title, const store::RunView& view,
+                            const trace::RunResult& r) {
   shownRun_ = runId;
   QStringList texts;
   for (const auto& t : r.traces) {
     for (const auto& inv : t.invokes) texts << QString::fromStdString(inv.text);
   }
   if (!r.printed.empty()) message(QString::fromStdString(r.printed).trimmed());
-  const bool expertAblation = title.rfind("Ablate expert", 0) == 0;
+  const bool expertAblation = view.kind == store::RunView::Kind::ExpertAblation;
   if (findValue(r, "baseline_logits") && findValue(r, "ablated_logits")) {
     showAblation(r, expertAblation ? routingDiff_ : diff_,
                  expertAblation ? routingTab_ : headsTab_);
   } else if (const auto routing = expertRoutingOf(r)) {
     showRouting(*routing, r);
   } else if (SweepController::isLayerRun(r)) {
-    sweep_->addLayerRun(runId, title, r);
+    sweep_->addLayerRun(runId, view, r);
   } else if (findValue(r, "lens[0][0]")) {
     showLens(r);
   } else if (findValue(r, "q_head") && findValue(r, "k_head")) {
     showAttention(title, r);
   } else if (findValue(r, "value_0")) {
-    showRead(title, r);
+    showRead(title, view, r);
   } else if (const trace::SavedValue* logits = findValue(r, "logits_0")) {
     diff_->setOutputs(texts);
     showTopK(*logits);
@@ -73,12 +73,14 @@ void MainWindow::showResult(int64_t runId, const std::string& title, const trace
   Q_EMIT resultShown(runId);
 }
 
-void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
+void MainWindow::showRead(const std::string& title, const store::RunView& view,
+                          const trace::RunResult& r) {
   const trace::SavedValue* v = findValue(r, "value_0");
   Matrix m = asMatrix(v->tensor);
   QString columns = tr("feature");
   // Attention ports: a self_attn port as wide as all query heads (o_proj.input, attn.output).
-  const bool attentionPort = title.find(".self_attn.") != std::string::npos;
+  const bool read = view.kind == store::RunView::Kind::Read;
+  const bool attentionPort = read && view.port.find(".self_attn.") != std::string::npos;
   if (perHeadNorms()->isChecked() && attentionPort && controller_->hasModel()) {
     const int64_t heads = controller_->model().numHeads;
     if (m.cols == heads * controller_->model().headDim) {
@@ -88,9 +90,7 @@ void MainWindow::showRead(const std::string& title, const trace::RunResult& r) {
   }
   QStringList rows;
   if (const auto* inv = invoke(r, 0)) {
-    static const QRegularExpression stepRe(R"(step (\d+)$)");
-    const auto match = stepRe.match(QString::fromStdString(title));
-    const int64_t step = match.hasMatch() ? match.captured(1).toLongLong() : 0;
+    const int64_t step = read ? view.step : 0;
     if (step == 0)
       rows = tokenLabels(inv->promptIds);
     else if (step - 1 < int64_t(inv->tokenIds.size()))
@@ -173,7 +173,7 @@ void MainWindow::openRun(int64_t runId) {
                   .arg(QString::fromStdString(r.summary.error)));
     }
     editor_->setPlainText(QString::fromStdString(r.script));
-    showResult(runId, r.summary.title, r.result);
+    showResult(runId, r.summary.title, r.summary.view, r.result);
   } catch (const std::exception& e) {
     message(QString::fromStdString(e.what()));
   }

@@ -1,6 +1,5 @@
 #include "sweep_controller.h"
 
-#include <QRegularExpression>
 #include <QStringList>
 #include <limits>
 
@@ -56,7 +55,8 @@ void SweepController::start(const std::vector<int64_t>& layers, std::optional<in
   std::vector<ScriptRequest> scripts;
   for (int64_t l : layers) {
     scripts.push_back({b.sweepLayer(l, *target, settings),
-                       "Sweep layer " + std::to_string(l) + " target " + std::to_string(*target)});
+                       "Sweep layer " + std::to_string(l) + " target " + std::to_string(*target),
+                       store::RunView::sweepLayer(l, *target)});
   }
   effects_ = blankEffects();
   runs_.clear();
@@ -69,7 +69,9 @@ void SweepController::cancel() {
 
 void SweepController::onRunFinished(const std::shared_ptr<const RunOutcome>& o) {
   if (o->status == store::RunStatus::Interrupted) pending_.clear();
-  if (o->status != store::RunStatus::Done || pending_.empty() || o->title != "Top-k") return;
+  if (o->status != store::RunStatus::Done || pending_.empty() ||
+      o->view.kind != store::RunView::Kind::TopK)
+    return;
   if (const trace::SavedValue* v = findValue(o->result, "logits_0"))
     foundTarget_ = ui::topK(lastRowProbabilities(*v), 1).front().first;
 }
@@ -88,13 +90,12 @@ void SweepController::onBatchFinished(bool cancelled) {
   start(layers, target, pendingSettings_);
 }
 
-bool SweepController::addLayerRun(int64_t runId, const std::string& title,
+bool SweepController::addLayerRun(int64_t runId, const store::RunView& view,
                                   const trace::RunResult& r) {
-  static const QRegularExpression layerRe(R"(Sweep layer (\d+))");
-  const auto match = layerRe.match(QString::fromStdString(title));
-  if (!match.hasMatch() || !model_ || !isLayerRun(r)) return false;
-  const int64_t layer = match.captured(1).toLongLong();
-  if (layer >= model_->numLayers) return false;  // a run of a deeper model, opened from the log
+  if (view.kind != store::RunView::Kind::SweepLayer || !model_ || !isLayerRun(r)) return false;
+  const int64_t layer = view.layer;
+  if (layer < 0 || layer >= model_->numLayers)
+    return false;  // a run of a deeper model, opened from the log
   const int64_t heads = model_->numHeads;
   if (effects_.rows != model_->numLayers || effects_.cols != heads) effects_ = blankEffects();
   const double baseline = findValue(r, "baseline")->tensor.element(0);

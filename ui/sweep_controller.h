@@ -42,9 +42,9 @@ class SweepController : public QObject {
   void onRunFinished(const std::shared_ptr<const RunOutcome>& outcome);
   void onBatchFinished(bool cancelled);
   // Takes a sweep layer's run (live, or opened from the session log) into the effects and emits
-  // effectsChanged; false (and nothing changes) if the run is not a sweep of one of the model's
-  // layers.
-  bool addLayerRun(int64_t runId, const std::string& title, const trace::RunResult& r);
+  // effectsChanged; false (and nothing changes) if the run was not made as a sweep of one of the
+  // model's layers (`view`).
+  bool addLayerRun(int64_t runId, const store::RunView& view, const trace::RunResult& r);
 
   // [layers, heads] changes in the target's probability; layers not swept are NaN.
   const Matrix& effects() const { return effects_; }

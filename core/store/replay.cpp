@@ -130,8 +130,9 @@ ReplayReport replayRun(SessionStore& store, int64_t runId, ReplayOptions options
       "replay of run " + std::to_string(runId) + ": " + original.summary.title;
   const auto replay = [&](auto& runner) {
     if (options.record) {
-      report.replayId =
-          runRecorded(store, runner, original.script, original.summary.scriptFile, title, runId).id;
+      report.replayId = runRecorded(store, runner, original.script, original.summary.scriptFile,
+                                    title, runId, nullptr, original.summary.view)
+                            .id;
     } else {
       runner.run(original.script, original.summary.scriptFile);
     }

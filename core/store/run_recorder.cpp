@@ -7,9 +7,9 @@ namespace {
 template <typename Runner>
 RecordedRun recorded(SessionStore& store, Runner& runner, const std::string& script,
                      const std::string& file, const std::string& title,
-                     std::optional<int64_t> replayOf, int64_t* recordedId) {
+                     std::optional<int64_t> replayOf, int64_t* recordedId, const RunView& view) {
   RecordedRun r;
-  r.id = store.beginRun(title, script, file, replayOf);
+  r.id = store.beginRun(title, script, file, replayOf, view);
   if (recordedId) *recordedId = r.id;
   try {
     runner.run(script, file);
@@ -34,15 +34,15 @@ RecordedRun recorded(SessionStore& store, Runner& runner, const std::string& scr
 
 RecordedRun runRecorded(SessionStore& store, trace::ScriptRunner& runner, const std::string& script,
                         const std::string& file, const std::string& title,
-                        std::optional<int64_t> replayOf, int64_t* recordedId) {
-  return recorded(store, runner, script, file, title, replayOf, recordedId);
+                        std::optional<int64_t> replayOf, int64_t* recordedId, const RunView& view) {
+  return recorded(store, runner, script, file, title, replayOf, recordedId, view);
 }
 
 RecordedRun runRecorded(SessionStore& store, EngineConnection& connection,
                         const std::string& script, const std::string& file,
                         const std::string& title, std::optional<int64_t> replayOf,
-                        int64_t* recordedId) {
-  return recorded(store, connection, script, file, title, replayOf, recordedId);
+                        int64_t* recordedId, const RunView& view) {
+  return recorded(store, connection, script, file, title, replayOf, recordedId, view);
 }
 
 }  // namespace shardscope::store

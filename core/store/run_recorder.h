@@ -21,11 +21,12 @@ struct RecordedRun {
 // it as they would without a log; the run's id is in `recordedId` when given.
 RecordedRun runRecorded(SessionStore& store, trace::ScriptRunner& runner, const std::string& script,
                         const std::string& file, const std::string& title,
-                        std::optional<int64_t> replayOf = {}, int64_t* recordedId = nullptr);
+                        std::optional<int64_t> replayOf = {}, int64_t* recordedId = nullptr,
+                        const RunView& view = {});
 // The same on a loaded model, here or on an engine server (the GUI).
 RecordedRun runRecorded(SessionStore& store, EngineConnection& connection,
                         const std::string& script, const std::string& file,
                         const std::string& title, std::optional<int64_t> replayOf = {},
-                        int64_t* recordedId = nullptr);
+                        int64_t* recordedId = nullptr, const RunView& view = {});
 
 }  // namespace shardscope::store

@@ -94,6 +94,11 @@ ALTER TABLE traces ADD COLUMN stop TEXT NOT NULL DEFAULT '[]';
     R"sql(
 ALTER TABLE models ADD COLUMN expert_parallel INTEGER;
 )sql",
+    // 5: the GUI view a run was made for (run_view.h: JSON; '' for a user's script and for runs
+    // recorded before).
+    R"sql(
+ALTER TABLE runs ADD COLUMN view TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

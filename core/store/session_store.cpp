@@ -237,18 +237,20 @@ void SessionStore::validateExisting() const {
 }
 
 int64_t SessionStore::beginRun(const std::string& title, const std::string& script,
-                               const std::string& scriptFile, std::optional<int64_t> replayOf) {
+                               const std::string& scriptFile, std::optional<int64_t> replayOf,
+                               const RunView& view) {
   std::lock_guard lock(mutex_);
   if (options_.readOnly) throw StoreError(path_.string() + " was opened read-only");
   auto s = db_->prepare(
       "INSERT INTO runs(session_id, title, script, script_file, status, started_ms, host, pid, "
-      "pid_start, replay_of) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)");
+      "pid_start, replay_of, view) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)");
   s.bind(1, sessionId_).bind(2, title).bind(3, script).bind(4, scriptFile).bind(5, nowMs());
   s.bind(6, hostName()).bind(7, int64_t(getpid())).bind(8, processStart(getpid()).value_or(0));
   if (replayOf)
     s.bind(9, *replayOf);
   else
     s.bindNull(9);
+  s.bind(10, runViewJson(view));
   s.run();
   return db_->lastInsertId();
 }
@@ -379,7 +381,8 @@ std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<
       "(SELECT count(*) FROM saved_values v WHERE v.run_id = r.id), " +
       std::string(version_ >= 2 ? "r.replay_of" : "NULL") + ", " + perTrace("count(*)") + ", " +
       (timed ? perTrace("sum(t.wall_ms)") : "NULL") + ", " +
-      (timed ? perTrace("sum(t.steps)") : "NULL") + " " +
+      (timed ? perTrace("sum(t.steps)") : "NULL") + ", " +
+      std::string(version_ >= 5 ? "r.view" : "''") + " " +
       "FROM runs r JOIN sessions s ON s.id = r.session_id "
       "LEFT JOIN models m ON m.run_id = r.id AND m.idx = 0 "
       "WHERE (? OR r.session_id = ?) AND (? OR r.id = ?) ORDER BY r.id");
@@ -405,6 +408,7 @@ std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<
     r.traceCount = s.integer(14);
     if (!s.isNull(15)) r.traceSeconds = s.real(15) / 1000.0;
     r.steps = s.isNull(16) ? 0 : s.integer(16);
+    r.view = parseRunView(s.text(17));
     out.push_back(std::move(r));
   }
   return out;

@@ -10,7 +10,8 @@
 // little-endian int64 blobs; a value is its dtype name, JSON shape and raw row-major bytes.
 // Since schema 3 a trace row also holds its wall time in milliseconds, its generation steps and
 // the sampling's stop strings (a JSON list of strings); since schema 4 a model row says whether it
-// ran with enable_expert_parallel.
+// ran with enable_expert_parallel; since schema 5 a run row holds the GUI view it was made for
+// (run_view.h).
 //
 // Older files: a writer migrates them when it opens them; a reader (readOnly) reads them as they
 // are, without writing a byte: what an older schema did not keep reads as absent (no timing, no
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "../trace/trace_record.h"
+#include "run_view.h"
 #include "store_error.h"
 
 namespace shardscope::store {
@@ -64,6 +66,7 @@ struct RunSummary {
   int64_t traceCount = 0;
   std::optional<double> traceSeconds;  // wall time of its traces summed; absent before schema 3
   int64_t steps = 0;                   // generation steps of its traces summed
+  RunView view;                        // the GUI view it was made for; none before schema 5
 };
 
 struct RunRecord {
@@ -88,7 +91,8 @@ class SessionStore {
 
   // Records a run as `running` (committed at once) and returns its id.
   int64_t beginRun(const std::string& title, const std::string& script,
-                   const std::string& scriptFile, std::optional<int64_t> replayOf = {});
+                   const std::string& scriptFile, std::optional<int64_t> replayOf = {},
+                   const RunView& view = {});
   // Stores what the run produced and its final status in one transaction.
   void finishRun(int64_t id, const trace::RunResult& result, RunStatus status,
                  const std::string& error = {});

@@ -332,6 +332,9 @@ class TestMainWindow : public QObject {
     QCOMPARE(w->sessionLog()->rowCount(), 2);
     QVERIFY(QString::fromStdString(w->sessionLog()->runAt(0)->title)
                 .startsWith("Read " + QString::fromStdString(kOProj)));
+    // The log keeps what the read was made for: the port and step its view needs.
+    QVERIFY(w->sessionLog()->runAt(0)->view == store::RunView::read(kOProj + ".input", 0));
+    QVERIFY(w->sessionLog()->runAt(1)->view == store::RunView::of(store::RunView::Kind::LogitLens));
     QSignalSpy shown(w.get(), &MainWindow::resultShown);
     w->openRun(readRun);  // drawn from the file, without running
     QCOMPARE(shown.count(), 1);

@@ -48,6 +48,7 @@ std::shared_ptr<const RunOutcome> topKRun(int64_t greedy,
                                           store::RunStatus status = store::RunStatus::Done) {
   auto o = std::make_shared<RunOutcome>();
   o->title = "Top-k";
+  o->view = store::RunView::of(store::RunView::Kind::TopK);
   o->status = status;
   std::vector<float> logits(6, 0.0f);
   logits[size_t(greedy)] = 5.0f;
@@ -101,6 +102,7 @@ class TestSweepController : public QObject {
     QCOMPARE(titles(started),
              std::vector<std::string>({"Sweep layer 0 target 42", "Sweep layer 2 target 42"}));
     const auto scripts = started.last().at(0).value<std::vector<ScriptRequest>>();
+    QVERIFY(scripts[1].view == store::RunView::sweepLayer(2, 42));  // kept in the log
     QVERIFY(scripts[1].script.find("target = 42") != std::string::npos);
     QVERIFY(scripts[1].script.find("model.model.layers[2]") != std::string::npos);
     QVERIFY(scripts[1].script.find("Hello") != std::string::npos);
@@ -121,6 +123,7 @@ class TestSweepController : public QObject {
     QVERIFY(c.waitingForTarget());
     auto other = std::make_shared<RunOutcome>(*topKRun(2));
     other->title = "Generate";  // not the lookup: its logits do not choose the target
+    other->view = store::RunView::of(store::RunView::Kind::Generate);
     c.onRunFinished(other);
     c.onRunFinished(topKRun(4));
     QCOMPARE(started.count(), 0);  // the sweep starts when the lookup's batch has ended
@@ -174,7 +177,8 @@ class TestSweepController : public QObject {
     SweepController c;
     c.setModel(smallModel());  // 3 layers
     QSignalSpy changed(&c, &SweepController::effectsChanged);
-    QVERIFY(!c.addLayerRun(4, "Sweep layer 3 target 1", layerRun(0.5f, {0.1f, 0.2f, 0.3f, 0.4f})));
+    QVERIFY(!c.addLayerRun(4, store::RunView::sweepLayer(3, 1),
+                           layerRun(0.5f, {0.1f, 0.2f, 0.3f, 0.4f})));
     QCOMPARE(changed.count(), 0);
     QVERIFY(!c.runOf(3));
   }
@@ -186,9 +190,11 @@ class TestSweepController : public QObject {
     const trace::RunResult run = layerRun(0.5f, {0.25f, 0.5f, 0.75f, 1.0f});
     QVERIFY(SweepController::isLayerRun(run));
     QVERIFY(!SweepController::isLayerRun(withValues({floats("baseline", {1}, {0.5f})})));
-    QVERIFY(!c.addLayerRun(7, "Read model.x.output", run));  // not titled as a sweep layer
+    // Not made as a sweep layer: a read, or a script of the user's that saved the same names.
+    QVERIFY(!c.addLayerRun(7, store::RunView::read("model.x.output", 0), run));
+    QVERIFY(!c.addLayerRun(7, store::RunView{}, run));
     QCOMPARE(changed.count(), 0);
-    QVERIFY(c.addLayerRun(7, "Sweep layer 1 target 42", run));
+    QVERIFY(c.addLayerRun(7, store::RunView::sweepLayer(1, 42), run));
     QCOMPARE(changed.count(), 1);
     QVERIFY(changed.last().at(1).toString().contains("baseline 0.5000"));
     const Matrix& e = c.effects();
@@ -210,7 +216,7 @@ class TestSweepController : public QObject {
     // A new sweep or a new model forgets the runs.
     c.start({0}, 3, {{"x"}, 1, 0.0, 0});
     QVERIFY(!c.runOf(1));
-    QVERIFY(c.addLayerRun(9, "Sweep layer 2 target 3", run));
+    QVERIFY(c.addLayerRun(9, store::RunView::sweepLayer(2, 3), run));
     c.setModel(smallModel());
     QVERIFY(!c.runOf(2));
     QVERIFY(std::isnan(c.effects().at(2, 0)));

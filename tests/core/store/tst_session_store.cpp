@@ -217,6 +217,31 @@ class TestSessionStore : public QObject {
     QVERIFY_THROWS_EXCEPTION(StoreError, s.value(id, "nope"));
   }
 
+  // The GUI view a run was made for reads back as written (tst_run_view: its JSON).
+  void roundTripsRunViews() {
+    test::TempDir dir;
+    SessionStore s(dir.path() / "v.db");
+    const std::vector<RunView> views = {
+        RunView{},
+        RunView::of(RunView::Kind::TopK),
+        RunView::read("model.model.layers[1].self_attn.o_proj.input", 3),
+        RunView::sweepLayer(2, 151643),
+        RunView::expertAblation(1, 7),
+        RunView::attentionPattern(0, 5),
+    };
+    std::vector<int64_t> ids;
+    for (const RunView& v : views) {
+      ids.push_back(s.beginRun("r", "", "gui.py", {}, v));
+      s.finishRun(ids.back(), {}, RunStatus::Done);
+    }
+    const auto runs = s.runs();
+    QCOMPARE(runs.size(), views.size());
+    for (size_t i = 0; i < views.size(); ++i) {
+      QVERIFY2(runs[i].view == views[i], runViewJson(runs[i].view).c_str());
+      QVERIFY(s.run(ids[i]).summary.view == views[i]);
+    }
+  }
+
   // A run's status is stored as its name and read back as the enum; a name no ShardScope writes
   // is an error that quotes it.
   void runStatusNamesRoundTrip() {
@@ -279,6 +304,7 @@ class TestSessionStore : public QObject {
       const RunRecord r = s.run(1);
       QCOMPARE(q(r.summary.title), QString("old run"));
       QVERIFY(!r.summary.replayOf);
+      QVERIFY(r.summary.view.kind == RunView::Kind::None);  // schema 5 added views
       const int64_t id = s.beginRun("new", "", "new.py", 1);
       s.finishRun(id, {}, RunStatus::Done);
     }
@@ -530,7 +556,8 @@ class TestSessionStore : public QObject {
       std::filesystem::copy_file(e.path(), model / e.path().filename());
     SessionStore s(dir.path() / "s.db");
     trace::ScriptRunner runner(demoOptions(model, 2));
-    const RecordedRun recorded = runRecorded(s, runner, demoScript(), "demo.py", "demo");
+    const RecordedRun recorded = runRecorded(s, runner, demoScript(), "demo.py", "demo", {},
+                                             nullptr, RunView::of(RunView::Kind::Generate));
     QCOMPARE(int(recorded.status), int(RunStatus::Done));
     QCOMPARE(s.run(recorded.id).result.models.at(0).tp, 2);
     // The trace's wall time and steps as the runner measured them (one request: a step a token).
@@ -549,6 +576,7 @@ class TestSessionStore : public QObject {
     QVERIFY(same.texts[0].same);
     QVERIFY(same.replayId > recorded.id);
     QCOMPARE(s.run(same.replayId).summary.replayOf.value_or(0), recorded.id);
+    QVERIFY(s.run(same.replayId).summary.view == RunView::of(RunView::Kind::Generate));
 
     changeOneWeight(model / "model.safetensors", "model.layers.0.mlp.down_proj.weight");
     const ReplayReport changed = replayRun(s, recorded.id, o);
