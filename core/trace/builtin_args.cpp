@@ -1,6 +1,13 @@
 #include "builtin_args.h"
 
+#include "../error.h"
+
 namespace shardscope::trace::builtin_args {
+
+Interpreter& interpreterOf(const Args& a) {
+  SS_ASSERT(a.interpreter, a.callee + "() was called without its interpreter");
+  return *a.interpreter;
+}
 
 Value arg(const Args& a, size_t i, const char* name, const char* fn) {
   const Value* v = a.get(i, name);

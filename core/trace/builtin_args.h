@@ -18,6 +18,9 @@ namespace shardscope::trace::builtin_args {
 
 using Args = CallArgs;
 
+// The interpreter running the call (Interpreter::call sets it): builtins that apply the script's
+// own operators (divmod's // and %, the order of min, max and sorted).
+Interpreter& interpreterOf(const Args& a);
 // Argument i (or keyword `name`) of fn(); an error naming both when it is missing.
 Value arg(const Args& a, size_t i, const char* name, const char* fn);
 // Argument i (or keyword `name`), `dflt` when it is missing.

@@ -5,7 +5,13 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "../model/tokenizer.h"
 #include "builtin_args.h"
@@ -23,6 +29,84 @@ Value cosineSimilarity(Args& a) {
                    y = toTensor(arg(a, 1, "x2", "cosine_similarity"));
   return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
                                       asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
+}
+
+// `text` without the whitespace around it (Python's int() and float() allow it).
+std::string_view stripped(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\n\r\f\v");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);
+}
+
+// int(text): a decimal int with an optional sign and nothing else, as Python reads it ("3.5" and
+// "12abc" are errors; std::stoll would read 3 and 12).
+long long intFromText(const std::string& text) {
+  std::string_view s = stripped(text);
+  const bool plus = !s.empty() && s[0] == '+';
+  if (plus) s.remove_prefix(1);  // from_chars takes '-' only
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range)
+    throw RuntimeFailure("int(" + repr(string(text)) +
+                         ") does not fit in an int (ints are 64-bit)");
+  if (s.empty() || (plus && s[0] == '-') || ec != std::errc() || end != s.data() + s.size())
+    throw RuntimeFailure("invalid literal for int() with base 10: " + repr(string(text)) +
+                         " (int() of a string takes decimal digits with an optional sign)");
+  return v;
+}
+
+// float(text): a number, "inf" or "nan" with an optional sign, and nothing after it.
+double floatFromText(const std::string& text) {
+  const std::string s(stripped(text));
+  char* end = nullptr;
+  const double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+  const bool hex = s.find_first_of("xX") != std::string::npos;  // strtod reads 0x1p3; Python not
+  if (s.empty() || hex || end != s.c_str() + s.size())
+    throw RuntimeFailure("could not convert string to float: " + repr(string(text)));
+  return v;
+}
+
+// A float's integral value as an int; an error for one an int cannot hold (inf, nan, |x| >= 2**63).
+long long floatToInt(double x, const char* fn) {
+  if (std::isnan(x)) throw RuntimeFailure(std::string(fn) + "(): cannot convert float nan to int");
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+    throw RuntimeFailure(std::string(fn) + "(): " + repr(floating(x)) +
+                         " does not fit in an int (ints are 64-bit)");
+  return (long long)x;
+}
+
+// round(x, n) of an int: x itself for n >= 0, else the nearest multiple of 10**-n, a half going to
+// the even multiple (round(25, -1) is 20), as Python's int.__round__.
+Value roundInt(long long x, long long ndigits) {
+  if (ndigits >= 0) return integer(x);
+  if (ndigits < -18) return integer(0);  // 10**19 > 2**63: every int is nearer 0 than 10**19
+  long long unit = 1;
+  for (long long i = 0; i < -ndigits; ++i) unit *= 10;
+  long long q = x / unit, r = x % unit;
+  if (r < 0) {  // floor division, so that 0 <= r < unit
+    r += unit;
+    --q;
+  }
+  if (2 * r > unit || (2 * r == unit && q % 2 != 0)) ++q;
+  long long rounded = 0;
+  if (__builtin_mul_overflow(q, unit, &rounded))
+    throw RuntimeFailure("round(" + std::to_string(x) + ", " + std::to_string(ndigits) +
+                         ") does not fit in an int (ints are 64-bit)");
+  return integer(rounded);
+}
+
+// round(x, n) of a float as CPython rounds: the exact binary value of x to n decimals, a half going
+// to the even digit, so round(2.675, 2) is 2.67 (2.675 is 2.67499999...). printf's %.*f rounds
+// the exact value the same way; scaling by 10**n first (x * 100) would round twice.
+double roundFloat(double x, long long ndigits) {
+  if (!std::isfinite(x) || x == 0 || ndigits > 330) return x;  // already as precise as asked
+  if (ndigits < 0) {
+    const double unit = std::pow(10.0, double(-ndigits));
+    return std::isinf(unit) ? 0.0 * x : std::nearbyint(x / unit) * unit;
+  }
+  std::vector<char> text(size_t(std::snprintf(nullptr, 0, "%.*f", int(ndigits), x)) + 1);
+  std::snprintf(text.data(), text.size(), "%.*f", int(ndigits), x);
+  return std::strtod(text.data(), nullptr);
 }
 
 Value makeNamespace(const std::string& name, std::map<std::string, Value> members) {
@@ -134,6 +218,38 @@ Value snapshot(const Value& v) {
   }
 }
 
+// What iterating `v` gives, as a `for` loop sees it (the items of a sequence, a dict's keys, a
+// string's characters, a tensor's rows): shared by the builtins that take an iterable, unpacking
+// and str.join.
+std::vector<Value> elementsOf(const Value& v) {
+  if (v->type == Type::Range) {
+    std::vector<Value> out;
+    for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop;
+         i += v->rangeStep)
+      out.push_back(integer(i));
+    return out;
+  }
+  if (v->type == Type::Tensor) {
+    std::vector<Value> out;
+    for (int64_t i = 0; i < v->tensor.size(0); ++i) out.push_back(tensor(v->tensor[i]));
+    return out;
+  }
+  if (v->type == Type::Dict) {
+    std::vector<Value> out;
+    for (const auto& kv : v->dict) out.push_back(kv.first);
+    return out;
+  }
+  if (v->type == Type::Str) {
+    std::vector<Value> out;
+    for (char c : v->str) out.push_back(string(std::string(1, c)));
+    return out;
+  }
+  if (v->type != Type::Tuple && v->type != Type::List && v->type != Type::Size) {
+    throw RuntimeFailure(std::string("'") + typeName(v->type) + "' object is not iterable");
+  }
+  return v->items;
+}
+
 namespace {
 void installBuiltins(Environment& env);
 }  // namespace
@@ -198,6 +314,8 @@ void installScalarsAndConversions(Environment& env) {
                 return integer((long long)v->items.size());
               case Type::Dict:
                 return integer((long long)v->dict.size());
+              case Type::Range:
+                return integer(rangeLength(*v));
               case Type::Tensor:
                 return integer(v->tensor.dim() ? v->tensor.size(0)
                                                : throw RuntimeFailure("len() of a 0-d tensor"));
@@ -235,23 +353,19 @@ void installScalarsAndConversions(Environment& env) {
             return boolean(!a.positional.empty() && truthy(a.positional[0]));
           }));
   env.set("int", builtin("int", [](Args& a) {
+            if (a.positional.empty() && a.keywords.empty()) return integer(0);  // int() is 0
             const Value v = arg(a, 0, "x", "int");
-            if (v->type == Type::Str) {
-              try {
-                return integer(std::stoll(v->str));
-              } catch (const std::exception&) {
-                throw RuntimeFailure("invalid literal for int(): " + repr(v));
-              }
-            }
+            if (v->type == Type::Str) return integer(intFromText(v->str));
             if (v->type == Type::Float ||
                 (v->type == Type::Tensor && at::isFloatingType(v->tensor.scalar_type()))) {
-              return integer((long long)asNumber(v, "x"));
+              return integer(floatToInt(std::trunc(asNumber(v, "x")), "int"));
             }
             return integer(asInt(v, "x"));
           }));
   env.set("float", builtin("float", [](Args& a) {
+            if (a.positional.empty() && a.keywords.empty()) return floating(0);  // float() is 0.0
             const Value v = arg(a, 0, "x", "float");
-            if (v->type == Type::Str) return floating(std::stod(v->str));
+            if (v->type == Type::Str) return floating(floatFromText(v->str));
             return floating(asNumber(v, "x"));
           }));
   env.set("abs", builtin("abs", [](Args& a) {
@@ -266,59 +380,29 @@ void installScalarsAndConversions(Environment& env) {
 // round; isinstance says it is not supported).
 void installContainersAndReductions(Environment& env) {
   env.set("divmod", builtin("divmod", [](Args& a) {
-            const long long x = asInt(arg(a, 0, "a", "divmod"), "a"),
-                            y = asInt(arg(a, 1, "b", "divmod"), "b");
-            if (y == 0) throw RuntimeFailure("integer division or modulo by zero");
-            long long q = x / y;
-            if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-            return tuple({integer(q), integer(x - q * y)});
+            // The script's own // and %: ints and floats round as Python's do.
+            const Value x = arg(a, 0, "a", "divmod"), y = arg(a, 1, "b", "divmod");
+            return tuple({interpreterOf(a).binary(BinaryOp::FloorDiv, x, y),
+                          interpreterOf(a).binary(BinaryOp::Mod, x, y)});
           }));
-  const auto items = [](const Value& v) -> std::vector<Value> {
-    if (v->type == Type::Range) {
-      std::vector<Value> out;
-      for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop;
-           i += v->rangeStep)
-        out.push_back(integer(i));
-      return out;
-    }
-    if (v->type == Type::Tensor) {
-      std::vector<Value> out;
-      for (int64_t i = 0; i < v->tensor.size(0); ++i) out.push_back(tensor(v->tensor[i]));
-      return out;
-    }
-    if (v->type == Type::Dict) {
-      std::vector<Value> out;
-      for (const auto& kv : v->dict) out.push_back(kv.first);
-      return out;
-    }
-    if (v->type == Type::Str) {
-      std::vector<Value> out;
-      for (char c : v->str) out.push_back(string(std::string(1, c)));
-      return out;
-    }
-    if (v->type != Type::Tuple && v->type != Type::List && v->type != Type::Size) {
-      throw RuntimeFailure(std::string("'") + typeName(v->type) + "' object is not iterable");
-    }
-    return v->items;
-  };
-  env.set("tuple", builtin("tuple", [items](Args& a) {
-            return tuple(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0]));
+  env.set("tuple", builtin("tuple", [](Args& a) {
+            return tuple(a.positional.empty() ? std::vector<Value>{} : elementsOf(a.positional[0]));
           }));
-  env.set("list", builtin("list", [items](Args& a) {
-            return list(a.positional.empty() ? std::vector<Value>{} : items(a.positional[0]));
+  env.set("list", builtin("list", [](Args& a) {
+            return list(a.positional.empty() ? std::vector<Value>{} : elementsOf(a.positional[0]));
           }));
-  env.set("enumerate", builtin("enumerate", [items](Args& a) {
+  env.set("enumerate", builtin("enumerate", [](Args& a) {
             std::vector<Value> out;
-            long long i = a.positional.size() > 1 ? asInt(a.positional[1], "start") : 0;
-            for (const auto& v : items(arg(a, 0, "iterable", "enumerate")))
+            long long i = asInt(optional(a, 1, "start", integer(0)), "start");
+            for (const auto& v : elementsOf(arg(a, 0, "iterable", "enumerate")))
               out.push_back(tuple({integer(i++), v}));
             return list(out);
           }));
-  env.set("zip", builtin("zip", [items](Args& a) {
+  env.set("zip", builtin("zip", [](Args& a) {
             std::vector<std::vector<Value>> seqs;
             size_t n = SIZE_MAX;
             for (const auto& p : a.positional) {
-              seqs.push_back(items(p));
+              seqs.push_back(elementsOf(p));
               n = std::min(n, seqs.back().size());
             }
             std::vector<Value> out;
@@ -329,9 +413,9 @@ void installContainersAndReductions(Environment& env) {
             }
             return list(out);
           }));
-  env.set("sum", builtin("sum", [items](Args& a) {
-            Value acc = a.positional.size() > 1 ? a.positional[1] : integer(0);
-            for (const auto& v : items(arg(a, 0, "iterable", "sum"))) {
+  env.set("sum", builtin("sum", [](Args& a) {
+            Value acc = optional(a, 1, "start", integer(0));
+            for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"))) {
               if (acc->type == Type::Tensor || v->type == Type::Tensor) {
                 acc = tensor(acc->type == Type::Tensor ? acc->tensor + toTensor(v, &acc->tensor)
                                                        : v->tensor + asNumber(acc, "start"));
@@ -343,36 +427,41 @@ void installContainersAndReductions(Environment& env) {
             }
             return acc;
           }));
-  const auto extreme = [items](bool wantMax) {
-    return [items, wantMax](Args& a) {
-      std::vector<Value> vs = a.positional.size() == 1 ? items(a.positional[0]) : a.positional;
+  // Ordered as the script's `<` orders (strings and tuples too); the first of equal values wins.
+  const auto extreme = [](bool wantMax) {
+    return [wantMax](Args& a) {
+      std::vector<Value> vs = a.positional.size() == 1 ? elementsOf(a.positional[0]) : a.positional;
       if (vs.empty())
         throw RuntimeFailure(std::string(wantMax ? "max" : "min") + "() of an empty sequence");
+      Interpreter& in = interpreterOf(a);
       Value best = vs[0];
       for (const auto& v : vs) {
-        const double x = asNumber(v, "value"), b = asNumber(best, "value");
-        if (wantMax ? x > b : x < b) best = v;
+        if (wantMax ? in.less(best, v) : in.less(v, best)) best = v;
       }
       return best;
     };
   };
   env.set("max", builtin("max", extreme(true)));
   env.set("min", builtin("min", extreme(false)));
-  env.set("sorted", builtin("sorted", [items](Args& a) {
-            std::vector<Value> vs = items(arg(a, 0, "iterable", "sorted"));
-            std::stable_sort(vs.begin(), vs.end(), [](const Value& x, const Value& y) {
-              if (x->type == Type::Str && y->type == Type::Str) return x->str < y->str;
-              return asNumber(x, "value") < asNumber(y, "value");
-            });
+  env.set("sorted", builtin("sorted", [](Args& a) {
+            std::vector<Value> vs = elementsOf(arg(a, 0, "iterable", "sorted"));
+            Interpreter& in = interpreterOf(a);
+            // Python's reverse=True keeps equal values in their order: sort descending, stably.
             const Value* rev = a.keyword("reverse");
-            if (rev && truthy(*rev)) std::reverse(vs.begin(), vs.end());
+            const bool descending = rev && truthy(*rev);
+            std::stable_sort(vs.begin(), vs.end(), [&](const Value& x, const Value& y) {
+              return descending ? in.less(y, x) : in.less(x, y);
+            });
             return list(vs);
           }));
   env.set("round", builtin("round", [](Args& a) {
-            const double x = asNumber(arg(a, 0, "number", "round"), "number");
-            if (a.positional.size() < 2) return integer((long long)std::nearbyint(x));
-            const double f = std::pow(10.0, double(asInt(a.positional[1], "ndigits")));
-            return floating(std::nearbyint(x * f) / f);
+            const Value x = arg(a, 0, "number", "round");
+            const Value* ndigits = a.get(1, "ndigits");
+            const bool toInt = !ndigits || (*ndigits)->type == Type::None;
+            if (x->type == Type::Int || x->type == Type::Bool)
+              return roundInt(asInt(x, "number"), toInt ? 0 : asInt(*ndigits, "ndigits"));
+            if (toInt) return integer(floatToInt(std::nearbyint(asNumber(x, "number")), "round"));
+            return floating(roundFloat(asNumber(x, "number"), asInt(*ndigits, "ndigits")));
           }));
   env.set("isinstance", builtin("isinstance", [](Args&) -> Value {
             throw RuntimeFailure("isinstance() is not supported in trace scripts");

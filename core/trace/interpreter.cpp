@@ -214,7 +214,8 @@ void Interpreter::execAugAssign(const Stmt& s) {
     else
       assign(t, binary(s.augOp, current, rhs));
   } else if (current->type == Type::List && s.augOp == BinaryOp::Add) {
-    const std::vector<Value> added = rhs->items;  // a copy: `x += x` reads what it grows
+    // A copy: `x += x` reads what it grows. Any iterable extends, as in Python (`x += "ab"`).
+    const std::vector<Value> added = elementsOf(rhs);
     requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
     current->items.insert(current->items.end(), added.begin(), added.end());
   } else {
@@ -298,14 +299,9 @@ void Interpreter::assign(const Expr& target, const Value& v) {
       return;
     case ExprKind::Tuple:
     case ExprKind::List: {
-      std::vector<Value> items;
-      if (v->type == Type::Tuple || v->type == Type::List || v->type == Type::Size) {
-        items = v->items;
-      } else if (v->type == Type::Tensor) {
-        for (int64_t i = 0; i < v->tensor.size(0); ++i) items.push_back(tensor(v->tensor[i]));
-      } else {
-        fail(std::string("cannot unpack ") + typeName(v->type));
-      }
+      if (v->type == Type::Tensor && v->tensor.dim() == 0) fail("cannot unpack a 0-d tensor");
+      // Any iterable unpacks, as in Python: `a, b = "xy"`, `k1, k2 = d` (a dict's keys).
+      const std::vector<Value> items = elementsOf(v);
       if (items.size() != target.items.size()) {
         fail("cannot unpack " + std::to_string(items.size()) + " values into " +
              std::to_string(target.items.size()) + " names");

@@ -92,6 +92,9 @@ class Interpreter {
   Value getItem(const Value& obj, const Value& index);
   void setItem(const Value& obj, const Value& index, const Value& v);
   Value binary(BinaryOp op, const Value& a, const Value& b);
+  // `a < b` as the script's `<` reads it (numbers, strings, tuples and lists element by element):
+  // the order min, max and sorted use.
+  bool less(const Value& a, const Value& b) { return truthy(compare(CompareOp::Lt, a, b)); }
 
   const Program& program() const { return *program_; }
   const std::shared_ptr<const Program>& programPtr() const { return program_; }
@@ -186,6 +189,9 @@ Value tokenizerValue(std::shared_ptr<const Tokenizer> tokenizer);
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name);
 // A copy of `v` that later in-place edits of model memory cannot change.
 Value snapshot(const Value& v);
+// The values iterating `v` yields (a sequence's items, a range's ints, a dict's keys, a string's
+// characters, a tensor's rows); an error for a value that is not iterable.
+std::vector<Value> elementsOf(const Value& v);
 // Converts a value to a tensor (numbers, nested lists) on `like`'s device and dtype if given.
 at::Tensor toTensor(const Value& v, const at::Tensor* like = nullptr);
 // Converts a Python-style index (int, slice, None, Ellipsis, tensor, tuple of those) for torch.

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cmath>
+#include <utility>
 
 namespace shardscope::trace {
 namespace {
@@ -29,6 +30,31 @@ long long floorDiv(long long a, long long b) {
   long long q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
+}
+
+// Python's float divmod: the remainder is fmod's, moved to the divisor's sign, and the quotient is
+// computed from it, so that `1 // 0.1` is 9.0 and `1 % 0.1` about 0.1 (floor(1 / 0.1) would say
+// 10.0, as 1 / 0.1 rounds up to exactly 10.0) and `q * y + r` stays close to x.
+std::pair<double, double> floatDivmod(double x, double y, BinaryOp op) {
+  if (y == 0)
+    throw RuntimeFailure(op == BinaryOp::Mod ? "float modulo by zero"
+                                             : "float floor division by zero");
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, y);
+  }
+  double floored = std::copysign(0.0, x / y);
+  if (div != 0) {
+    floored = std::floor(div);
+    if (div - floored > 0.5) floored += 1.0;
+  }
+  return {floored, mod};
 }
 
 bool isNumber(const Value& v) {
@@ -315,9 +341,11 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
         }
         return integer(r);
       }
-      if (op == BinaryOp::BitAnd) return integer(x & y);
-      if (op == BinaryOp::BitOr) return integer(x | y);
-      if (op == BinaryOp::BitXor) return integer(x ^ y);
+      // Between two bools, & | ^ give a bool (True & False is False), as in Python.
+      const bool bools = a->type == Type::Bool && b->type == Type::Bool;
+      if (op == BinaryOp::BitAnd) return bools ? boolean(x & y) : integer(x & y);
+      if (op == BinaryOp::BitOr) return bools ? boolean(x | y) : integer(x | y);
+      if (op == BinaryOp::BitXor) return bools ? boolean(x ^ y) : integer(x ^ y);
       if (op == BinaryOp::LShift || op == BinaryOp::RShift) {
         if (y < 0) fail("negative shift count");
         if (op == BinaryOp::RShift) return integer(y >= 63 ? (x < 0 ? -1 : 0) : x >> y);
@@ -335,8 +363,8 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
       if (y == 0) fail("float division by zero");
       return floating(x / y);
     }
-    if (op == BinaryOp::FloorDiv) return floating(std::floor(x / y));
-    if (op == BinaryOp::Mod) return floating(x - std::floor(x / y) * y);
+    if (op == BinaryOp::FloorDiv) return floating(floatDivmod(x, y, op).first);
+    if (op == BinaryOp::Mod) return floating(floatDivmod(x, y, op).second);
     if (op == BinaryOp::Pow) return floating(std::pow(x, y));
   }
   if (op == BinaryOp::Add && a->type == Type::Str && b->type == Type::Str) {
@@ -350,6 +378,9 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     items.insert(items.end(), b->items.begin(), b->items.end());
     return a->type == Type::List ? list(items) : tuple(items);
   }
+  if (op == BinaryOp::Mul && a->type == Type::Int &&
+      (b->type == Type::Str || b->type == Type::List || b->type == Type::Tuple))
+    return arithmetic(op, b, a);  // `3 * "ab"` repeats as `"ab" * 3` does
   if (op == BinaryOp::Mul &&
       (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
       b->type == Type::Int) {

@@ -73,7 +73,8 @@ Value listMethod(const Value& obj, const std::string& name) {
   }
   if (name == "extend") {
     Value extend = builtin("extend", [obj](CallArgs& a) {
-      const std::vector<Value> added = a.required(0)->items;  // `x.extend(x)` is safe
+      // A copy, so `x.extend(x)` is safe; any iterable extends, as in Python (`x.extend("ab")`).
+      const std::vector<Value> added = elementsOf(a.required(0));
       obj->items.insert(obj->items.end(), added.begin(), added.end());
       return none();
     });
@@ -115,46 +116,88 @@ Value dictMethod(const Value& obj, const std::string& name) {
   return nullptr;
 }
 
+// A str method's argument i, which must be a str (Python refuses other types too).
+const std::string& textArg(const CallArgs& a, size_t i, const char* name) {
+  const Value& v = a.required(i, name);
+  if (v->type != Type::Str)
+    throw RuntimeFailure(a.callee + "() argument '" + name + "' must be a str, got " +
+                         typeName(v->type));
+  return v->str;
+}
+
+// str.replace(old, new[, count]): the first `count` occurrences (all when count is missing or
+// negative), left to right; an empty `old` matches before every character and at the end.
+Value replaced(const Value& obj, const CallArgs& a) {
+  const std::string &from = textArg(a, 0, "old"), &to = textArg(a, 1, "new");
+  const Value* countArg = a.get(2, "count");
+  long long left = countArg ? asInt(*countArg, "count") : -1;
+  const std::string& s = obj->str;
+  std::string out;
+  size_t at = 0;
+  while (left != 0 && at <= s.size()) {
+    const size_t p = from.empty() ? at : s.find(from, at);
+    if (p == std::string::npos) break;
+    out += s.substr(at, p - at) + to;
+    if (from.empty()) {
+      if (p < s.size()) out += s[p];
+      at = p + 1;
+    } else {
+      at = p + from.size();
+    }
+    --left;
+  }
+  if (at < s.size()) out += s.substr(at);
+  return string(out);
+}
+
 // The str methods scripts use; null for a name that is none.
 Value strMethod(const Value& obj, const std::string& name) {
   if (name == "join") {
     return builtin("join", [obj](CallArgs& a) {
       std::string s;
-      const auto& items = a.required(0)->items;
+      const std::vector<Value> items = elementsOf(a.required(0));  // `" ".join("abc")` too
       for (size_t i = 0; i < items.size(); ++i) s += (i ? obj->str : "") + str(items[i]);
       return string(s);
     });
   }
-  if (name == "upper" || name == "lower" || name == "strip") {
+  if (name == "upper" || name == "lower") {
     return builtin(name, [obj, name](CallArgs&) {
       std::string s = obj->str;
-      if (name == "strip") {
-        const auto b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
-        return string(b == std::string::npos ? "" : s.substr(b, e - b + 1));
-      }
       for (auto& c : s) c = char(name == "upper" ? std::toupper(c) : std::tolower(c));
       return string(s);
     });
   }
+  if (name == "strip") {
+    return builtin("strip", [obj](CallArgs& a) {
+      // strip(chars) removes those characters; strip() or strip(None) removes whitespace.
+      const Value* chars = a.get(0, "chars");
+      const std::string set = chars && (*chars)->type != Type::None ? textArg(a, 0, "chars")
+                                                                    : std::string(" \t\n\r\f\v");
+      const std::string& s = obj->str;
+      const auto b = s.find_first_not_of(set), e = s.find_last_not_of(set);
+      return string(b == std::string::npos ? "" : s.substr(b, e - b + 1));
+    });
+  }
   if (name == "startswith" || name == "endswith") {
     return builtin(name, [obj, name](CallArgs& a) {
-      const std::string& p = a.required(0)->str;
+      // The prefix (suffix) may be a tuple of them: true when any matches.
+      const Value& arg = a.required(0, name == "startswith" ? "prefix" : "suffix");
+      const std::vector<Value> options = arg->type == Type::Tuple ? arg->items : std::vector{arg};
       const std::string& s = obj->str;
-      return boolean(s.size() >= p.size() &&
-                     (name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                           : s.compare(s.size() - p.size(), p.size(), p) == 0));
+      for (const Value& option : options) {
+        if (option->type != Type::Str)
+          throw RuntimeFailure(name + "() takes a str or a tuple of str, got " +
+                               typeName(option->type));
+        const std::string& p = option->str;
+        if (s.size() >= p.size() &&
+            (name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                  : s.compare(s.size() - p.size(), p.size(), p) == 0))
+          return boolean(true);
+      }
+      return boolean(false);
     });
   }
-  if (name == "replace") {
-    return builtin("replace", [obj](CallArgs& a) {
-      std::string s = obj->str;
-      const std::string from = a.required(0)->str, to = a.required(1)->str;
-      if (from.empty()) return string(s);
-      for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
-        s.replace(p, from.size(), to);
-      return string(s);
-    });
-  }
+  if (name == "replace") return builtin("replace", [obj](CallArgs& a) { return replaced(obj, a); });
   return nullptr;
 }
 
@@ -254,13 +297,10 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
       r->str = "range";
       return r;
     }
-    case Type::Range: {
-      const long long len = std::max(
-          0LL, (obj->rangeStop - obj->rangeStart + obj->rangeStep - (obj->rangeStep > 0 ? 1 : -1)) /
-                   obj->rangeStep);
+    case Type::Range:
       return integer(obj->rangeStart +
-                     normalizeIndex(asInt(index, "index"), size_t(len)) * obj->rangeStep);
-    }
+                     normalizeIndex(asInt(index, "index"), size_t(rangeLength(*obj))) *
+                         obj->rangeStep);
     default:
       fail(std::string("'") + typeName(obj->type) + "' object is not subscriptable");
   }

@@ -1,7 +1,9 @@
 #include "lexer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace shardscope::trace {
@@ -172,7 +174,9 @@ class Lexer {
     Token t{isFloat ? TokenKind::Float : TokenKind::Int, s_.substr(pos_, p - pos_), at};
     try {
       if (isFloat) {
-        t.floatValue = std::stod(digits);
+        // strtod, not stod: as in Python, 1e400 reads as inf and 5e-324 (subnormal) as itself,
+        // where stod refuses both as out of range.
+        t.floatValue = std::strtod(digits.c_str(), nullptr);
       } else {
         t.intValue = std::stoll(digits);
       }
@@ -214,42 +218,68 @@ class Lexer {
         throw ScriptError(file_, at, "",
                           "unterminated string literal (use triple quotes for several lines)");
       if (c == '\\' && !raw && pos_ + 1 < s_.size()) {
-        const char e = s_[pos_ + 1];
-        switch (e) {
-          case 'n':
-            out += '\n';
-            break;
-          case 't':
-            out += '\t';
-            break;
-          case 'r':
-            out += '\r';
-            break;
-          case '0':
-            out += '\0';
-            break;
-          case '\\':
-            out += '\\';
-            break;
-          case '\'':
-            out += '\'';
-            break;
-          case '"':
-            out += '"';
-            break;
-          case '\n':
-            break;
-          default:
-            out += '\\';
-            out += e;
-        }
-        advance(2);
+        escape(out);
         continue;
       }
       out += c;
       advance(1);
     }
     tokens_.push_back({fstring ? TokenKind::FString : TokenKind::String, out, at});
+  }
+
+  // The escape sequence at pos_ (a backslash), decoded into `out` as Python decodes it; an escape
+  // Python does not know keeps its backslash ("\\q" is two characters).
+  void escape(std::string& out) {
+    const char e = s_[pos_ + 1];
+    static const std::string simple = "nrtabfv\\'\"";
+    static const std::string meaning = "\n\r\t\a\b\f\v\\'\"";
+    if (const size_t k = simple.find(e); k != std::string::npos) {
+      out += meaning[k];
+    } else if (e >= '0' && e <= '7') {  // \ooo: up to three octal digits
+      size_t n = 1;
+      while (n < 3 && pos_ + 1 + n < s_.size() && s_[pos_ + 1 + n] >= '0' &&
+             s_[pos_ + 1 + n] <= '7')
+        ++n;
+      const unsigned code = unsigned(std::stoul(s_.substr(pos_ + 1, n), nullptr, 8));
+      appendUtf8(out, code);
+      advance(1 + n);
+      return;
+    } else if (e == 'x' || e == 'u' || e == 'U') {  // \xhh, \uhhhh, \Uhhhhhhhh
+      const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+      const std::string hex = s_.substr(pos_ + 2, n);
+      if (hex.size() != n ||
+          !std::all_of(hex.begin(), hex.end(), [](char h) { return std::isxdigit(uint8_t(h)); }))
+        fail(std::string("truncated \\") + e + " escape: it takes " + std::to_string(n) +
+             " hexadecimal digits");
+      const unsigned long code = std::stoul(hex, nullptr, 16);
+      if (code > 0x10FFFF) fail("\\U escape beyond the last Unicode code point (10FFFF)");
+      appendUtf8(out, unsigned(code));
+      advance(2 + n);
+      return;
+    } else if (e != '\n') {  // a backslash before a newline joins the lines
+      out += '\\';
+      out += e;
+    }
+    advance(2);
+  }
+
+  // Code point `code` in UTF-8, the encoding of the script's strings.
+  static void appendUtf8(std::string& out, unsigned code) {
+    if (code < 0x80) {
+      out += char(code);
+    } else if (code < 0x800) {
+      out += char(0xC0 | (code >> 6));
+      out += char(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += char(0xE0 | (code >> 12));
+      out += char(0x80 | ((code >> 6) & 0x3F));
+      out += char(0x80 | (code & 0x3F));
+    } else {
+      out += char(0xF0 | (code >> 18));
+      out += char(0x80 | ((code >> 12) & 0x3F));
+      out += char(0x80 | ((code >> 6) & 0x3F));
+      out += char(0x80 | (code & 0x3F));
+    }
   }
 
   void name() {

@@ -1,7 +1,8 @@
 #include "value.h"
 
+#include "format_spec.h"
+
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -191,6 +192,12 @@ Value moduleProxy(std::string path) {
   return v;
 }
 
+long long rangeLength(const Object& r) {
+  const long long span = r.rangeStep > 0 ? r.rangeStop - r.rangeStart : r.rangeStart - r.rangeStop;
+  const long long step = r.rangeStep > 0 ? r.rangeStep : -r.rangeStep;
+  return span <= 0 ? 0 : (span - 1) / step + 1;
+}
+
 bool truthy(const Value& v) {
   switch (v->type) {
     case Type::None:
@@ -210,7 +217,7 @@ bool truthy(const Value& v) {
     case Type::Dict:
       return !v->dict.empty();
     case Type::Range:
-      return v->rangeStep > 0 ? v->rangeStart < v->rangeStop : v->rangeStart > v->rangeStop;
+      return rangeLength(*v) > 0;
     case Type::Tensor:
       if (v->tensor.numel() != 1) {
         throw RuntimeFailure("the truth value of a tensor with " +
@@ -225,14 +232,10 @@ bool truthy(const Value& v) {
 
 namespace {
 
+// Python's repr of a float: formatting with an empty spec is exactly repr (shortest digits,
+// fixed notation only for exponents -4 .. 15: 0.0001 and 1000000000000000.0, not 1e-04 and 1e+15).
 std::string floatRepr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  std::string s(buf, p);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
+  return formatFloat(d, FormatSpec{});
 }
 
 std::string strRepr(const std::string& s) {
@@ -430,12 +433,12 @@ bool equal(const Value& a, const Value& b) {
       return a->str == b->str;
     case Type::Module:
       return a->str == b->str;
-    case Type::Dict: {
+    case Type::Dict: {  // as in Python, the order the keys were inserted in does not matter
       if (a->dict.size() != b->dict.size()) return false;
-      for (size_t i = 0; i < a->dict.size(); ++i) {
-        if (!equal(a->dict[i].first, b->dict[i].first) ||
-            !equal(a->dict[i].second, b->dict[i].second))
-          return false;
+      for (const auto& [key, value] : a->dict) {
+        const auto other = std::find_if(b->dict.begin(), b->dict.end(),
+                                        [&](const auto& kv) { return equal(kv.first, key); });
+        if (other == b->dict.end() || !equal(other->second, value)) return false;
       }
       return true;
     }

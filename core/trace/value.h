@@ -121,6 +121,9 @@ void resolveDeep(const Value& v);
 // Whether v or any value inside its tuples, lists and dicts is Deferred.
 bool holdsDeferred(const Value& v);
 
+// The number of values a Range yields (Python's len(range(...))).
+long long rangeLength(const Object& r);
+
 // Python's truth value, repr() and str().
 bool truthy(const Value& v);
 std::string repr(const Value& v);

@@ -1,0 +1,98 @@
+# Lists and tuples: indexing (negative too), slicing, concatenation and repetition, membership,
+# comparison, unpacking, mutation through methods and subscripts, and aliasing.
+
+a = [10, 20, 30, 40, 50, 60]
+print(a[0], a[-1], a[-6], a[2:4], a[:3], a[3:], a[-2:], a[:-2], a[::2], a[::-1], a[1::-1])
+print(a[4:1:-1], a[-1:-4:-1], a[10:], a[-10:2], a[2:2], a[::3], a[5:0:-2], a[:])
+
+t = (1, "two", 3.0, None, True)
+print(t, t[1], t[-2], t[1:3], t[::-1], len(t), (), (7,), (7), tuple())
+print(t[-5:-3], t[:0], t[1:100])
+
+# Concatenation, repetition and membership.
+print([1, 2] + [3], (1,) + (2, 3), [0] * 4, 2 * [1, 2], (None,) * 3, [] * 9, [[0]] * 2)
+print(3 in [1, 2, 3], 4 in (1, 2), 4 not in [4], "a" in ["a", "b"], [1] in [[1], [2]], 2.0 in [2])
+
+# Comparison: element by element, then by length.
+print([1, 2] == [1, 2], [1, 2] < [1, 3], [1, 2] < [1, 2, 0], (1, 2) > (1,), [] < [0], (2,) >= (1, 9))
+print([1, [2, 3]] == [1, [2, 3]], (1, 2) == (1, 2.0), [1] != [1], ("a", 1) < ("a", 2), [1, 2] == (1, 2))
+
+# Unpacking into names, nested, and swapping.
+p, q = 1, 2
+p, q = q, p
+(r, s), u = (3, 4), [5]
+first, second, third = "xyz"
+print(p, q, r, s, u, first, second, third)
+i = j = k = 0
+print(i, j, k)
+[m, n] = [7, 8]
+print(m + n)
+
+# Item assignment, including negative indices, and aliasing of lists.
+b = a
+b[0] = 11
+b[-1] = 66
+print(a, a is b, a == b, [1] is [1], a[0] is b[0])
+nested = [[1, 2], [3, 4]]
+nested[1][0] = 30
+print(nested, nested[-1][-1])
+grid = [[0] * 3] * 2
+grid[0][0] = 9
+print(grid)
+
+# Methods: append, extend, pop, index, count (list); index, count (tuple).
+c = []
+c.append(1)
+c.append([2])
+c.extend([3, 4])
+c.extend((5,))
+c.extend("ab")
+print(c, len(c))
+print(c.pop(), c.pop(0), c.pop(-2), c)
+d = [3, 1, 3, 2, 3]
+print(d.index(3), d.index(3, 1), d.index(3, -2), d.index(2, 0, 4), d.count(3), d.count(9))
+print((1, 2, 1).count(1), (5, 6, 7).index(7), ["a", "b"].index("b"), [1, 1.0, True].count(1))
+e = [1, 2]
+e.extend(e)
+print(e)
+
+# Augmented assignment: += on a list extends it in place; on a tuple it makes a new tuple.
+f = [1]
+g = f
+f += [2, 3]
+print(f, g, f is g)
+h = (1,)
+h2 = h
+h += (2,)
+print(h, h2)
+f *= 2
+print(f)
+
+# Truthiness of sequences and len().
+print(bool([]), bool([0]), bool(()), bool((None,)), len([[], []]), len(range(3)))
+print(list(range(5)), list((1, 2)), tuple([3, 4]), list(), list([1, [2]]))
+
+# += on a list takes any iterable, as extend does.
+w = [0]
+w += "xy"
+w += (1, 2)
+w += range(3, 5)
+print(w)
+
+# A trailing comma makes a tuple; chained targets share one object.
+single = 1,
+print(single, len(single))
+l1 = l2 = []
+l1.append("shared")
+print(l2, l1 is l2)
+
+# Augmented assignment through subscripts.
+counts = [1, 2, 3]
+counts[0] += 10
+counts[-1] *= 5
+box = {"n": 1, "s": "a"}
+box["n"] += 1
+box["s"] += "b"
+grid2 = [[1, 2], [3, 4]]
+grid2[1][0] -= 3
+print(counts, box, grid2)

@@ -1,0 +1,54 @@
+# Strings: literals and escapes, concatenation and repetition, indexing and slicing, membership,
+# comparisons, repr and the str methods the language has.
+
+s = "Hello, World"
+print(s, len(s), s[0], s[-1], s[4], s[-5])
+print(s[:5], s[7:], s[-5:], s[:-7], s[::2], s[::-1], s[1:10:3], s[-2:-9:-2])
+print(s[100:], s[:100], s[5:2], s[-100:3], repr(s[3:3]))
+
+# Literals: both quotes, escapes, raw strings, adjacent literals joined, triple quotes.
+print('single', "double", 'it\'s', "say \"hi\"", 'tab\there', "back\\slash")
+print("a" "b" 'c', r"raw\n", R'C:\path', "line1\nline2", "nul[\0]" == "nul[" + "\0" + "]")
+print("""triple
+quoted""", '''single triple''', "unknown \q escape", "x\
+y")
+
+# Concatenation, repetition, membership and comparison.
+print("ab" + "cd", "ab" * 3, 3 * "xy", "-" * 10, "" * 5 == "", "ab" * 0)
+print("ell" in s, "xyz" in s, "" in s, "W" not in s, "Wo" in "World")
+print("abc" < "abd", "abc" < "ab", "B" < "a", "abc" == "abc", "a" != "b", "Z" >= "A")
+print(max("apple", "pear", "fig"), min("apple", "pear", "fig"), sorted(["b", "C", "a", "B"]))
+
+# repr picks the quote that needs no escaping, as Python does.
+print(repr("plain"), repr("it's"), repr('say "hi"'), repr("both ' and \""), repr("a\nb\tc\\"))
+print(repr(""), repr("\x01"), str("text"), str(12), str(1.5), str(None), str(True), str([1, "a"]))
+
+# Methods: join, upper, lower, strip, startswith, endswith, replace.
+words = ["alpha", "beta", "gamma"]
+print(", ".join(words), "".join(words), "-".join([]), "+".join(["one"]), " ".join("abc"))
+print("MiXeD 123".upper(), "MiXeD 123".lower(), "  padded \t\n".strip() + "|", "   ".strip() == "")
+print(s.startswith("Hell"), s.startswith("hell"), s.endswith("World"), s.endswith(""), "".startswith(""))
+print("aaa".replace("a", "b"), "banana".replace("an", "AN"), "abc".replace("x", "y"))
+print("aaaa".replace("aa", "a"), "abab".replace("ab", "abab"), "x.y.z".replace(".", ""))
+
+# Strings as sequences: iteration, indexing in loops, counting.
+vowels = 0
+for ch in "conformance":
+    if ch in "aeiou":
+        vowels += 1
+print(vowels, list("abc"), tuple("hi"), len(""), sorted("banana"))
+
+# Augmented assignment builds new strings.
+t = "ab"
+t += "cd"
+t *= 2
+print(t)
+
+# More escapes: \x, octal, \a \b \f \v, as repr shows them.
+print(repr("\x41\x7e\x7f"), repr("\101\060\0"), repr("\a\b\f\v"), len("\x00\x01"), "\u0041\U00000042")
+
+# Method arguments: strip(chars), replace(old, new, count), startswith and endswith of a tuple.
+print("xxhixx".strip("x"), "--a-b--".strip("-"), "abcba".strip("ab"), "hello".strip("") + "|")
+print("aaaa".replace("a", "b", 2), "aaaa".replace("a", "b", 0), "abab".replace("ab", "x", 1))
+print("report.csv".endswith((".csv", ".tsv")), "report.txt".endswith((".csv", ".tsv")))
+print("layer.3".startswith(("mlp", "layer")), "attn".startswith(("mlp", "layer")))
