@@ -53,8 +53,10 @@ double positive(const char* variable, bool integral) {
   if (!v) return 0;
   char* end = nullptr;
   const double x = std::strtod(v, &end);
-  if (end == v || *end || !(x > 0) || (integral && x != double(int64_t(x))))
-    refuse(variable, v, integral ? "a positive integer" : "a positive number");
+  // Below 2^31 so that either cast is defined.
+  if (end == v || *end || !(x > 0) || !(x < 2147483648.0) || (integral && x != double(int64_t(x))))
+    refuse(variable, v,
+           integral ? "a positive integer below 2^31" : "a positive number below 2^31");
   return x;
 }
 
@@ -71,9 +73,10 @@ AllReduceAlgorithm allReduceAlgorithm() {
 // reload() replaced (it runs a handful of times in a process, so keeping them costs nothing).
 std::atomic<const RuntimeSwitches*> latest{nullptr};
 std::mutex readingsMutex;
+// Never destroyed: a thread still launching kernels as the process exits reads `latest`.
 std::vector<std::unique_ptr<const RuntimeSwitches>>& readings() {
-  static std::vector<std::unique_ptr<const RuntimeSwitches>> kept;
-  return kept;
+  static auto* kept = new std::vector<std::unique_ptr<const RuntimeSwitches>>;
+  return *kept;
 }
 
 }  // namespace

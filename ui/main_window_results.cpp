@@ -93,7 +93,7 @@ void MainWindow::showRead(const std::string& title, const store::RunView& view,
     const int64_t step = read ? view.step : 0;
     if (step == 0)
       rows = tokenLabels(inv->promptIds);
-    else if (step - 1 < int64_t(inv->tokenIds.size()))
+    else if (step > 0 && step - 1 < int64_t(inv->tokenIds.size()))
       rows = tokenLabels({inv->tokenIds[size_t(step - 1)]});
   }
   heatmap_->setMatrix(QString::fromStdString(title), m, rows, columns);

@@ -5,7 +5,9 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
+#include <cstdio>
 
+#include "core/error.h"
 #include "ui/app_resources.h"
 #include "ui/main_window.h"
 #include "ui/screenshot_tour.h"
@@ -45,8 +47,13 @@ int main(int argc, char** argv) {
   options.model.model = parser.value("model").toStdString();
   options.model.tp = parser.value("tp").toInt();
   options.model.pp = parser.value("pp").toInt();
-  options.model.device = shardscope::parseDeviceKind(parser.value("device").toStdString());
-  options.model.dtype = shardscope::parseModelDtype(parser.value("dtype").toStdString());
+  try {
+    options.model.device = shardscope::parseDeviceKind(parser.value("device").toStdString());
+    options.model.dtype = shardscope::parseModelDtype(parser.value("dtype").toStdString());
+  } catch (const shardscope::Error& e) {
+    std::fprintf(stderr, "shardscope: %s\n", e.what());
+    return 2;
+  }
   options.model.threadsPerRank = parser.value("threads").toInt();
   options.sessionFile = parser.positionalArguments().isEmpty()
                             ? parser.value("session-file")

@@ -73,6 +73,8 @@ RunView parseRunView(const std::string& json) {
   view.head = field(j, "head", view.head);
   view.expert = field(j, "expert", view.expert);
   view.target = field(j, "target", view.target);
+  if (view.step < 0 || view.layer < -1 || view.head < -1 || view.expert < -1 || view.target < -1)
+    throw StoreError("a run's view holds a negative step, layer, head, expert or token: " + json);
   return view;
 }
 

@@ -94,10 +94,25 @@ ALTER TABLE traces ADD COLUMN stop TEXT NOT NULL DEFAULT '[]';
     R"sql(
 ALTER TABLE models ADD COLUMN expert_parallel INTEGER;
 )sql",
-    // 5: the GUI view a run was made for (run_view.h: JSON; '' for a user's script and for runs
-    // recorded before).
+    // 5: the GUI view a run was made for (run_view.h: JSON; '' for a user's script). Runs the GUI
+    // recorded before (script file gui.py) get the view their titles named, once, here: the
+    // sweep's layers, the reads' steps and the expert ablations, which the GUI no longer reads
+    // out of titles.
     R"sql(
 ALTER TABLE runs ADD COLUMN view TEXT NOT NULL DEFAULT '';
+UPDATE runs SET view = json_object('kind', 'sweep-layer',
+    'layer', CAST(substr(title, 13, instr(title, ' target ') - 13) AS INTEGER),
+    'target', CAST(substr(title, instr(title, ' target ') + 8) AS INTEGER))
+  WHERE script_file = 'gui.py' AND title GLOB 'Sweep layer [0-9]* target [0-9]*';
+UPDATE runs SET view = json_object('kind', 'read',
+    'port', substr(title, 6, instr(title, ' [') - 6),
+    'step', CAST(substr(title, instr(title, '] step ') + 7) AS INTEGER))
+  WHERE script_file = 'gui.py' AND title GLOB 'Read * [[]*] step [0-9]*';
+UPDATE runs SET view = json_object('kind', 'expert-ablation',
+    'layer', CAST(substr(title, instr(title, ' of layer ') + 10) AS INTEGER),
+    'expert', CAST(substr(title, 15, instr(title, ' of layer ') - 15) AS INTEGER))
+  WHERE script_file = 'gui.py' AND title GLOB 'Ablate expert [0-9]* of layer [0-9]*';
+UPDATE runs SET view = json_object('kind', 'top-k') WHERE script_file = 'gui.py' AND title = 'Top-k';
 )sql",
 };
 

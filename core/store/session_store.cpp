@@ -408,7 +408,12 @@ std::vector<RunSummary> SessionStore::summaries(bool allSessions, std::optional<
     r.traceCount = s.integer(14);
     if (!s.isNull(15)) r.traceSeconds = s.real(15) / 1000.0;
     r.steps = s.isNull(16) ? 0 : s.integer(16);
-    r.view = parseRunView(s.text(17));
+    try {
+      r.view = parseRunView(s.text(17));
+    } catch (const StoreError& e) {
+      throw StoreError(path_.string() + " is damaged: run " + std::to_string(r.id) + ": " +
+                       e.what());
+    }
     out.push_back(std::move(r));
   }
   return out;

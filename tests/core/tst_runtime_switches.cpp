@@ -145,6 +145,9 @@ class TestRuntimeSwitches : public QObject {
     QTest::newRow("warmups 1.5") << "SHARDSCOPE_GRAPH_WARMUPS"
                                  << "1.5"
                                  << "a positive integer";
+    QTest::newRow("warmups 1e30") << "SHARDSCOPE_GRAPH_WARMUPS"
+                                  << "1e30"
+                                  << "below 2^31";
     QTest::newRow("timeout") << "SHARDSCOPE_COLLECTIVE_TIMEOUT"
                              << "3s"
                              << "a positive number";

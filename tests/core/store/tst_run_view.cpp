@@ -40,7 +40,8 @@ class TestRunView : public QObject {
   }
 
   void damagedViewsAreRefused() {
-    for (const char* bad : {"sweep layer 2", R"({"layer":2})", "[1]", R"({"kind":3})"})
+    for (const char* bad : {"sweep layer 2", R"({"layer":2})", "[1]", R"({"kind":3})",
+                            R"({"kind":"read","step":-5})", R"({"kind":"sweep-layer","layer":-2})"})
       QVERIFY_THROWS_EXCEPTION(StoreError, parseRunView(bad));
   }
 };
