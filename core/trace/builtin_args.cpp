@@ -9,6 +9,16 @@ Interpreter& interpreterOf(const Args& a) {
   return *a.interpreter;
 }
 
+void onlyKeywords(const Args& a, std::initializer_list<const char*> taken, const char* fn) {
+  for (const auto& [name, value] : a.keywords) {
+    bool known = false;
+    for (const char* t : taken) known = known || name == t;
+    if (!known)
+      throw RuntimeFailure(std::string(fn) + "() got an unexpected keyword argument '" + name +
+                           "'");
+  }
+}
+
 Value arg(const Args& a, size_t i, const char* name, const char* fn) {
   const Value* v = a.get(i, name);
   if (!v) throw RuntimeFailure(std::string(fn) + "() missing argument '" + name + "'");

@@ -21,6 +21,9 @@ using Args = CallArgs;
 // The interpreter running the call (Interpreter::call sets it): builtins that apply the script's
 // own operators (divmod's // and %, the order of min, max and sorted).
 Interpreter& interpreterOf(const Args& a);
+// Refuses a keyword fn() does not take, as Python does ("fn() got an unexpected keyword argument
+// 'k'"), where ignoring it would give a quietly different result (sorted(key=...)).
+void onlyKeywords(const Args& a, std::initializer_list<const char*> taken, const char* fn);
 // Argument i (or keyword `name`) of fn(); an error naming both when it is missing.
 Value arg(const Args& a, size_t i, const char* name, const char* fn);
 // Argument i (or keyword `name`), `dflt` when it is missing.

@@ -256,6 +256,12 @@ void installBuiltins(Environment& env);
 
 Value printBuiltin(std::function<void(const std::string&)> print) {
   return builtin("print", [print](Args& a) {
+    onlyKeywords(a, {"sep", "end"}, "print");
+    // Output is kept as lines (RunResult::printed): a line is ended by print itself.
+    if (const Value* end = a.keyword("end"); end && str(*end) != "\n")
+      throw RuntimeFailure(
+          "print(end=...) other than a newline is not supported in trace scripts: build the "
+          "line first (an f-string, or str.join) and print it once");
     std::string line;
     const Value* sep = a.keyword("sep");
     for (size_t i = 0; i < a.positional.size(); ++i)
@@ -300,6 +306,22 @@ const std::shared_ptr<Environment>& builtinScope() {
 }
 
 namespace {
+
+// The key= of sorted, max and min: key(v) for each value (the values themselves without one).
+std::vector<Value> keysOf(const Args& a, const std::vector<Value>& vs) {
+  const Value* key = a.keyword("key");
+  if (!key || (*key)->type == Type::None) return vs;
+  Interpreter& in = interpreterOf(a);
+  std::vector<Value> keys;
+  keys.reserve(vs.size());
+  for (const Value& v : vs) {
+    CallArgs call;
+    call.positional = {v};
+    call.at = a.at;
+    keys.push_back(in.call(*key, call));
+  }
+  return keys;
+}
 
 // len, range, the conversions (repr, str, bool, int, float) and abs.
 void installScalarsAndConversions(Environment& env) {
@@ -427,32 +449,47 @@ void installContainersAndReductions(Environment& env) {
             }
             return acc;
           }));
-  // Ordered as the script's `<` orders (strings and tuples too); the first of equal values wins.
+  // Ordered as the script's `<` orders (strings and tuples too) the values' keys (key=, else the
+  // values); the first of equal keys wins; default= for an empty iterable, as Python's.
   const auto extreme = [](bool wantMax) {
     return [wantMax](Args& a) {
-      std::vector<Value> vs = a.positional.size() == 1 ? elementsOf(a.positional[0]) : a.positional;
-      if (vs.empty())
-        throw RuntimeFailure(std::string(wantMax ? "max" : "min") + "() of an empty sequence");
+      const char* fn = wantMax ? "max" : "min";
+      onlyKeywords(a, {"key", "default"}, fn);
+      const bool one = a.positional.size() == 1;
+      std::vector<Value> vs = one ? elementsOf(a.positional[0]) : a.positional;
+      const Value* dflt = a.keyword("default");
+      if (dflt && !one)
+        throw RuntimeFailure(std::string("Cannot specify a default for ") + fn +
+                             "() with multiple positional arguments");
+      if (vs.empty() && dflt) return *dflt;
+      if (vs.empty()) throw RuntimeFailure(std::string(fn) + "() of an empty sequence");
       Interpreter& in = interpreterOf(a);
-      Value best = vs[0];
-      for (const auto& v : vs) {
-        if (wantMax ? in.less(best, v) : in.less(v, best)) best = v;
+      const std::vector<Value> keys = keysOf(a, vs);
+      size_t best = 0;
+      for (size_t i = 1; i < vs.size(); ++i) {
+        if (wantMax ? in.less(keys[best], keys[i]) : in.less(keys[i], keys[best])) best = i;
       }
-      return best;
+      return vs[best];
     };
   };
   env.set("max", builtin("max", extreme(true)));
   env.set("min", builtin("min", extreme(false)));
   env.set("sorted", builtin("sorted", [](Args& a) {
-            std::vector<Value> vs = elementsOf(arg(a, 0, "iterable", "sorted"));
+            onlyKeywords(a, {"iterable", "key", "reverse"}, "sorted");
+            const std::vector<Value> vs = elementsOf(arg(a, 0, "iterable", "sorted"));
+            const std::vector<Value> keys = keysOf(a, vs);
             Interpreter& in = interpreterOf(a);
-            // Python's reverse=True keeps equal values in their order: sort descending, stably.
+            // Python's reverse=True keeps equal keys in their order: sort descending, stably.
             const Value* rev = a.keyword("reverse");
             const bool descending = rev && truthy(*rev);
-            std::stable_sort(vs.begin(), vs.end(), [&](const Value& x, const Value& y) {
-              return descending ? in.less(y, x) : in.less(x, y);
+            std::vector<size_t> order(vs.size());
+            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+              return descending ? in.less(keys[y], keys[x]) : in.less(keys[x], keys[y]);
             });
-            return list(vs);
+            std::vector<Value> sorted;
+            for (size_t i : order) sorted.push_back(vs[i]);
+            return list(sorted);
           }));
   env.set("round", builtin("round", [](Args& a) {
             const Value x = arg(a, 0, "number", "round");

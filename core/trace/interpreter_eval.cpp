@@ -276,8 +276,9 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
   if (op == CompareOp::Ne) return boolean(!equal(a, b));
   int c = 0;
   if (isNumber(a) && isNumber(b)) {
-    const double x = asNumber(a, "operand"), y = asNumber(b, "operand");
-    c = x < y ? -1 : x > y ? 1 : 0;
+    const std::optional<int> ordered = compareNumbers(a, b);
+    if (!ordered) return boolean(false);  // a NaN: every ordering is false
+    c = *ordered;
   } else if (a->type == Type::Str && b->type == Type::Str) {
     c = a->str.compare(b->str);
   } else if ((a->type == Type::Tuple || a->type == Type::List) && a->type == b->type) {

@@ -402,20 +402,50 @@ std::string str(const Value& v) {
   return v->type == Type::Str ? v->str : repr(v);
 }
 
+namespace {
+
+long long intOf(const Value& v) {
+  return v->type == Type::Int ? v->intValue : (long long)v->boolValue;
+}
+
+// An int against a float, exactly: the float's integer part (exact below 2^63) first, then its
+// fraction.
+std::optional<int> compareIntFloat(long long i, double f) {
+  if (std::isnan(f)) return std::nullopt;
+  if (f >= 9223372036854775808.0) return -1;
+  if (f < -9223372036854775808.0) return 1;
+  const double whole = std::trunc(f);
+  const auto w = (long long)whole;
+  if (i != w) return i < w ? -1 : 1;
+  const double fraction = f - whole;
+  return fraction > 0 ? -1 : fraction < 0 ? 1 : 0;
+}
+
+}  // namespace
+
+std::optional<int> compareNumbers(const Value& a, const Value& b) {
+  const bool af = a->type == Type::Float, bf = b->type == Type::Float;
+  if (af && bf) {
+    const double x = a->floatValue, y = b->floatValue;
+    if (std::isnan(x) || std::isnan(y)) return std::nullopt;
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  if (af) {
+    const std::optional<int> c = compareIntFloat(intOf(b), a->floatValue);
+    return c ? std::optional<int>(-*c) : std::nullopt;
+  }
+  if (bf) return compareIntFloat(intOf(a), b->floatValue);
+  const long long x = intOf(a), y = intOf(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 bool equal(const Value& a, const Value& b) {
   const auto numeric = [](const Value& v) {
     return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
   };
-  const auto num = [](const Value& v) {
-    return v->type == Type::Float ? v->floatValue
-           : v->type == Type::Int ? double(v->intValue)
-                                  : double(v->boolValue);
-  };
   if (numeric(a) && numeric(b)) {
-    if (a->type == Type::Float || b->type == Type::Float) return num(a) == num(b);
-    const long long x = a->type == Type::Int ? a->intValue : a->boolValue,
-                    y = b->type == Type::Int ? b->intValue : b->boolValue;
-    return x == y;
+    const std::optional<int> c = compareNumbers(a, b);
+    return c && *c == 0;
   }
   const auto seq = [](const Value& v) { return v->type == Type::Tuple || v->type == Type::Size; };
   if ((seq(a) && seq(b)) || (a->type == Type::List && b->type == Type::List)) {

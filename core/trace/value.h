@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,10 @@ std::string repr(const Value& v);
 std::string str(const Value& v);
 std::string formatTensor(const at::Tensor& t);
 bool equal(const Value& a, const Value& b);
+// For two numbers (int, bool, float): -1, 0 or 1 as a < b, a == b, a > b, compared by their exact
+// values as Python does (an int is not rounded to a double first: 2**53 + 1 > 2**53); nullopt when
+// a NaN leaves them unordered.
+std::optional<int> compareNumbers(const Value& a, const Value& b);
 
 // An error raised while running a script: the interpreter adds file, line and statement.
 class RuntimeFailure : public std::runtime_error {

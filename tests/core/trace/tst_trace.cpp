@@ -350,6 +350,11 @@ class TestTrace : public QObject {
     QTest::addColumn<QString>("message");
     QTest::newRow("syntax") << "model = VLLM(\"demo\")\nx = (1 +\n"
                             << "bad.py:3:1: syntax error";
+    // Keywords that would quietly change a result if ignored are refused.
+    QTest::newRow("unknown keyword") << "model = VLLM(\"demo\")\nx = sorted([2, 1], cmp=None)\n"
+                                     << "sorted() got an unexpected keyword argument 'cmp'";
+    QTest::newRow("print end") << "model = VLLM(\"demo\")\nprint(1, end=\"\")\n"
+                               << "print(end=...) other than a newline is not supported";
     QTest::newRow("unknown module") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
                                        "model.model.layers[0].self_atn.output.save()\n"
                                     << "bad.py:3:";

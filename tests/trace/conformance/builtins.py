@@ -52,3 +52,11 @@ print("end")
 print(list(enumerate(["x", "y"], start=1)), sum([1, 2], start=10), round(3.14159, ndigits=2))
 # sorted(reverse=True) keeps equal values in their order, as a stable sort does.
 print(sorted([1, 1.0, True, 0], reverse=True), sorted([2, 1.0, 1, 2.0], reverse=True))
+
+# key= orders by each value's key (stably; reverse keeps equal keys in order); default= answers an
+# empty iterable.
+pairs = [("b", 2), ("a", 3), ("c", 1), ("d", 2)]
+print(sorted(pairs, key=lambda p: p[1]), sorted(pairs, key=lambda p: p[1], reverse=True))
+print(sorted(["bb", "a", "ccc"], key=len), sorted([3, -1, 2], key=abs), sorted(pairs, key=None))
+print(max(pairs, key=lambda p: p[1]), min(pairs, key=lambda p: p[1]), max(["bb", "a"], key=len))
+print(max([], default=7), min([], default=None), max([4, 5], default=0), max(3, 9, key=lambda x: -x))

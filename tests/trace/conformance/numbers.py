@@ -64,3 +64,12 @@ print(True & 3, 6 | False, -7 >> 1, 1 << 0, 2 ** 8 - 1 & 0xF0)
 
 # Float literals at the ends of the range: subnormals, overflow to inf.
 print(5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e400, -1e400, 1e-400)
+
+# Ints and floats compare by their exact values (no rounding of the int to a double); a NaN is
+# unordered: every ordering is False.
+big = 2 ** 53
+print(big + 1 == float(big + 1), big + 1 > float(big), big + 1 > big, float(big) < big + 1)
+print(2 ** 62 < 2.0 ** 63, -(2 ** 62) > -(2.0 ** 63), 3 == 3.0, 3 < 3.5, -3 > -3.5, True == 1.0)
+nan = float("nan")
+print(nan < 1, nan >= 1, 1 <= nan, nan == nan, nan != nan, 1 == nan)
+print(sorted([3, 1.5, 2, big + 1, float(big)]))
