@@ -218,7 +218,12 @@ class Lexer {
         throw ScriptError(file_, at, "",
                           "unterminated string literal (use triple quotes for several lines)");
       if (c == '\\' && !raw && pos_ + 1 < s_.size()) {
-        escape(out);
+        std::string decoded;
+        escape(decoded);
+        // In an f-string an escaped brace is a literal one, not a field's: doubled here, as the
+        // f-string parser reads a literal brace.
+        if (fstring && (decoded == "{" || decoded == "}")) decoded += decoded;
+        out += decoded;
         continue;
       }
       out += c;

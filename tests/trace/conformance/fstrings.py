@@ -28,3 +28,6 @@ print(f"{x} {neg} {1e-5} {1e16} {0.1 + 0.2} {float(n)} {x:10} {x:<10}| {1e22:}")
 
 # Booleans and None.
 print(f"{True} {False} {None} {True:d} {True!r} {None!r}")
+
+# An escaped brace is a literal brace, not a field's.
+print(f"\x7b{1}\x7d", f"\173x\175", f"a\x7b\x7bb")
