@@ -9,7 +9,7 @@ Interpreter& interpreterOf(const Args& a) {
   return *a.interpreter;
 }
 
-void onlyKeywords(const Args& a, std::initializer_list<const char*> taken, const char* fn) {
+void onlyKeywords(const Args& a, const std::vector<const char*>& taken, const char* fn) {
   for (const auto& [name, value] : a.keywords) {
     bool known = false;
     for (const char* t : taken) known = known || name == t;

@@ -23,7 +23,7 @@ using Args = CallArgs;
 Interpreter& interpreterOf(const Args& a);
 // Refuses a keyword fn() does not take, as Python does ("fn() got an unexpected keyword argument
 // 'k'"), where ignoring it would give a quietly different result (sorted(key=...)).
-void onlyKeywords(const Args& a, std::initializer_list<const char*> taken, const char* fn);
+void onlyKeywords(const Args& a, const std::vector<const char*>& taken, const char* fn);
 // Argument i (or keyword `name`) of fn(); an error naming both when it is missing.
 Value arg(const Args& a, size_t i, const char* name, const char* fn);
 // Argument i (or keyword `name`), `dflt` when it is missing.

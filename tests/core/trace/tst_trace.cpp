@@ -353,6 +353,8 @@ class TestTrace : public QObject {
     // Keywords that would quietly change a result if ignored are refused.
     QTest::newRow("unknown keyword") << "model = VLLM(\"demo\")\nx = sorted([2, 1], cmp=None)\n"
                                      << "sorted() got an unexpected keyword argument 'cmp'";
+    QTest::newRow("int base") << "model = VLLM(\"demo\")\nx = int(\"ff\", base=16)\n"
+                              << "int() got an unexpected keyword argument 'base'";
     QTest::newRow("print end") << "model = VLLM(\"demo\")\nprint(1, end=\"\")\n"
                                << "print(end=...) other than a newline is not supported";
     QTest::newRow("unknown module") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
