@@ -323,9 +323,16 @@ std::vector<Value> keysOf(const Args& a, const std::vector<Value>& vs) {
   return keys;
 }
 
-// A builtin that refuses keywords other than `keywords` (its arguments' names), as Python's do.
-Value strictBuiltin(const char* name, std::vector<const char*> keywords, BuiltinFn fn) {
-  return builtin(name, [name, keywords = std::move(keywords), fn = std::move(fn)](Args& a) {
+// A builtin that refuses more than `positional` positional arguments and keywords other than
+// `keywords` (its arguments' names), as Python's do, instead of ignoring them (int("10", 2)).
+Value strictBuiltin(const char* name, size_t positional, std::vector<const char*> keywords,
+                    BuiltinFn fn) {
+  return builtin(name, [name, positional, keywords = std::move(keywords),
+                        fn = std::move(fn)](Args& a) {
+    if (a.positional.size() > positional)
+      throw RuntimeFailure(std::string(name) + "() takes at most " + std::to_string(positional) +
+                           " positional argument" + (positional == 1 ? "" : "s") + " (" +
+                           std::to_string(a.positional.size()) + " given)");
     onlyKeywords(a, keywords, name);
     return fn(a);
   });
@@ -333,7 +340,7 @@ Value strictBuiltin(const char* name, std::vector<const char*> keywords, Builtin
 
 // len, range, the conversions (repr, str, bool, int, float) and abs.
 void installScalarsAndConversions(Environment& env) {
-  env.set("len", strictBuiltin("len", {"obj"}, [](Args& a) {
+  env.set("len", strictBuiltin("len", 1, {"obj"}, [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
             switch (v->type) {
               case Type::Str:
@@ -362,7 +369,7 @@ void installScalarsAndConversions(Environment& env) {
                                      "' has no len()");
             }
           }));
-  env.set("range", strictBuiltin("range", {"start", "stop"}, [](Args& a) {
+  env.set("range", strictBuiltin("range", 3, {"start", "stop"}, [](Args& a) {
             auto r = std::make_shared<Object>();
             r->type = Type::Range;
             if (a.positional.size() == 1) {
@@ -375,15 +382,15 @@ void installScalarsAndConversions(Environment& env) {
             }
             return Value(r);
           }));
-  env.set("repr", strictBuiltin("repr", {"obj"},
+  env.set("repr", strictBuiltin("repr", 1, {"obj"},
                                 [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
-  env.set("str", strictBuiltin("str", {}, [](Args& a) {
+  env.set("str", strictBuiltin("str", 1, {}, [](Args& a) {
             return string(a.positional.empty() ? "" : str(a.positional[0]));
           }));
-  env.set("bool", strictBuiltin("bool", {}, [](Args& a) {
+  env.set("bool", strictBuiltin("bool", 1, {}, [](Args& a) {
             return boolean(!a.positional.empty() && truthy(a.positional[0]));
           }));
-  env.set("int", strictBuiltin("int", {"x"}, [](Args& a) {
+  env.set("int", strictBuiltin("int", 1, {"x"}, [](Args& a) {
             if (a.positional.empty() && a.keywords.empty()) return integer(0);  // int() is 0
             const Value v = arg(a, 0, "x", "int");
             if (v->type == Type::Str) return integer(intFromText(v->str));
@@ -393,13 +400,13 @@ void installScalarsAndConversions(Environment& env) {
             }
             return integer(asInt(v, "x"));
           }));
-  env.set("float", strictBuiltin("float", {"x"}, [](Args& a) {
+  env.set("float", strictBuiltin("float", 1, {"x"}, [](Args& a) {
             if (a.positional.empty() && a.keywords.empty()) return floating(0);  // float() is 0.0
             const Value v = arg(a, 0, "x", "float");
             if (v->type == Type::Str) return floating(floatFromText(v->str));
             return floating(asNumber(v, "x"));
           }));
-  env.set("abs", strictBuiltin("abs", {"x"}, [](Args& a) {
+  env.set("abs", strictBuiltin("abs", 1, {"x"}, [](Args& a) {
             const Value v = arg(a, 0, "x", "abs");
             if (v->type == Type::Tensor) return tensor(v->tensor.abs());
             if (v->type == Type::Float) return floating(std::abs(v->floatValue));
@@ -410,26 +417,26 @@ void installScalarsAndConversions(Environment& env) {
 // divmod, the containers (tuple, list, enumerate, zip, sorted) and the reductions (sum, max, min,
 // round; isinstance says it is not supported).
 void installContainersAndReductions(Environment& env) {
-  env.set("divmod", strictBuiltin("divmod", {"a", "b"}, [](Args& a) {
+  env.set("divmod", strictBuiltin("divmod", 2, {"a", "b"}, [](Args& a) {
             // The script's own // and %: ints and floats round as Python's do.
             const Value x = arg(a, 0, "a", "divmod"), y = arg(a, 1, "b", "divmod");
             return tuple({interpreterOf(a).binary(BinaryOp::FloorDiv, x, y),
                           interpreterOf(a).binary(BinaryOp::Mod, x, y)});
           }));
-  env.set("tuple", strictBuiltin("tuple", {}, [](Args& a) {
+  env.set("tuple", strictBuiltin("tuple", 1, {}, [](Args& a) {
             return tuple(a.positional.empty() ? std::vector<Value>{} : elementsOf(a.positional[0]));
           }));
-  env.set("list", strictBuiltin("list", {}, [](Args& a) {
+  env.set("list", strictBuiltin("list", 1, {}, [](Args& a) {
             return list(a.positional.empty() ? std::vector<Value>{} : elementsOf(a.positional[0]));
           }));
-  env.set("enumerate", strictBuiltin("enumerate", {"iterable", "start"}, [](Args& a) {
+  env.set("enumerate", strictBuiltin("enumerate", 2, {"iterable", "start"}, [](Args& a) {
             std::vector<Value> out;
             long long i = asInt(optional(a, 1, "start", integer(0)), "start");
             for (const auto& v : elementsOf(arg(a, 0, "iterable", "enumerate")))
               out.push_back(tuple({integer(i++), v}));
             return list(out);
           }));
-  env.set("zip", strictBuiltin("zip", {}, [](Args& a) {
+  env.set("zip", strictBuiltin("zip", SIZE_MAX, {}, [](Args& a) {
             std::vector<std::vector<Value>> seqs;
             size_t n = SIZE_MAX;
             for (const auto& p : a.positional) {
@@ -444,7 +451,7 @@ void installContainersAndReductions(Environment& env) {
             }
             return list(out);
           }));
-  env.set("sum", strictBuiltin("sum", {"iterable", "start"}, [](Args& a) {
+  env.set("sum", strictBuiltin("sum", 2, {"iterable", "start"}, [](Args& a) {
             Value acc = optional(a, 1, "start", integer(0));
             for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"))) {
               if (acc->type == Type::Tensor || v->type == Type::Tensor) {
@@ -500,7 +507,7 @@ void installContainersAndReductions(Environment& env) {
             for (size_t i : order) sorted.push_back(vs[i]);
             return list(sorted);
           }));
-  env.set("round", strictBuiltin("round", {"number", "ndigits"}, [](Args& a) {
+  env.set("round", strictBuiltin("round", 2, {"number", "ndigits"}, [](Args& a) {
             const Value x = arg(a, 0, "number", "round");
             const Value* ndigits = a.get(1, "ndigits");
             const bool toInt = !ndigits || (*ndigits)->type == Type::None;

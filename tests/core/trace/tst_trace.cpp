@@ -355,6 +355,8 @@ class TestTrace : public QObject {
                                      << "sorted() got an unexpected keyword argument 'cmp'";
     QTest::newRow("int base") << "model = VLLM(\"demo\")\nx = int(\"ff\", base=16)\n"
                               << "int() got an unexpected keyword argument 'base'";
+    QTest::newRow("int base positional") << "model = VLLM(\"demo\")\nx = int(\"10\", 2)\n"
+                                         << "int() takes at most 1 positional argument (2 given)";
     QTest::newRow("print end") << "model = VLLM(\"demo\")\nprint(1, end=\"\")\n"
                                << "print(end=...) other than a newline is not supported";
     QTest::newRow("unknown module") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
