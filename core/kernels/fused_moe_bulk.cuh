@@ -11,8 +11,8 @@ namespace shardscope::kernels {
 
 // Which of the two one-token kernels stream for these shapes and pointers: a device of sm_90 or
 // later, rows of whole 16-byte pieces (gate_up: hidden, down: inter) at 16-byte aligned addresses,
-// and switched on: SHARDSCOPE_MOE_BULK=1 streams both, =gate_up only gate_up, unset or anything
-// else neither (read at each call, so a process can compare). Off by default until a GPU run has
+// and switched on: SHARDSCOPE_MOE_BULK=1 streams both, =gate_up only gate_up, unset or 0 neither
+// (core/runtime_switches.h; other values are refused there). Off by default until a GPU run has
 // measured it against the register kernels.
 struct BulkStages {
   bool gateUp = false, down = false;

@@ -53,7 +53,7 @@ struct GemvOutput {
 GemvOutput gemvFused(const GemvInput& in);
 
 // Whether layers fold norms and SwiGLU into their GEMVs (gemvFused): on unless the environment
-// sets SHARDSCOPE_FUSED_DECODE=0 (read at each call, so a process can compare both).
+// sets SHARDSCOPE_FUSED_DECODE=0 (core/runtime_switches.h).
 bool layerFusion();
 
 // A decode step's q/k norms, rotary and KV cache write in one kernel: from the fused qkv rows
@@ -72,7 +72,7 @@ at::Tensor qkvToCache(const QkvToCache& in);
 
 // qkvToCache and decodeAttention in one kernel (the same cache and output, bit for bit) when the
 // step's `span` fits one chunk of keys; undefined otherwise, or when SHARDSCOPE_FUSED_ATTENTION=0
-// (read at each call, to compare in one process): then the caller runs the two.
+// (core/runtime_switches.h): then the caller runs the two.
 at::Tensor qkvDecodeAttention(const QkvToCache& in, int64_t span, double scale);
 
 // Attention of R new tokens over their cached keys 0..positions[r] (split into chunks of keys
@@ -123,7 +123,7 @@ struct NormIn {
 // The overload above with the layer's post-attention RMSNorm folded into its first kernel: x is
 // the hidden state before the norm. {y, x + residual} (x itself without a residual), y bit for bit
 // addRmsNorm followed by the overload above; undefined when the kernels do not take the shapes,
-// or when SHARDSCOPE_FUSED_MOE_NORM=0 (read at each call, to compare in one process).
+// or when SHARDSCOPE_FUSED_MOE_NORM=0 (core/runtime_switches.h).
 std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const NormIn& norm,
                                                     const at::Tensor& routerWeight,
                                                     const at::Tensor& routerDone,
@@ -132,7 +132,7 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                                     int64_t firstExpert);
 // Which kernels of a one-token fusedMoe call with token x [1, H] and these experts' w13 [E, 2I, H]
 // and w2 [E, H, I] stream their weights through shared memory with bulk copies (Hopper) rather
-// than through registers: the same bits. SHARDSCOPE_MOE_BULK=1 (read at each call) streams both,
+// than through registers: the same bits. SHARDSCOPE_MOE_BULK=1 (core/runtime_switches.h) streams both,
 // =gate_up only gate_up; unset, neither.
 struct MoeBulkStages {
   bool gateUp = false, down = false;

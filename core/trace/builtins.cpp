@@ -252,11 +252,25 @@ std::vector<Value> elementsOf(const Value& v) {
 
 namespace {
 void installBuiltins(Environment& env);
+
+// A builtin that refuses more than `positional` positional arguments and keywords other than
+// `keywords` (its arguments' names), as Python's do, instead of ignoring them (int("10", 2)).
+Value strictBuiltin(const char* name, size_t positional, std::vector<const char*> keywords,
+                    BuiltinFn fn) {
+  return builtin(name, [name, positional, keywords = std::move(keywords),
+                        fn = std::move(fn)](Args& a) {
+    if (a.positional.size() > positional)
+      throw RuntimeFailure(std::string(name) + "() takes at most " + std::to_string(positional) +
+                           " positional argument" + (positional == 1 ? "" : "s") + " (" +
+                           std::to_string(a.positional.size()) + " given)");
+    onlyKeywords(a, keywords, name);
+    return fn(a);
+  });
+}
 }  // namespace
 
 Value printBuiltin(std::function<void(const std::string&)> print) {
-  return builtin("print", [print](Args& a) {
-    onlyKeywords(a, {"sep", "end"}, "print");
+  return strictBuiltin("print", SIZE_MAX, {"sep", "end"}, [print](Args& a) {
     // Output is kept as lines (RunResult::printed): a line is ended by print itself.
     if (const Value* end = a.keyword("end"); end && str(*end) != "\n")
       throw RuntimeFailure(
@@ -321,21 +335,6 @@ std::vector<Value> keysOf(const Args& a, const std::vector<Value>& vs) {
     keys.push_back(in.call(*key, call));
   }
   return keys;
-}
-
-// A builtin that refuses more than `positional` positional arguments and keywords other than
-// `keywords` (its arguments' names), as Python's do, instead of ignoring them (int("10", 2)).
-Value strictBuiltin(const char* name, size_t positional, std::vector<const char*> keywords,
-                    BuiltinFn fn) {
-  return builtin(name, [name, positional, keywords = std::move(keywords),
-                        fn = std::move(fn)](Args& a) {
-    if (a.positional.size() > positional)
-      throw RuntimeFailure(std::string(name) + "() takes at most " + std::to_string(positional) +
-                           " positional argument" + (positional == 1 ? "" : "s") + " (" +
-                           std::to_string(a.positional.size()) + " given)");
-    onlyKeywords(a, keywords, name);
-    return fn(a);
-  });
 }
 
 // len, range, the conversions (repr, str, bool, int, float) and abs.
@@ -470,7 +469,6 @@ void installContainersAndReductions(Environment& env) {
   const auto extreme = [](bool wantMax) {
     return [wantMax](Args& a) {
       const char* fn = wantMax ? "max" : "min";
-      onlyKeywords(a, {"key", "default"}, fn);
       const bool one = a.positional.size() == 1;
       std::vector<Value> vs = one ? elementsOf(a.positional[0]) : a.positional;
       const Value* dflt = a.keyword("default");
@@ -488,10 +486,9 @@ void installContainersAndReductions(Environment& env) {
       return vs[best];
     };
   };
-  env.set("max", builtin("max", extreme(true)));
-  env.set("min", builtin("min", extreme(false)));
-  env.set("sorted", builtin("sorted", [](Args& a) {
-            onlyKeywords(a, {"iterable", "key", "reverse"}, "sorted");
+  env.set("max", strictBuiltin("max", SIZE_MAX, {"key", "default"}, extreme(true)));
+  env.set("min", strictBuiltin("min", SIZE_MAX, {"key", "default"}, extreme(false)));
+  env.set("sorted", strictBuiltin("sorted", 1, {"iterable", "key", "reverse"}, [](Args& a) {
             const std::vector<Value> vs = elementsOf(arg(a, 0, "iterable", "sorted"));
             const std::vector<Value> keys = keysOf(a, vs);
             Interpreter& in = interpreterOf(a);
