@@ -106,6 +106,7 @@ RuntimeSwitches RuntimeSwitches::fromEnvironment() {
   static constexpr Choice<MoeBulkStages> kBulk[] = {
       {"0", MoeBulkStages::None}, {"gate_up", MoeBulkStages::GateUp}, {"1", MoeBulkStages::Both}};
   s.moeBulk = choose("SHARDSCOPE_MOE_BULK", kBulk, MoeBulkStages::None);
+  s.gemvHoldRows = onOff("SHARDSCOPE_GEMV_HOLD", false);
   return s;
 }
 

@@ -1,11 +1,10 @@
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <optional>
 
 #include "block_choice.cuh"
 #include "bulk_ring.cuh"
 #include "core/runtime_switches.h"
+#include "device_limits.cuh"
 #include "fused_moe_bulk.cuh"
 
 // Why: the register kernels (fused_moe_one_token_kernel.cu) hold 12 loads a lane in flight, then
@@ -237,27 +236,6 @@ struct BulkPlan {
   int blocks = 0, slots = 0;
   size_t shared = 0;
 };
-
-// The current device's SMs, compute capability and the most shared memory a block may opt into,
-// asked once a device (each decode step's eager launches would otherwise ask three times a layer).
-struct DeviceLimits {
-  int sms = 0, major = 0, sharedOptin = 0;
-};
-DeviceLimits currentDeviceLimits() {
-  static std::mutex mutex;
-  static std::map<int, DeviceLimits> known;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return {};
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = known.find(device); it != known.end()) return it->second;
-  DeviceLimits d;
-  if (cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d.sharedOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess)
-    return {};
-  return known.emplace(device, d).first->second;
-}
 
 // Slots of slotBytes within ringBytes, a multiple of kBulkWarps: warp w then consumes every use
 // of the slots s = w (mod kBulkWarps), each slot's uses in order. (A warp that waited for a slot's

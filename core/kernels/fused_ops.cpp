@@ -154,12 +154,23 @@ at::Tensor siluAndMul(const at::Tensor& x) {
   return out;
 }
 
-at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
-  if (!usable(x, w) || w.dim() != 2 || !w.is_contiguous() || x.dim() < 1) return {};
-  const int64_t k = w.size(1), n = w.size(0);
-  if (x.size(-1) != k || k % (16 / int64_t(x.element_size())) != 0) return {};
+namespace {
+
+// The rows of x the GEMV kernel takes for x w^T; 0 when it does not take them.
+int64_t gemvRows(const at::Tensor& x, const at::Tensor& w) {
+  if (!usable(x, w) || w.dim() != 2 || !w.is_contiguous() || x.dim() < 1) return 0;
+  const int64_t k = w.size(1);
+  if (x.size(-1) != k || k % (16 / int64_t(x.element_size())) != 0) return 0;
   const int64_t rows = x.numel() / k;
-  if (rows == 0 || rows > kernels::kMaxGemvRows) return {};
+  return rows <= kernels::kMaxGemvRows ? rows : 0;
+}
+
+}  // namespace
+
+at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  const int64_t rows = gemvRows(x, w);
+  if (rows == 0) return {};
+  const int64_t k = w.size(1), n = w.size(0);
   if (bias.defined() && (!usable(bias, w) || bias.numel() != n || !bias.is_contiguous())) return {};
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor xc = x.contiguous();
@@ -175,6 +186,18 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias
   a.k = k;
   check(kernels::gemv(a, streamOf(x)), "gemv");
   return y;
+}
+
+bool gemvHoldsRows(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t rows = gemvRows(x, w);
+  if (rows == 0) return false;
+  const c10::cuda::CUDAGuard guard(x.device());
+  kernels::GemvArgs a;
+  a.dtype = dtypeOf(x);
+  a.rows = rows;
+  a.n = w.size(0);
+  a.k = w.size(1);
+  return kernels::gemvHoldsRows(a);
 }
 
 namespace {

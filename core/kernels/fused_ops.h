@@ -34,6 +34,9 @@ at::Tensor siluAndMul(const at::Tensor& x);
 // x w^T (+ bias) by the GEMV kernel when x is a few rows (a decode step) that it can take;
 // undefined otherwise, and the caller's matmul runs.
 at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
+// Whether gemv(x, w) loads each weight row whole before it waits on the kernel before
+// (SHARDSCOPE_GEMV_HOLD=1, kernels::gemvHoldsRows): the same bits either way.
+bool gemvHoldsRows(const at::Tensor& x, const at::Tensor& w);
 
 // The GEMV of a decoder layer's unobserved step with the kernels before and after it folded in
 // (kernels::GemvArgs): with normWeight, x [rows, k] is first normed as rmsNorm (addRmsNorm when
@@ -132,8 +135,8 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                                     int64_t firstExpert);
 // Which kernels of a one-token fusedMoe call with token x [1, H] and these experts' w13 [E, 2I, H]
 // and w2 [E, H, I] stream their weights through shared memory with bulk copies (Hopper) rather
-// than through registers: the same bits. SHARDSCOPE_MOE_BULK=1 (core/runtime_switches.h) streams both,
-// =gate_up only gate_up; unset, neither.
+// than through registers: the same bits. SHARDSCOPE_MOE_BULK=1 (core/runtime_switches.h) streams
+// both, =gate_up only gate_up; unset, neither.
 struct MoeBulkStages {
   bool gateUp = false, down = false;
 };

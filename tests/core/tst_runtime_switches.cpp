@@ -50,6 +50,7 @@ class TestRuntimeSwitches : public QObject {
     QVERIFY(s.captureStream == CaptureStreamSource::Leased);
     QVERIFY(s.allReduce == AllReduceAlgorithm::Auto);
     QVERIFY(s.moeBulk == MoeBulkStages::None);
+    QVERIFY(!s.gemvHoldRows);
   }
 
   void onOffSwitches_data() {
@@ -105,6 +106,10 @@ class TestRuntimeSwitches : public QObject {
       const ScopedSwitch s("SHARDSCOPE_NORM_GEMV_GRID", "full");
       QVERIFY(RuntimeSwitches::current().fullNormGemvGrid);
     }
+    {
+      const ScopedSwitch s("SHARDSCOPE_GEMV_HOLD", "1");
+      QVERIFY(RuntimeSwitches::current().gemvHoldRows);
+    }
     for (AllReduceAlgorithm a : {AllReduceAlgorithm::Auto, AllReduceAlgorithm::Peer,
                                  AllReduceAlgorithm::Nccl, AllReduceAlgorithm::NcclSymmetric}) {
       const ScopedSwitch s("SHARDSCOPE_ALL_REDUCE", toString(a));
@@ -119,6 +124,7 @@ class TestRuntimeSwitches : public QObject {
       QCOMPARE(RuntimeSwitches::current().collectiveTimeoutSeconds, 2.5);
     }
     QVERIFY(RuntimeSwitches::current().moeBulk == MoeBulkStages::None);
+    QVERIFY(!RuntimeSwitches::current().gemvHoldRows);
   }
 
   // A value a switch does not take is an Error with the variable, the value and what it takes
