@@ -106,6 +106,8 @@ RuntimeSwitches RuntimeSwitches::fromEnvironment() {
   static constexpr Choice<MoeBulkStages> kBulk[] = {
       {"0", MoeBulkStages::None}, {"gate_up", MoeBulkStages::GateUp}, {"1", MoeBulkStages::Both}};
   s.moeBulk = choose("SHARDSCOPE_MOE_BULK", kBulk, MoeBulkStages::None);
+  static constexpr Choice<int> kAhead[] = {{"2", 2}, {"3", 3}};
+  s.moeLoadsAhead = choose("SHARDSCOPE_MOE_LOADS_AHEAD", kAhead, 2);
   s.gemvHoldRows = onOff("SHARDSCOPE_GEMV_HOLD", false);
   return s;
 }

@@ -21,12 +21,12 @@ __device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (
   constexpr int VEC = 16 / sizeof(T);
   constexpr int64_t kChunk = 32 * VEC;
   for (int64_t k0 = int64_t(threadIdx.x % 32) * VEC; k0 < len; k0 += kAhead * kChunk) {
-    Vec<T, VEC> wv[W][kAhead];
+    int4 wv[W][kAhead];  // words, not Vecs: see loadWords
 #pragma unroll
     for (int r = 0; r < W; ++r) {
 #pragma unroll
       for (int u = 0; u < kAhead; ++u) {
-        if (k0 + u * kChunk < len) wv[r][u] = load<T, VEC>(w[r] + k0 + u * kChunk);
+        if (k0 + u * kChunk < len) wv[r][u] = loadWords(w[r] + k0 + u * kChunk);
       }
     }
 #pragma unroll
@@ -39,9 +39,10 @@ __device__ __forceinline__ void dotRows(const T* const (&w)[W], const T* const (
         const Vec<T, VEC> xv = load<T, VEC>(rows[m] + k);
 #pragma unroll
         for (int r = 0; r < W; ++r) {
+          const Vec<T, VEC> wr = asVec<T, VEC>(wv[r][u]);
 #pragma unroll
           for (int j = 0; j < VEC; ++j)
-            acc[r][m] = __fmaf_rn(toFloat(wv[r][u].v[j]), toFloat(xv.v[j]), acc[r][m]);
+            acc[r][m] = __fmaf_rn(toFloat(wr.v[j]), toFloat(xv.v[j]), acc[r][m]);
         }
       }
     }
@@ -83,9 +84,9 @@ using NarrowDown = WarpRows<1, 4, kTokenRows, 3>;
 // One token (a decode step at batch 1): one row a warp left the warps latency-bound (down: 3
 // loads a lane for inter 768, then a wait, over about five waves of small blocks). Several rows a
 // warp make the Qwen3-30B-A3B step's grids one wave on 132 SMs at 2 blocks an SM (8 experts;
-// gate_up 3 intermediate rows a warp: 8 x 32 blocks, 12 loads a lane in flight; down 8 rows a warp:
-// 8 x 32 blocks, 8 loads a lane in flight); one token a chunk leaves the registers to those loads
-// (more loads in flight spilled in bf16).
+// gate_up 3 intermediate rows a warp: 8 x 32 blocks, 12 loads a lane in flight, or 18 where
+// SHARDSCOPE_MOE_LOADS_AHEAD=3 (the one-token kernel; 118 registers); down 8 rows a warp: 8 x 32
+// blocks, 8 loads a lane in flight); one token a chunk leaves the registers to those loads.
 using WideGateUp = WarpRows<3, 2, 1, 2>;
 using WideDown = WarpRows<8, 1, 1, 2>;
 

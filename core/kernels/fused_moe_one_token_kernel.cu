@@ -19,8 +19,9 @@ using GateUp = WideGateUp;    // 3 intermediate rows a warp: 8 x 32 blocks for Q
 constexpr int kDownRows = 8;  // output rows a block (one wave of 256 blocks at hidden 2048)
 
 // h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j = blockIdx.x
-// of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g.
-template <typename T>
+// of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g, with
+// AHEAD loads of each of its 2 kRows weight rows in flight (SHARDSCOPE_MOE_LOADS_AHEAD).
+template <typename T, int AHEAD>
 __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
     gateUpOneTokenKernel(FusedMoeArgs a) {
   constexpr int R = GateUp::kRows;
@@ -37,7 +38,7 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
                           a.inter, a.hidden, gateUp);
   const T* rows[1] = {static_cast<const T*>(a.x)};
   float acc[2 * R][1] = {};
-  dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
+  dotRows<T, 2 * R, AHEAD, 1>(gateUp, rows, 1, a.hidden, acc);
   if (lane != 0) return;
 #pragma unroll
   for (int g = 0; g < R; ++g) {
@@ -126,9 +127,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
 namespace shardscope::kernels {
 
 bool oneTokenExpertsTake(const FusedMoeArgs& a) {
-  return RuntimeSwitches::current().moeOneToken && a.tokens == 1 && a.select.logits && a.select.ids &&
-         a.select.weights && a.select.experts >= a.topK && a.select.experts <= 32 * kLaneExperts &&
-         a.topK <= kMaxChoices;
+  return RuntimeSwitches::current().moeOneToken && a.tokens == 1 && a.select.logits &&
+         a.select.ids && a.select.weights && a.select.experts >= a.topK &&
+         a.select.experts <= 32 * kLaneExperts && a.topK <= kMaxChoices;
 }
 
 cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
@@ -138,11 +139,14 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
     constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
     const dim3 threads(kWarps * 32);
     std::optional<cudaError_t> gateUp = launchBulkGateUp(a, stream);
-    if (!gateUp)
-      gateUp =
-          launchKernel(gateUpOneTokenKernel<T>,
-                       dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
-                       threads, 0, stream, a);
+    if (!gateUp) {
+      const auto kernel = RuntimeSwitches::current().moeLoadsAhead == 3
+                              ? gateUpOneTokenKernel<T, 3>
+                              : gateUpOneTokenKernel<T, GateUp::kAhead>;
+      gateUp = launchKernel(
+          kernel, dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
+          threads, 0, stream, a);
+    }
     if (*gateUp != cudaSuccess) return *gateUp;
     if (const std::optional<cudaError_t> down = launchBulkDown(a, stream)) return *down;
     return launchKernel(downOneTokenKernel<T>,

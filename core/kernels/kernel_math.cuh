@@ -90,6 +90,17 @@ __device__ __forceinline__ void store(T* p, const Vec<T, VEC>& v) {
   *reinterpret_cast<Vec<T, VEC>*>(p) = v;
 }
 
+// 16 bytes held as four words until used: ptxas gave an array of bf16 Vecs held across loops or
+// waits a register an element (twice the words), and spilled.
+__device__ __forceinline__ int4 loadWords(const void* p) {
+  return *reinterpret_cast<const int4*>(p);
+}
+template <typename T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> asVec(const int4& words) {
+  static_assert(sizeof(Vec<T, VEC>) == sizeof(int4), "16-byte vectors only");
+  return *reinterpret_cast<const Vec<T, VEC>*>(&words);
+}
+
 // v as it is, but opaque to the compiler: what it computes from v stays after this point. A row
 // held in registers across barriers (the decode attention's key row, bf16) was otherwise converted
 // to fp32 ahead of them, which needs twice the registers and spilled.

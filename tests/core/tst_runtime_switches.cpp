@@ -51,6 +51,7 @@ class TestRuntimeSwitches : public QObject {
     QVERIFY(s.allReduce == AllReduceAlgorithm::Auto);
     QVERIFY(s.moeBulk == MoeBulkStages::None);
     QVERIFY(!s.gemvHoldRows);
+    QCOMPARE(s.moeLoadsAhead, 2);
   }
 
   void onOffSwitches_data() {
@@ -110,6 +111,10 @@ class TestRuntimeSwitches : public QObject {
       const ScopedSwitch s("SHARDSCOPE_GEMV_HOLD", "1");
       QVERIFY(RuntimeSwitches::current().gemvHoldRows);
     }
+    {
+      const ScopedSwitch s("SHARDSCOPE_MOE_LOADS_AHEAD", "3");
+      QCOMPARE(RuntimeSwitches::current().moeLoadsAhead, 3);
+    }
     for (AllReduceAlgorithm a : {AllReduceAlgorithm::Auto, AllReduceAlgorithm::Peer,
                                  AllReduceAlgorithm::Nccl, AllReduceAlgorithm::NcclSymmetric}) {
       const ScopedSwitch s("SHARDSCOPE_ALL_REDUCE", toString(a));
@@ -139,6 +144,9 @@ class TestRuntimeSwitches : public QObject {
     QTest::newRow("bulk") << "SHARDSCOPE_MOE_BULK"
                           << "yes"
                           << "takes 0, gate_up, 1";
+    QTest::newRow("loads ahead") << "SHARDSCOPE_MOE_LOADS_AHEAD"
+                                 << "4"
+                                 << "takes 2, 3";
     QTest::newRow("all-reduce") << "SHARDSCOPE_ALL_REDUCE"
                                 << "ring"
                                 << "takes auto, peer, nccl, nccl-symmetric";

@@ -42,11 +42,12 @@ at::Tensor distinctLogits(int64_t T, int64_t E, at::TensorOptions o) {
 
 }  // namespace
 
-// The one-token call with gate_up, or gate_up and down, streaming the weights through shared
-// memory (on Hopper; rows of whole 16-byte pieces whose ring of slots fits) equals the call that
-// loads them into registers (SHARDSCOPE_MOE_BULK=0), and `y`, the call as the environment has it,
-// bit for bit. Every bf16 row of the table fits an sm_90 GPU's shared memory; an fp32 row may not
-// (its slots are twice as wide), and then the call keeps the register kernel.
+// The one-token call with gate_up loading 3 rounds of its rows ahead, not 2, and with gate_up, or
+// gate_up and down, streaming the weights through shared memory (on Hopper; rows of whole 16-byte
+// pieces whose ring of slots fits) equals the call that loads them into registers
+// (SHARDSCOPE_MOE_BULK=0), and `y`, the call as the environment has it, bit for bit. Every bf16 row
+// of the table fits an sm_90 GPU's shared memory; an fp32 row may not (its slots are twice as
+// wide), and then the call keeps the register kernel.
 void oneTokenBulkCopiesKeepTheBits(const at::Tensor& x, const at::Tensor& logits,
                                    const fused::MoeRouting& r, const at::Tensor& w13,
                                    const at::Tensor& w2, int64_t first, const at::Tensor& y) {
@@ -62,6 +63,11 @@ void oneTokenBulkCopiesKeepTheBits(const at::Tensor& x, const at::Tensor& logits
   QVERIFY(!stages.gateUp && !stages.down);
   QVERIFY(registers.defined());
   QVERIFY2(at::equal(registers, y), "the register kernels' bits differ from the call's");
+  {
+    const test::ScopedSwitch ahead("SHARDSCOPE_MOE_LOADS_AHEAD", "3");
+    const at::Tensor further = run("0", stages);
+    QVERIFY2(at::equal(registers, further), "SHARDSCOPE_MOE_LOADS_AHEAD=3 gives other bits");
+  }
   for (const char* setting : {"1", "gate_up"}) {
     const at::Tensor streamed = run(setting, stages);
     const bool both = std::strcmp(setting, "1") == 0;
