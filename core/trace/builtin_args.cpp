@@ -1,5 +1,7 @@
 #include "builtin_args.h"
 
+#include <algorithm>
+
 #include "../error.h"
 
 namespace shardscope::trace::builtin_args {
@@ -9,19 +11,61 @@ Interpreter& interpreterOf(const Args& a) {
   return *a.interpreter;
 }
 
-void onlyKeywords(const Args& a, const std::vector<const char*>& taken, const char* fn) {
+namespace {
+
+// "a, b, c": the names a function takes, for its error messages.
+std::string listed(const std::vector<const char*>& names) {
+  std::string out;
+  for (const char* n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+}  // namespace
+
+void checkArguments(const Args& a, const Takes& takes, const std::string& fn) {
+  const size_t given = a.positional.size();
+  if (given > takes.positional)
+    throw RuntimeFailure(fn + "() takes at most " + std::to_string(takes.positional) +
+                         " positional argument" + (takes.positional == 1 ? "" : "s") + " (" +
+                         std::to_string(given) + " given)");
   for (const auto& [name, value] : a.keywords) {
-    bool known = false;
-    for (const char* t : taken) known = known || name == t;
-    if (!known)
-      throw RuntimeFailure(std::string(fn) + "() got an unexpected keyword argument '" + name +
-                           "'");
+    const auto it = std::find(takes.keywords.begin(), takes.keywords.end(), name);
+    if (it == takes.keywords.end())
+      throw RuntimeFailure(fn + "() got an unexpected keyword argument '" + name + "'; " +
+                           (takes.keywords.empty() ? "it takes no keyword arguments"
+                                                   : "it takes " + listed(takes.keywords)));
+    const size_t index = size_t(it - takes.keywords.begin());
+    if (takes.positional != kVarargs && index < std::min(takes.positional, given))
+      throw RuntimeFailure(fn + "() got multiple values for argument '" + name +
+                           "': it is also given by position (argument " +
+                           std::to_string(index + 1) + ")");
+  }
+  for (size_t i = 0; i < takes.required; ++i) {
+    if (i >= given && !a.keyword(takes.keywords[i]))
+      throw RuntimeFailure(fn + "() is missing its '" + takes.keywords[i] + "' (argument " +
+                           std::to_string(i + 1) + ")");
   }
 }
 
-Value arg(const Args& a, size_t i, const char* name, const char* fn) {
+Value strictBuiltin(std::string name, Takes takes, BuiltinFn fn) {
+  SS_ASSERT(takes.required <= takes.keywords.size(),
+            name + "(): more required arguments than names");
+  return builtin(name, [name, takes = std::move(takes), fn = std::move(fn)](Args& a) {
+    checkArguments(a, takes, name);
+    return fn(a);
+  });
+}
+
+Value strictBuiltin(std::string name, size_t positional, std::vector<const char*> keywords,
+                    BuiltinFn fn) {
+  return strictBuiltin(std::move(name), Takes{positional, std::move(keywords)}, std::move(fn));
+}
+
+Value arg(const Args& a, size_t i, const char* name, const std::string& fn) {
   const Value* v = a.get(i, name);
-  if (!v) throw RuntimeFailure(std::string(fn) + "() missing argument '" + name + "'");
+  if (!v)
+    throw RuntimeFailure(fn + "() is missing its '" + name + "' (argument " +
+                         std::to_string(i + 1) + ")");
   return *v;
 }
 Value optional(const Args& a, size_t i, const char* name, Value dflt) {
@@ -80,13 +124,37 @@ std::optional<at::ScalarType> asDtype(const Value& v) {
   return it->second;
 }
 
-long long dimArg(const Args& a, size_t i, long long dflt) {
+c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn) {
+  if (!v || (*v)->type == Type::None) return c10::nullopt;
+  if (auto t = asDtype(*v)) return *t;
+  throw RuntimeFailure(fn + "(): dtype must be a torch dtype such as torch.float32, got " +
+                       repr(*v));
+}
+
+long long dimArg(const Args& a, size_t i, long long dflt, const char* name) {
+  const Value* v = a.get(i, name);
+  return v && (*v)->type != Type::None ? asInt(*v, name) : dflt;
+}
+c10::optional<int64_t> optionalDim(const Args& a, size_t i) {
   const Value* v = a.get(i, "dim");
-  return v && (*v)->type != Type::None ? asInt(*v, "dim") : dflt;
+  if (!v || (*v)->type == Type::None) return c10::nullopt;
+  return asInt(*v, "dim");
+}
+std::optional<std::vector<int64_t>> dimsArg(const Args& a, size_t i) {
+  const Value* v = a.get(i, "dim");
+  if (!v || (*v)->type == Type::None) return std::nullopt;
+  if ((*v)->type != Type::Tuple && (*v)->type != Type::List)
+    return std::vector<int64_t>{asInt(*v, "dim")};
+  std::vector<int64_t> dims;
+  for (const Value& d : (*v)->items) dims.push_back(asInt(d, "dim"));
+  return dims;
 }
 bool keepdim(const Args& a, size_t i) {
-  const Value* v = a.get(i, "keepdim");
-  return v && truthy(*v);
+  return flag(a, i, "keepdim", false);
+}
+bool flag(const Args& a, size_t i, const char* name, bool dflt) {
+  const Value* v = a.get(i, name);
+  return v ? truthy(*v) : dflt;
 }
 
 Value valuesIndices(const std::tuple<at::Tensor, at::Tensor>& r) {

@@ -1,11 +1,13 @@
-// How the trace language's builtins and tensor methods read their arguments: required and
-// optional ones by position or keyword, shapes, dims, dtypes, and the values they hand back
-// (a (values, indices) pair, nested lists from a tensor). Shared by builtins.cpp and
+// How the trace language's builtins, torch functions and tensor methods read their arguments:
+// what each takes (Takes: refused otherwise, never ignored), required and optional ones by
+// position or keyword, shapes, dims, dtypes, and the values they hand back (a (values, indices)
+// pair, nested lists from a tensor). Shared by builtins.cpp, torch_functions.cpp and
 // tensor_methods.cpp.
 #pragma once
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,11 +23,28 @@ using Args = CallArgs;
 // The interpreter running the call (Interpreter::call sets it): builtins that apply the script's
 // own operators (divmod's // and %, the order of min, max and sorted).
 Interpreter& interpreterOf(const Args& a);
-// Refuses a keyword fn() does not take, as Python does ("fn() got an unexpected keyword argument
-// 'k'"), where ignoring it would give a quietly different result (sorted(key=...)).
-void onlyKeywords(const Args& a, const std::vector<const char*>& taken, const char* fn);
+// What a builtin, torch function or tensor method takes, as its Python signature says: at most
+// `positional` positional arguments (kVarargs: any number, a shape), the keywords `keywords`, and
+// the first `required` of them present. The first `positional` keywords name the positional
+// parameters in order (torch.topk: input, k, dim, largest, sorted), so `keywords[i]` given both
+// by position and by keyword is refused too, as is a missing required one.
+inline constexpr size_t kVarargs = SIZE_MAX;
+struct Takes {
+  size_t positional = 0;
+  std::vector<const char*> keywords = {};
+  size_t required = 0;
+};
+// Refuses a call of fn() (its name as the script wrote it: "sorted", "torch.topk", "Tensor.sum")
+// that passes what it does not take, as Python does ("fn() got an unexpected keyword argument
+// 'k'; it takes ..."), where ignoring it would give a quietly different result
+// (x.sum(dims=1) summing everything).
+void checkArguments(const Args& a, const Takes& takes, const std::string& fn);
+// A builtin named `name` that checks its arguments against `takes` before running `fn`.
+Value strictBuiltin(std::string name, Takes takes, BuiltinFn fn);
+Value strictBuiltin(std::string name, size_t positional, std::vector<const char*> keywords,
+                    BuiltinFn fn);
 // Argument i (or keyword `name`) of fn(); an error naming both when it is missing.
-Value arg(const Args& a, size_t i, const char* name, const char* fn);
+Value arg(const Args& a, size_t i, const char* name, const std::string& fn);
 // Argument i (or keyword `name`), `dflt` when it is missing.
 Value optional(const Args& a, size_t i, const char* name, Value dflt);
 // A shape from the arguments from `from` on: one tuple, list or Size, or the dimensions one by one.
@@ -38,10 +57,20 @@ const std::map<std::string, at::ScalarType>& dtypes();
 Value dtypeValue(at::ScalarType t);
 // The scalar type a torch.* dtype value names; nullopt for anything else.
 std::optional<at::ScalarType> asDtype(const Value& v);
-// The `dim` argument (position i or keyword), dflt when missing or None.
-long long dimArg(const Args& a, size_t i, long long dflt);
+// The dtype argument `v` of fn() (a keyword or a position); nullopt when missing or None, an error
+// naming fn for anything but a torch dtype. (c10::optional, what ATen's functions take.)
+c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn);
+// The `dim` argument (position i or keyword `name`), dflt when missing or None.
+long long dimArg(const Args& a, size_t i, long long dflt, const char* name = "dim");
+// The `dim` argument (position i or keyword), nullopt when missing or None.
+c10::optional<int64_t> optionalDim(const Args& a, size_t i);
+// The `dim` argument of a reduction (position i or keyword): an int or a tuple or list of them;
+// nullopt when missing or None (every dimension).
+std::optional<std::vector<int64_t>> dimsArg(const Args& a, size_t i);
 // The `keepdim` argument (position i or keyword), false when missing.
 bool keepdim(const Args& a, size_t i);
+// The bool argument at position i or keyword `name`, dflt when missing.
+bool flag(const Args& a, size_t i, const char* name, bool dflt);
 // A (values, indices) result as a tuple of two tensors.
 Value valuesIndices(const std::tuple<at::Tensor, at::Tensor>& r);
 // A tensor as nested lists of Python numbers (a number for a 0-d tensor).

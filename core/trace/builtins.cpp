@@ -1,6 +1,6 @@
-// Python builtins and the torch namespace available to trace scripts (tensor methods:
-// tensor_methods.cpp). This is the documented list (docs/trace-language.md); anything else is an
-// error that says so.
+// Python builtins available to trace scripts (the torch namespace: torch_functions.cpp; tensor
+// methods: tensor_methods.cpp). This is the documented list (docs/trace-language.md); anything else
+// is an error that says so.
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
@@ -23,13 +23,6 @@ namespace shardscope::trace {
 using namespace builtin_args;
 
 namespace {
-
-Value cosineSimilarity(Args& a) {
-  const at::Tensor x = toTensor(arg(a, 0, "x1", "cosine_similarity")),
-                   y = toTensor(arg(a, 1, "x2", "cosine_similarity"));
-  return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
-                                      asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
-}
 
 // `text` without the whitespace around it (Python's int() and float() allow it).
 std::string_view stripped(std::string_view text) {
@@ -107,14 +100,6 @@ double roundFloat(double x, long long ndigits) {
   std::vector<char> text(size_t(std::snprintf(nullptr, 0, "%.*f", int(ndigits), x)) + 1);
   std::snprintf(text.data(), text.size(), "%.*f", int(ndigits), x);
   return std::strtod(text.data(), nullptr);
-}
-
-Value makeNamespace(const std::string& name, std::map<std::string, Value> members) {
-  auto v = std::make_shared<Object>();
-  v->type = Type::Namespace;
-  v->str = name;
-  v->attributes = std::move(members);
-  return v;
 }
 
 }  // namespace
@@ -252,25 +237,10 @@ std::vector<Value> elementsOf(const Value& v) {
 
 namespace {
 void installBuiltins(Environment& env);
-
-// A builtin that refuses more than `positional` positional arguments and keywords other than
-// `keywords` (its arguments' names), as Python's do, instead of ignoring them (int("10", 2)).
-Value strictBuiltin(const char* name, size_t positional, std::vector<const char*> keywords,
-                    BuiltinFn fn) {
-  return builtin(name, [name, positional, keywords = std::move(keywords),
-                        fn = std::move(fn)](Args& a) {
-    if (a.positional.size() > positional)
-      throw RuntimeFailure(std::string(name) + "() takes at most " + std::to_string(positional) +
-                           " positional argument" + (positional == 1 ? "" : "s") + " (" +
-                           std::to_string(a.positional.size()) + " given)");
-    onlyKeywords(a, keywords, name);
-    return fn(a);
-  });
-}
 }  // namespace
 
 Value printBuiltin(std::function<void(const std::string&)> print) {
-  return strictBuiltin("print", SIZE_MAX, {"sep", "end"}, [print](Args& a) {
+  return strictBuiltin("print", kVarargs, {"sep", "end"}, [print](Args& a) {
     // Output is kept as lines (RunResult::printed): a line is ended by print itself.
     if (const Value* end = a.keyword("end"); end && str(*end) != "\n")
       throw RuntimeFailure(
@@ -435,7 +405,7 @@ void installContainersAndReductions(Environment& env) {
               out.push_back(tuple({integer(i++), v}));
             return list(out);
           }));
-  env.set("zip", strictBuiltin("zip", SIZE_MAX, {}, [](Args& a) {
+  env.set("zip", strictBuiltin("zip", kVarargs, {}, [](Args& a) {
             std::vector<std::vector<Value>> seqs;
             size_t n = SIZE_MAX;
             for (const auto& p : a.positional) {
@@ -486,8 +456,8 @@ void installContainersAndReductions(Environment& env) {
       return vs[best];
     };
   };
-  env.set("max", strictBuiltin("max", SIZE_MAX, {"key", "default"}, extreme(true)));
-  env.set("min", strictBuiltin("min", SIZE_MAX, {"key", "default"}, extreme(false)));
+  env.set("max", strictBuiltin("max", kVarargs, {"key", "default"}, extreme(true)));
+  env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
   env.set("sorted", strictBuiltin("sorted", 1, {"iterable", "key", "reverse"}, [](Args& a) {
             const std::vector<Value> vs = elementsOf(arg(a, 0, "iterable", "sorted"));
             const std::vector<Value> keys = keysOf(a, vs);
@@ -516,95 +486,6 @@ void installContainersAndReductions(Environment& env) {
   env.set("isinstance", builtin("isinstance", [](Args&) -> Value {
             throw RuntimeFailure("isinstance() is not supported in trace scripts");
           }));
-}
-
-// The torch namespace: dtypes, constructors, the tensor functions scripts use, torch.nn.functional.
-Value torchNamespace() {
-  std::map<std::string, Value> torch;
-  for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
-  const auto like = [](const char* fn, auto op) {
-    return builtin(fn, [op](Args& a) { return tensor(op(toTensor(a.required(0)))); });
-  };
-  torch["zeros_like"] = like("zeros_like", [](const at::Tensor& x) { return at::zeros_like(x); });
-  torch["ones_like"] = like("ones_like", [](const at::Tensor& x) { return at::ones_like(x); });
-  torch["exp"] = like("exp", [](const at::Tensor& x) { return x.exp(); });
-  torch["log"] = like("log", [](const at::Tensor& x) { return x.log(); });
-  torch["abs"] = like("abs", [](const at::Tensor& x) { return x.abs(); });
-  const auto filled = [](const char* fn, double value) {
-    return builtin(fn, [value](Args& a) {
-      at::TensorOptions o = at::TensorOptions().device(currentDevice());
-      if (const Value* d = a.keyword("dtype")) o = o.dtype(asDtype(*d).value_or(at::kFloat));
-      return tensor(at::full(shapeArgs(a, 0), value, o));
-    });
-  };
-  torch["zeros"] = filled("zeros", 0.0);
-  torch["ones"] = filled("ones", 1.0);
-  torch["tensor"] = builtin("tensor", [](Args& a) {
-    at::Tensor t = toTensor(arg(a, 0, "data", "tensor")).clone();
-    if (const Value* d = a.keyword("dtype")) t = t.to(asDtype(*d).value_or(t.scalar_type()));
-    return tensor(t.to(currentDevice()));
-  });
-  torch["arange"] = builtin("arange", [](Args& a) {
-    const auto o = at::TensorOptions().device(currentDevice()).dtype(at::kLong);
-    if (a.positional.size() == 1) return tensor(at::arange(asInt(a.positional[0], "end"), o));
-    return tensor(
-        at::arange(asInt(a.required(0, "start"), "start"), asInt(a.required(1, "end"), "end"), o));
-  });
-  torch["cat"] = builtin("cat", [](Args& a) {
-    return tensor(at::cat(tensorList(arg(a, 0, "tensors", "cat"), "cat"), dimArg(a, 1, 0)));
-  });
-  torch["stack"] = builtin("stack", [](Args& a) {
-    return tensor(at::stack(tensorList(arg(a, 0, "tensors", "stack"), "stack"), dimArg(a, 1, 0)));
-  });
-  torch["matmul"] = builtin("matmul", [](Args& a) {
-    return tensor(at::matmul(toTensor(a.required(0)), toTensor(a.required(1))));
-  });
-  torch["softmax"] = builtin("softmax", [](Args& a) {
-    return tensor(at::softmax(toTensor(a.required(0)), dimArg(a, 1, -1)));
-  });
-  torch["log_softmax"] = builtin("log_softmax", [](Args& a) {
-    return tensor(at::log_softmax(toTensor(a.required(0)), dimArg(a, 1, -1)));
-  });
-  torch["argmax"] = builtin("argmax", [](Args& a) {
-    const at::Tensor x = toTensor(a.required(0));
-    return tensor(a.get(1, "dim") ? x.argmax(dimArg(a, 1, 0), keepdim(a, 2)) : x.argmax());
-  });
-  torch["topk"] = builtin("topk", [](Args& a) {
-    return valuesIndices(
-        toTensor(a.required(0)).topk(asInt(arg(a, 1, "k", "topk"), "k"), dimArg(a, 2, -1)));
-  });
-  torch["allclose"] = builtin("allclose", [](Args& a) {
-    const double rtol = asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
-                 atol = asNumber(optional(a, 3, "atol", floating(1e-8)), "atol");
-    return boolean(at::allclose(toTensor(a.required(0)), toTensor(a.required(1)), rtol, atol));
-  });
-  torch["equal"] = builtin("equal", [](Args& a) {
-    return boolean(at::equal(toTensor(a.required(0)), toTensor(a.required(1))));
-  });
-  torch["norm"] =
-      builtin("norm", [](Args& a) { return tensor(at::norm(toTensor(a.required(0)))); });
-  torch["gather"] = builtin("gather", [](Args& a) {
-    return tensor(toTensor(a.required(0, "input"))
-                      .gather(asInt(arg(a, 1, "dim", "gather"), "dim"),
-                              toTensor(arg(a, 2, "index", "gather")).to(at::kLong)));
-  });
-  torch["where"] = builtin("where", [](Args& a) {
-    const at::Tensor c = toTensor(a.required(0)), x = toTensor(a.required(1));
-    return tensor(at::where(c, x, toTensor(a.required(2), &x)));
-  });
-  torch["einsum"] = builtin("einsum", [](Args& a) {
-    std::vector<at::Tensor> ops;
-    for (size_t i = 1; i < a.positional.size(); ++i) ops.push_back(toTensor(a.positional[i]));
-    return tensor(at::einsum(a.required(0)->str, ops));
-  });
-  torch["no_grad"] = builtin("no_grad", [](Args&) { return none(); });
-  Value functional = makeNamespace(
-      "torch.nn.functional", {{"cosine_similarity", builtin("cosine_similarity", cosineSimilarity)},
-                              {"softmax", torch["softmax"]},
-                              {"log_softmax", torch["log_softmax"]}});
-  torch["nn"] = makeNamespace("torch.nn", {{"functional", functional}});
-  torch["cosine_similarity"] = builtin("cosine_similarity", cosineSimilarity);
-  return makeNamespace("torch", std::move(torch));
 }
 
 void installBuiltins(Environment& env) {

@@ -185,6 +185,9 @@ const std::shared_ptr<Environment>& builtinScope();
 Value printBuiltin(std::function<void(const std::string&)> print);
 // `model.tokenizer`: encode(text) -> list of ids, decode(ids or tensor) -> text.
 Value tokenizerValue(std::shared_ptr<const Tokenizer> tokenizer);
+// The `torch` namespace: dtypes, constructors, the tensor functions scripts use,
+// torch.nn.functional (torch_functions.cpp).
+Value torchNamespace();
 // Attribute `name` of a tensor value: a property (shape, dtype, T) or a bound method.
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name);
 // A copy of `v` that later in-place edits of model memory cannot change.

@@ -11,6 +11,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "tensor_methods.h"
+
 namespace shardscope::trace {
 
 // What a deferred op does, kept so that alike ops on sibling values can run once, stacked.
@@ -275,6 +277,9 @@ Value Interpreter::deferredMethod(const Value& self, const std::string& name) {
   if (!later.count(name)) return nullptr;
   const int line = at_.line;
   return builtin(name, [this, self, name, line](CallArgs& args) -> Value {
+    // An argument the method does not take fails here, at its line, not when the value is needed.
+    if (const TensorMethod* m = tensorMethod(name))
+      builtin_args::checkArguments(args, m->takes, "Tensor." + name);
     if (holdsTensor(args)) {  // could be edited before it runs: now, on the computed tensor
       force(self);
       return tensorAttribute(*this, self, name)->builtin(args);

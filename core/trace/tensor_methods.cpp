@@ -1,15 +1,18 @@
 // Tensor properties and methods in trace scripts (`x.shape`, `x.sum(-1)`, `x.zero_()`): the
-// documented list (docs/trace-language.md); any other name is an error that lists them.
+// documented list (docs/trace-language.md); any other name is an error that lists them, and so is
+// an argument a method does not take (x.sum(dims=1) does not quietly sum everything).
 #include <ATen/ATen.h>
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "../error.h"
 #include "builtin_args.h"
 #include "interpreter.h"
-#include "trace_device.h"
+#include "tensor_methods.h"
 
 namespace shardscope::trace {
 
@@ -23,7 +26,285 @@ void wrote(Args& a) {
   a.interpreter->noteTensorWrite();
 }
 
+// Every dimension of x: a reduction over all of them that keeps them (x.sum(keepdim=True)).
+std::vector<int64_t> allDims(const at::Tensor& x) {
+  std::vector<int64_t> dims(size_t(x.dim()));
+  for (size_t i = 0; i < dims.size(); ++i) dims[i] = int64_t(i);
+  return dims;
+}
+
+// The dimensions a reduction's `dim` (argument 0) and `keepdim` (argument keepAt) name; nullopt
+// for a reduction of every element to a 0-d tensor.
+std::optional<std::vector<int64_t>> reduced(const at::Tensor& x, Args& a, size_t keepAt) {
+  if (auto dims = dimsArg(a, 0)) return dims;
+  if (keepdim(a, keepAt)) return allDims(x);
+  return std::nullopt;
+}
+
+// sum(dim=None, keepdim=False, *, dtype=None) and mean, alike.
+Value sumOrMean(const at::Tensor& x, Args& a, bool mean) {
+  const auto dtype = dtypeArg(a.keyword("dtype"), mean ? "Tensor.mean" : "Tensor.sum");
+  const auto dims = reduced(x, a, 1);
+  if (!dims) return tensor(mean ? x.mean(dtype) : x.sum(dtype));
+  const at::IntArrayRef d(*dims);
+  return tensor(mean ? x.mean(d, keepdim(a, 1), dtype) : x.sum(d, keepdim(a, 1), dtype));
+}
+
+// std(dim=None, unbiased=True, keepdim=False) and var, alike.
+Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
+  const bool unbiased = flag(a, 1, "unbiased", true);
+  const auto dims = reduced(x, a, 2);
+  if (!dims) return tensor(var ? x.var(unbiased) : x.std(unbiased));
+  const at::IntArrayRef d(*dims);
+  return tensor(var ? x.var(d, unbiased, keepdim(a, 2)) : x.std(d, unbiased, keepdim(a, 2)));
+}
+
+// max(dim=None, keepdim=False) and min: with a dim, (values, indices).
+Value extreme(const at::Tensor& x, Args& a, bool max) {
+  const auto dim = optionalDim(a, 0);
+  if (!dim) {
+    if (keepdim(a, 1))
+      throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
+                           "(keepdim=True) needs a dim");
+    return tensor(max ? x.max() : x.min());
+  }
+  return valuesIndices(max ? x.max(*dim, keepdim(a, 1)) : x.min(*dim, keepdim(a, 1)));
+}
+
+// any(dim=None, keepdim=False) and all.
+Value anyOrAll(const at::Tensor& x, Args& a, bool any) {
+  const auto dim = optionalDim(a, 0);
+  if (dim) return tensor(any ? x.any(*dim, keepdim(a, 1)) : x.all(*dim, keepdim(a, 1)));
+  const at::Tensor r = any ? x.any() : x.all();
+  return tensor(keepdim(a, 1) ? r.reshape(std::vector<int64_t>(size_t(x.dim()), 1)) : r);
+}
+
+// norm(p='fro', dim=None, keepdim=False): p a number or 'fro' (the 2-norm of the elements).
+Value norm(const at::Tensor& x, Args& a) {
+  double p = 2;
+  if (const Value* v = a.get(0, "p"); v && (*v)->type != Type::None) {
+    if ((*v)->type == Type::Str && (*v)->str != "fro")
+      throw RuntimeFailure("Tensor.norm(): p must be a number or 'fro', got " + repr(*v));
+    if ((*v)->type != Type::Str) p = asNumber(*v, "p");
+  }
+  const auto dims = reduced(x, a, 2);
+  if (!dims) return tensor(at::norm(x, p));
+  return tensor(at::norm(x, p, at::IntArrayRef(*dims), keepdim(a, 2)));
+}
+
+// to(dtype) / to('cpu'), also as keywords dtype= and device=.
+Value to(const at::Tensor& x, Args& a) {
+  at::Tensor y = x;
+  const auto device = [&y](const Value& d) {
+    if (d->type != Type::Str)
+      throw RuntimeFailure("Tensor.to() expects a dtype such as torch.float32 or 'cpu', got " +
+                           repr(d));
+    if (d->str != "cpu")
+      throw RuntimeFailure(
+          "tensors stay on the rank's device inside a trace; .to() accepts a dtype or 'cpu'");
+    y = y.to(at::kCPU);
+  };
+  if (const Value* d = a.get(0, "dtype"); d && (*d)->type != Type::None) {
+    if (auto dt = asDtype(*d))
+      y = y.to(*dt);
+    else
+      device(*d);  // x.to('cpu'): its first argument is a dtype or a device
+  }
+  if (const Value* d = a.keyword("device"); d && (*d)->type != Type::None) device(*d);
+  return tensor(y);
+}
+
+// An in-place method: notes the write, then runs `op` on the tensor.
+template <typename Op>
+Value inPlace(const at::Tensor& x, Args& a, Op op) {
+  wrote(a);
+  at::Tensor y = x;
+  op(y);
+  return tensor(y);
+}
+
+using M = TensorMethod;
+using T = builtin_args::Takes;
+
+// Each method with what it takes after the tensor: PyTorch's names and order for the arguments
+// implemented here; anything else is refused (checkArguments), never ignored.
+const std::map<std::string, TensorMethod>& methods() {
+  static const std::map<std::string, TensorMethod> table = {
+      {"size", M{T{1, {"dim"}}, [](const at::Tensor& x, Args& a) {
+         const auto dim = optionalDim(a, 0);
+         return dim ? integer(x.size(*dim)) : sizeOf(x);
+       }}},
+      {"dim", M{T{}, [](const at::Tensor& x, Args&) { return integer(x.dim()); }}},
+      {"numel", M{T{}, [](const at::Tensor& x, Args&) { return integer(x.numel()); }}},
+      {"clone", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.clone()); }}},
+      {"detach", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.detach()); }}},
+      {"cpu", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kCPU)); }}},
+      {"contiguous", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }}},
+      {"float", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kFloat)); }}},
+      {"half", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kHalf)); }}},
+      {"bfloat16", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBFloat16)); }}},
+      {"double", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kDouble)); }}},
+      {"long", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kLong)); }}},
+      {"int", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kInt)); }}},
+      {"bool", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBool)); }}},
+      {"to", M{T{1, {"dtype", "device"}}, to}},
+      {"view", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.view(shapeArgs(a, 0)));
+       }}},
+      {"reshape", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.reshape(shapeArgs(a, 0)));
+       }}},
+      {"permute", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.permute(shapeArgs(a, 0)));
+       }}},
+      {"transpose", M{T{2, {"dim0", "dim1"}, 2}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.transpose(asInt(arg(a, 0, "dim0", "Tensor.transpose"), "dim0"),
+                                   asInt(arg(a, 1, "dim1", "Tensor.transpose"), "dim1")));
+       }}},
+      {"unsqueeze", M{T{1, {"dim"}, 1}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.unsqueeze(asInt(arg(a, 0, "dim", "Tensor.unsqueeze"), "dim")));
+       }}},
+      {"squeeze", M{T{1, {"dim"}}, [](const at::Tensor& x, Args& a) {
+         const auto dim = optionalDim(a, 0);
+         return tensor(dim ? x.squeeze(*dim) : x.squeeze());
+       }}},
+      {"flatten", M{T{2, {"start_dim", "end_dim"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.flatten(dimArg(a, 0, 0, "start_dim"), dimArg(a, 1, -1, "end_dim")));
+       }}},
+      {"narrow", M{T{3, {"dim", "start", "length"}, 3}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.narrow(asInt(arg(a, 0, "dim", "Tensor.narrow"), "dim"),
+                                asInt(arg(a, 1, "start", "Tensor.narrow"), "start"),
+                                asInt(arg(a, 2, "length", "Tensor.narrow"), "length")));
+       }}},
+      {"sum", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+         return sumOrMean(x, a, false);
+       }}},
+      {"mean", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+         return sumOrMean(x, a, true);
+       }}},
+      {"std", M{T{3, {"dim", "unbiased", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return stdOrVar(x, a, false);
+       }}},
+      {"var", M{T{3, {"dim", "unbiased", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return stdOrVar(x, a, true);
+       }}},
+      {"max", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return extreme(x, a, true);
+       }}},
+      {"min", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return extreme(x, a, false);
+       }}},
+      {"argmax", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.argmax(optionalDim(a, 0), keepdim(a, 1)));
+       }}},
+      {"argmin", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.argmin(optionalDim(a, 0), keepdim(a, 1)));
+       }}},
+      {"norm", M{T{3, {"p", "dim", "keepdim"}}, norm}},
+      {"softmax", M{T{2, {"dim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(
+             at::softmax(x, dimArg(a, 0, -1), dtypeArg(a.get(1, "dtype"), "Tensor.softmax")));
+       }}},
+      {"log_softmax", M{T{2, {"dim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(at::log_softmax(x, dimArg(a, 0, -1),
+                                       dtypeArg(a.get(1, "dtype"), "Tensor.log_softmax")));
+       }}},
+      {"topk", M{T{4, {"k", "dim", "largest", "sorted"}, 1}, [](const at::Tensor& x, Args& a) {
+         return valuesIndices(x.topk(asInt(arg(a, 0, "k", "Tensor.topk"), "k"), dimArg(a, 1, -1),
+                                     flag(a, 2, "largest", true), flag(a, 3, "sorted", true)));
+       }}},
+      {"sort", M{T{2, {"dim", "descending", "stable"}}, [](const at::Tensor& x, Args& a) {
+         const int64_t dim = dimArg(a, 0, -1);
+         const bool descending = flag(a, 1, "descending", false);
+         if (const Value* stable = a.keyword("stable"))
+           return valuesIndices(x.sort(truthy(*stable), dim, descending));
+         return valuesIndices(x.sort(dim, descending));
+       }}},
+      {"cumsum", M{T{1, {"dim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));
+       }}},
+      {"abs", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.abs()); }}},
+      {"exp", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.exp()); }}},
+      {"log", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.log()); }}},
+      {"sqrt", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }}},
+      {"sigmoid", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }}},
+      {"tanh", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }}},
+      {"relu", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.relu()); }}},
+      {"pow", M{T{1, {"exponent"}, 1}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.pow(asNumber(arg(a, 0, "exponent", "Tensor.pow"), "exponent")));
+       }}},
+      {"matmul", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
+         return tensor(at::matmul(x, toTensor(arg(a, 0, "other", "Tensor.matmul"))));
+       }}},
+      {"any", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return anyOrAll(x, a, true);
+       }}},
+      {"all", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         return anyOrAll(x, a, false);
+       }}},
+      {"item", M{T{}, [](const at::Tensor& x, Args&) {
+         if (x.numel() != 1)
+           throw RuntimeFailure("item() needs a tensor with one element, this one has " +
+                                std::to_string(x.numel()));
+         return fromTensorList(x.reshape({}));
+       }}},
+      {"tolist", M{T{}, [](const at::Tensor& x, Args&) { return fromTensorList(x.to(at::kCPU)); }}},
+      {"gather", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.gather(asInt(arg(a, 0, "dim", "Tensor.gather"), "dim"),
+                                toTensor(arg(a, 1, "index", "Tensor.gather")).to(at::kLong)));
+       }}},
+      {"index_select", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.index_select(asInt(arg(a, 0, "dim", "Tensor.index_select"), "dim"),
+                                      toTensor(arg(a, 1, "index", "Tensor.index_select"))));
+       }}},
+      {"chunk", M{T{2, {"chunks", "dim"}, 1}, [](const at::Tensor& x, Args& a) {
+         std::vector<Value> parts;
+         for (const auto& c :
+              x.chunk(asInt(arg(a, 0, "chunks", "Tensor.chunk"), "chunks"), dimArg(a, 1, 0)))
+           parts.push_back(tensor(c));
+         return tuple(parts);
+       }}},
+      {"zero_", M{T{}, [](const at::Tensor& x, Args& a) {
+         return inPlace(x, a, [](at::Tensor& y) { y.zero_(); });
+       }}},
+      {"fill_", M{T{1, {"value"}, 1}, [](const at::Tensor& x, Args& a) {
+         const double v = asNumber(arg(a, 0, "value", "Tensor.fill_"), "value");
+         return inPlace(x, a, [v](at::Tensor& y) { y.fill_(v); });
+       }}},
+      {"copy_", M{T{1, {"src"}, 1}, [](const at::Tensor& x, Args& a) {
+         const at::Tensor src = toTensor(arg(a, 0, "src", "Tensor.copy_"));
+         return inPlace(x, a, [&src](at::Tensor& y) { y.copy_(src); });
+       }}},
+      {"mul_", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
+         const at::Tensor other = toTensor(arg(a, 0, "other", "Tensor.mul_"), &x);
+         return inPlace(x, a, [&other](at::Tensor& y) { y.mul_(other); });
+       }}},
+      {"add_", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
+         const at::Tensor other = toTensor(arg(a, 0, "other", "Tensor.add_"), &x);
+         const Value* alpha = a.keyword("alpha");
+         const at::Scalar scale = alpha ? at::Scalar(asNumber(*alpha, "alpha")) : at::Scalar(1);
+         return inPlace(x, a, [&](at::Tensor& y) { y.add_(other, scale); });
+       }}},
+      {"masked_fill", M{T{2, {"mask", "value"}, 2}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.masked_fill(toTensor(arg(a, 0, "mask", "Tensor.masked_fill")),
+                                     asNumber(arg(a, 1, "value", "Tensor.masked_fill"), "value")));
+       }}},
+  };
+  return table;
+}
+
 }  // namespace
+
+const TensorMethod* tensorMethod(const std::string& name) {
+  const auto it = methods().find(name);
+  return it == methods().end() ? nullptr : &it->second;
+}
+
+std::string tensorAttributeNames() {
+  std::string known = "shape, dtype, device, ndim, T";
+  for (const auto& [k, m] : methods()) known += ", " + k;
+  return known;
+}
 
 Value tensorAttribute(Interpreter& in, const Value& self, const std::string& name) {
   const at::Tensor& t = self->tensor;
@@ -32,97 +313,14 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
   if (name == "device") return string(t.device().str());
   if (name == "ndim") return integer(t.dim());
   if (name == "T") return tensor(t.t());
-  using Method = std::function<Value(const at::Tensor&, Args&)>;
-  static const std::map<std::string, Method> methods = {
-      {"size", [](const at::Tensor& x, Args& a) { return a.positional.empty() ? sizeOf(x) : integer(x.size(asInt(a.positional[0], "dim"))); }},
-      {"dim", [](const at::Tensor& x, Args&) { return integer(x.dim()); }},
-      {"numel", [](const at::Tensor& x, Args&) { return integer(x.numel()); }},
-      {"clone", [](const at::Tensor& x, Args&) { return tensor(x.clone()); }},
-      {"detach", [](const at::Tensor& x, Args&) { return tensor(x.detach()); }},
-      {"cpu", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kCPU)); }},
-      {"contiguous", [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }},
-      {"float", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kFloat)); }},
-      {"half", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kHalf)); }},
-      {"bfloat16", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBFloat16)); }},
-      {"double", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kDouble)); }},
-      {"long", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kLong)); }},
-      {"int", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kInt)); }},
-      {"bool", [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBool)); }},
-      {"to", [](const at::Tensor& x, Args& a) {
-         const Value* d = a.get(0, "dtype");
-         if (!d) return tensor(x);
-         if (auto dt = asDtype(*d)) return tensor(x.to(*dt));
-         if ((*d)->type == Type::Str) {
-           if ((*d)->str == "cpu") return tensor(x.to(at::kCPU));
-           throw RuntimeFailure("tensors stay on the rank's device inside a trace; .to() accepts a dtype or 'cpu'");
-         }
-         throw RuntimeFailure(".to() expects a dtype such as torch.float32");
-       }},
-      {"view", [](const at::Tensor& x, Args& a) { return tensor(x.view(shapeArgs(a, 0))); }},
-      {"reshape", [](const at::Tensor& x, Args& a) { return tensor(x.reshape(shapeArgs(a, 0))); }},
-      {"permute", [](const at::Tensor& x, Args& a) { return tensor(x.permute(shapeArgs(a, 0))); }},
-      {"transpose", [](const at::Tensor& x, Args& a) { return tensor(x.transpose(asInt(a.required(0, "dim0"), "dim0"), asInt(a.required(1, "dim1"), "dim1"))); }},
-      {"unsqueeze", [](const at::Tensor& x, Args& a) { return tensor(x.unsqueeze(dimArg(a, 0, 0))); }},
-      {"squeeze", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.squeeze(dimArg(a, 0, 0)) : x.squeeze()); }},
-      {"flatten", [](const at::Tensor& x, Args& a) { return tensor(x.flatten(dimArg(a, 0, 0), a.get(1, "end_dim") ? asInt(*a.get(1, "end_dim"), "end_dim") : -1)); }},
-      {"narrow", [](const at::Tensor& x, Args& a) { return tensor(x.narrow(asInt(a.required(0, "dim"), "dim"), asInt(a.required(1, "start"), "start"), asInt(a.required(2, "length"), "length"))); }},
-      {"sum", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.sum(dimArg(a, 0, 0), keepdim(a, 1)) : x.sum()); }},
-      {"mean", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.mean(dimArg(a, 0, 0), keepdim(a, 1)) : x.mean()); }},
-      {"std", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.std(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.std()); }},
-      {"var", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.var(dimArg(a, 0, 0), true, keepdim(a, 1)) : x.var()); }},
-      {"max", [](const at::Tensor& x, Args& a) { return a.get(0, "dim") ? valuesIndices(x.max(dimArg(a, 0, 0), keepdim(a, 1))) : tensor(x.max()); }},
-      {"min", [](const at::Tensor& x, Args& a) { return a.get(0, "dim") ? valuesIndices(x.min(dimArg(a, 0, 0), keepdim(a, 1))) : tensor(x.min()); }},
-      {"argmax", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.argmax(dimArg(a, 0, 0), keepdim(a, 1)) : x.argmax()); }},
-      {"argmin", [](const at::Tensor& x, Args& a) { return tensor(a.get(0, "dim") ? x.argmin(dimArg(a, 0, 0), keepdim(a, 1)) : x.argmin()); }},
-      {"norm", [](const at::Tensor& x, Args& a) {
-         const double p = asNumber(optional(a, 0, "p", floating(2.0)), "p");
-         if (const Value* d = a.get(1, "dim")) return tensor(at::norm(x, p, {asInt(*d, "dim")}, keepdim(a, 2)));
-         return tensor(at::norm(x, p));
-       }},
-      {"softmax", [](const at::Tensor& x, Args& a) { return tensor(at::softmax(x, dimArg(a, 0, -1))); }},
-      {"log_softmax", [](const at::Tensor& x, Args& a) { return tensor(at::log_softmax(x, dimArg(a, 0, -1))); }},
-      {"topk", [](const at::Tensor& x, Args& a) { return valuesIndices(x.topk(asInt(arg(a, 0, "k", "topk"), "k"), dimArg(a, 1, -1))); }},
-      {"sort", [](const at::Tensor& x, Args& a) { const Value* d = a.keyword("descending"); return valuesIndices(x.sort(dimArg(a, 0, -1), d && truthy(*d))); }},
-      {"cumsum", [](const at::Tensor& x, Args& a) { return tensor(x.cumsum(dimArg(a, 0, 0))); }},
-      {"abs", [](const at::Tensor& x, Args&) { return tensor(x.abs()); }},
-      {"exp", [](const at::Tensor& x, Args&) { return tensor(x.exp()); }},
-      {"log", [](const at::Tensor& x, Args&) { return tensor(x.log()); }},
-      {"sqrt", [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }},
-      {"sigmoid", [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }},
-      {"tanh", [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }},
-      {"relu", [](const at::Tensor& x, Args&) { return tensor(x.relu()); }},
-      {"pow", [](const at::Tensor& x, Args& a) { return tensor(x.pow(asNumber(a.required(0, "exponent"), "exponent"))); }},
-      {"matmul", [](const at::Tensor& x, Args& a) { return tensor(at::matmul(x, toTensor(a.required(0)))); }},
-      {"any", [](const at::Tensor& x, Args&) { return tensor(x.any()); }},
-      {"all", [](const at::Tensor& x, Args&) { return tensor(x.all()); }},
-      {"item", [](const at::Tensor& x, Args&) {
-         if (x.numel() != 1) throw RuntimeFailure("item() needs a tensor with one element, this one has " + std::to_string(x.numel()));
-         return fromTensorList(x.reshape({}));
-       }},
-      {"tolist", [](const at::Tensor& x, Args&) { return fromTensorList(x.to(at::kCPU)); }},
-      {"gather", [](const at::Tensor& x, Args& a) { return tensor(x.gather(asInt(a.required(0, "dim"), "dim"), toTensor(arg(a, 1, "index", "gather")).to(at::kLong))); }},
-      {"index_select", [](const at::Tensor& x, Args& a) { return tensor(x.index_select(asInt(a.required(0, "dim"), "dim"), toTensor(a.required(1)))); }},
-      {"chunk", [](const at::Tensor& x, Args& a) {
-         std::vector<Value> parts;
-         for (const auto& c : x.chunk(asInt(a.required(0, "chunks"), "chunks"), dimArg(a, 1, 0))) parts.push_back(tensor(c));
-         return tuple(parts);
-       }},
-      {"zero_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.zero_(); return tensor(y); }},
-      {"fill_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.fill_(asNumber(a.required(0, "value"), "value")); return tensor(y); }},
-      {"copy_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.copy_(toTensor(a.required(0))); return tensor(y); }},
-      {"mul_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.mul_(toTensor(a.required(0), &x)); return tensor(y); }},
-      {"add_", [](const at::Tensor& x, Args& a) { wrote(a); at::Tensor y = x; y.add_(toTensor(a.required(0), &x)); return tensor(y); }},
-      {"masked_fill", [](const at::Tensor& x, Args& a) { return tensor(x.masked_fill(toTensor(a.required(0)), asNumber(a.required(1, "value"), "value"))); }},
-  };
-  auto it = methods.find(name);
-  if (it == methods.end()) {
-    std::string known = "shape, dtype, device, ndim, T";
-    for (const auto& [k, m] : methods) known += ", " + k;
-    in.fail("tensors have no attribute '" + name + "' in trace scripts; supported: " + known);
-  }
-  const Method& m = it->second;
-  at::Tensor t2 = t;
-  return builtin(name, [m, t2](Args& a) { return m(t2, a); });
+  const TensorMethod* m = tensorMethod(name);
+  if (!m)
+    in.fail("tensors have no attribute '" + name +
+            "' in trace scripts; supported: " + tensorAttributeNames());
+  return builtin(name, [m, t, shown = "Tensor." + name](Args& a) {
+    checkArguments(a, m->takes, shown);
+    return m->call(t, a);
+  });
 }
 
 }  // namespace shardscope::trace

@@ -357,6 +357,39 @@ class TestTrace : public QObject {
                               << "int() got an unexpected keyword argument 'base'";
     QTest::newRow("int base positional") << "model = VLLM(\"demo\")\nx = int(\"10\", 2)\n"
                                          << "int() takes at most 1 positional argument (2 given)";
+    // So do torch functions and tensor methods (x.sum(dims=1) summed everything).
+    QTest::newRow("torch function keyword")
+        << "model = VLLM(\"demo\")\nx = torch.zeros(3, dtyp=torch.float16)\n"
+        << "bad.py:2:1: torch.zeros() got an unexpected keyword argument 'dtyp'; it takes size, "
+           "dtype";
+    QTest::newRow("torch function positional")
+        << "model = VLLM(\"demo\")\nx = torch.softmax(torch.ones(3), 0, torch.float32, 1)\n"
+        << "bad.py:2:1: torch.softmax() takes at most 3 positional arguments (4 given)";
+    QTest::newRow("torch function keyword of another function")
+        << "model = VLLM(\"demo\")\nx = torch.cat([torch.ones(2)], keepdim=True)\n"
+        << "torch.cat() got an unexpected keyword argument 'keepdim'; it takes tensors, dim";
+    QTest::newRow("tensor method keyword")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).sum(dims=1)\n"
+        << "bad.py:2:1: Tensor.sum() got an unexpected keyword argument 'dims'; it takes dim, "
+           "keepdim, dtype";
+    QTest::newRow("tensor method positional")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).topk(1, 0, True, True, 5)\n"
+        << "bad.py:2:1: Tensor.topk() takes at most 4 positional arguments (5 given)";
+    QTest::newRow("tensor method without keywords")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).view(3, 2, dtype=torch.float16)\n"
+        << "Tensor.view() got an unexpected keyword argument 'dtype'; it takes no keyword "
+           "arguments";
+    QTest::newRow("keyword also given by position")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).sum(1, dim=0)\n"
+        << "bad.py:2:1: Tensor.sum() got multiple values for argument 'dim'";
+    // On a held value (a batched module call's output) the refusal is at its own line, not where
+    // the value is first needed.
+    QTest::newRow("tensor method of a held value")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    h = "
+           "sum(model.model.layers[-1].output)\n    y = model.logits_processor(model.lm_head, "
+           "model.model.norm(h))\n    i = y.argmax(dims=-1)\n    i.save()\n"
+        << "bad.py:5:5: Tensor.argmax() got an unexpected keyword argument 'dims'; it takes dim, "
+           "keepdim";
     QTest::newRow("print end") << "model = VLLM(\"demo\")\nprint(1, end=\"\")\n"
                                << "print(end=...) other than a newline is not supported";
     QTest::newRow("unknown module") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
@@ -419,6 +452,91 @@ class TestTrace : public QObject {
         "model.logits.save()\nprint(l.shape)\n",
         "good.py");
     QCOMPARE(lines.back(), std::string("torch.Size([1, 151936])"));
+  }
+
+  // The keywords torch functions and tensor methods take are PyTorch's names for them, with
+  // PyTorch's meaning (those refused: errorsNameTheLineAndTheNextJobWorks).
+  void torchArgumentsMeanWhatTheyMeanInPyTorch_data() {
+    QTest::addColumn<QString>("expression");
+    QTest::addColumn<QString>("printed");
+    QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
+                                     << "torch.Size([2, 1])";
+    QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"
+                                              << "[8.0, 8.0, 8.0]";
+    QTest::newRow("sum dtype") << "torch.ones(2, dtype=torch.int32).sum(dtype=torch.float64).dtype"
+                               << "torch.float64";
+    QTest::newRow("mean keepdim over all") << "torch.ones(2, 3).mean(keepdim=True).shape"
+                                           << "torch.Size([1, 1])";
+    QTest::newRow("torch.softmax dim") << "torch.softmax(torch.zeros(2, 4), dim=0).tolist()"
+                                       << "[[0.5, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5]]";
+    QTest::newRow("functional softmax input")
+        << "torch.nn.functional.softmax(input=torch.zeros(4), dim=0).tolist()"
+        << "[0.25, 0.25, 0.25, 0.25]";
+    QTest::newRow("softmax dtype") << "torch.zeros(2).softmax(0, dtype=torch.float64).dtype"
+                                   << "torch.float64";
+    QTest::newRow("zeros dtype") << "torch.zeros(3, dtype=torch.float16).dtype"
+                                 << "torch.float16";
+    QTest::newRow("zeros size") << "torch.zeros(size=(2, 3)).shape"
+                                << "torch.Size([2, 3])";
+    QTest::newRow("zeros_like dtype") << "torch.zeros_like(torch.ones(2), dtype=torch.int64).dtype"
+                                      << "torch.int64";
+    QTest::newRow("topk largest") << "torch.topk(torch.tensor([3, 1, 2]), 2, largest=False)[0]"
+                                     ".tolist()"
+                                  << "[1, 2]";
+    QTest::newRow("topk by keyword") << "torch.tensor([3, 1, 2]).topk(k=1, dim=0)[1].tolist()"
+                                     << "[0]";
+    QTest::newRow("argmax dim None") << "torch.tensor([[1, 5], [7, 2]]).argmax(dim=None).item()"
+                                     << "2";
+    QTest::newRow("argmax keepdim")
+        << "torch.argmax(torch.tensor([[1, 5], [7, 2]]), dim=1, keepdim=True).tolist()"
+        << "[[1], [0]]";
+    QTest::newRow("max dim") << "torch.tensor([[1, 5], [7, 2]]).max(dim=0)[0].tolist()"
+                             << "[7, 5]";
+    QTest::newRow("sort descending by position") << "torch.tensor([2, 3, 1]).sort(0, True)[0]"
+                                                    ".tolist()"
+                                                 << "[3, 2, 1]";
+    QTest::newRow("norm p dim") << "torch.tensor([[3.0, 4.0]]).norm(p=2, dim=1).tolist()"
+                                << "[5.0]";
+    QTest::newRow("torch.norm dim")
+        << "torch.norm(torch.tensor([[3.0, 4.0], [6.0, 8.0]]), dim=1).tolist()"
+        << "[5.0, 10.0]";
+    QTest::newRow("std unbiased") << "torch.tensor([1.0, 3.0]).std(unbiased=False).item()"
+                                  << "1.0";
+    QTest::newRow("allclose atol")
+        << "torch.allclose(torch.zeros(2), torch.ones(2) * 0.01, atol=0.1)"
+        << "True";
+    QTest::newRow("allclose equal_nan")
+        << "torch.allclose(torch.tensor([float('nan')]), torch.tensor([float('nan')]), "
+           "equal_nan=True)"
+        << "True";
+    QTest::newRow("cat dim") << "torch.cat([torch.zeros(1, 2), torch.ones(1, 2)], dim=1).shape"
+                             << "torch.Size([1, 4])";
+    QTest::newRow("arange step") << "torch.arange(0, 10, 3).tolist()"
+                                 << "[0, 3, 6, 9]";
+    QTest::newRow("arange dtype") << "torch.arange(3, dtype=torch.float32).tolist()"
+                                  << "[0.0, 1.0, 2.0]";
+    QTest::newRow("any dim") << "torch.tensor([[True, False], [False, False]]).any(dim=1).tolist()"
+                             << "[True, False]";
+    QTest::newRow("flatten start_dim") << "torch.zeros(2, 3, 4).flatten(start_dim=1).shape"
+                                       << "torch.Size([2, 12])";
+    QTest::newRow("squeeze dim None") << "torch.zeros(1, 2, 1).squeeze(dim=None).shape"
+                                      << "torch.Size([2])";
+    QTest::newRow("to dtype keyword") << "torch.zeros(2).to(dtype=torch.bfloat16).dtype"
+                                      << "torch.bfloat16";
+    QTest::newRow("matmul other") << "torch.ones(2, 3).matmul(other=torch.ones(3)).tolist()"
+                                  << "[3.0, 3.0]";
+    QTest::newRow("einsum of a list")
+        << "torch.einsum('ij,jk->ik', [torch.ones(2, 3), torch.ones(3, 4)]).shape"
+        << "torch.Size([2, 4])";
+  }
+  void torchArgumentsMeanWhatTheyMeanInPyTorch() {
+    QFETCH(QString, expression);
+    QFETCH(QString, printed);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(1, &lines);
+    const std::string e = errorOf(*runner, "print(" + expression.toStdString() + ")\n");
+    QCOMPARE(e, std::string("no error"));
+    QCOMPARE(lines, std::vector<std::string>{printed.toStdString()});
   }
 
   void ignoredVllmKnobsAreReportedOnce() {

@@ -1,0 +1,177 @@
+// The `torch` namespace of trace scripts: dtypes, constructors (zeros, arange, tensor, ...), the
+// tensor functions scripts use (softmax, topk, cat, allclose, ...) and torch.nn.functional. This
+// is the documented list (docs/trace-language.md). Each function takes PyTorch's argument names
+// for what is implemented here and refuses any other keyword or positional argument
+// (builtin_args::checkArguments): torch.zeros(3, dtyp=torch.float16) is an error, not fp32.
+// Functions that are also tensor methods (torch.topk(x, k) is x.topk(k)) run the method's entry
+// (tensor_methods.cpp), so the two read their arguments alike.
+#include <ATen/ATen.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../error.h"
+#include "builtin_args.h"
+#include "interpreter.h"
+#include "tensor_methods.h"
+#include "trace_device.h"
+
+namespace shardscope::trace {
+
+using namespace builtin_args;
+
+namespace {
+
+Value makeNamespace(const std::string& name, std::map<std::string, Value> members) {
+  auto v = std::make_shared<Object>();
+  v->type = Type::Namespace;
+  v->str = name;
+  v->attributes = std::move(members);
+  return v;
+}
+
+// `shown`(input, ...): the tensor method `method` of input, taking what the method takes after
+// `input` (torch.topk(input, k, dim, largest, sorted) is input.topk(k, dim, largest, sorted)).
+Value fromMethod(const std::string& shown, const char* method) {
+  const TensorMethod* m = tensorMethod(method);
+  SS_ASSERT(m, shown + "() names no tensor method '" + method + "'");
+  Takes takes{m->takes.positional + 1, {"input"}, m->takes.required + 1};
+  takes.keywords.insert(takes.keywords.end(), m->takes.keywords.begin(), m->takes.keywords.end());
+  return strictBuiltin(shown, std::move(takes), [m, shown](Args& a) {
+    const at::Tensor input = toTensor(arg(a, 0, "input", shown));
+    Args rest = a;  // the method's own arguments: without `input`
+    if (!rest.positional.empty()) {
+      rest.positional.erase(rest.positional.begin());
+    } else {
+      std::erase_if(rest.keywords, [](const auto& k) { return k.first == "input"; });
+    }
+    return m->call(input, rest);
+  });
+}
+
+// The shape of zeros(*size) and ones(*size): the dimensions one by one, a tuple or list, or size=.
+std::vector<int64_t> sizeArg(const Args& a, const std::string& fn) {
+  const Value* size = a.keyword("size");
+  if (!size) return shapeArgs(a, 0);
+  if (!a.positional.empty())
+    throw RuntimeFailure(fn +
+                         "() got multiple values for argument 'size': it is also given by "
+                         "position");
+  Args one;
+  one.positional = {*size};
+  return shapeArgs(one, 0);
+}
+
+Value filled(Args& a, const std::string& fn, double value) {
+  at::TensorOptions o = at::TensorOptions().device(currentDevice());
+  o = o.dtype(dtypeArg(a.keyword("dtype"), fn).value_or(at::kFloat));
+  return tensor(at::full(sizeArg(a, fn), value, o));
+}
+
+Value filledLike(Args& a, const std::string& fn, double value) {
+  const at::Tensor x = toTensor(arg(a, 0, "input", fn));
+  const auto dtype = dtypeArg(a.keyword("dtype"), fn);
+  return tensor(at::full_like(x, value, dtype ? x.options().dtype(*dtype) : x.options()));
+}
+
+// arange(end) or arange(start, end, step=1): ints, as int64 unless dtype= says otherwise.
+Value arange(Args& a) {
+  const bool endOnly = a.positional.size() == 1 && !a.keyword("end");
+  const int64_t start = endOnly ? 0 : asInt(optional(a, 0, "start", integer(0)), "start");
+  const int64_t end = asInt(endOnly ? a.positional[0] : arg(a, 1, "end", "torch.arange"), "end");
+  const int64_t step = asInt(optional(a, 2, "step", integer(1)), "step");
+  if (step == 0) throw RuntimeFailure("torch.arange(): step must not be zero");
+  const auto dtype = dtypeArg(a.keyword("dtype"), "torch.arange").value_or(at::kLong);
+  return tensor(
+      at::arange(start, end, step, at::TensorOptions().device(currentDevice()).dtype(dtype)));
+}
+
+// einsum(equation, *operands), or einsum(equation, [operands]).
+Value einsum(Args& a) {
+  const Value equation = arg(a, 0, "equation", "torch.einsum");
+  if (equation->type != Type::Str)
+    throw RuntimeFailure("torch.einsum(): the equation must be a string such as 'ij,jk->ik'");
+  std::vector<at::Tensor> ops;
+  if (a.positional.size() == 2 &&
+      (a.positional[1]->type == Type::List || a.positional[1]->type == Type::Tuple)) {
+    ops = tensorList(a.positional[1], "torch.einsum");
+  } else {
+    for (size_t i = 1; i < a.positional.size(); ++i) ops.push_back(toTensor(a.positional[i]));
+  }
+  return tensor(at::einsum(equation->str, ops));
+}
+
+Value cosineSimilarity(Args& a) {
+  const at::Tensor x = toTensor(arg(a, 0, "x1", "torch.cosine_similarity")),
+                   y = toTensor(arg(a, 1, "x2", "torch.cosine_similarity"));
+  return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
+                                      asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
+}
+
+}  // namespace
+
+Value torchNamespace() {
+  std::map<std::string, Value> torch;
+  for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
+  // What each takes is PyTorch's signature, cut to what is implemented: (positional, keywords,
+  // required), the positional ones' names first.
+  torch["zeros"] = strictBuiltin("torch.zeros", {kVarargs, {"size", "dtype"}},
+                                 [](Args& a) { return filled(a, "torch.zeros", 0.0); });
+  torch["ones"] = strictBuiltin("torch.ones", {kVarargs, {"size", "dtype"}},
+                                [](Args& a) { return filled(a, "torch.ones", 1.0); });
+  torch["zeros_like"] = strictBuiltin("torch.zeros_like", {1, {"input", "dtype"}, 1}, [](Args& a) {
+    return filledLike(a, "torch.zeros_like", 0.0);
+  });
+  torch["ones_like"] = strictBuiltin("torch.ones_like", {1, {"input", "dtype"}, 1},
+                                     [](Args& a) { return filledLike(a, "torch.ones_like", 1.0); });
+  torch["tensor"] = strictBuiltin("torch.tensor", {1, {"data", "dtype"}, 1}, [](Args& a) {
+    at::Tensor t = toTensor(arg(a, 0, "data", "torch.tensor")).clone();
+    if (const auto dtype = dtypeArg(a.keyword("dtype"), "torch.tensor")) t = t.to(*dtype);
+    return tensor(t.to(currentDevice()));
+  });
+  torch["arange"] = strictBuiltin("torch.arange", {3, {"start", "end", "step", "dtype"}}, arange);
+  torch["cat"] = strictBuiltin("torch.cat", {2, {"tensors", "dim"}, 1}, [](Args& a) {
+    return tensor(
+        at::cat(tensorList(arg(a, 0, "tensors", "torch.cat"), "torch.cat"), dimArg(a, 1, 0)));
+  });
+  torch["stack"] = strictBuiltin("torch.stack", {2, {"tensors", "dim"}, 1}, [](Args& a) {
+    return tensor(
+        at::stack(tensorList(arg(a, 0, "tensors", "torch.stack"), "torch.stack"), dimArg(a, 1, 0)));
+  });
+  for (const char* method : {"matmul", "softmax", "log_softmax", "argmax", "topk", "norm", "gather",
+                             "exp", "log", "abs"})
+    torch[method] = fromMethod(std::string("torch.") + method, method);
+  torch["allclose"] = strictBuiltin(
+      "torch.allclose", {5, {"input", "other", "rtol", "atol", "equal_nan"}, 2}, [](Args& a) {
+        return boolean(at::allclose(toTensor(arg(a, 0, "input", "torch.allclose")),
+                                    toTensor(arg(a, 1, "other", "torch.allclose")),
+                                    asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
+                                    asNumber(optional(a, 3, "atol", floating(1e-8)), "atol"),
+                                    flag(a, 4, "equal_nan", false)));
+      });
+  torch["equal"] = strictBuiltin("torch.equal", {2, {"input", "other"}, 2}, [](Args& a) {
+    return boolean(at::equal(toTensor(arg(a, 0, "input", "torch.equal")),
+                             toTensor(arg(a, 1, "other", "torch.equal"))));
+  });
+  torch["where"] =
+      strictBuiltin("torch.where", {3, {"condition", "input", "other"}, 3}, [](Args& a) {
+        const at::Tensor c = toTensor(arg(a, 0, "condition", "torch.where")),
+                         x = toTensor(arg(a, 1, "input", "torch.where"));
+        return tensor(at::where(c, x, toTensor(arg(a, 2, "other", "torch.where"), &x)));
+      });
+  torch["einsum"] = strictBuiltin("torch.einsum", kVarargs, {}, einsum);
+  torch["no_grad"] = strictBuiltin("torch.no_grad", 0, {}, [](Args&) { return none(); });
+  const Takes cosine{4, {"x1", "x2", "dim", "eps"}, 2};
+  torch["cosine_similarity"] = strictBuiltin("torch.cosine_similarity", cosine, cosineSimilarity);
+  Value functional = makeNamespace(
+      "torch.nn.functional",
+      {{"cosine_similarity",
+        strictBuiltin("torch.nn.functional.cosine_similarity", cosine, cosineSimilarity)},
+       {"softmax", fromMethod("torch.nn.functional.softmax", "softmax")},
+       {"log_softmax", fromMethod("torch.nn.functional.log_softmax", "log_softmax")}});
+  torch["nn"] = makeNamespace("torch.nn", {{"functional", functional}});
+  return makeNamespace("torch", std::move(torch));
+}
+
+}  // namespace shardscope::trace
