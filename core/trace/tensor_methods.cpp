@@ -92,7 +92,9 @@ Value norm(const at::Tensor& x, Args& a) {
   return tensor(at::norm(x, p, at::IntArrayRef(*dims), keepdim(a, 2)));
 }
 
-// to(dtype) / to('cpu'), also as keywords dtype= and device=.
+// to(dtype) / to('cpu') / to('cpu', dtype=...), also as keywords dtype= and device=. The first
+// positional is a dtype or a device, as in torch; Takes names it `device` so that
+// x.to('cpu', dtype=torch.float16) is not two values for one argument.
 Value to(const at::Tensor& x, Args& a) {
   at::Tensor y = x;
   const auto device = [&y](const Value& d) {
@@ -104,13 +106,18 @@ Value to(const at::Tensor& x, Args& a) {
           "tensors stay on the rank's device inside a trace; .to() accepts a dtype or 'cpu'");
     y = y.to(at::kCPU);
   };
-  if (const Value* d = a.get(0, "dtype"); d && (*d)->type != Type::None) {
+  if (const Value* d = a.get(0, "device"); d && (*d)->type != Type::None) {
     if (auto dt = asDtype(*d))
       y = y.to(*dt);
     else
-      device(*d);  // x.to('cpu'): its first argument is a dtype or a device
+      device(*d);
   }
-  if (const Value* d = a.keyword("device"); d && (*d)->type != Type::None) device(*d);
+  if (const Value* d = a.keyword("dtype"); d && (*d)->type != Type::None) {
+    const auto dt = asDtype(*d);
+    if (!dt)
+      throw RuntimeFailure("Tensor.to() expects dtype= to be a torch dtype, got " + repr(*d));
+    y = y.to(*dt);
+  }
   return tensor(y);
 }
 
@@ -147,7 +154,7 @@ const std::map<std::string, TensorMethod>& methods() {
       {"long", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kLong)); }}},
       {"int", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kInt)); }}},
       {"bool", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBool)); }}},
-      {"to", M{T{1, {"dtype", "device"}}, to}},
+      {"to", M{T{1, {"device", "dtype"}}, to}},
       {"view", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.view(shapeArgs(a, 0)));
        }}},

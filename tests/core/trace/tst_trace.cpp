@@ -523,6 +523,10 @@ class TestTrace : public QObject {
                                       << "torch.Size([2])";
     QTest::newRow("to dtype keyword") << "torch.zeros(2).to(dtype=torch.bfloat16).dtype"
                                       << "torch.bfloat16";
+    QTest::newRow("to device and dtype") << "torch.zeros(2).to('cpu', dtype=torch.float16).dtype"
+                                         << "torch.float16";
+    QTest::newRow("to dtype positional") << "torch.zeros(2).to(torch.float64).dtype"
+                                         << "torch.float64";
     QTest::newRow("matmul other") << "torch.ones(2, 3).matmul(other=torch.ones(3)).tolist()"
                                   << "[3.0, 3.0]";
     QTest::newRow("einsum of a list")
