@@ -79,14 +79,15 @@ enum class StmtKind {
   Break,
   Continue,
   Import,
-  Assert
+  Assert,
+  Del
 };
 
 struct Stmt {
   StmtKind kind;
   SourceLocation at;
   std::string source;              // the statement's first line, for error messages
-  std::vector<ExprPtr> targets;    // Assign (a = b = v), For target, With "as" target
+  std::vector<ExprPtr> targets;    // Assign (a = b = v), For target, With "as" target, Del
   ExprPtr value;                   // expression, condition, iterable, with-expression, return value
   ExprPtr message;                 // Assert
   std::string op;                  // Def name, Import module

@@ -15,6 +15,7 @@
 
 #include "../model/tokenizer.h"
 #include "builtin_args.h"
+#include "dict_view.h"
 #include "interpreter.h"
 #include "trace_device.h"
 
@@ -31,10 +32,33 @@ std::string_view stripped(std::string_view text) {
   return text.substr(first, text.find_last_not_of(" \t\n\r\f\v") - first + 1);
 }
 
+// `text` without the underscores Python allows in int() and float() of a string: each one between
+// two digits ("1_000", "1_0.5"); nullopt when one stands elsewhere ("_1", "1__0", "1_", "1_.5",
+// "1e_5").
+std::optional<std::string> withoutUnderscores(std::string_view text) {
+  std::string out;
+  char prev = '\0';
+  for (const char c : text) {
+    const bool digit = c >= '0' && c <= '9';
+    if (c == '_' && !(prev >= '0' && prev <= '9')) return std::nullopt;  // only after a digit
+    if (c != '_') {
+      if (prev == '_' && !digit) return std::nullopt;  // and before one
+      out += c;
+    }
+    prev = c;
+  }
+  if (prev == '_') return std::nullopt;
+  return out;
+}
+
 // int(text): a decimal int with an optional sign and nothing else, as Python reads it ("3.5" and
-// "12abc" are errors; std::stoll would read 3 and 12).
+// "12abc" are errors; std::stoll would read 3 and 12); underscores between digits are allowed.
 long long intFromText(const std::string& text) {
-  std::string_view s = stripped(text);
+  const std::optional<std::string> digits = withoutUnderscores(stripped(text));
+  if (!digits)
+    throw RuntimeFailure("invalid literal for int() with base 10: " + repr(string(text)) +
+                         " (an underscore may only stand between two digits)");
+  std::string_view s = *digits;
   const bool plus = !s.empty() && s[0] == '+';
   if (plus) s.remove_prefix(1);  // from_chars takes '-' only
   long long v = 0;
@@ -48,13 +72,15 @@ long long intFromText(const std::string& text) {
   return v;
 }
 
-// float(text): a number, "inf" or "nan" with an optional sign, and nothing after it.
+// float(text): a number, "inf" or "nan" with an optional sign, and nothing after it; underscores
+// between digits are allowed.
 double floatFromText(const std::string& text) {
-  const std::string s(stripped(text));
+  const std::optional<std::string> plain = withoutUnderscores(stripped(text));
+  const std::string s = plain.value_or("");
   char* end = nullptr;
   const double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
   const bool hex = s.find_first_of("xX") != std::string::npos;  // strtod reads 0x1p3; Python not
-  if (s.empty() || hex || end != s.c_str() + s.size())
+  if (!plain || s.empty() || hex || end != s.c_str() + s.size())
     throw RuntimeFailure("could not convert string to float: " + repr(string(text)));
   return v;
 }
@@ -196,6 +222,15 @@ Value snapshot(const Value& v) {
       for (const auto& i : v->items) items.push_back(snapshot(i));
       return v->type == Type::List ? list(items) : tuple(items);
     }
+    case Type::Dict: {
+      auto copy = std::make_shared<Object>(*v);
+      for (auto& kv : copy->dict) kv.second = snapshot(kv.second);
+      return copy;
+    }
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
+      return dictView(v->type, snapshot(viewedDict(*v)));
     default: {
       auto copy = std::make_shared<Object>(*v);
       return copy;
@@ -224,6 +259,7 @@ std::vector<Value> elementsOf(const Value& v) {
     for (const auto& kv : v->dict) out.push_back(kv.first);
     return out;
   }
+  if (isDictView(v->type)) return viewElements(*v);
   if (v->type == Type::Str) {
     std::vector<Value> out;
     for (char c : v->str) out.push_back(string(std::string(1, c)));
@@ -320,6 +356,10 @@ void installScalarsAndConversions(Environment& env) {
                 return integer((long long)v->items.size());
               case Type::Dict:
                 return integer((long long)v->dict.size());
+              case Type::DictKeys:
+              case Type::DictValues:
+              case Type::DictItems:
+                return integer((long long)viewedDict(*v)->dict.size());
               case Type::Range:
                 return integer(rangeLength(*v));
               case Type::Tensor:

@@ -3,6 +3,7 @@
 // values in interpreter_objects.cpp.
 #include "interpreter.h"
 
+#include "dict_view.h"
 #include "trace_device.h"
 
 #include <c10/util/Exception.h>
@@ -158,6 +159,9 @@ void Interpreter::exec(const Stmt& s) {
       case StmtKind::Import:
         execImport(s);
         break;
+      case StmtKind::Del:
+        for (const auto& t : s.targets) execDelete(*t);
+        break;
     }
   } catch (const ScriptError&) {
     throw;
@@ -246,9 +250,19 @@ void Interpreter::execFor(const Stmt& s) {
                iterable->type == Type::Size) {
       const std::vector<Value> items = iterable->items;  // the body may mutate a list
       for (const auto& item : items) bodyOnce(item);
-    } else if (iterable->type == Type::Dict) {
-      const auto entries = iterable->dict;
-      for (const auto& kv : entries) bodyOnce(kv.first);
+    } else if (iterable->type == Type::Dict || isDictView(iterable->type)) {
+      // As in Python, each pass reads the dict as it is then, and a body that adds or removes a
+      // key ends the loop with an error.
+      const Value& dict = iterable->type == Type::Dict ? iterable : viewedDict(*iterable);
+      const Type kind = iterable->type == Type::Dict ? Type::DictKeys : iterable->type;
+      const size_t n = dict->dict.size();
+      for (size_t i = 0; i < n; ++i) {
+        bodyOnce(viewElement(kind, dict->dict[i]));
+        if (dict->dict.size() != n) {
+          at_ = s.at;
+          fail("dictionary changed size during iteration");
+        }
+      }
     } else if (iterable->type == Type::Str) {
       for (char c : iterable->str) bodyOnce(string(std::string(1, c)));
     } else if (iterable->type == Type::Tensor) {
@@ -291,11 +305,42 @@ void Interpreter::execImport(const Stmt& s) {
   }
 }
 
+void Interpreter::execDelete(const Expr& target) {
+  switch (target.kind) {
+    case ExprKind::Name: {
+      at_ = target.at;
+      if (env_->vars().erase(target.text)) {
+        deleted_.insert(target.text);
+        return;
+      }
+      if (env_ != globals_ && env_->find(target.text))  // Python: `del x` makes x local
+        fail("cannot access local variable '" + target.text +
+             "' where it is not associated with a value");
+      fail("name '" + target.text + "' is not defined");
+    }
+    case ExprKind::Tuple:
+    case ExprKind::List:
+      for (const auto& t : target.items) execDelete(*t);
+      return;
+    case ExprKind::Subscript: {
+      Value obj = eval(*target.a);
+      delItem(obj, eval(*target.b));
+      return;
+    }
+    case ExprKind::Attribute:
+      fail("cannot delete attribute '" + target.text + "' of " + typeName(eval(*target.a)->type) +
+           ": attributes cannot be deleted in trace scripts");
+    default:
+      failInternal("the parser let `del` take an expression it cannot delete");
+  }
+}
+
 void Interpreter::assign(const Expr& target, const Value& v) {
   switch (target.kind) {
     case ExprKind::Name:
       env_->set(target.text, v);
       if (env_ == globals_) assigned_.insert(target.text);
+      if (!deleted_.empty()) deleted_.erase(target.text);
       return;
     case ExprKind::Tuple:
     case ExprKind::List: {

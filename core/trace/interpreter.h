@@ -91,6 +91,8 @@ class Interpreter {
   Value getAttr(const Value& obj, const std::string& name);
   Value getItem(const Value& obj, const Value& index);
   void setItem(const Value& obj, const Value& index, const Value& v);
+  // `del obj[index]`.
+  void delItem(const Value& obj, const Value& index);
   Value binary(BinaryOp op, const Value& a, const Value& b);
   // `a < b` as the script's `<` reads it (numbers, strings, tuples and lists element by element):
   // the order min, max and sorted use.
@@ -137,6 +139,8 @@ class Interpreter {
   void execAugAssign(const Stmt& s);
   void execFor(const Stmt& s);
   void execImport(const Stmt& s);
+  void execDelete(const Expr& target);
+  void setSlice(const Value& list, const Value& slice, const Value& v);
   // eval without forcing a deferred result: where a value may stay deferred (an assignment to a
   // name, a call's arguments, the receiver of a subscript or a method).
   Value evalLazy(const Expr& e);
@@ -158,6 +162,7 @@ class Interpreter {
   std::shared_ptr<Environment> globals_;
   std::shared_ptr<Environment> env_;
   std::set<std::string> assigned_;
+  std::set<std::string> deleted_;  // names `del` unbound here: using one again is a plain NameError
   bool wroteTensor_ = false;
   std::map<std::string, Value> savedSnapshots_;
   long long budget_;

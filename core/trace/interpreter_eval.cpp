@@ -1,5 +1,6 @@
 // Interpreter, expressions: evaluating expressions, operators (arithmetic and comparison), calls,
 // `.save()` and f-string fields.
+#include "dict_view.h"
 #include "format_spec.h"
 #include "interpreter.h"
 
@@ -76,7 +77,7 @@ Value Interpreter::evalLazy(const Expr& e) {
       Value* v = env_->find(e.text);
       if (!v) {
         at_ = e.at;
-        const std::string why = host_.undefinedName(e.text);
+        const std::string why = deleted_.count(e.text) ? "" : host_.undefinedName(e.text);
         fail(why.empty() ? "name '" + e.text + "' is not defined" : why);
       }
       if ((*v)->type == Type::Unsaved) {
@@ -209,6 +210,9 @@ Value Interpreter::save(const Expr& receiverExpr) {
     case Type::List:
     case Type::Tuple:
     case Type::Dict:
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
       saved = holdsModelMemory(receiver) ? snapshot(receiver) : receiver;
       break;
     default:  // immutable values may be shared objects (None, True): mark a copy
@@ -248,6 +252,8 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
       found = b->str.find(a->str) != std::string::npos;
     } else if (b->type == Type::Dict) {
       for (const auto& kv : b->dict) found |= equal(kv.first, a);
+    } else if (isDictView(b->type)) {
+      found = viewContains(*b, a);
     } else if (b->type == Type::Tuple || b->type == Type::List || b->type == Type::Size) {
       for (const auto& i : b->items) found |= equal(i, a);
     } else if (b->type == Type::Range) {
@@ -286,6 +292,9 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     while (i < a->items.size() && i < b->items.size() && equal(a->items[i], b->items[i])) ++i;
     if (i < a->items.size() && i < b->items.size()) return compare(op, a->items[i], b->items[i]);
     c = a->items.size() < b->items.size() ? -1 : a->items.size() > b->items.size() ? 1 : 0;
+  } else if (isDictView(a->type) && isDictView(b->type)) {
+    fail(std::string("'") + symbol(op) +
+         "' between dict views (a subset test) is not supported in trace scripts");
   } else {
     fail(std::string("'") + symbol(op) + "' not supported between " + typeName(a->type) + " and " +
          typeName(b->type));
@@ -407,6 +416,12 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
   }
   if (op == BinaryOp::Mod && a->type == Type::Str)
     fail("'%' string formatting is not supported; use an f-string");
+  const bool setOp = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor ||
+                     op == BinaryOp::Sub;
+  if (setOp && (isDictView(a->type) || isDictView(b->type)))
+    fail(std::string("set operations on dict views (") + symbol(op) +
+         ") are not supported in trace scripts (there are no sets); compare keys with `in` or "
+         "build the list you need");
   fail(std::string("unsupported operand types for ") + symbol(op) + ": " + typeName(a->type) +
        " and " + typeName(b->type));
 }

@@ -1,6 +1,7 @@
 // Interpreter, objects: attributes of values (methods of list, tuple, dict and str; module,
 // tracer and tensor attributes through the host and builtins) and subscripts (indexing, slicing,
-// item assignment), with Python's semantics.
+// item and slice assignment, deletion), with Python's semantics.
+#include "dict_view.h"
 #include "interpreter.h"
 #include "trace_device.h"
 
@@ -19,21 +20,35 @@ long long normalizeIndex(long long i, size_t n) {
   return k;
 }
 
-// Python slice semantics over a sequence of length n.
-std::vector<long long> sliceIndices(const Value& s, size_t n) {
-  const long long step = s->items[2]->type == Type::None ? 1 : asInt(s->items[2], "slice step");
-  if (step == 0) throw RuntimeFailure("slice step cannot be zero");
+// A slice over a sequence of length n, its bounds clamped as Python's slice.indices(n) clamps them:
+// it selects start, start + step, ... before stop (`length` of them).
+struct SliceBounds {
+  long long start = 0, stop = 0, step = 1, length = 0;
+};
+
+SliceBounds sliceBounds(const Value& s, size_t n) {
+  SliceBounds b;
+  b.step = s->items[2]->type == Type::None ? 1 : asInt(s->items[2], "slice step");
+  if (b.step == 0) throw RuntimeFailure("slice step cannot be zero");
   const long long len = (long long)n;
   const auto bound = [&](const Value& v, long long dflt) {
     if (v->type == Type::None) return dflt;
     long long i = asInt(v, "slice index");
     if (i < 0) i += len;
-    return step > 0 ? std::clamp(i, 0LL, len) : std::clamp(i, -1LL, len - 1);
+    return b.step > 0 ? std::clamp(i, 0LL, len) : std::clamp(i, -1LL, len - 1);
   };
-  const long long start = bound(s->items[0], step > 0 ? 0 : len - 1);
-  const long long stop = bound(s->items[1], step > 0 ? len : -1);
+  b.start = bound(s->items[0], b.step > 0 ? 0 : len - 1);
+  b.stop = bound(s->items[1], b.step > 0 ? len : -1);
+  if (b.step > 0 && b.start < b.stop) b.length = (b.stop - b.start - 1) / b.step + 1;
+  if (b.step < 0 && b.stop < b.start) b.length = (b.start - b.stop - 1) / -b.step + 1;
+  return b;
+}
+
+// Python slice semantics over a sequence of length n: the indices the slice selects.
+std::vector<long long> sliceIndices(const Value& s, size_t n) {
+  const SliceBounds b = sliceBounds(s, n);
   std::vector<long long> out;
-  for (long long i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
+  for (long long k = 0; k < b.length; ++k) out.push_back(b.start + k * b.step);
   return out;
 }
 
@@ -98,12 +113,10 @@ Value listMethod(const Value& obj, const std::string& name) {
 // The dict methods scripts use; null for a name that is none.
 Value dictMethod(const Value& obj, const std::string& name) {
   if (name == "keys" || name == "values" || name == "items") {
-    return builtin(name, [obj, name](CallArgs&) {
-      std::vector<Value> out;
-      for (const auto& [k, v] : obj->dict)
-        out.push_back(name == "keys" ? k : name == "values" ? v : tuple({k, v}));
-      return list(out);
-    });
+    const Type kind = name == "keys"     ? Type::DictKeys
+                      : name == "values" ? Type::DictValues
+                                         : Type::DictItems;
+    return builtin(name, [obj, kind](CallArgs&) { return dictView(kind, obj); });
   }
   if (name == "get") {
     return builtin("get", [obj](CallArgs& a) {
@@ -309,6 +322,7 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
 void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) {
   switch (obj->type) {
     case Type::List:
+      if (index->type == Type::Slice) return setSlice(obj, index, v);
       obj->items[normalizeIndex(asInt(index, "index"), obj->items.size())] = v;
       return;
     case Type::Dict:
@@ -348,6 +362,63 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
     }
     default:
       fail(std::string("'") + typeName(obj->type) + "' object does not support item assignment");
+  }
+}
+
+// `list[a:b] = v` replaces the items a .. b-1 with those of any iterable (as many as it has);
+// `list[a:b:k] = v` with k != 1 replaces the items it selects, one for one. The values are read
+// first, so `x[1:] = x` works.
+void Interpreter::setSlice(const Value& list, const Value& slice, const Value& v) {
+  const SliceBounds b = sliceBounds(slice, list->items.size());
+  std::vector<Value> values;
+  try {
+    values = elementsOf(v);
+  } catch (const RuntimeFailure&) {
+    throw RuntimeFailure(b.step == 1 ? "can only assign an iterable"
+                                     : "must assign iterable to extended slice");
+  }
+  auto& items = list->items;
+  if (b.step == 1) {
+    requestMemory(int64_t((items.size() + values.size()) * sizeof(Value)));
+    const auto first = items.begin() + b.start;
+    items.insert(items.erase(first, first + b.length), values.begin(), values.end());
+    return;
+  }
+  if ((long long)values.size() != b.length)
+    throw RuntimeFailure("attempt to assign sequence of size " + std::to_string(values.size()) +
+                         " to extended slice of size " + std::to_string(b.length));
+  for (long long k = 0; k < b.length; ++k) items[size_t(b.start + k * b.step)] = values[size_t(k)];
+}
+
+// `del obj[index]`: an item or a slice of a list, a key of a dict.
+void Interpreter::delItem(const Value& obj, const Value& index) {
+  switch (obj->type) {
+    case Type::List: {
+      auto& items = obj->items;
+      if (index->type != Type::Slice) {
+        items.erase(items.begin() + normalizeIndex(asInt(index, "index"), items.size()));
+        return;
+      }
+      const SliceBounds b = sliceBounds(index, items.size());
+      std::vector<bool> gone(items.size(), false);
+      for (long long k = 0; k < b.length; ++k) gone[size_t(b.start + k * b.step)] = true;
+      size_t kept = 0;
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (!gone[i]) items[kept++] = items[i];
+      }
+      items.resize(kept);
+      return;
+    }
+    case Type::Dict: {
+      auto& entries = obj->dict;
+      const auto it = std::find_if(entries.begin(), entries.end(),
+                                   [&](const auto& kv) { return equal(kv.first, index); });
+      if (it == entries.end()) fail("key " + repr(index) + " not found");
+      entries.erase(it);
+      return;
+    }
+    default:
+      fail(std::string("'") + typeName(obj->type) + "' object doesn't support item deletion");
   }
 }
 

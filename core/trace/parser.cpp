@@ -94,7 +94,7 @@ class Parser : public ExpressionParser {
       return out.push_back(s);
     }
     for (const char* k : {"class", "try", "except", "finally", "raise", "global", "nonlocal",
-                          "yield", "del", "async", "await"}) {
+                          "yield", "async", "await"}) {
       if (atName(k)) unsupported(std::string("'") + k + "'");
     }
     if (atOp("@")) unsupported("decorators");
@@ -144,6 +144,17 @@ class Parser : public ExpressionParser {
       ++i_;
       s->value = test();
       if (acceptOp(",")) s->message = test();
+      return s;
+    }
+    if (atName("del")) {
+      auto s = make(StmtKind::Del);
+      ++i_;
+      do {  // `del a, b[0],` (a trailing comma is allowed)
+        if (at(TokenKind::Newline) || at(TokenKind::End) || atOp(";")) break;
+        s->targets.push_back(orExpr());
+        checkDeletable(*s->targets.back());
+      } while (acceptOp(","));
+      if (s->targets.empty()) fail("expected what to delete after 'del'");
       return s;
     }
     if (atName("import")) {
@@ -197,6 +208,32 @@ class Parser : public ExpressionParser {
     }
     s->value = first;
     return s;
+  }
+
+  // `del` takes names, subscripts and attributes, and tuples and lists of them, as Python does.
+  void checkDeletable(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Name:
+      case ExprKind::Subscript:
+      case ExprKind::Attribute:
+        return;
+      case ExprKind::Tuple:
+      case ExprKind::List:
+        for (const auto& item : e.items) checkDeletable(*item);
+        return;
+      case ExprKind::Call:
+        fail("cannot delete function call");
+      case ExprKind::Int:
+      case ExprKind::Float:
+      case ExprKind::Str:
+      case ExprKind::Bool:
+      case ExprKind::None:
+      case ExprKind::FString:
+      case ExprKind::Ellipsis:
+        fail("cannot delete literal");
+      default:
+        fail("cannot delete expression");
+    }
   }
 
   std::string dottedName() {

@@ -10,6 +10,7 @@
 #include "../host_tensor_conversion.h"
 #include "../model/tokenizer.h"
 #include "../parallel/rank_process.h"
+#include "dict_view.h"
 #include "interleaver.h"
 #include "interpreter.h"
 #include "names_mentioned.h"
@@ -58,20 +59,34 @@ auto scriptOption(Interpreter& in, const std::string& keyword, Parse parse) {
   }
 }
 
-Value capture(const Value& v) {
+// One rank's copy of a value of the driver's scope. A value reached twice (a list under two names,
+// a dict and a view of it, a list that holds itself) is copied once, so the copies alias as the
+// originals do.
+Value capture(const Value& v, std::map<const Object*, Value>& copies) {
+  if (const auto it = copies.find(v.get()); it != copies.end()) return it->second;
   switch (v->type) {
     case Type::Tensor:
-      return tensor(v->tensor.to(currentDevice()).clone());
+      return copies[v.get()] = tensor(v->tensor.to(currentDevice()).clone());
     case Type::Tuple:
     case Type::List: {
-      std::vector<Value> items;
-      for (const auto& i : v->items) items.push_back(capture(i));
-      return v->type == Type::List ? list(items) : tuple(items);
+      Value c = v->type == Type::List ? list({}) : tuple({});
+      copies[v.get()] = c;  // before the items: one may be this value itself
+      for (const auto& i : v->items) c->items.push_back(capture(i, copies));
+      return c;
     }
     case Type::Dict: {
       auto d = std::make_shared<Object>(*v);
-      for (auto& kv : d->dict) kv.second = capture(kv.second);
+      copies[v.get()] = d;
+      for (auto& kv : d->dict) kv.second = capture(kv.second, copies);
       return d;
+    }
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems: {
+      Value c = dictView(v->type, nullptr);
+      copies[v.get()] = c;
+      c->items[0] = capture(viewedDict(*v), copies);
+      return c;
     }
     default:
       return v;
@@ -459,8 +474,9 @@ struct ScriptRunner::Impl : public Host {
                   ? MemoryBudget::deviceDefault(DeviceKind::Cuda)
                   : MemoryBudget::deviceDefault(DeviceKind::Cpu, ctx.worldSize());
           std::vector<InvokeSpec> local = invokes;
+          std::map<const Object*, Value> copies;
           for (auto& inv : local) {
-            for (auto& [k, v] : inv.captured) v = capture(v);
+            for (auto& [k, v] : inv.captured) v = capture(v, copies);
           }
           Interleaver interleaver(ctx, program, local, tokenizer, budget, memory);
           interleaver.setStopStrings(request.sampling.stop);

@@ -1,5 +1,6 @@
 #include "value.h"
 
+#include "dict_view.h"
 #include "format_spec.h"
 
 #include <algorithm>
@@ -53,6 +54,12 @@ const char* typeName(Type t) {
       return "unsaved";
     case Type::Ellipsis:
       return "ellipsis";
+    case Type::DictKeys:
+      return "dict_keys";
+    case Type::DictValues:
+      return "dict_values";
+    case Type::DictItems:
+      return "dict_items";
   }
   return "?";
 }
@@ -216,6 +223,10 @@ bool truthy(const Value& v) {
       return !v->items.empty();
     case Type::Dict:
       return !v->dict.empty();
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
+      return !viewedDict(*v)->dict.empty();
     case Type::Range:
       return rangeLength(*v) > 0;
     case Type::Tensor:
@@ -325,7 +336,9 @@ std::string formatTensor(const at::Tensor& t) {
   return o.str();
 }
 
-std::string repr(const Value& v) {
+namespace {
+
+std::string reprOf(const Value& v) {
   switch (v->type) {
     case Type::None:
       return "None";
@@ -358,6 +371,10 @@ std::string repr(const Value& v) {
         s += (i ? ", " : "") + repr(v->dict[i].first) + ": " + repr(v->dict[i].second);
       return s + "}";
     }
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
+      return viewRepr(*v);
     case Type::Slice:
       return "slice(" + repr(v->items[0]) + ", " + repr(v->items[1]) + ", " + repr(v->items[2]) +
              ")";
@@ -396,6 +413,28 @@ std::string repr(const Value& v) {
     }
   }
   return "?";
+}
+
+}  // namespace
+
+std::string repr(const Value& v) {
+  // A container met again inside itself prints as Python prints it ([...], (...), {...}; a view
+  // inside itself: ...), not forever.
+  const bool container = v->type == Type::List || v->type == Type::Tuple || v->type == Type::Dict ||
+                         isDictView(v->type);
+  if (!container) return reprOf(v);
+  thread_local std::vector<const Object*> open;
+  if (std::find(open.begin(), open.end(), v.get()) != open.end()) {
+    return v->type == Type::List    ? "[...]"
+           : v->type == Type::Tuple ? "(...)"
+           : v->type == Type::Dict  ? "{...}"
+                                    : "...";
+  }
+  open.push_back(v.get());
+  struct Close {
+    ~Close() { open.pop_back(); }
+  } close;
+  return reprOf(v);
 }
 
 std::string str(const Value& v) {
@@ -455,6 +494,7 @@ bool equal(const Value& a, const Value& b) {
     }
     return true;
   }
+  if (isDictView(a->type) && isDictView(b->type)) return viewsEqual(a, b);
   if (a->type != b->type) return false;
   switch (a->type) {
     case Type::None:

@@ -43,7 +43,10 @@ enum class Type {
   Namespace,
   Unsaved,
   Ellipsis,
-  Deferred  // a tensor not computed yet (a batched module call, DeferredCalls); reads as a Tensor
+  Deferred,  // a tensor not computed yet (a batched module call, DeferredCalls); reads as a Tensor
+  DictKeys,  // d.keys(), d.values(), d.items(): views of the dict in items[0] (dict_view.h)
+  DictValues,
+  DictItems
 };
 
 const char* typeName(Type t);
@@ -81,7 +84,8 @@ struct Object {
   long long intValue = 0;
   double floatValue = 0;
   std::string str;           // Str; Module path; Namespace name; Unsaved name
-  std::vector<Value> items;  // Tuple, List, Size (as Ints), Slice (start, stop, step)
+  std::vector<Value> items;  // Tuple, List, Size (as Ints), Slice (start, stop, step), dict views
+                             // (the dict)
   std::vector<std::pair<Value, Value>> dict;
   at::Tensor tensor;
   BuiltinFn builtin;           // Builtin (also bound methods)

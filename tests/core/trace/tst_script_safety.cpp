@@ -185,6 +185,75 @@ class TestScriptSafety : public QObject {
     QCOMPARE(lines.back(), std::string("1,024"));
   }
 
+  // Slice assignment, del, dict views and int()/float() of text refuse what Python refuses, with
+  // Python's message (after the file, line and column); tests/trace/conformance checks what they
+  // print when they work.
+  void languageErrorsArePythons_data() {
+    QTest::addColumn<QString>("script");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("extended slice of another length")
+        << "a = [1, 2, 3]\na[::2] = [7, 8, 9]\n"
+        << "hostile.py:2:1: attempt to assign sequence of size 3 to extended slice of size 2";
+    QTest::newRow("slice assigned a non-iterable") << "a = [1, 2]\na[0:1] = 5\n"
+                                                   << "hostile.py:2:1: can only assign an iterable";
+    QTest::newRow("extended slice assigned a non-iterable")
+        << "a = [1, 2]\na[::2] = 5\n"
+        << "hostile.py:2:1: must assign iterable to extended slice";
+    QTest::newRow("slice step zero") << "a = [1, 2]\ndel a[::0]\n"
+                                     << "hostile.py:2:1: slice step cannot be zero";
+    QTest::newRow("del past the end") << "a = [1, 2, 3]\ndel a[3]\n"
+                                      << "hostile.py:2:1: index 3 out of range for length 3";
+    QTest::newRow("del missing key") << "d = {'a': 1}\ndel d['b']\n"
+                                     << "hostile.py:2:1: key 'b' not found";
+    QTest::newRow("del of a tuple item") << "t = (1, 2)\ndel t[0]\n"
+                                         << "'tuple' object doesn't support item deletion";
+    QTest::newRow("del of a name twice") << "x = 1\ndel x\ndel x\n"
+                                         << "hostile.py:3:5: name 'x' is not defined";
+    QTest::newRow("use after del") << "x = 1\ndel x\nprint(x)\n"
+                                   << "hostile.py:3:7: name 'x' is not defined";
+    QTest::newRow("del of an outer name in a function")
+        << "x = 1\ndef f():\n    del x\nf()\n"
+        << "hostile.py:3:9: cannot access local variable 'x' where it is not associated with a "
+           "value";
+    QTest::newRow("del of a call") << "del len([])\n"
+                                   << "hostile.py:1:12: syntax error: cannot delete function call";
+    QTest::newRow("del of a literal") << "del 1\n"
+                                      << "syntax error: cannot delete literal";
+    QTest::newRow("keys view indexed") << "d = {'a': 1}\nk = d.keys()[0]\n"
+                                       << "hostile.py:2:1: 'dict_keys' object is not subscriptable";
+    QTest::newRow("values view indexed") << "v = {'a': 1}.values()[0]\n"
+                                         << "'dict_values' object is not subscriptable";
+    QTest::newRow("items view assigned") << "d = {'a': 1}\nd.items()[0] = 1\n"
+                                         << "'dict_items' object does not support item assignment";
+    QTest::newRow("set operation on views") << "d = {'a': 1}\nx = d.keys() & d.keys()\n"
+                                            << "set operations on dict views (&) are not supported";
+    QTest::newRow("dict grown while iterated")
+        << "d = {'a': 1}\nfor k in d.keys():\n    d[k + '!'] = 2\n"
+        << "hostile.py:2:1: dictionary changed size during iteration";
+    QTest::newRow("dict shrunk while iterated")
+        << "d = {'a': 1, 'b': 2}\nfor k in d:\n    del d[k]\n"
+        << "dictionary changed size during iteration";
+    for (const char* text : {"_1", "1_", "1__0", "-_1", "1_ 0"}) {
+      QTest::addRow("int of '%s'", text)
+          << QString("x = int('%1')\n").arg(text)
+          << QString("invalid literal for int() with base 10: '%1'").arg(text);
+    }
+    for (const char* text : {"_1.0", "1_.5", "1._5", "1e_5", "1.5_", "1__0.5"}) {
+      QTest::addRow("float of '%s'", text)
+          << QString("x = float('%1')\n").arg(text)
+          << QString("could not convert string to float: '%1'").arg(text);
+    }
+  }
+  void languageErrorsArePythons() {
+    QFETCH(QString, script);
+    QFETCH(QString, message);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    const std::string e = errorOf(*runner, script.toStdString());
+    QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
+    QVERIFY2(e.find("internal error") == std::string::npos, e.c_str());
+  }
+
   void pythonResultsOfFormerlyUnsafeOperations() {
     std::vector<std::string> lines;
     auto runner = makeRunner(&lines);
@@ -248,6 +317,41 @@ class TestScriptSafety : public QObject {
         "print(h.shape[0] > 0, z.tolist(), n)\n",
         "save.py");
     QCOMPARE(lines.back(), std::string("True [1.0, 1.0] 5"));
+  }
+
+  // The driver's values reach each rank's block as copies that alias as the originals do: a view
+  // reads the block's copy of its dict, two names of one list stay one list, and a list that holds
+  // itself is copied once (it recursed until the stack ran out). A saved dict, or view of one, that
+  // holds a port value keeps a copy of that value, as a saved list does.
+  void capturedValuesKeepTheirAliases() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, 2);
+    runner->run(
+        "model = VLLM(\"demo\")\n"
+        "d = {'a': 1}\n"
+        "k = d.keys()\n"
+        "xs = [1]\n"
+        "ys = xs\n"
+        "loop = [0]\n"
+        "loop.append(loop)\n"
+        "with model.trace(\"Hello there\"):\n"
+        "    d['b'] = 2\n"
+        "    ys.append(2)\n"
+        "    r = (list(k), xs, xs is ys, loop[1] is loop, repr(loop))\n"
+        "    r.save()\n"
+        "    h = model.model.layers[0].mlp.output\n"
+        "    first = h.clone().save()\n"
+        "    dd = {'h': h}\n"
+        "    dd.save()\n"
+        "    v = {'h': h}.values()\n"
+        "    v.save()\n"
+        "    h[:] = 0\n"
+        "print(r)\n"
+        "print(len(v), first.abs().sum() > 0, torch.equal(list(v)[0], first), "
+        "torch.equal(dd['h'], first))\n",
+        "aliases.py");
+    QCOMPARE(lines, (std::vector<std::string>{"(['a', 'b'], [1, 2], True, True, '[0, [...]]')",
+                                              "1 tensor(True) True True"}));
   }
 
   void writesOfAnotherDtypeAreRefused_data() {

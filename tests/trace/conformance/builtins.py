@@ -40,6 +40,9 @@ print(bool(0), bool(1), bool(-1), bool(0.0), bool(""), bool(" "), bool([]), bool
 print(repr(1), repr(1.0), repr("q"), repr([1, "q"]), repr((1,)), repr(None), repr(True), repr({1: "a"}))
 print(tuple([1, 2]), tuple("ab"), tuple(range(3)), list((1, 2)), list({"k": 1}), list(range(2, 5)))
 print(int(), float(), str(), tuple(), list())
+# int() and float() of a string take underscores between digits, as literals do.
+print(int("1_000"), int(" -1_0 "), int("+2_5"), int("0_0"), int("1_2_3"), float("1_000.5"))
+print(float("1_0e1_0"), float(" -1_2.5_0 "), float(".5_5"), float("1_0."), float("1_5E-0_1"))
 
 # print: several arguments, sep, no arguments.
 print("a", "b", "c", sep="-")

@@ -92,3 +92,21 @@ for i in range(2): print("one-line for", i)
 x = None
 empty = []
 print(x is None, x is not None, empty is not [], empty is empty, x is not empty)
+
+# del of names: the name is unbound (and may be bound again); in a function, of its local names.
+gone = 1
+also = [gone]
+del gone
+gone = "again"
+print(gone, also)
+del gone, also
+
+
+def scratch(n):
+    tmp = n * 2
+    del tmp
+    tmp = n + 1
+    return tmp
+
+
+print(scratch(4))

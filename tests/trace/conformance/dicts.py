@@ -47,3 +47,50 @@ for n in range(10):
         groups[key] = []
     groups[key].append(n)
 print(groups, repr({}), str({"k": "v"}), {"q": 'it\'s'})
+
+# Views: keys(), values() and items() print as Python prints them, iterate, unpack and have len(),
+# bool() and `in`; they read the dict whenever they are used, so a view taken earlier shows later
+# changes.
+shop = {"apple": 3, "pear": 0}
+ks, vs, its = shop.keys(), shop.values(), shop.items()
+print(ks, vs, its, {}.keys(), {}.values(), {}.items())
+print(len(ks), len(vs), len(its), bool(ks), bool({}.items()), repr(ks), str(vs), f"{its}")
+print("apple" in ks, "fig" in ks, 0 in vs, 4 not in vs, ("pear", 0) in its, ("pear", 1) in its)
+print(("pear",) in its, "pear" in its, list(ks), tuple(vs), sorted(its), sum(vs), max(ks))
+first, second = ks
+print(first, second, "+".join(ks), list(zip(ks, vs)), list(enumerate(its)))
+shop["fig"] = 7
+shop["apple"] += 1
+print(ks, vs, its, len(ks))
+for name in ks:
+    print(name, shop[name])
+for name, count in its:
+    print(name, count)
+
+# keys and items views compare equal as sets (order aside); a values view equals only itself.
+other = {"fig": 7, "pear": 0, "apple": 4}
+print(ks == other.keys(), its == other.items(), ks == shop.keys(), vs == shop.values(), vs == vs)
+print(ks != other.keys(), ks == ["apple", "pear", "fig"], its == other.keys(), {}.keys() == {}.keys())
+
+# A pass over a dict reads it as it is then: a value assigned to a later key is seen.
+marks = {"a": 1, "b": 2, "c": 3}
+for key, value in marks.items():
+    if key == "a":
+        marks["c"] = 30
+    print(key, value)
+for value in marks.values():
+    print(value)
+
+# del d[key] removes the key (views and loops see the dict without it); del of several keys.
+del shop["pear"]
+print(shop, ks, vs, its)
+del other["fig"], other["apple"]
+print(other, len(other))
+nested2 = {"a": {"b": 1, "c": 2}}
+del nested2["a"]["b"]
+print(nested2)
+cycle = {}
+cycle["self"] = cycle
+cycle["values"] = cycle.values()
+cycle["items"] = cycle.items()
+print(cycle)

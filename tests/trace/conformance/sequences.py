@@ -96,3 +96,49 @@ box["s"] += "b"
 grid2 = [[1, 2], [3, 4]]
 grid2[1][0] -= 3
 print(counts, box, grid2)
+
+# Slice assignment: a plain slice takes any iterable, of any length (growing or shrinking the list,
+# inserting where the slice is empty); an extended slice takes exactly as many items as it selects.
+s = [0, 1, 2, 3, 4, 5]
+s[1:3] = [7, 8, 9]
+print(s)
+s[2:5] = []
+print(s)
+s[0:0] = "ab"
+print(s)
+s[len(s):] = (6, 7)
+s[5:2] = [None]
+print(s)
+s[-2:] = range(2)
+print(s)
+s[:] = s
+s[::2] = [10, 20, 30, 40, 50][: len(s[::2])]
+print(s)
+s[::-3] = ["x", "y", "z"][: len(s[::-3])]
+print(s)
+s[1:6:1] = [1]
+alias = s
+s[:] = []
+print(s, alias, s is alias)
+
+# del: items, plain and extended slices (out-of-range slices delete nothing), several targets.
+r = list(range(12))
+del r[0]
+del r[-1]
+print(r)
+del r[2:4]
+print(r)
+del r[::3]
+print(r)
+del r[::-2]
+print(r)
+del r[100:], r[3:1], r[0], (r[0])
+print(r)
+grid = [[1, 2, 3], [4, 5, 6]]
+del grid[0][1:], grid[1][::2]
+print(grid)
+
+# A list that holds itself prints as Python prints it.
+loop = [1]
+loop.append(loop)
+print(loop, (loop,), [loop, [loop]])
