@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "../model/tokenizer.h"
@@ -149,6 +150,9 @@ at::Tensor toTensor(const Value& v, const at::Tensor* like) {
     case Type::List:
     case Type::Size: {
       if (v->items.empty()) return at::empty({0}, opts.dtype(at::kFloat));
+      NestingGuard nest(
+          "while converting a list to a tensor: a list that contains itself, or nests too deeply "
+          "(1000 levels at most), has no tensor");
       std::vector<at::Tensor> parts;
       bool anyFloat = false;
       for (const auto& i : v->items) {
@@ -210,32 +214,55 @@ std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
   return out;
 }
 
-Value snapshot(const Value& v) {
+namespace {
+
+// snapshot() with the copies made so far: a value met twice (two names of one list, a list that
+// holds itself) is copied once, so the copies alias as the originals do.
+Value snapshotOf(const Value& v, std::unordered_map<const Object*, Value>& copies) {
+  if (const auto it = copies.find(v.get()); it != copies.end()) return it->second;
+  const char* const during =
+      "while copying a saved value: it nests lists, tuples or dicts too deeply (1000 levels at "
+      "most)";
   switch (v->type) {
     case Type::Tensor:
-      return tensor(v->tensor.clone());
+      return copies[v.get()] = tensor(v->tensor.clone());
     case Type::Deferred:  // to be computed into memory of its own: the block resolves this object
       return v;
     case Type::Tuple:
     case Type::List: {
-      std::vector<Value> items;
-      for (const auto& i : v->items) items.push_back(snapshot(i));
-      return v->type == Type::List ? list(items) : tuple(items);
+      NestingGuard nest(during);
+      Value copy = v->type == Type::List ? list({}) : tuple({});
+      copies[v.get()] = copy;  // before the items: one may be this value itself
+      copy->items.reserve(v->items.size());
+      for (const auto& i : v->items) copy->items.push_back(snapshotOf(i, copies));
+      return copy;
     }
     case Type::Dict: {
+      NestingGuard nest(during);
       auto copy = std::make_shared<Object>(*v);
-      for (auto& kv : copy->dict) kv.second = snapshot(kv.second);
+      copies[v.get()] = copy;
+      for (auto& kv : copy->dict) kv.second = snapshotOf(kv.second, copies);
       return copy;
     }
     case Type::DictKeys:
     case Type::DictValues:
-    case Type::DictItems:
-      return dictView(v->type, snapshot(viewedDict(*v)));
-    default: {
-      auto copy = std::make_shared<Object>(*v);
+    case Type::DictItems: {
+      NestingGuard nest(during);
+      Value copy = dictView(v->type, nullptr);
+      copies[v.get()] = copy;
+      copy->items[0] = snapshotOf(viewedDict(*v), copies);
       return copy;
     }
+    default:
+      return copies[v.get()] = std::make_shared<Object>(*v);
   }
+}
+
+}  // namespace
+
+Value snapshot(const Value& v) {
+  std::unordered_map<const Object*, Value> copies;
+  return snapshotOf(v, copies);
 }
 
 // What iterating `v` gives, as a `for` loop sees it (the items of a sequence, a dict's keys, a

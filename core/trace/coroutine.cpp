@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../error.h"
+#include "stack_headroom.h"
 #include "trace_device.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -130,9 +131,12 @@ void Coroutine::resume() {
   SS_ASSERT(!finished_ && !running_, "resume of a finished or running coroutine");
   running_ = true;
   void* fakeStack = nullptr;
-  startSwitch(&fakeStack, static_cast<char*>(stack_) + pageSize(), stackBytes_);
+  char* const low = static_cast<char*>(stack_) + pageSize();
+  const StackBounds outer = switchStack({low, stackBytes_});  // until the body yields or ends
+  startSwitch(&fakeStack, low, stackBytes_);
   ::swapcontext(&caller_, &self_);
   finishSwitch(fakeStack, nullptr, nullptr);
+  switchStack(outer);
 }
 
 void Coroutine::yield() {

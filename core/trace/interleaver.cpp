@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
+#include <vector>
 
 #include "../engine/generation.h"
 #include "../engine/pipeline_step.h"
@@ -20,10 +22,19 @@ namespace {
 // Saved values reach the driver on the host. The device tensors of every saved value (a list read
 // at every step holds one per step) move in one transfer per device and dtype, not one
 // synchronising copy each; each tensor gets its own host storage.
+// Tuples and lists are followed (each once: one may hold itself) from a list of what is left, not
+// by recursing, so a value nested 100000 deep is walked safely.
 void deviceLeaves(const Value& v, std::vector<const Object*>& out) {
-  if (v->type == Type::Tensor && v->tensor.defined() && !v->tensor.is_cpu()) out.push_back(v.get());
-  if (v->type != Type::Tuple && v->type != Type::List) return;
-  for (const auto& i : v->items) deviceLeaves(i, out);
+  std::unordered_set<const Object*> seen;
+  std::vector<const Object*> left{v.get()};
+  while (!left.empty()) {
+    const Object* o = left.back();
+    left.pop_back();
+    if (!seen.insert(o).second) continue;
+    if (o->type == Type::Tensor && o->tensor.defined() && !o->tensor.is_cpu()) out.push_back(o);
+    if (o->type != Type::Tuple && o->type != Type::List) continue;
+    for (const auto& i : o->items) left.push_back(i.get());
+  }
 }
 
 // Copies `objects` (one device and dtype) to the host through one concatenation.
@@ -70,19 +81,28 @@ std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>&
   return host;
 }
 
-Value rebuiltOnHost(const Value& v, const std::map<const Object*, at::Tensor>& host) {
+// `v` with the host copies of its device tensors, rebuilt where it holds one. A value met twice
+// (two names of one list, a list that holds itself) is rebuilt once, so the copies alias as the
+// originals do.
+Value rebuiltOnHost(const Value& v, const std::map<const Object*, at::Tensor>& host,
+                    std::map<const Object*, Value>& rebuilt) {
+  if (const auto it = rebuilt.find(v.get()); it != rebuilt.end()) return it->second;
   if (v->type == Type::Tensor) {
     const auto it = host.find(v.get());
     if (it == host.end()) return v;
     auto c = tensor(it->second);
     c->saved = v->saved;
-    return c;
+    return rebuilt[v.get()] = c;
   }
   if (v->type == Type::Tuple || v->type == Type::List) {
-    std::vector<Value> items;
-    for (const auto& i : v->items) items.push_back(rebuiltOnHost(i, host));
-    Value c = v->type == Type::List ? list(items) : tuple(items);
+    NestingGuard nest(
+        "while copying a saved value out of the trace block: it nests lists or tuples too deeply "
+        "(1000 levels at most)");
+    Value c = v->type == Type::List ? list({}) : tuple({});
     c->saved = v->saved;
+    rebuilt[v.get()] = c;  // before the items: one may be this value itself
+    c->items.reserve(v->items.size());
+    for (const auto& i : v->items) c->items.push_back(rebuiltOnHost(i, host, rebuilt));
     return c;
   }
   return v;
@@ -512,7 +532,14 @@ TraceOutput Interleaver::output() const {
   std::sort(leaves.begin(), leaves.end());
   leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());  // a value under two names
   const auto host = moveToHost(leaves);
-  for (const auto& [name, v] : kept) out.saved[name] = rebuiltOnHost(v, host);
+  std::map<const Object*, Value> rebuilt;
+  for (const auto& [name, v] : kept) {
+    try {
+      out.saved[name] = rebuiltOnHost(v, host, rebuilt);
+    } catch (const RuntimeFailure& e) {
+      throw RuntimeFailure("the saved value '" + name + "': " + e.what());
+    }
+  }
   return out;
 }
 

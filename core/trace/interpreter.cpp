@@ -4,6 +4,7 @@
 #include "interpreter.h"
 
 #include "dict_view.h"
+#include "stack_headroom.h"
 #include "trace_device.h"
 
 #include <c10/util/Exception.h>
@@ -89,6 +90,14 @@ void Interpreter::tick() {
     fail("instruction budget of " + std::to_string(budget_) +
          " evaluation steps exhausted (a runaway loop?); raise it with --budget if the work is "
          "real");
+  }
+  // Each statement and expression is a C++ call deeper: calls 200 deep, each with an expression
+  // nested 200 deep, would run a block's stack out (stack_headroom.h).
+  if (stackNearlyFull()) {
+    fail(
+        "maximum recursion depth exceeded: the function calls and the expressions nested in them "
+        "go too deep for the interpreter's stack here; recurse less deeply or split the "
+        "expressions");
   }
 }
 

@@ -31,11 +31,8 @@ namespace {
 
 // Whether `v` holds a tensor anywhere (such an argument could be edited before a deferred op runs).
 bool holdsTensor(const Value& v) {
-  if (v->type == Type::Tensor || v->type == Type::Deferred) return true;
-  for (const Value& item : v->items) {
-    if (holdsTensor(item)) return true;
-  }
-  return false;
+  return anyInside(
+      v, [](const Value& x) { return x->type == Type::Tensor || x->type == Type::Deferred; });
 }
 
 bool holdsTensor(const CallArgs& args) {

@@ -184,14 +184,9 @@ Value Interpreter::evalLazy(const Expr& e) {
 }
 
 bool Interpreter::holdsModelMemory(const Value& v) const {
-  if (v->type == Type::Tensor) return host_.viewsModelMemory(v->tensor);
-  for (const auto& item : v->items) {
-    if (holdsModelMemory(item)) return true;
-  }
-  for (const auto& [k, x] : v->dict) {
-    if (holdsModelMemory(x)) return true;
-  }
-  return false;
+  return anyInside(v, [this](const Value& x) {
+    return x->type == Type::Tensor && host_.viewsModelMemory(x->tensor);
+  });
 }
 
 // TRACE section 6: `.save()` returns its receiver and marks it; a value that views model memory
@@ -288,8 +283,15 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
   } else if (a->type == Type::Str && b->type == Type::Str) {
     c = a->str.compare(b->str);
   } else if ((a->type == Type::Tuple || a->type == Type::List) && a->type == b->type) {
+    // As Python orders them: by the first items that differ (an item is its own equal), else by
+    // length.
+    NestingGuard nest(
+        "in comparison: two values that contain themselves, or that nest lists or tuples too "
+        "deeply (1000 levels at most), cannot be ordered");
     size_t i = 0;
-    while (i < a->items.size() && i < b->items.size() && equal(a->items[i], b->items[i])) ++i;
+    while (i < a->items.size() && i < b->items.size() &&
+           (a->items[i] == b->items[i] || equal(a->items[i], b->items[i])))
+      ++i;
     if (i < a->items.size() && i < b->items.size()) return compare(op, a->items[i], b->items[i]);
     c = a->items.size() < b->items.size() ? -1 : a->items.size() > b->items.size() ? 1 : 0;
   } else if (isDictView(a->type) && isDictView(b->type)) {

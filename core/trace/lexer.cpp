@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 
 namespace shardscope::trace {
 
@@ -126,23 +128,63 @@ class Lexer {
     return false;
   }
 
+  // A number literal, read as Python's tokenizer reads it: an underscore stands only between two
+  // digits (or after a base prefix: 0x_ff), a prefixed literal needs a digit of its base, a
+  // decimal integer has no leading zeros, and no letter follows a literal (`1abc`, `1e`). What
+  // breaks one is Python's SyntaxError, at the character that breaks it.
   void number() {
     const SourceLocation at = here();
     size_t p = pos_;
-    std::string digits;
-    bool isFloat = false;
-    if (s_[p] == '0' && p + 1 < s_.size() &&
-        (s_[p + 1] == 'x' || s_[p + 1] == 'X' || s_[p + 1] == 'b' || s_[p + 1] == 'B' ||
-         s_[p + 1] == 'o' || s_[p + 1] == 'O')) {
-      const char base = char(std::tolower(s_[p + 1]));
-      p += 2;
-      while (p < s_.size() && (std::isxdigit(uint8_t(s_[p])) || s_[p] == '_')) {
-        if (s_[p] != '_') digits += s_[p];
-        ++p;
+    const auto failAt = [&](size_t q, const std::string& what) {
+      throw ScriptError(file_, {line_, int(q - lineStart_) + 1}, "", what);
+    };
+    const auto isDigitOf = [](char c, int base) {
+      if (base == 16) return std::isxdigit(uint8_t(c)) != 0;
+      return c >= '0' && c < char('0' + base);
+    };
+    // Digits of `base` from p, single underscores allowed before each; returns them without the
+    // underscores.
+    const auto digitsOf = [&](int base, const std::string& kind) {
+      std::string out;
+      while (p < s_.size()) {
+        if (s_[p] == '_') {
+          if (p + 1 >= s_.size() || !isDigitOf(s_[p + 1], base))
+            failAt(p, "invalid " + kind + " literal");
+          ++p;
+        } else if (isDigitOf(s_[p], base)) {
+          out += s_[p++];
+        } else {
+          break;
+        }
       }
+      return out;
+    };
+    // What may follow a literal: not a letter, digit or underscore, except for the keywords
+    // Python still accepts there (`1if x else 2`).
+    const auto endOfLiteral = [&](const std::string& kind) {
+      if (p >= s_.size()) return;
+      const char c = s_[p];
+      if (!std::isalnum(uint8_t(c)) && c != '_' && uint8_t(c) < 0x80) return;
+      if (c == 'j' || c == 'J') failAt(p, "complex literals (1j) are not supported");
+      size_t q = p;
+      while (q < s_.size() && (std::isalnum(uint8_t(s_[q])) || s_[q] == '_')) ++q;
+      static const std::set<std::string> keywords = {"and", "else", "for", "if",
+                                                     "in",  "is",   "not", "or"};
+      if (!keywords.count(s_.substr(p, q - p))) failAt(p, "invalid " + kind + " literal");
+    };
+    if (s_[p] == '0' && p + 1 < s_.size() && std::strchr("xXoObB", s_[p + 1])) {
+      const char prefix = char(std::tolower(s_[p + 1]));
+      const int base = prefix == 'x' ? 16 : prefix == 'o' ? 8 : 2;
+      const std::string kind = base == 16 ? "hexadecimal" : base == 8 ? "octal" : "binary";
+      p += 2;
+      const std::string digits = digitsOf(base, kind);
+      if (p < s_.size() && std::isdigit(uint8_t(s_[p])))
+        failAt(p, "invalid digit '" + std::string(1, s_[p]) + "' in " + kind + " literal");
+      if (digits.empty()) failAt(p, "invalid " + kind + " literal");
+      endOfLiteral(kind);
       Token t{TokenKind::Int, s_.substr(pos_, p - pos_), at};
       try {
-        t.intValue = std::stoll(digits, nullptr, base == 'x' ? 16 : base == 'b' ? 2 : 8);
+        t.intValue = std::stoll(digits, nullptr, base);
       } catch (const std::exception&) {
         fail("integer literal '" + t.text + "' is out of range (64-bit)");
       }
@@ -150,26 +192,31 @@ class Lexer {
       advance(p - pos_);
       return;
     }
-    while (p < s_.size()) {
-      const char c = s_[p];
-      if (std::isdigit(uint8_t(c)) || c == '_') {
-        if (c != '_') digits += c;
-        ++p;
-      } else if (c == '.' && !isFloat) {
+    std::string digits = digitsOf(10, "decimal");  // empty for `.5`
+    bool isFloat = false;
+    if (p < s_.size() && s_[p] == '.') {
+      isFloat = true;
+      digits += '.';
+      ++p;
+      if (p < s_.size() && s_[p] == '_') failAt(p, "invalid decimal literal");
+      digits += digitsOf(10, "decimal");
+    }
+    if (p + 1 < s_.size() && (s_[p] == 'e' || s_[p] == 'E')) {
+      const size_t sign = (s_[p + 1] == '-' || s_[p + 1] == '+') ? 1 : 0;
+      if (p + 1 + sign < s_.size() && std::isdigit(uint8_t(s_[p + 1 + sign]))) {
         isFloat = true;
-        digits += c;
-        ++p;
-      } else if ((c == 'e' || c == 'E') && p + 1 < s_.size() &&
-                 (std::isdigit(uint8_t(s_[p + 1])) ||
-                  ((s_[p + 1] == '-' || s_[p + 1] == '+') && p + 2 < s_.size() &&
-                   std::isdigit(uint8_t(s_[p + 2]))))) {
-        isFloat = true;
-        digits += c;
-        digits += s_[p + 1];
-        p += 2;
-      } else {
-        break;
+        digits += 'e';
+        if (sign) digits += s_[p + 1];
+        p += 1 + sign;
+        digits += digitsOf(10, "decimal");
       }
+    }
+    endOfLiteral("decimal");
+    if (!isFloat && digits.size() > 1 && digits[0] == '0' &&
+        digits.find_first_not_of('0') != std::string::npos) {
+      failAt(pos_,
+             "leading zeros in decimal integer literals are not permitted; use an 0o prefix for "
+             "octal integers");
     }
     Token t{isFloat ? TokenKind::Float : TokenKind::Int, s_.substr(pos_, p - pos_), at};
     try {

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_set>
+#include <vector>
 
 #include "interpreter.h"
 
@@ -26,26 +27,38 @@ std::string mib(int64_t bytes) {
   return o.str();
 }
 
+// Counts each object once, and each tensor storage once. What is left to count is a list, not
+// the C++ stack: a list nested 100000 levels deep is measured like a long one.
 struct HeldCounter {
   std::unordered_set<const Object*> seen;
   std::unordered_set<const void*> storages;
+  std::vector<const Object*> left;
   int64_t bytes = 0;
 
-  void add(const Value& v) {
-    if (!v || !seen.insert(v.get()).second) return;
-    bytes += kObjectBytes + int64_t(v->str.capacity());
-    if (v->tensor.defined() && v->tensor.has_storage()) {
-      const auto& storage = v->tensor.storage();
-      if (storages.insert(storage.unsafeGetStorageImpl()).second)
-        bytes += int64_t(storage.nbytes());
+  void add(const Value& root) {
+    push(root);
+    while (!left.empty()) {
+      const Object& v = *left.back();
+      left.pop_back();
+      bytes += kObjectBytes + int64_t(v.str.capacity());
+      if (v.tensor.defined() && v.tensor.has_storage()) {
+        const auto& storage = v.tensor.storage();
+        if (storages.insert(storage.unsafeGetStorageImpl()).second)
+          bytes += int64_t(storage.nbytes());
+      }
+      bytes += int64_t(v.items.capacity() * sizeof(Value));
+      for (const auto& item : v.items) push(item);
+      for (const auto& [k, x] : v.dict) {
+        push(k);
+        push(x);
+      }
+      for (const auto& [name, x] : v.attributes) push(x);
     }
-    bytes += int64_t(v->items.capacity() * sizeof(Value));
-    for (const auto& item : v->items) add(item);
-    for (const auto& [k, x] : v->dict) {
-      add(k);
-      add(x);
-    }
-    for (const auto& [name, x] : v->attributes) add(x);
+  }
+
+ private:
+  void push(const Value& v) {
+    if (v && seen.insert(v.get()).second) left.push_back(v.get());
   }
 };
 

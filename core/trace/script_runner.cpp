@@ -64,17 +64,22 @@ auto scriptOption(Interpreter& in, const std::string& keyword, Parse parse) {
 // originals do.
 Value capture(const Value& v, std::map<const Object*, Value>& copies) {
   if (const auto it = copies.find(v.get()); it != copies.end()) return it->second;
+  const char* const during =
+      "while copying a value into the trace block: it nests lists, tuples or dicts too deeply "
+      "(1000 levels at most)";
   switch (v->type) {
     case Type::Tensor:
       return copies[v.get()] = tensor(v->tensor.to(currentDevice()).clone());
     case Type::Tuple:
     case Type::List: {
+      NestingGuard nest(during);
       Value c = v->type == Type::List ? list({}) : tuple({});
       copies[v.get()] = c;  // before the items: one may be this value itself
       for (const auto& i : v->items) c->items.push_back(capture(i, copies));
       return c;
     }
     case Type::Dict: {
+      NestingGuard nest(during);
       auto d = std::make_shared<Object>(*v);
       copies[v.get()] = d;
       for (auto& kv : d->dict) kv.second = capture(kv.second, copies);
@@ -83,6 +88,7 @@ Value capture(const Value& v, std::map<const Object*, Value>& copies) {
     case Type::DictKeys:
     case Type::DictValues:
     case Type::DictItems: {
+      NestingGuard nest(during);
       Value c = dictView(v->type, nullptr);
       copies[v.get()] = c;
       c->items[0] = capture(viewedDict(*v), copies);
@@ -96,6 +102,8 @@ Value capture(const Value& v, std::map<const Object*, Value>& copies) {
 // A saved value as plain data: tensors keep their dtype; tuples and lists of tensors become one
 // entry per item; anything else is kept as its repr.
 void appendSaved(const std::string& name, const Value& v, std::vector<SavedValue>& out) {
+  NestingGuard nest(
+      "while recording a saved value: it nests tuples too deeply (1000 levels at most)");
   if (v->type == Type::Tensor) {
     SavedValue s;
     s.name = name;
@@ -476,7 +484,13 @@ struct ScriptRunner::Impl : public Host {
           std::vector<InvokeSpec> local = invokes;
           std::map<const Object*, Value> copies;
           for (auto& inv : local) {
-            for (auto& [k, v] : inv.captured) v = capture(v, copies);
+            for (auto& [k, v] : inv.captured) {
+              try {
+                v = capture(v, copies);
+              } catch (const RuntimeFailure& e) {
+                throw RuntimeFailure("'" + k + "': " + e.what());
+              }
+            }
           }
           Interleaver interleaver(ctx, program, local, tokenizer, budget, memory);
           interleaver.setStopStrings(request.sampling.stop);

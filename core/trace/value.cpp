@@ -2,10 +2,12 @@
 
 #include "dict_view.h"
 #include "format_spec.h"
+#include "stack_headroom.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <unordered_set>
 
 namespace shardscope::trace {
 
@@ -88,6 +90,72 @@ const Value* CallArgs::get(size_t i, const std::string& name) const {
 }
 
 namespace {
+
+// Freeing a value frees what it holds, a C++ call deeper each level. The first kFreedInPlace
+// levels are freed so, as any value is; below them an object hands what it holds to the
+// outermost ~Object running on the thread, which frees it from a loop, kFreedInPlace levels at a
+// time. A list nested 100000 deep is so freed on a block's small stack.
+constexpr int kFreedInPlace = 64;
+thread_local int freeing = 0;  // ~Object calls freeing what they hold, on this thread
+// The outermost call's list. A pointer (nothing to tear down when the thread ends), so that
+// objects freed then (the values of a static scope) still find it valid.
+thread_local std::vector<std::shared_ptr<void>>* toFree = nullptr;
+
+bool holdsValues(const Object& o) {
+  return !o.items.empty() || !o.dict.empty() || !o.attributes.empty() || o.function;
+}
+
+thread_local int nesting = 0;  // NestingGuard's levels on this thread
+
+}  // namespace
+
+Object::~Object() {
+  if (!holdsValues(*this)) return;
+  if (freeing >= kFreedInPlace && toFree) {
+    const auto later = [](auto& p) {
+      try {
+        if (p) toFree->push_back(std::move(p));
+      } catch (const std::bad_alloc&) {  // freed here with the members after all
+      }
+    };
+    for (Value& v : items) later(v);
+    for (auto& [k, v] : dict) {
+      later(k);
+      later(v);
+    }
+    for (auto& [name, v] : attributes) later(v);
+    later(function);  // a closure's scope holds values too: `f = make(f)` in a loop chains them
+    return;
+  }
+  std::vector<std::shared_ptr<void>> pending;
+  const bool outermost = !toFree;
+  if (outermost) toFree = &pending;
+  ++freeing;
+  items.clear();
+  dict.clear();
+  attributes.clear();
+  function.reset();
+  --freeing;
+  if (!outermost) return;
+  while (!pending.empty()) {
+    std::shared_ptr<void> next = std::move(pending.back());
+    pending.pop_back();
+    next.reset();  // may add to `pending`
+  }
+  toFree = nullptr;
+}
+
+NestingGuard::NestingGuard(const char* during) {
+  if (nesting >= kMaxValueNesting || stackNearlyFull())
+    throw RuntimeFailure(std::string("maximum recursion depth exceeded ") + during);
+  ++nesting;
+}
+
+NestingGuard::~NestingGuard() {
+  --nesting;
+}
+
+namespace {
 Value make(Type t) {
   auto o = std::make_shared<Object>();
   o->type = t;
@@ -156,30 +224,39 @@ void resolve(const Value& v) {
   v->type = Type::Tensor;
 }
 
-namespace {
-// Calls `visit` on v and every value inside its tuples, lists and dicts (a list in itself once).
-void eachInside(const Value& v, std::vector<const Object*>& open,
-                const std::function<void(const Value&)>& visit) {
-  visit(v);
-  if (v->items.empty() && v->dict.empty()) return;
-  if (std::find(open.begin(), open.end(), v.get()) != open.end()) return;
-  open.push_back(v.get());
-  for (const Value& item : v->items) eachInside(item, open, visit);
-  for (const auto& [k, x] : v->dict) eachInside(x, open, visit);
-  open.pop_back();
+bool anyInside(const Value& v, const std::function<bool(const Value&)>& test) {
+  if (test(v)) return true;
+  if (v->items.empty() && v->dict.empty()) return false;
+  std::unordered_set<const Object*> seen{v.get()};
+  std::vector<const Object*> left{v.get()};
+  const auto visit = [&](const Value& x) {
+    if (!seen.insert(x.get()).second) return false;
+    if (test(x)) return true;
+    if (!x->items.empty() || !x->dict.empty()) left.push_back(x.get());
+    return false;
+  };
+  while (!left.empty()) {
+    const Object* o = left.back();
+    left.pop_back();
+    for (const Value& item : o->items) {
+      if (visit(item)) return true;
+    }
+    for (const auto& [k, x] : o->dict) {
+      if (visit(x)) return true;
+    }
+  }
+  return false;
 }
-}  // namespace
 
 void resolveDeep(const Value& v) {
-  std::vector<const Object*> open;
-  eachInside(v, open, resolve);
+  anyInside(v, [](const Value& x) {
+    resolve(x);
+    return false;
+  });
 }
 
 bool holdsDeferred(const Value& v) {
-  bool found = false;
-  std::vector<const Object*> open;
-  eachInside(v, open, [&](const Value& x) { found |= x->type == Type::Deferred; });
-  return found;
+  return anyInside(v, [](const Value& x) { return x->type == Type::Deferred; });
 }
 
 Value sizeOf(const at::Tensor& t) {
@@ -430,6 +507,9 @@ std::string repr(const Value& v) {
            : v->type == Type::Dict  ? "{...}"
                                     : "...";
   }
+  NestingGuard nest(
+      "while getting the repr of an object: it nests lists, tuples or dicts too deeply (1000 "
+      "levels at most)");
   open.push_back(v.get());
   struct Close {
     ~Close() { open.pop_back(); }
@@ -478,6 +558,21 @@ std::optional<int> compareNumbers(const Value& a, const Value& b) {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+namespace {
+
+const char* const kInComparison =
+    "in comparison: two values that contain themselves, or that nest lists, tuples or dicts too "
+    "deeply (1000 levels at most), cannot be compared";
+
+// How Python compares the items of two containers (PyObject_RichCompareBool): an object equals
+// itself before anything else is asked, so `a == a` holds for `a = []; a.append(a)`, and
+// `[x] == [x]` for x = float('nan').
+bool sameOrEqual(const Value& a, const Value& b) {
+  return a == b || equal(a, b);
+}
+
+}  // namespace
+
 bool equal(const Value& a, const Value& b) {
   const auto numeric = [](const Value& v) {
     return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
@@ -489,12 +584,17 @@ bool equal(const Value& a, const Value& b) {
   const auto seq = [](const Value& v) { return v->type == Type::Tuple || v->type == Type::Size; };
   if ((seq(a) && seq(b)) || (a->type == Type::List && b->type == Type::List)) {
     if (a->items.size() != b->items.size()) return false;
+    if (a->items.empty()) return true;
+    NestingGuard nest(kInComparison);
     for (size_t i = 0; i < a->items.size(); ++i) {
-      if (!equal(a->items[i], b->items[i])) return false;
+      if (!sameOrEqual(a->items[i], b->items[i])) return false;
     }
     return true;
   }
-  if (isDictView(a->type) && isDictView(b->type)) return viewsEqual(a, b);
+  if (isDictView(a->type) && isDictView(b->type)) {
+    NestingGuard nest(kInComparison);
+    return viewsEqual(a, b);
+  }
   if (a->type != b->type) return false;
   switch (a->type) {
     case Type::None:
@@ -505,10 +605,12 @@ bool equal(const Value& a, const Value& b) {
       return a->str == b->str;
     case Type::Dict: {  // as in Python, the order the keys were inserted in does not matter
       if (a->dict.size() != b->dict.size()) return false;
+      if (a->dict.empty()) return true;
+      NestingGuard nest(kInComparison);
       for (const auto& [key, value] : a->dict) {
         const auto other = std::find_if(b->dict.begin(), b->dict.end(),
-                                        [&](const auto& kv) { return equal(kv.first, key); });
-        if (other == b->dict.end() || !equal(other->second, value)) return false;
+                                        [&](const auto& kv) { return sameOrEqual(kv.first, key); });
+        if (other == b->dict.end() || !sameOrEqual(other->second, value)) return false;
       }
       return true;
     }

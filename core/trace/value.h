@@ -78,6 +78,15 @@ struct FunctionDef {
 };
 
 struct Object {
+  Object() = default;
+  Object(const Object&) = default;
+  Object(Object&&) = default;
+  Object& operator=(const Object&) = default;
+  Object& operator=(Object&&) = default;
+  // Frees the values it holds without recursing into them: a list nested 100000 deep (a loop's
+  // `x = [x]`) would otherwise be freed a C++ call a level and run the stack out.
+  ~Object();
+
   Type type = Type::None;
   bool saved = false;
   bool boolValue = false;
@@ -125,6 +134,10 @@ void resolve(const Value& v);
 void resolveDeep(const Value& v);
 // Whether v or any value inside its tuples, lists and dicts is Deferred.
 bool holdsDeferred(const Value& v);
+// Whether `test` holds for v or for a value inside it (the items of tuples, lists and dict views,
+// the values of dicts), each object tested once. It keeps a list of what is left to visit instead
+// of recursing, so a value that holds itself, or nests 100000 levels deep, is walked safely.
+bool anyInside(const Value& v, const std::function<bool(const Value&)>& test);
 
 // The number of values a Range yields (Python's len(range(...))).
 long long rangeLength(const Object& r);
@@ -144,6 +157,25 @@ std::optional<int> compareNumbers(const Value& a, const Value& b);
 class RuntimeFailure : public std::runtime_error {
  public:
   explicit RuntimeFailure(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Walks that follow values into values and build a result as they go (==, <, repr, the copies
+// that save() and a trace block make, torch.tensor of nested lists) recurse once a level. A value
+// nested deeper than this (a loop's `x = [x]` run 100000 times), or two values that each contain
+// themselves compared, is refused as CPython refuses it, with a RecursionError's message (its
+// default limit is 1000 too), instead of being followed until the stack runs out.
+constexpr int kMaxValueNesting = 1000;
+
+// One level deeper in such a walk for as long as it lives: past kMaxValueNesting levels, or where
+// little stack is left (stack_headroom.h), it throws RuntimeFailure("maximum recursion depth
+// exceeded " + during). A walk never suspends the block it runs in, so one count per thread
+// serves every block on the thread.
+class NestingGuard {
+ public:
+  explicit NestingGuard(const char* during);
+  ~NestingGuard();
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
 };
 
 }  // namespace shardscope::trace

@@ -243,6 +243,31 @@ class TestScriptSafety : public QObject {
           << QString("x = float('%1')\n").arg(text)
           << QString("could not convert string to float: '%1'").arg(text);
     }
+    // Number literals in the source: Python's SyntaxError, at the character that breaks one.
+    const std::pair<const char*, const char*> literals[] = {
+        {"1__0", "1:6: invalid decimal literal"},
+        {"1_", "1:6: invalid decimal literal"},
+        {"1_.5", "1:6: invalid decimal literal"},
+        {"1._5", "1:7: invalid decimal literal"},
+        {"1.5_", "1:8: invalid decimal literal"},
+        {"1e_5", "1:6: invalid decimal literal"},
+        {"1e5_", "1:8: invalid decimal literal"},
+        {"1e", "1:6: invalid decimal literal"},
+        {"1abc", "1:6: invalid decimal literal"},
+        {"0x_", "1:7: invalid hexadecimal literal"},
+        {"0x", "1:7: invalid hexadecimal literal"},
+        {"0x1__2", "1:8: invalid hexadecimal literal"},
+        {"0o_", "1:7: invalid octal literal"},
+        {"0b2", "1:7: invalid digit '2' in binary literal"},
+        {"0b1e5", "1:8: invalid binary literal"},
+        {"0o8", "1:7: invalid digit '8' in octal literal"},
+        {"01", "1:5: leading zeros in decimal integer literals are not permitted"},
+        {"0_1", "1:5: leading zeros in decimal integer literals are not permitted"},
+    };
+    for (const auto& [text, message] : literals) {
+      QTest::addRow("literal %s", text)
+          << QString("x = %1\n").arg(text) << QString("hostile.py:%1").arg(message);
+    }
   }
   void languageErrorsArePythons() {
     QFETCH(QString, script);
@@ -252,6 +277,120 @@ class TestScriptSafety : public QObject {
     const std::string e = errorOf(*runner, script.toStdString());
     QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
     QVERIFY2(e.find("internal error") == std::string::npos, e.c_str());
+  }
+
+  // Number literals Python accepts, underscores and keywords after them included.
+  void numberLiteralsArePythons() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    runner->run(
+        "print(1_000_000, 0_0, 00, 0x_ff, 0b1_0, 0o1_7, 1_0.2_5, 1.e5, .5, 1_0e1_0, 09.5, 1E-5)\n"
+        "print(1if 1 else 2, 0x1or 2, 1 if 0else 3, 2and 3, 1in[1], 0b1in[1])\n",
+        "ok.py");
+    QCOMPARE(lines, (std::vector<std::string>{
+                        "1000000 0 0 255 2 15 10.25 100000.0 0.5 100000000000.0 9.5 1e-05",
+                        "1 1 3 3 True True",
+                    }));
+  }
+
+  // Values that contain themselves or nest 100000 levels deep, and calls nested in expressions
+  // nested in calls: each ran the stack out and killed the process (in ==, <, repr, torch.tensor,
+  // save(), the copies into and out of a block). Each is now the script's error at its line, as
+  // Python's RecursionError is. Run in this process, so that a crash fails the test run.
+  void deepAndSelfContainingValuesFailAtTheirLine_data() {
+    QTest::addColumn<QString>("script");
+    QTest::addColumn<QString>("message");
+    const QString loops = "a = []\na.append(a)\nb = []\nb.append(b)\n";
+    const QString deep = "x = []\nfor _ in range(100000):\n    x = [x]\n";
+    const QString trace = "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n";
+    QTest::newRow("== of two lists that hold themselves")
+        << loops + "print(a == b)\n"
+        << "hostile.py:5:1: maximum recursion depth exceeded in comparison";
+    QTest::newRow("< of two lists that hold themselves")
+        << loops + "print(a < b)\n"
+        << "hostile.py:5:1: maximum recursion depth exceeded in comparison";
+    QTest::newRow("in with lists that hold themselves")
+        << loops + "print(b in a)\n"
+        << "hostile.py:5:1: maximum recursion depth exceeded in comparison";
+    QTest::newRow("== of two dicts that hold themselves")
+        << "a = {}\na['a'] = a\nb = {}\nb['a'] = b\nprint(a == b)\n"
+        << "hostile.py:5:1: maximum recursion depth exceeded in comparison";
+    QTest::newRow("== of two views that hold themselves")
+        << "a = {}\na['a'] = a.items()\nb = {}\nb['a'] = b.items()\nprint(a.items() == "
+           "b.items())\n"
+        << "hostile.py:5:1: maximum recursion depth exceeded in comparison";
+    QTest::newRow("torch.tensor of a list that holds itself")
+        << "a = [1]\na.append(a)\nt = torch.tensor(a)\n"
+        << "hostile.py:3:1: maximum recursion depth exceeded while converting a list to a tensor";
+    QTest::newRow("repr of a list nested 100000 deep")
+        << deep + "print(x)\n"
+        << "hostile.py:4:1: maximum recursion depth exceeded while getting the repr of an object";
+    QTest::newRow("== of lists nested 30000 deep")
+        << "x = []\ny = []\nfor _ in range(30000):\n    x = [x]\n    y = [y]\nprint(x == y)\n"
+        << "hostile.py:6:1: maximum recursion depth exceeded in comparison";
+    const QString nested = QString("[").repeated(190) + "f(k - 1)" + QString("]").repeated(190);
+    QTest::newRow("calls nested in expressions nested in calls")
+        << "def f(k):\n    if k == 0:\n        return 0\n    return " + nested + "\nf(195)\n"
+        << "hostile.py:4:5: maximum recursion depth exceeded";
+    QTest::newRow("the same in a trace block")
+        << "def f(k):\n    if k == 0:\n        return 0\n    return " + nested + "\n" + trace +
+               "    f(195)\n"
+        << "hostile.py:4:5: maximum recursion depth exceeded";
+    QTest::newRow("saved list nested 100000 deep")
+        << trace + "    x = []\n    for _ in range(100000):\n        x = [x]\n    x.save()\n"
+        << "hostile.py:2:1: the saved value 'x': maximum recursion depth exceeded while copying a "
+           "saved value out of the trace block";
+    QTest::newRow("saved port value nested 100000 deep")
+        << trace +
+               "    x = [model.model.layers[0].mlp.output]\n    for _ in range(100000):\n"
+               "        x = [x]\n    x.save()\n"
+        << "hostile.py:6:5: maximum recursion depth exceeded while copying a saved value";
+    QTest::newRow("driver value nested 100000 deep read in a block")
+        << deep + trace + "    y = len(x)\n"
+        << "hostile.py:5:1: 'x': maximum recursion depth exceeded while copying a value into the "
+           "trace block";
+  }
+  void deepAndSelfContainingValuesFailAtTheirLine() {
+    QFETCH(QString, script);
+    QFETCH(QString, message);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    const std::string e = errorOf(*runner, script.toStdString());
+    QVERIFY2(e.find(message.toStdString()) != std::string::npos, e.c_str());
+    QVERIFY2(e.find("internal error") == std::string::npos, e.c_str());
+    runner->run("print(f'{2 ** 10:,}')\n", "good.py");  // the runner still works
+    QCOMPARE(lines.back(), std::string("1,024"));
+  }
+
+  // What Python does with such values works: a value that holds itself equals itself (its items
+  // are compared by identity first), is saved and copied out of a block holding itself, and a
+  // list nested 100000 deep is built, measured against the memory budget and freed, on the
+  // driver's stack and on a block's own.
+  void deepAndSelfContainingValuesWorkAsInPython() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, 2);
+    runner->run(
+        "a = []\na.append(a)\nd = {}\nd['d'] = d\nnan = float('nan')\n"
+        "print(a == a, a in a, a < a, d == d, [nan] == [nan], nan == nan, repr(a), repr(d))\n"
+        "x = []\nfor _ in range(100000):\n    x = [x]\nx = 0\n"
+        "model = VLLM(\"demo\")\n"
+        "with model.trace(\"Hi\"):\n"
+        "    loop = [model.model.layers[0].mlp.output]\n"
+        "    loop.append(loop)\n"
+        "    loop.save()\n"
+        "    plain = [1]\n"
+        "    plain.append(plain)\n"
+        "    plain.save()\n"
+        "    y = []\n"
+        "    for _ in range(100000):\n"
+        "        y = [y]\n"
+        "    y = 0\n"
+        "print(loop[1] is loop, loop[0].shape[0] > 0, plain[1] is plain, plain)\n",
+        "loops.py");
+    QCOMPARE(lines, (std::vector<std::string>{
+                        "True True False True True False [[...]] {'d': {...}}",
+                        "True True True [1, [...]]",
+                    }));
   }
 
   void pythonResultsOfFormerlyUnsafeOperations() {

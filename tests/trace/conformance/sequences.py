@@ -142,3 +142,13 @@ print(grid)
 loop = [1]
 loop.append(loop)
 print(loop, (loop,), [loop, [loop]])
+
+# A value that holds itself equals itself: items are compared by identity first, as Python does,
+# so the comparison ends (a NaN inside a list equals itself there too).
+a = []
+a.append(a)
+d = {}
+d["d"] = d
+nan = float("nan")
+print(a == a, a != a, a in a, a < a, a <= a, d == d, [a] == [a], [nan] == [nan], nan == nan)
+print([a, 1] == [a, 1], [a, 1] < [a, 2], (a, nan) == (a, nan), {"x": a} == {"x": a})
