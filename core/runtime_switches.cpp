@@ -108,7 +108,6 @@ RuntimeSwitches RuntimeSwitches::fromEnvironment() {
   s.moeBulk = choose("SHARDSCOPE_MOE_BULK", kBulk, MoeBulkStages::None);
   static constexpr Choice<int> kAhead[] = {{"2", 2}, {"3", 3}};
   s.moeLoadsAhead = choose("SHARDSCOPE_MOE_LOADS_AHEAD", kAhead, 2);
-  s.gemvHoldRows = onOff("SHARDSCOPE_GEMV_HOLD", false);
   return s;
 }
 

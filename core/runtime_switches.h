@@ -45,7 +45,6 @@ struct RuntimeSwitches {
   bool groupAttentionBlocks = false;  // ATTENTION_BLOCKS=group: a KV head's group a block always
   MoeBulkStages moeBulk = MoeBulkStages::None;  // MOE_BULK=0|gate_up|1 (off until measured)
   int moeLoadsAhead = 2;  // MOE_LOADS_AHEAD=2|3: one-token gate_up's loads a weight row in flight
-  bool gemvHoldRows = false;  // GEMV_HOLD=1: a one-wave GEMV loads whole rows before its wait
 
   // The environment's settings; an Error for a value a switch does not take.
   static RuntimeSwitches fromEnvironment();

@@ -188,18 +188,6 @@ at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias
   return y;
 }
 
-bool gemvHoldsRows(const at::Tensor& x, const at::Tensor& w) {
-  const int64_t rows = gemvRows(x, w);
-  if (rows == 0) return false;
-  const c10::cuda::CUDAGuard guard(x.device());
-  kernels::GemvArgs a;
-  a.dtype = dtypeOf(x);
-  a.rows = rows;
-  a.n = w.size(0);
-  a.k = w.size(1);
-  return kernels::gemvHoldsRows(a);
-}
-
 namespace {
 
 // Whether `in` is a shape gemvFused takes: x, w (and the optional tensors) on one GPU in one

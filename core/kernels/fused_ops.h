@@ -34,9 +34,6 @@ at::Tensor siluAndMul(const at::Tensor& x);
 // x w^T (+ bias) by the GEMV kernel when x is a few rows (a decode step) that it can take;
 // undefined otherwise, and the caller's matmul runs.
 at::Tensor gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
-// Whether gemv(x, w) loads each weight row whole before it waits on the kernel before
-// (SHARDSCOPE_GEMV_HOLD=1, kernels::gemvHoldsRows): the same bits either way.
-bool gemvHoldsRows(const at::Tensor& x, const at::Tensor& w);
 
 // The GEMV of a decoder layer's unobserved step with the kernels before and after it folded in
 // (kernels::GemvArgs): with normWeight, x [rows, k] is first normed as rmsNorm (addRmsNorm when

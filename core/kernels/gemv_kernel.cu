@@ -1,7 +1,4 @@
-#include <optional>
-
 #include "core/runtime_switches.h"
-#include "device_limits.cuh"
 #include "kernel_math.cuh"
 #include "norm_rows.cuh"
 
@@ -179,67 +176,6 @@ __global__ void gemvKernel(GemvArgs a) {
   }
 }
 
-// Plain y = x w^T, a warp a column, for a grid that is resident at once: each warp loads its whole
-// row (at most LOADS loads a lane) before it waits on the kernel before, so all the weights stream
-// while that kernel runs. o_proj follows the attention, whose one block a head leaves most SMs
-// free and the memory idle. A lane adds its elements by increasing k, then the butterfly, as
-// dotRow does: the same bits as gemvKernel.
-template <typename T, int ROWS, int LOADS>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32, 2) gemvHeldRowKernel(GemvArgs a) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int64_t chunk = kChunk<T>;
-  const int lane = threadIdx.x % 32;
-  const int64_t n = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  const int64_t start = int64_t(lane) * VEC;
-  const T* row = static_cast<const T*>(a.w) + n * a.k;
-  int4 raw[LOADS] = {};  // held as raw words: a bf16 Vec array took a register an element
-  if (n < a.n) {
-#pragma unroll
-    for (int u = 0; u < LOADS; ++u) {
-      if (start + u * chunk < a.k)
-        raw[u] = __ldcs(reinterpret_cast<const int4*>(row + start + u * chunk));
-    }
-  }
-  waitForPreviousKernel();
-  allowNextKernel();
-  if (n >= a.n) return;
-  const GlobalRows<T, VEC> x{static_cast<const T*>(a.x), a.k};
-  float acc[ROWS] = {};
-#pragma unroll
-  for (int u = 0; u < LOADS; ++u) {
-    if (start + u * chunk < a.k)
-      accumulate<T, ROWS, VEC>(*reinterpret_cast<const Vec<T, VEC>*>(&raw[u]), x, start + u * chunk,
-                               acc);
-  }
-#pragma unroll
-  for (int m = 0; m < ROWS; ++m) {
-    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
-  }
-  if (lane != 0) return;
-  const float bias = a.bias ? toFloat(static_cast<const T*>(a.bias)[n]) : 0.f;
-#pragma unroll
-  for (int m = 0; m < ROWS; ++m) static_cast<T*>(a.y)[m * a.n + n] = fromFloat<T>(acc[m] + bias);
-}
-
-// The held-row kernel where SHARDSCOPE_GEMV_HOLD=1, a row takes at most 16 loads a lane and the
-// grid fits on the GPU at once (else its later blocks would start only after the wait, and the
-// LM head's rows are far more than fit); nullopt: not launched.
-template <typename T, int ROWS>
-void (*heldRowKernel(const GemvArgs& a))(GemvArgs) {
-  if (!RuntimeSwitches::current().gemvHoldRows || a.normWeight || a.swiGlu) return nullptr;
-  const int64_t loads = (a.k + kChunk<T> - 1) / kChunk<T>;
-  if (loads > 16) return nullptr;
-  const auto kernel = loads <= 8 ? gemvHeldRowKernel<T, ROWS, 8> : gemvHeldRowKernel<T, ROWS, 16>;
-  const int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  int perSm = 0;
-  const int sms = currentDeviceLimits().sms;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarpsPerBlock * 32, 0) !=
-          cudaSuccess ||
-      blocks > int64_t(sms) * perSm)
-    return nullptr;
-  return kernel;
-}
-
 // A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
 // fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
@@ -276,10 +212,6 @@ cudaError_t launchRows(const GemvArgs& a, cudaStream_t stream) {
   if (norm && a.swiGlu) return launch<T, ROWS, true, true>(a, stream);
   if (norm) return launch<T, ROWS, true, false>(a, stream);
   if (a.swiGlu) return launch<T, ROWS, false, true>(a, stream);
-  if (const auto held = heldRowKernel<T, ROWS>(a)) {
-    const unsigned blocks = unsigned((a.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    return launchKernel(held, dim3(blocks), dim3(kWarpsPerBlock * 32), 0, stream, a);
-  }
   return launch<T, ROWS, false, false>(a, stream);
 }
 
@@ -307,18 +239,6 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     }
   });
-}
-
-bool gemvHoldsRows(const GemvArgs& a) {
-  if (a.rows < 1 || a.rows > kMaxGemvRows) return false;
-  return dispatch(a.dtype, [&](auto t) -> cudaError_t {
-           using T = decltype(t);
-           const bool held = a.rows == 1   ? heldRowKernel<T, 1>(a)
-                             : a.rows == 2 ? heldRowKernel<T, 2>(a)
-                             : a.rows == 3 ? heldRowKernel<T, 3>(a)
-                                           : heldRowKernel<T, 4>(a);
-           return held ? cudaSuccess : cudaErrorNotSupported;
-         }) == cudaSuccess;
 }
 
 bool gemvNormFits(DType dtype, int64_t rows, int64_t k, int device) {

@@ -91,9 +91,6 @@ struct GemvArgs {
   bool swiGlu = false;
 };
 cudaError_t gemv(const GemvArgs& a, cudaStream_t stream);
-// Whether gemv(a) loads each warp's whole weight row before it waits on the kernel before
-// (SHARDSCOPE_GEMV_HOLD=1, a plain GEMV of short rows whose grid fits on the GPU at once).
-bool gemvHoldsRows(const GemvArgs& a);
 // Whether `rows` normed rows of k elements fit in one block's shared memory on `device`.
 bool gemvNormFits(DType dtype, int64_t rows, int64_t k, int device);
 

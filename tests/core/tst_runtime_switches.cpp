@@ -50,7 +50,6 @@ class TestRuntimeSwitches : public QObject {
     QVERIFY(s.captureStream == CaptureStreamSource::Leased);
     QVERIFY(s.allReduce == AllReduceAlgorithm::Auto);
     QVERIFY(s.moeBulk == MoeBulkStages::None);
-    QVERIFY(!s.gemvHoldRows);
     QCOMPARE(s.moeLoadsAhead, 2);
   }
 
@@ -108,10 +107,6 @@ class TestRuntimeSwitches : public QObject {
       QVERIFY(RuntimeSwitches::current().fullNormGemvGrid);
     }
     {
-      const ScopedSwitch s("SHARDSCOPE_GEMV_HOLD", "1");
-      QVERIFY(RuntimeSwitches::current().gemvHoldRows);
-    }
-    {
       const ScopedSwitch s("SHARDSCOPE_MOE_LOADS_AHEAD", "3");
       QCOMPARE(RuntimeSwitches::current().moeLoadsAhead, 3);
     }
@@ -129,7 +124,6 @@ class TestRuntimeSwitches : public QObject {
       QCOMPARE(RuntimeSwitches::current().collectiveTimeoutSeconds, 2.5);
     }
     QVERIFY(RuntimeSwitches::current().moeBulk == MoeBulkStages::None);
-    QVERIFY(!RuntimeSwitches::current().gemvHoldRows);
   }
 
   // A value a switch does not take is an Error with the variable, the value and what it takes

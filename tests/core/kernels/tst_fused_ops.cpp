@@ -176,56 +176,6 @@ class TestFusedOps : public QObject {
     at::Tensor reference = bias ? at::addmm(b, x, w.t()) : at::matmul(x, w.t());
     expectClose(y, reference, 0.9, "gemv");
   }
-
-  // SHARDSCOPE_GEMV_HOLD=1: a plain GEMV whose grid fits on the GPU loads whole rows before its
-  // wait, with the streaming kernel's order of adds (the same bits). Rows of 4 to 16 loads a
-  // lane, one ending part-way through a load round, and one too long to hold (streamed as before).
-  void gemvHeldRowsKeepTheBits_data() {
-    QTest::addColumn<int>("dtype");
-    QTest::addColumn<int>("rows");
-    QTest::addColumn<int64_t>("n");
-    QTest::addColumn<int64_t>("k");
-    QTest::addColumn<bool>("bias");
-    QTest::addRow("bf16 o_proj 30B")
-        << int(at::kBFloat16) << 1 << int64_t(2048) << int64_t(4096) << false;
-    QTest::addRow("bf16 3 rows bias")
-        << int(at::kBFloat16) << 3 << int64_t(1003) << int64_t(2048) << true;
-    QTest::addRow("bf16 part round")
-        << int(at::kBFloat16) << 2 << int64_t(515) << int64_t(1000) << false;
-    QTest::addRow("fp32 4 rows") << int(at::kFloat) << 4 << int64_t(640) << int64_t(2048) << true;
-    QTest::addRow("fp32 too long") << int(at::kFloat) << 1 << int64_t(64) << int64_t(4096) << false;
-    QTest::addRow("bf16 router") << int(at::kBFloat16) << 1 << int64_t(128) << int64_t(2048)
-                                 << false;
-  }
-  void gemvHeldRowsKeepTheBits() {
-    QFETCH(int, dtype);
-    QFETCH(int, rows);
-    QFETCH(int64_t, n);
-    QFETCH(int64_t, k);
-    QFETCH(bool, bias);
-    const auto o = gpu(at::ScalarType(dtype));
-    at::Tensor x = at::randn({rows, k}, o), w = at::randn({n, k}, o) * 0.02;
-    at::Tensor b = bias ? at::randn({n}, o) : at::Tensor();
-    bool holds = false;
-    const auto run = [&](const char* setting) {
-      const test::ScopedSwitch hold("SHARDSCOPE_GEMV_HOLD", setting);
-      holds = fused::gemvHoldsRows(x, w);
-      return fused::gemv(x, w, b);
-    };
-    const at::Tensor streamed = run("0");
-    QVERIFY(!holds);
-    const at::Tensor held = run("1");
-    // Every row of the table but the long one fits an H100's or H200's grid at once.
-    QCOMPARE(holds, QByteArray(QTest::currentDataTag()) != "fp32 too long");
-    QVERIFY(streamed.defined() && held.defined());
-    QVERIFY2(at::equal(streamed, held), "SHARDSCOPE_GEMV_HOLD=1 gives other bits");
-    // The kernel rounds fp32 (x w^T + b) once; bf16 addmm rounds x w^T, then the sum, so where
-    // the bias cancels the product they differ by the product's rounding: compare with one
-    // rounding.
-    const at::Tensor xf = x.to(at::kFloat), wf = w.to(at::kFloat);
-    const at::Tensor once = bias ? at::addmm(b.to(at::kFloat), xf, wf.t()) : at::matmul(xf, wf.t());
-    expectClose(held, once.to(x.scalar_type()), 0.9, "held gemv");
-  }
   // Qwen3's decode attention input: q/k heads normed and rotated, k and v written into the
   // cache rows of their requests (slots out of order), nothing else in the cache touched.
   void qkvToCache_data() { dtypeRows(); }
