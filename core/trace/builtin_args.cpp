@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "../error.h"
+#include "trace_device.h"
 
 namespace shardscope::trace::builtin_args {
 
@@ -129,6 +130,20 @@ c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn) {
   if (auto t = asDtype(*v)) return *t;
   throw RuntimeFailure(fn + "(): dtype must be a torch dtype such as torch.float32, got " +
                        repr(*v));
+}
+
+c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
+  if (!v || (*v)->type == Type::None) return c10::nullopt;
+  const c10::Device here = currentDevice();
+  const std::string works = here.is_cpu() ? "'cpu'" : "'cpu' or '" + here.str() + "'";
+  if ((*v)->type != Type::Str)
+    throw RuntimeFailure(fn + "(): device must be a string such as " + works + ", got " + repr(*v));
+  const std::string& name = (*v)->str;
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  if (name == here.str() || (here.is_cuda() && name == "cuda")) return here;
+  throw RuntimeFailure(fn + "(): device='" + name +
+                       "' is not this rank's: a trace's tensors live on the rank's device, so " +
+                       "device= takes " + works);
 }
 
 long long dimArg(const Args& a, size_t i, long long dflt, const char* name) {

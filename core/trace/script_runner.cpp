@@ -15,6 +15,7 @@
 #include "interpreter.h"
 #include "names_mentioned.h"
 #include "prompt_forms.h"
+#include "scope_release.h"
 #include "trace_caches.h"
 #include "trace_device.h"
 
@@ -142,6 +143,14 @@ struct ScriptRunner::Impl : public Host {
   std::set<std::string> noted;
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
+
+  ~Impl() { releaseGlobals(); }
+  // The last run's globals are read (tensorValue, reprOf) until the next run starts; then what
+  // they held is freed, its reference cycles too (scope_release.h).
+  void releaseGlobals() {
+    releaseScope(globals, {runnerScope.get(), builtinScope().get()});
+    globals.reset();
+  }
 
   void out(const std::string& line) {
     result.printed += line + "\n";
@@ -564,6 +573,7 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   s.result = {};
   s.modelIndex.clear();
   setCurrentDevice(c10::Device(c10::kCPU));
+  s.releaseGlobals();
   s.globals = std::make_shared<Environment>(s.runnerScope);
   auto program = parseProgramCached(source, file);
   Interpreter in(program, s, s.globals, s.options.budget,

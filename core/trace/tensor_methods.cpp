@@ -50,13 +50,27 @@ Value sumOrMean(const at::Tensor& x, Args& a, bool mean) {
   return tensor(mean ? x.mean(d, keepdim(a, 1), dtype) : x.sum(d, keepdim(a, 1), dtype));
 }
 
-// std(dim=None, unbiased=True, keepdim=False) and var, alike.
+// The divisor's correction of std and var: unbiased=True (the default) is correction=1,
+// unbiased=False correction=0; torch takes one or the other.
+int64_t correctionOf(const Args& a, const char* fn) {
+  const Value* correction = a.keyword("correction");
+  if (!correction || (*correction)->type == Type::None) return flag(a, 1, "unbiased", true) ? 1 : 0;
+  if (a.get(1, "unbiased"))
+    throw RuntimeFailure(std::string(fn) +
+                         "() takes unbiased= or correction=, not both: unbiased=False is "
+                         "correction=0");
+  return asInt(*correction, "correction");
+}
+
+// std(dim=None, unbiased=True, keepdim=False, *, correction=1) and var, alike: ATen's own
+// correction overload (the divisor max(0, N - correction)), which unbiased= also runs.
 Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
-  const bool unbiased = flag(a, 1, "unbiased", true);
+  const c10::optional<int64_t> correction = correctionOf(a, var ? "Tensor.var" : "Tensor.std");
   const auto dims = reduced(x, a, 2);
-  if (!dims) return tensor(var ? x.var(unbiased) : x.std(unbiased));
-  const at::IntArrayRef d(*dims);
-  return tensor(var ? x.var(d, unbiased, keepdim(a, 2)) : x.std(d, unbiased, keepdim(a, 2)));
+  const at::OptionalIntArrayRef d =
+      dims ? at::OptionalIntArrayRef(*dims) : at::OptionalIntArrayRef(c10::nullopt);
+  const bool keep = dims && keepdim(a, 2);
+  return tensor(var ? x.var(d, correction, keep) : x.std(d, correction, keep));
 }
 
 // max(dim=None, keepdim=False) and min: with a dim, (values, indices).
@@ -94,23 +108,20 @@ Value norm(const at::Tensor& x, Args& a) {
 
 // to(dtype) / to('cpu') / to('cpu', dtype=...), also as keywords dtype= and device=. The first
 // positional is a dtype or a device, as in torch; Takes names it `device` so that
-// x.to('cpu', dtype=torch.float16) is not two values for one argument.
+// x.to('cpu', dtype=torch.float16) is not two values for one argument. The device is 'cpu' or
+// the rank's own (deviceArg).
 Value to(const at::Tensor& x, Args& a) {
   at::Tensor y = x;
-  const auto device = [&y](const Value& d) {
-    if (d->type != Type::Str)
-      throw RuntimeFailure("Tensor.to() expects a dtype such as torch.float32 or 'cpu', got " +
-                           repr(d));
-    if (d->str != "cpu")
-      throw RuntimeFailure(
-          "tensors stay on the rank's device inside a trace; .to() accepts a dtype or 'cpu'");
-    y = y.to(at::kCPU);
-  };
   if (const Value* d = a.get(0, "device"); d && (*d)->type != Type::None) {
     if (auto dt = asDtype(*d))
       y = y.to(*dt);
+    else if ((*d)->type == Type::Str)
+      y = y.to(*deviceArg(d, "Tensor.to"));
     else
-      device(*d);
+      throw RuntimeFailure(
+          "Tensor.to() expects a dtype such as torch.float32 or a device such "
+          "as 'cpu', got " +
+          repr(*d));
   }
   if (const Value* d = a.keyword("dtype"); d && (*d)->type != Type::None) {
     const auto dt = asDtype(*d);
@@ -189,10 +200,10 @@ const std::map<std::string, TensorMethod>& methods() {
       {"mean", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
          return sumOrMean(x, a, true);
        }}},
-      {"std", M{T{3, {"dim", "unbiased", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+      {"std", M{T{3, {"dim", "unbiased", "keepdim", "correction"}}, [](const at::Tensor& x, Args& a) {
          return stdOrVar(x, a, false);
        }}},
-      {"var", M{T{3, {"dim", "unbiased", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+      {"var", M{T{3, {"dim", "unbiased", "keepdim", "correction"}}, [](const at::Tensor& x, Args& a) {
          return stdOrVar(x, a, true);
        }}},
       {"max", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {

@@ -63,16 +63,23 @@ std::vector<int64_t> sizeArg(const Args& a, const std::string& fn) {
   return shapeArgs(one, 0);
 }
 
+// New tensors are made on the rank's device unless device='cpu' says otherwise (deviceArg).
+at::Device deviceOf(const Args& a, const std::string& fn) {
+  return deviceArg(a.keyword("device"), fn).value_or(currentDevice());
+}
+
 Value filled(Args& a, const std::string& fn, double value) {
-  at::TensorOptions o = at::TensorOptions().device(currentDevice());
+  at::TensorOptions o = at::TensorOptions().device(deviceOf(a, fn));
   o = o.dtype(dtypeArg(a.keyword("dtype"), fn).value_or(at::kFloat));
   return tensor(at::full(sizeArg(a, fn), value, o));
 }
 
 Value filledLike(Args& a, const std::string& fn, double value) {
   const at::Tensor x = toTensor(arg(a, 0, "input", fn));
-  const auto dtype = dtypeArg(a.keyword("dtype"), fn);
-  return tensor(at::full_like(x, value, dtype ? x.options().dtype(*dtype) : x.options()));
+  at::TensorOptions o = x.options();
+  if (const auto dtype = dtypeArg(a.keyword("dtype"), fn)) o = o.dtype(*dtype);
+  if (const auto device = deviceArg(a.keyword("device"), fn)) o = o.device(*device);
+  return tensor(at::full_like(x, value, o));
 }
 
 // arange(end) or arange(start, end, step=1): ints, as int64 unless dtype= says otherwise.
@@ -83,8 +90,8 @@ Value arange(Args& a) {
   const int64_t step = asInt(optional(a, 2, "step", integer(1)), "step");
   if (step == 0) throw RuntimeFailure("torch.arange(): step must not be zero");
   const auto dtype = dtypeArg(a.keyword("dtype"), "torch.arange").value_or(at::kLong);
-  return tensor(
-      at::arange(start, end, step, at::TensorOptions().device(currentDevice()).dtype(dtype)));
+  return tensor(at::arange(start, end, step,
+                           at::TensorOptions().device(deviceOf(a, "torch.arange")).dtype(dtype)));
 }
 
 // einsum(equation, *operands), or einsum(equation, [operands]).
@@ -116,21 +123,22 @@ Value torchNamespace() {
   for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
   // What each takes is PyTorch's signature, cut to what is implemented: (positional, keywords,
   // required), the positional ones' names first.
-  torch["zeros"] = strictBuiltin("torch.zeros", {kVarargs, {"size", "dtype"}},
+  torch["zeros"] = strictBuiltin("torch.zeros", {kVarargs, {"size", "dtype", "device"}},
                                  [](Args& a) { return filled(a, "torch.zeros", 0.0); });
-  torch["ones"] = strictBuiltin("torch.ones", {kVarargs, {"size", "dtype"}},
+  torch["ones"] = strictBuiltin("torch.ones", {kVarargs, {"size", "dtype", "device"}},
                                 [](Args& a) { return filled(a, "torch.ones", 1.0); });
-  torch["zeros_like"] = strictBuiltin("torch.zeros_like", {1, {"input", "dtype"}, 1}, [](Args& a) {
-    return filledLike(a, "torch.zeros_like", 0.0);
-  });
-  torch["ones_like"] = strictBuiltin("torch.ones_like", {1, {"input", "dtype"}, 1},
+  torch["zeros_like"] =
+      strictBuiltin("torch.zeros_like", {1, {"input", "dtype", "device"}, 1},
+                    [](Args& a) { return filledLike(a, "torch.zeros_like", 0.0); });
+  torch["ones_like"] = strictBuiltin("torch.ones_like", {1, {"input", "dtype", "device"}, 1},
                                      [](Args& a) { return filledLike(a, "torch.ones_like", 1.0); });
-  torch["tensor"] = strictBuiltin("torch.tensor", {1, {"data", "dtype"}, 1}, [](Args& a) {
+  torch["tensor"] = strictBuiltin("torch.tensor", {1, {"data", "dtype", "device"}, 1}, [](Args& a) {
     at::Tensor t = toTensor(arg(a, 0, "data", "torch.tensor")).clone();
     if (const auto dtype = dtypeArg(a.keyword("dtype"), "torch.tensor")) t = t.to(*dtype);
-    return tensor(t.to(currentDevice()));
+    return tensor(t.to(deviceOf(a, "torch.tensor")));
   });
-  torch["arange"] = strictBuiltin("torch.arange", {3, {"start", "end", "step", "dtype"}}, arange);
+  torch["arange"] =
+      strictBuiltin("torch.arange", {3, {"start", "end", "step", "dtype", "device"}}, arange);
   torch["cat"] = strictBuiltin("torch.cat", {2, {"tensors", "dim"}, 1}, [](Args& a) {
     return tensor(
         at::cat(tensorList(arg(a, 0, "tensors", "torch.cat"), "torch.cat"), dimArg(a, 1, 0)));
@@ -139,8 +147,11 @@ Value torchNamespace() {
     return tensor(
         at::stack(tensorList(arg(a, 0, "tensors", "torch.stack"), "torch.stack"), dimArg(a, 1, 0)));
   });
-  for (const char* method : {"matmul", "softmax", "log_softmax", "argmax", "topk", "norm", "gather",
-                             "exp", "log", "abs"})
+  for (const char* method :
+       {"matmul", "softmax", "log_softmax",  "argmax",      "argmin", "topk", "sort",
+        "norm",   "gather",  "index_select", "masked_fill", "sum",    "mean", "std",
+        "var",    "max",     "min",          "cumsum",      "exp",    "log",  "abs",
+        "sqrt",   "sigmoid", "tanh",         "relu"})
     torch[method] = fromMethod(std::string("torch.") + method, method);
   torch["allclose"] = strictBuiltin(
       "torch.allclose", {5, {"input", "other", "rtol", "atol", "equal_nan"}, 2}, [](Args& a) {

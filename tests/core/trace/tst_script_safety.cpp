@@ -14,6 +14,7 @@
 #include "core/trace/ast.h"
 #include "core/trace/format_spec.h"
 #include "core/trace/interpreter.h"
+#include "core/trace/scope_release.h"
 #include "core/trace/script_runner.h"
 #include "core/trace/source_location.h"
 
@@ -386,6 +387,52 @@ class TestScriptSafety : public QObject {
                         "True True False True True False [[...]] {'d': {...}}",
                         "True True True [1, [...]]",
                     }));
+  }
+
+  // Reference cycles (a function in the scope it closes over, a list holding itself, an inner
+  // function its call's scope holds, two dicts holding each other) are freed when a run's scope
+  // is released, tensors in them too; what the builtins hold (the torch namespace a global
+  // names) is left whole, so the next run works.
+  void releasedScopesFreeTheirCycles() {
+    NoModelHost host;
+    auto globals = std::make_shared<trace::Environment>(trace::builtinScope());
+    auto in = std::make_unique<trace::Interpreter>(
+        trace::parseProgram("def f():\n    return t\n"
+                            "t = torch.ones(4)\n"
+                            "a = [t]\na.append(a)\n"
+                            "def outer():\n    def inner():\n"
+                            "        return inner\n    return inner\n"
+                            "g = outer()\n"
+                            "d = {'t': t}\ne = {'d': d}\nd['e'] = e\n"
+                            "th = torch\n",
+                            "cycles.py"),
+        host, globals, 100000);
+    in->run(in->program().body);
+    in.reset();
+    std::vector<std::weak_ptr<trace::Object>> held;
+    for (const char* name : {"f", "t", "a", "g", "d", "e"}) held.push_back(*globals->find(name));
+    const std::weak_ptr<trace::Environment> scope = globals;
+    const size_t torchMembers = (*globals->find("th"))->attributes.size();
+    QVERIFY(torchMembers > 10);
+    trace::releaseScope(globals, {trace::builtinScope().get()});
+    globals.reset();
+    QVERIFY(scope.expired());
+    for (size_t i = 0; i < held.size(); ++i) QVERIFY2(held[i].expired(), std::to_string(i).c_str());
+    QCOMPARE((*trace::builtinScope()->find("torch"))->attributes.size(), torchMembers);
+  }
+
+  // A runner frees a run's globals when the next starts: cycles through the runner's own names
+  // and the builtins leave them working.
+  void runsAfterCyclesWork() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    QCOMPARE(errorOf(*runner,
+                     "def f(x):\n    return f\nth = torch\np = print\n"
+                     "a = [th, p]\na.append(a)\nprint(len(a))\n"),
+             std::string("no error"));
+    const std::string e = errorOf(*runner, "print(torch.ones(2).sum().item())\nprint(f)\n");
+    QVERIFY2(e.find("hostile.py:2:7: name 'f' is not defined") != std::string::npos, e.c_str());
+    QCOMPARE(lines, (std::vector<std::string>{"3", "2.0"}));
   }
 
   void pythonResultsOfFormerlyUnsafeOperations() {

@@ -361,7 +361,7 @@ class TestTrace : public QObject {
     QTest::newRow("torch function keyword")
         << "model = VLLM(\"demo\")\nx = torch.zeros(3, dtyp=torch.float16)\n"
         << "bad.py:2:1: torch.zeros() got an unexpected keyword argument 'dtyp'; it takes size, "
-           "dtype";
+           "dtype, device";
     QTest::newRow("torch function positional")
         << "model = VLLM(\"demo\")\nx = torch.softmax(torch.ones(3), 0, torch.float32, 1)\n"
         << "bad.py:2:1: torch.softmax() takes at most 3 positional arguments (4 given)";
@@ -390,6 +390,19 @@ class TestTrace : public QObject {
            "model.model.norm(h))\n    i = y.argmax(dims=-1)\n    i.save()\n"
         << "bad.py:5:5: Tensor.argmax() got an unexpected keyword argument 'dims'; it takes dim, "
            "keepdim";
+    // A device other than the CPU or the rank's own is refused with the ones that work; the
+    // driver's is the CPU.
+    QTest::newRow("device elsewhere")
+        << "model = VLLM(\"demo\")\nx = torch.zeros(2, device='cuda:7')\n"
+        << "bad.py:2:1: torch.zeros(): device='cuda:7' is not this rank's: a trace's tensors live "
+           "on the rank's device, so device= takes 'cpu'";
+    QTest::newRow("to device elsewhere")
+        << "model = VLLM(\"demo\")\nx = torch.zeros(2).to(device='meta')\n"
+        << "Tensor.to(): device='meta' is not this rank's";
+    QTest::newRow("unbiased and correction")
+        << "model = VLLM(\"demo\")\nx = torch.ones(3).var(unbiased=True, correction=0)\n"
+        << "bad.py:2:1: Tensor.var() takes unbiased= or correction=, not both: unbiased=False is "
+           "correction=0";
     QTest::newRow("print end") << "model = VLLM(\"demo\")\nprint(1, end=\"\")\n"
                                << "print(end=...) other than a newline is not supported";
     QTest::newRow("unknown module") << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    x = "
@@ -502,6 +515,21 @@ class TestTrace : public QObject {
         << "[5.0, 10.0]";
     QTest::newRow("std unbiased") << "torch.tensor([1.0, 3.0]).std(unbiased=False).item()"
                                   << "1.0";
+    QTest::newRow("std correction 0") << "torch.tensor([1.0, 3.0]).std(correction=0).item()"
+                                      << "1.0";
+    QTest::newRow("var correction 1")
+        << "torch.var(torch.tensor([1.0, 2.0, 3.0, 4.0]), correction=1)"
+           ".item()"
+        << "1.6666666269302368";
+    // Divided by N - correction = 2: 5 / 2.
+    QTest::newRow("var correction 2")
+        << "torch.tensor([1.0, 2.0, 3.0, 4.0]).var(correction=2).item()"
+        << "2.5";
+    QTest::newRow("var dim correction 2")
+        << "torch.tensor([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]]).var(1, correction=2).tolist()"
+        << "[4.666666507720947, 6.0]";  // (14 / 3) / (3 - 2), as ATen rounds it
+    QTest::newRow("std correction past N") << "torch.tensor([1.0, 2.0]).std(correction=2).item()"
+                                           << "inf";
     QTest::newRow("allclose atol")
         << "torch.allclose(torch.zeros(2), torch.ones(2) * 0.01, atol=0.1)"
         << "True";
@@ -525,6 +553,14 @@ class TestTrace : public QObject {
                                       << "torch.bfloat16";
     QTest::newRow("to device and dtype") << "torch.zeros(2).to('cpu', dtype=torch.float16).dtype"
                                          << "torch.float16";
+    QTest::newRow("zeros device") << "torch.zeros(2, device='cpu').device"
+                                  << "cpu";
+    QTest::newRow("ones_like device") << "torch.ones_like(torch.zeros(2), device='cpu').tolist()"
+                                      << "[1.0, 1.0]";
+    QTest::newRow("arange device") << "torch.arange(3, device='cpu').tolist()"
+                                   << "[0, 1, 2]";
+    QTest::newRow("tensor device") << "torch.tensor([1, 2], device='cpu').device"
+                                   << "cpu";
     QTest::newRow("to dtype positional") << "torch.zeros(2).to(torch.float64).dtype"
                                          << "torch.float64";
     QTest::newRow("matmul other") << "torch.ones(2, 3).matmul(other=torch.ones(3)).tolist()"

@@ -1,0 +1,98 @@
+#include "scope_release.h"
+
+#include <unordered_set>
+
+#include "interpreter.h"
+#include "value.h"
+
+namespace shardscope::trace {
+namespace {
+
+// What a walk reached: strong references, so that emptying one cannot free another still to be
+// emptied.
+struct Reached {
+  std::vector<Value> objects;
+  std::vector<std::shared_ptr<Environment>> scopes;
+  std::unordered_set<const void*> seen;
+};
+
+// Walks from `roots` (scopes) and `values`, entering no object or scope in `stop`.
+class Walk {
+ public:
+  Walk(Reached& into, const std::unordered_set<const void*>& stop) : into_(into), stop_(stop) {}
+
+  void scope(const std::shared_ptr<Environment>& e) {
+    if (e && enter(e.get())) scopes_.push_back(e);
+  }
+  void value(const Value& v) {
+    if (v && enter(v.get())) values_.push_back(v);
+  }
+  void run() {
+    while (!values_.empty() || !scopes_.empty()) {
+      if (!scopes_.empty()) {
+        std::shared_ptr<Environment> e = std::move(scopes_.back());
+        scopes_.pop_back();
+        for (const auto& [name, v] : e->vars()) value(v);
+        scope(e->parent());
+        into_.scopes.push_back(std::move(e));
+        continue;
+      }
+      Value v = std::move(values_.back());
+      values_.pop_back();
+      for (const Value& item : v->items) value(item);
+      for (const auto& [k, item] : v->dict) {
+        value(k);
+        value(item);
+      }
+      for (const auto& [name, item] : v->attributes) value(item);
+      if (v->function) {
+        for (const Value& d : v->function->defaults) value(d);
+        scope(v->function->closure);
+      }
+      into_.objects.push_back(std::move(v));
+    }
+  }
+
+ private:
+  bool enter(const void* p) { return !stop_.count(p) && into_.seen.insert(p).second; }
+
+  Reached& into_;
+  const std::unordered_set<const void*>& stop_;
+  std::vector<Value> values_;
+  std::vector<std::shared_ptr<Environment>> scopes_;
+};
+
+}  // namespace
+
+void releaseScope(const std::shared_ptr<Environment>& scope,
+                  const std::vector<const Environment*>& kept) {
+  if (!scope) return;
+  // What outlives the run: the kept scopes and all they reach.
+  Reached outlives;
+  const std::unordered_set<const void*> nothing;
+  {
+    Walk walk(outlives, nothing);
+    for (const Environment* e : kept) {
+      if (!e || !outlives.seen.insert(e).second) continue;
+      for (const auto& [name, v] : e->vars()) walk.value(v);
+      walk.scope(e->parent());
+    }
+    walk.run();
+  }
+  Reached run;
+  {
+    Walk walk(run, outlives.seen);
+    walk.scope(scope);
+    walk.run();
+  }
+  outlives = {};
+  for (const auto& e : run.scopes) e->vars().clear();
+  for (const Value& v : run.objects) {
+    v->items.clear();
+    v->dict.clear();
+    v->attributes.clear();
+    v->function.reset();
+  }
+}
+
+}  // namespace shardscope::trace

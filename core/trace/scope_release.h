@@ -1,0 +1,22 @@
+// Frees what a finished run's scope held, reference cycles included.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+namespace shardscope::trace {
+
+class Environment;
+
+// Values are counted references, so a cycle is never freed by its counts: a function defined at
+// global scope (its closure is the globals, which hold it), an inner function its own call's
+// scope holds, a list appended to itself. A runner that kept each run's cycles would keep their
+// tensors, on the GPU too, for the rest of a GUI session. releaseScope empties every scope, list,
+// dict, object and function reachable from `scope`, so that each is freed when its last outside
+// reference goes, except what is also reachable from `kept` (scopes that outlive the run, such as
+// the builtins with the torch namespace). Call it only when nothing else will read `scope`'s
+// values. It walks with a work list, so a value nested 100000 levels deep is safe.
+void releaseScope(const std::shared_ptr<Environment>& scope,
+                  const std::vector<const Environment*>& kept);
+
+}  // namespace shardscope::trace
