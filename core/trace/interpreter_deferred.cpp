@@ -220,18 +220,22 @@ at::Tensor Interpreter::runStacked(const DeferredOp& op, const at::Tensor& stack
   }
   CallArgs args = op.args;
   at::Tensor x = stacked;
-  if (alongDim().count(op.method) && args.positional.empty() && args.keywords.empty()) {
-    // The default: softmax along the last dimension, cumsum along the first, a reduction over
-    // every element (of each block: flattened after the first dimension).
-    if (op.method == "cumsum") {
-      args.positional.push_back(integer(1));
-    } else if (op.method != "softmax" && op.method != "log_softmax") {
-      x = stacked.flatten(1);
-      args.positional.push_back(integer(1));
+  if (alongDim().count(op.method)) {
+    // The dim (softmax and cumsum always have one), moved by one; none or None reduces every
+    // element of each block, flattened after the first dimension. Other keywords (dtype=) stay.
+    Value* dim = args.positional.empty() ? nullptr : &args.positional.front();
+    for (auto& [name, v] : args.keywords) {
+      if (name == "dim") dim = &v;
     }
-  } else if (alongDim().count(op.method)) {
-    Value& dim = args.positional.empty() ? args.keywords.front().second : args.positional.front();
-    if (dim->intValue >= 0) dim = integer(dim->intValue + 1);
+    if (dim && (*dim)->type != Type::None) {
+      if ((*dim)->type == Type::Int && (*dim)->intValue >= 0) *dim = integer((*dim)->intValue + 1);
+    } else {
+      x = stacked.flatten(1);
+      if (dim)
+        *dim = integer(1);
+      else
+        args.positional.insert(args.positional.begin(), integer(1));
+    }
   }
   const Value r = tensorAttribute(*this, tensor(x), op.method)->builtin(args);
   if (r->type != Type::Tensor) throw RuntimeFailure("." + op.method + "() did not return a tensor");

@@ -219,11 +219,12 @@ const std::map<std::string, TensorMethod>& methods() {
          return tensor(x.argmin(optionalDim(a, 0), keepdim(a, 1)));
        }}},
       {"norm", M{T{3, {"p", "dim", "keepdim"}}, norm}},
-      {"softmax", M{T{2, {"dim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+      // softmax, log_softmax and cumsum need their dim, as in torch (no default to differ from).
+      {"softmax", M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(
              at::softmax(x, dimArg(a, 0, -1), dtypeArg(a.get(1, "dtype"), "Tensor.softmax")));
        }}},
-      {"log_softmax", M{T{2, {"dim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+      {"log_softmax", M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(at::log_softmax(x, dimArg(a, 0, -1),
                                        dtypeArg(a.get(1, "dtype"), "Tensor.log_softmax")));
        }}},
@@ -238,7 +239,7 @@ const std::map<std::string, TensorMethod>& methods() {
            return valuesIndices(x.sort(truthy(*stable), dim, descending));
          return valuesIndices(x.sort(dim, descending));
        }}},
-      {"cumsum", M{T{1, {"dim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+      {"cumsum", M{T{1, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));
        }}},
       {"abs", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.abs()); }}},

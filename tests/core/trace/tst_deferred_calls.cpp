@@ -250,6 +250,34 @@ class TestDeferredCalls : public QObject {
     QCOMPARE(r.saved.at("total").item<float>(), y.sum().item<float>());
   }
 
+  // Keywords of a stacked op keep their meaning: dim=None reduces each call's output whole, dtype=
+  // stays the dtype (each was once read as the dim), and softmax and cumsum name their dim.
+  void stackedOpsReadTheirKeywordsAsAlone() {
+    const Outcome r = runProbe(probeTp(),
+                               "a = probe(probe.output, 1)\n"
+                               "b = probe(probe.output * 1, 1)\n"
+                               "na = a.argmax(dim=None).save()\n"
+                               "nb = b.argmax(dim=None).save()\n"
+                               "sa = a.sum(dtype=torch.float64).save()\n"
+                               "sb = b.sum(dtype=torch.float64).save()\n"
+                               "ca = a.cumsum(dim=0).save()\n"
+                               "cb = b.cumsum(dim=0).save()\n"
+                               "pa = a.softmax(-1).save()\n"
+                               "pb = b.softmax(-1).save()\n");
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    const at::Tensor y = (at::arange(6, at::kFloat).view({2, 3}) * 2 + 1) * probeTp();
+    for (const char* n : {"na", "nb"}) QCOMPARE(r.saved.at(n).item<int64_t>(), int64_t(5));
+    for (const char* n : {"sa", "sb"}) {
+      QCOMPARE(r.saved.at(n).scalar_type(), at::kDouble);
+      QCOMPARE(r.saved.at(n).item<double>(), y.sum().item<double>());
+    }
+    for (const char* n : {"ca", "cb"}) QVERIFY(at::equal(r.saved.at(n), y.cumsum(0)));
+    for (const char* n : {"pa", "pb"}) QVERIFY(at::allclose(r.saved.at(n), y.softmax(-1)));
+    const Outcome missing = runProbe(1, "a = probe(probe.output, 1)\nc = a.cumsum()\n");
+    QVERIFY2(missing.error.find("Tensor.cumsum() is missing its 'dim'") != std::string::npos,
+             missing.error.c_str());
+  }
+
   void aStackedOpThatFailsFailsAsAlone() {
     // Run on the stack, `[5]` would index the second dimension's 3 columns; alone it is out of
     // range for the 2 rows of each output, and that is what the script is told.

@@ -399,6 +399,16 @@ class TestTrace : public QObject {
     QTest::newRow("to device elsewhere")
         << "model = VLLM(\"demo\")\nx = torch.zeros(2).to(device='meta')\n"
         << "Tensor.to(): device='meta' is not this rank's";
+    // softmax and cumsum name their dim, as in torch: a default of ours could differ from theirs.
+    QTest::newRow("softmax without dim")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).softmax()\n"
+        << "bad.py:2:1: Tensor.softmax() is missing its 'dim' (argument 1)";
+    QTest::newRow("functional softmax without dim")
+        << "model = VLLM(\"demo\")\nx = torch.nn.functional.softmax(torch.ones(3))\n"
+        << "torch.nn.functional.softmax() is missing its 'dim' (argument 2)";
+    QTest::newRow("cumsum without dim")
+        << "model = VLLM(\"demo\")\nx = torch.cumsum(torch.ones(3))\n"
+        << "torch.cumsum() is missing its 'dim' (argument 2)";
     QTest::newRow("unbiased and correction")
         << "model = VLLM(\"demo\")\nx = torch.ones(3).var(unbiased=True, correction=0)\n"
         << "bad.py:2:1: Tensor.var() takes unbiased= or correction=, not both: unbiased=False is "
