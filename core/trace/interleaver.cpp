@@ -141,7 +141,11 @@ void Interleaver::registerModule(const Module& m) {
   extra_[m.path()] = &m;
 }
 
-Interleaver::~Interleaver() = default;
+Interleaver::~Interleaver() {
+  // A function defined in the block closes over scope_, which holds it: a cycle. Emptied here,
+  // both are freed, with what the block's names held (their tensors too).
+  scope_->vars().clear();
+}
 
 const Module* Interleaver::findModule(const std::string& path) const {
   if (auto it = index_->find(path); it != index_->end()) return it->second;

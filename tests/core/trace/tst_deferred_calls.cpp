@@ -59,7 +59,7 @@ struct Outcome {
 
 // Runs `source` on rank threads with `probe`'s output port visited first, then `later`'s
 // (x = arange(6) as [2, 3] at both); rank 0's saved values and calls are returned.
-Outcome runProbe(int tp, const std::string& source) {
+Outcome runProbe(int tp, const std::string& source, const trace::Value& kept = nullptr) {
   EngineOptions o;
   o.tp = tp;
   o.dtype = DType::F32;
@@ -71,6 +71,7 @@ Outcome runProbe(int tp, const std::string& source) {
       {program->body,
        {{"probe", trace::moduleProxy("probe")}, {"later", trace::moduleProxy("later")}},
        ""}};
+  if (kept) invokes[0].captured["kept"] = kept;
   Outcome out;
   engine
       .submit([&](RankContext& ctx) {
@@ -276,6 +277,19 @@ class TestDeferredCalls : public QObject {
     const Outcome missing = runProbe(1, "a = probe(probe.output, 1)\nc = a.cumsum()\n");
     QVERIFY2(missing.error.find("Tensor.cumsum() is missing its 'dim'") != std::string::npos,
              missing.error.c_str());
+  }
+
+  // A function defined in a block holds the block's scope, which holds the function: the scope is
+  // emptied when the block ends, so both are freed with what the block captured.
+  void aBlocksScopeIsFreedWithTheFunctionsInIt() {
+    const trace::Value kept = trace::list({trace::integer(1)});
+    const Outcome r = runProbe(1,
+                               "def twice(x):\n    return x * len(kept)\n"
+                               "y = twice(probe.output).save()\n",
+                               kept);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(r.saved.count("y"));
+    QCOMPARE(kept.use_count(), 1L);
   }
 
   void aStackedOpThatFailsFailsAsAlone() {
