@@ -1,5 +1,6 @@
 // Interpreter, expressions: evaluating expressions, operators (arithmetic and comparison), calls,
 // `.save()` and f-string fields.
+#include "builtin_args.h"
 #include "dict_view.h"
 #include "format_spec.h"
 #include "interpreter.h"
@@ -235,11 +236,33 @@ Value Interpreter::evalCall(const Expr& e) {
   return call(fn, args);
 }
 
+namespace {
+
+// `a is b` as CPython answers it: values that are one object there are one here too, though we
+// may have made two: None, the bools, a dtype (x.dtype is torch.float16) and the small ints
+// CPython keeps one object of each of (-5 to 256).
+bool sameObject(const Value& a, const Value& b) {
+  if (a == b) return true;
+  if (a->type != b->type) return false;
+  switch (a->type) {
+    case Type::None:
+      return true;
+    case Type::Bool:
+      return a->boolValue == b->boolValue;
+    case Type::Int:
+      return a->intValue == b->intValue && a->intValue >= -5 && a->intValue <= 256;
+    case Type::Namespace:
+      return a->str == b->str && builtin_args::asDtype(a).has_value();
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
-  if (op == CompareOp::Is)
-    return boolean(a == b || (a->type == Type::None && b->type == Type::None));
-  if (op == CompareOp::IsNot)
-    return boolean(!(a == b || (a->type == Type::None && b->type == Type::None)));
+  if (op == CompareOp::Is) return boolean(sameObject(a, b));
+  if (op == CompareOp::IsNot) return boolean(!sameObject(a, b));
   if (op == CompareOp::In || op == CompareOp::NotIn) {
     bool found = false;
     if (b->type == Type::Str) {

@@ -571,6 +571,13 @@ class TestTrace : public QObject {
                                    << "[0, 1, 2]";
     QTest::newRow("tensor device") << "torch.tensor([1, 2], device='cpu').device"
                                    << "cpu";
+    // dtypes are one object each in torch (torch.float is torch.float32): `is` compares them.
+    QTest::newRow("dtype is") << "torch.zeros(2, dtype=torch.float16).dtype is torch.float16"
+                              << "True";
+    QTest::newRow("dtype is an alias") << "torch.zeros(2).dtype is torch.float"
+                                       << "True";
+    QTest::newRow("dtype is not") << "torch.zeros(2).dtype is not torch.float16"
+                                  << "True";
     QTest::newRow("to dtype positional") << "torch.zeros(2).to(torch.float64).dtype"
                                          << "torch.float64";
     QTest::newRow("matmul other") << "torch.ones(2, 3).matmul(other=torch.ones(3)).tolist()"

@@ -73,3 +73,12 @@ print(2 ** 62 < 2.0 ** 63, -(2 ** 62) > -(2.0 ** 63), 3 == 3.0, 3 < 3.5, -3 > -3
 nan = float("nan")
 print(nan < 1, nan >= 1, 1 <= nan, nan == nan, nan != nan, 1 == nan)
 print(sorted([3, 1.5, 2, big + 1, float(big)]))
+
+# `is` on values CPython keeps one object of: None, the bools and the small ints (-5 to 256); ints
+# computed at run time outside that range are distinct objects.
+small, also_small = int("256"), 255 + int("1")
+large, also_large = int("257"), 256 + int("1")
+neg = int("-5")
+print(small is also_small, large is also_large, large is not also_large, neg is -5 + int("0"))
+empty, other, f = [], [], float(small)
+print(None is None, (1 == 1) is True, (1 == 2) is not False, empty is other, small is f)
