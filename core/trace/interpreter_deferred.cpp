@@ -221,20 +221,18 @@ at::Tensor Interpreter::runStacked(const DeferredOp& op, const at::Tensor& stack
   CallArgs args = op.args;
   at::Tensor x = stacked;
   if (alongDim().count(op.method)) {
-    // The dim (softmax and cumsum always have one), moved by one; none or None reduces every
-    // element of each block, flattened after the first dimension. Other keywords (dtype=) stay.
-    Value* dim = args.positional.empty() ? nullptr : &args.positional.front();
-    for (auto& [name, v] : args.keywords) {
-      if (name == "dim") dim = &v;
-    }
-    if (dim && (*dim)->type != Type::None) {
-      if ((*dim)->type == Type::Int && (*dim)->intValue >= 0) *dim = integer((*dim)->intValue + 1);
-    } else {
+    // Stackable ops (held()) take no argument, a reduction over each block's elements (flattened
+    // after the first dimension), or one int dim, moved by one. A negative dim counts from the end
+    // either way, but one before a block's first dimension would reach across the blocks: refused
+    // here, so each op runs alone and fails with its own shapes' message.
+    if (args.positional.empty() && args.keywords.empty()) {
       x = stacked.flatten(1);
-      if (dim)
-        *dim = integer(1);
-      else
-        args.positional.insert(args.positional.begin(), integer(1));
+      args.positional.push_back(integer(1));
+    } else {
+      Value& dim = args.positional.empty() ? args.keywords.front().second : args.positional.front();
+      if (dim->intValue < -(stacked.dim() - 1))
+        throw RuntimeFailure("dim " + std::to_string(dim->intValue) + " is outside each block");
+      if (dim->intValue >= 0) dim = integer(dim->intValue + 1);
     }
   }
   const Value r = tensorAttribute(*this, tensor(x), op.method)->builtin(args);

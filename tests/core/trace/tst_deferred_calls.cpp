@@ -251,9 +251,11 @@ class TestDeferredCalls : public QObject {
     QCOMPARE(r.saved.at("total").item<float>(), y.sum().item<float>());
   }
 
-  // Keywords of a stacked op keep their meaning: dim=None reduces each call's output whole, dtype=
-  // stays the dtype (each was once read as the dim), and softmax and cumsum name their dim.
-  void stackedOpsReadTheirKeywordsAsAlone() {
+  // Ops on held values with keywords (run alone: only ops without arguments or with one int dim
+  // are stacked) mean what they mean on a tensor, and softmax and cumsum name their dim. A
+  // negative dim before each output's first dimension fails as it does alone, where on the stack
+  // it reduced across the calls.
+  void heldOpsMeanWhatTheyMeanAlone() {
     const Outcome r = runProbe(probeTp(),
                                "a = probe(probe.output, 1)\n"
                                "b = probe(probe.output * 1, 1)\n"
@@ -277,6 +279,20 @@ class TestDeferredCalls : public QObject {
     const Outcome missing = runProbe(1, "a = probe(probe.output, 1)\nc = a.cumsum()\n");
     QVERIFY2(missing.error.find("Tensor.cumsum() is missing its 'dim'") != std::string::npos,
              missing.error.c_str());
+    const Outcome across = runProbe(1,
+                                    "a = probe(probe.output, 1)\n"
+                                    "b = probe(probe.output * 1, 1)\n"
+                                    "x = a.sum(-3)\ny = b.sum(-3)\n"
+                                    "s = x.save()\n");
+    QVERIFY2(across.error.find("Dimension out of range") != std::string::npos,
+             across.error.c_str());
+    const Outcome last = runProbe(1,
+                                  "a = probe(probe.output, 1)\n"
+                                  "b = probe(probe.output * 1, 1)\n"
+                                  "x = a.sum(-2).save()\ny = b.sum(-2).save()\n");
+    QVERIFY2(last.error.empty(), last.error.c_str());
+    const at::Tensor one = at::arange(6, at::kFloat).view({2, 3}) * 2 + 1;
+    for (const char* n : {"x", "y"}) QVERIFY(at::equal(last.saved.at(n), one.sum(-2)));
   }
 
   // A function defined in a block holds the block's scope, which holds the function: the scope is
