@@ -282,6 +282,11 @@ JobHandle Engine::submit(std::function<void(RankContext&)> fn, int64_t totalStep
   return JobHandle(job);
 }
 
+bool Engine::rankInJob() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->running > 0;
+}
+
 void Engine::injectFailure(const FailureInjection& failure) {
   impl_->validateFailure(failure);
   std::lock_guard lock(impl_->mutex);

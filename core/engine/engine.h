@@ -59,6 +59,11 @@ class Engine {
   // Internal seam for other core layers (trace interleaver) and tests: runs `fn` on every rank.
   JobHandle submit(std::function<void(RankContext&)> fn, int64_t totalSteps = 0);
 
+  // Whether a rank is inside a job now. After a job failed and a rank had not left it within the
+  // collective timeout, the caller has heard of the failure while that rank may still run the
+  // job's code (and read the values it was given).
+  bool rankInJob() const;
+
   // Test hook: the next job that starts runs with `failure` (see FailureInjection); throws Error
   // when it names a rank the engine does not have, or asks a single rank to get stuck.
   void injectFailure(const FailureInjection& failure);

@@ -134,16 +134,17 @@ c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn) {
 
 c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
   if (!v || (*v)->type == Type::None) return c10::nullopt;
+  // Every rank answers alike (an error on one rank only would leave the others in a collective):
+  // any CUDA device names the rank's own, and the message names no rank's device.
   const c10::Device here = currentDevice();
-  const std::string works = here.is_cpu() ? "'cpu'" : "'cpu' or '" + here.str() + "'";
+  const std::string works = here.is_cpu() ? "'cpu'" : "'cpu' or 'cuda' (the rank's GPU)";
   if ((*v)->type != Type::Str)
     throw RuntimeFailure(fn + "(): device must be a string such as " + works + ", got " + repr(*v));
   const std::string& name = (*v)->str;
   if (name == "cpu") return c10::Device(c10::kCPU);
-  if (name == here.str() || (here.is_cuda() && name == "cuda")) return here;
+  if (here.is_cuda() && (name == "cuda" || name.rfind("cuda:", 0) == 0)) return here;
   throw RuntimeFailure(fn + "(): device='" + name +
-                       "' is not this rank's: a trace's tensors live on the rank's device, so " +
-                       "device= takes " + works);
+                       "' is not where this script's tensors live: device= takes " + works);
 }
 
 long long dimArg(const Args& a, size_t i, long long dflt, const char* name) {

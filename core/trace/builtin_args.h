@@ -61,8 +61,8 @@ std::optional<at::ScalarType> asDtype(const Value& v);
 // naming fn for anything but a torch dtype. (c10::optional, what ATen's functions take.)
 c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn);
 // The device argument `v` of fn(): nullopt when missing or None. A trace's tensors live on its
-// rank's device, so 'cpu' and that device ('cuda' or 'cuda:1', as x.device reads) are taken; any
-// other device is an error naming the two that work.
+// rank's device, so 'cpu' and, on a GPU rank, 'cuda' or any 'cuda:N' (x.device reads as one;
+// each rank's is its own GPU) are taken; any other device is an error naming what works.
 c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn);
 // The `dim` argument (position i or keyword `name`), dflt when missing or None.
 long long dimArg(const Args& a, size_t i, long long dflt, const char* name = "dim");

@@ -538,6 +538,14 @@ TraceOutput Interleaver::output() const {
   const auto host = moveToHost(leaves);
   std::map<const Object*, Value> rebuilt;
   for (const auto& [name, v] : kept) {
+    // A function in a saved list or dict would outlive the block whose values it closes over (the
+    // block's print, the interleaver itself), as save() refuses for one on its own.
+    if (anyInside(v, [](const Value& x) {
+          return x->type == Type::Function || x->type == Type::Builtin;
+        }))
+      throw RuntimeFailure("the saved value '" + name +
+                           "' holds a function, which cannot leave its block: save what it "
+                           "returns");
     try {
       out.saved[name] = rebuiltOnHost(v, host, rebuilt);
     } catch (const RuntimeFailure& e) {

@@ -200,6 +200,10 @@ Value Interpreter::save(const Expr& receiverExpr) {
   }
   if (receiver->type == Type::Module)
     fail("a module cannot be saved; save one of its ports (.output, .input)");
+  if (receiver->type == Type::Function || receiver->type == Type::Builtin)
+    fail(
+        "a function cannot be saved: one made in a block closes over the block's values, which "
+        "end with it; save what it returns");
   Value saved;
   switch (receiver->type) {
     case Type::Tensor:

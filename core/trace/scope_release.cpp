@@ -86,12 +86,16 @@ void releaseScope(const std::shared_ptr<Environment>& scope,
     walk.run();
   }
   outlives = {};
-  for (const auto& e : run.scopes) e->vars().clear();
+  // Only what holds something is written: None, True and an Ellipsis are objects every runner and
+  // rank thread shares, and reach this walk like any value.
+  for (const auto& e : run.scopes) {
+    if (!e->vars().empty()) e->vars().clear();
+  }
   for (const Value& v : run.objects) {
-    v->items.clear();
-    v->dict.clear();
-    v->attributes.clear();
-    v->function.reset();
+    if (!v->items.empty()) v->items.clear();
+    if (!v->dict.empty()) v->dict.clear();
+    if (!v->attributes.empty()) v->attributes.clear();
+    if (v->function) v->function.reset();
   }
 }
 

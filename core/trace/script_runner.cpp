@@ -146,9 +146,13 @@ struct ScriptRunner::Impl : public Host {
 
   ~Impl() { releaseGlobals(); }
   // The last run's globals are read (tensorValue, reprOf) until the next run starts; then what
-  // they held is freed, its reference cycles too (scope_release.h).
+  // they held is freed, its reference cycles too (scope_release.h). Not while a rank lost past a
+  // failed job's timeout may still read them (functions reach blocks as they are): then their
+  // cycles are left, not emptied under it.
   void releaseGlobals() {
-    releaseScope(globals, {runnerScope.get(), builtinScope().get()});
+    const bool rankInJob = std::any_of(engineById.begin(), engineById.end(),
+                                       [](const Engine* e) { return e->rankInJob(); });
+    if (!rankInJob) releaseScope(globals, {runnerScope.get(), builtinScope().get()});
     globals.reset();
   }
 

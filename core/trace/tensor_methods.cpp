@@ -75,6 +75,17 @@ Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
 
 // max(dim=None, keepdim=False) and min: with a dim, (values, indices).
 Value extreme(const at::Tensor& x, Args& a, bool max) {
+  // max(other) with a tensor (torch.max(a, b)) is the elementwise maximum, as in torch.
+  const Value* other = a.keyword("other");
+  if (!other && !a.positional.empty() && a.positional[0]->type == Type::Tensor)
+    other = &a.positional[0];
+  if (other) {
+    if (a.positional.size() > 1 || a.keyword("dim") || a.keyword("keepdim"))
+      throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
+                           "(other) is elementwise and takes no dim or keepdim");
+    const at::Tensor y = toTensor(*other);
+    return tensor(max ? at::maximum(x, y) : at::minimum(x, y));
+  }
   const auto dim = optionalDim(a, 0);
   if (!dim) {
     if (keepdim(a, 1))
@@ -206,10 +217,10 @@ const std::map<std::string, TensorMethod>& methods() {
       {"var", M{T{3, {"dim", "unbiased", "keepdim", "correction"}}, [](const at::Tensor& x, Args& a) {
          return stdOrVar(x, a, true);
        }}},
-      {"max", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+      {"max", M{T{2, {"dim", "keepdim", "other"}}, [](const at::Tensor& x, Args& a) {
          return extreme(x, a, true);
        }}},
-      {"min", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+      {"min", M{T{2, {"dim", "keepdim", "other"}}, [](const at::Tensor& x, Args& a) {
          return extreme(x, a, false);
        }}},
       {"argmax", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {

@@ -434,6 +434,24 @@ class TestEngine : public QObject {
     }
   }
 
+  // rankInJob: true while a rank runs a job's code, false once every rank has left it (a script
+  // runner frees its last run's values only then).
+  void rankInJobIsTrueOnlyInsideAJob() {
+    auto engine = test::demoEngine(2);
+    QVERIFY(!engine->rankInJob());
+    std::atomic<bool> release{false};
+    std::atomic<int> inside{0};
+    JobHandle job = engine->submit([&](RankContext&) {
+      ++inside;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (inside < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    QVERIFY(engine->rankInJob());
+    release = true;
+    job.wait();
+    QVERIFY(!engine->rankInJob());
+  }
+
   void failureOnOneRankFailsTheJobOnceThenTheEngineServesTheNext() {
     auto engine = test::demoEngine(4);
     JobHandle bad = engine->submit([](RankContext& ctx) {

@@ -394,11 +394,11 @@ class TestTrace : public QObject {
     // driver's is the CPU.
     QTest::newRow("device elsewhere")
         << "model = VLLM(\"demo\")\nx = torch.zeros(2, device='cuda:7')\n"
-        << "bad.py:2:1: torch.zeros(): device='cuda:7' is not this rank's: a trace's tensors live "
-           "on the rank's device, so device= takes 'cpu'";
+        << "bad.py:2:1: torch.zeros(): device='cuda:7' is not where this script's tensors live: "
+           "device= takes 'cpu'";
     QTest::newRow("to device elsewhere")
         << "model = VLLM(\"demo\")\nx = torch.zeros(2).to(device='meta')\n"
-        << "Tensor.to(): device='meta' is not this rank's";
+        << "Tensor.to(): device='meta' is not where this script's tensors live";
     // softmax and cumsum name their dim, as in torch: a default of ours could differ from theirs.
     QTest::newRow("softmax without dim")
         << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).softmax()\n"
@@ -409,6 +409,18 @@ class TestTrace : public QObject {
     QTest::newRow("cumsum without dim")
         << "model = VLLM(\"demo\")\nx = torch.cumsum(torch.ones(3))\n"
         << "torch.cumsum() is missing its 'dim' (argument 2)";
+    QTest::newRow("max of a tensor with a dim")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2).max(torch.ones(2), 0)\n"
+        << "bad.py:2:1: Tensor.max(other) is elementwise and takes no dim or keepdim";
+    // A function made in a block closes over the block's values, which end with the block.
+    QTest::newRow("saved function")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    k = 2\n"
+           "    def f(x):\n        return x * k\n    g = f.save()\n"
+        << "bad.py:6:5: a function cannot be saved";
+    QTest::newRow("saved list of a function")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n"
+           "    def f(x):\n        return x\n    fs = [f, print].save()\n"
+        << "the saved value 'fs' holds a function, which cannot leave its block";
     QTest::newRow("unbiased and correction")
         << "model = VLLM(\"demo\")\nx = torch.ones(3).var(unbiased=True, correction=0)\n"
         << "bad.py:2:1: Tensor.var() takes unbiased= or correction=, not both: unbiased=False is "
@@ -578,6 +590,11 @@ class TestTrace : public QObject {
                                        << "True";
     QTest::newRow("dtype is not") << "torch.zeros(2).dtype is not torch.float16"
                                   << "True";
+    QTest::newRow("torch.max of two tensors")
+        << "torch.max(torch.tensor([1.0, 5.0]), torch.tensor([3.0, 2.0])).tolist()"
+        << "[3.0, 5.0]";
+    QTest::newRow("min other") << "torch.tensor([1, 5]).min(other=torch.tensor([3, 2])).tolist()"
+                               << "[1, 2]";
     QTest::newRow("to dtype positional") << "torch.zeros(2).to(torch.float64).dtype"
                                          << "torch.float64";
     QTest::newRow("matmul other") << "torch.ones(2, 3).matmul(other=torch.ones(3)).tolist()"
@@ -594,6 +611,30 @@ class TestTrace : public QObject {
     const std::string e = errorOf(*runner, "print(" + expression.toStdString() + ")\n");
     QCOMPARE(e, std::string("no error"));
     QCOMPARE(lines, std::vector<std::string>{printed.toStdString()});
+  }
+
+  // In a block, new tensors are made on the rank's device unless device= says 'cpu'; 'cuda' and
+  // any 'cuda:N' name each rank's own GPU, so every rank answers alike (on the CPU both lines
+  // read 'cpu' and a CUDA name is refused).
+  void deviceKeywordsMakeTensorsWhereTheySay() {
+    const bool gpu = test::deviceKind() == DeviceKind::Cuda;
+    const Run r =
+        run("with model.trace(\"Hi\"):\n"
+            "    here = model.logits.device\n"
+            "    a = torch.zeros(2, device='cpu').device.save()\n"
+            "    b = torch.ones(2, device=here).device == here\n"
+            "    b = b.save()\n"
+            "    c = torch.arange(2).device == here\n"
+            "    c = c.save()\n"
+            "print(a, b, c)\n" +
+                std::string(gpu ? "with model.trace(\"Hi\"):\n"
+                                  "    d = (torch.zeros(1, device='cuda:5').device == "
+                                  "model.logits.device).save()\n"
+                                  "print(d)\n"
+                                : ""),
+            2);
+    QCOMPARE(r.lines.front(), std::string("cpu True True"));
+    if (gpu) QCOMPARE(r.lines.back(), std::string("True"));
   }
 
   void ignoredVllmKnobsAreReportedOnce() {
