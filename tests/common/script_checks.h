@@ -34,9 +34,10 @@ inline std::unique_ptr<trace::ScriptRunner> makeRunner(std::vector<std::string>*
 }
 
 // The error a script ends with ("no error" when it ran to the end).
-inline std::string errorOf(trace::ScriptRunner& runner, const std::string& script) {
+inline std::string errorOf(trace::ScriptRunner& runner, const std::string& script,
+                           const std::string& file = "hostile.py") {
   try {
-    runner.run(script, "hostile.py");
+    runner.run(script, file);
   } catch (const trace::ScriptError& e) {
     return e.what();
   } catch (const std::exception& e) {

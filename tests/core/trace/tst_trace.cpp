@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "common/script_checks.h"
 #include "common/script_run.h"
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
@@ -52,15 +53,9 @@ Run run(const std::string& body, int tp = 1) {
   return r;
 }
 
+// The error a script run as bad.py ends with ("no error" when it ran to the end).
 std::string errorOf(trace::ScriptRunner& runner, const std::string& script) {
-  try {
-    runner.run(script, "bad.py");
-  } catch (const trace::ScriptError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("not a ScriptError: ") + e.what();
-  }
-  return "no error";
+  return test::errorOf(runner, script, "bad.py");
 }
 
 bool close(const at::Tensor& a, const at::Tensor& b) {
