@@ -1,0 +1,216 @@
+// How values print: Python's repr and str of script values (a value that holds itself as
+// [...]), and tensors as torch prints them.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "dict_view.h"
+#include "format_spec.h"
+#include "value.h"
+
+namespace shardscope::trace {
+
+namespace {
+
+// Python's repr of a float: formatting with an empty spec is exactly repr (shortest digits,
+// fixed notation only for exponents -4 .. 15: 0.0001 and 1000000000000000.0, not 1e-04 and 1e+15).
+std::string floatRepr(double d) {
+  return formatFloat(d, FormatSpec{});
+}
+
+std::string strRepr(const std::string& s) {
+  const bool useDouble = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
+  const char q = useDouble ? '"' : '\'';
+  std::string o(1, q);
+  for (unsigned char c : s) {
+    if (c == '\\')
+      o += "\\\\";
+    else if (c == '\n')
+      o += "\\n";
+    else if (c == '\t')
+      o += "\\t";
+    else if (c == '\r')
+      o += "\\r";
+    else if (c == q)
+      o += std::string("\\") + char(q);
+    else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      o += b;
+    } else
+      o += char(c);
+  }
+  return o + q;
+}
+
+std::string dtypeSuffix(const at::Tensor& t) {
+  std::string s;
+  const auto dt = t.scalar_type();
+  if (dt != at::kFloat && dt != at::kLong && dt != at::kBool) {
+    std::string name = c10::toString(dt);
+    static const std::map<std::string, std::string> torchNames = {
+        {"BFloat16", "bfloat16"}, {"Half", "float16"}, {"Double", "float64"}, {"Int", "int32"},
+        {"Short", "int16"},       {"Char", "int8"},    {"Byte", "uint8"}};
+    auto it = torchNames.find(name);
+    s += ", dtype=torch." + (it != torchNames.end() ? it->second : name);
+  }
+  if (t.device().is_cuda()) s += ", device='" + t.device().str() + "'";
+  return s;
+}
+
+void formatInto(std::ostringstream& o, const at::Tensor& t, int indent, bool summarize) {
+  const auto element = [&](const at::Tensor& e) {
+    if (e.scalar_type() == at::kBool) {
+      o << (e.item<bool>() ? "True" : "False");
+    } else if (at::isFloatingType(e.scalar_type())) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4f", e.item<double>());
+      o << b;
+    } else {
+      o << e.item<int64_t>();
+    }
+  };
+  if (t.dim() == 0) {
+    element(t);
+    return;
+  }
+  o << "[";
+  const int64_t n = t.size(0);
+  const bool cut = summarize && n > 6;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cut && i == 3) {
+      o << (t.dim() > 1 ? "...,\n" + std::string(indent + 1, ' ') : "..., ");
+      i = n - 3;
+    }
+    if (t.dim() == 1) {
+      element(t[i]);
+    } else {
+      formatInto(o, t[i], indent + 1, summarize);
+    }
+    if (i + 1 < n)
+      o << (t.dim() > 1
+                ? ",\n" + std::string(t.dim() > 2 ? 1 : 0, '\n') + std::string(indent + 1, ' ')
+                : ", ");
+  }
+  o << "]";
+}
+
+}  // namespace
+
+std::string formatTensor(const at::Tensor& t) {
+  std::ostringstream o;
+  o << "tensor(";
+  formatInto(o, t.detach().to(at::kCPU), 7, t.numel() > 1000);
+  o << dtypeSuffix(t) << ")";
+  return o.str();
+}
+
+namespace {
+
+std::string reprOf(const Value& v) {
+  switch (v->type) {
+    case Type::None:
+      return "None";
+    case Type::Bool:
+      return v->boolValue ? "True" : "False";
+    case Type::Int:
+      return std::to_string(v->intValue);
+    case Type::Float:
+      return floatRepr(v->floatValue);
+    case Type::Str:
+      return strRepr(v->str);
+    case Type::Tuple: {
+      std::string s = "(";
+      for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
+      return s + (v->items.size() == 1 ? ",)" : ")");
+    }
+    case Type::List: {
+      std::string s = "[";
+      for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
+      return s + "]";
+    }
+    case Type::Size: {
+      std::string s = "torch.Size([";
+      for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
+      return s + "])";
+    }
+    case Type::Dict: {
+      std::string s = "{";
+      for (size_t i = 0; i < v->dict.size(); ++i)
+        s += (i ? ", " : "") + repr(v->dict[i].first) + ": " + repr(v->dict[i].second);
+      return s + "}";
+    }
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
+      return viewRepr(*v);
+    case Type::Slice:
+      return "slice(" + repr(v->items[0]) + ", " + repr(v->items[1]) + ", " + repr(v->items[2]) +
+             ")";
+    case Type::Range:
+      return "range(" + std::to_string(v->rangeStart) + ", " + std::to_string(v->rangeStop) +
+             (v->rangeStep != 1 ? ", " + std::to_string(v->rangeStep) : "") + ")";
+    case Type::Deferred:  // computed to be shown
+      resolve(v);
+      return formatTensor(v->tensor);
+    case Type::Tensor:
+      return formatTensor(v->tensor);
+    case Type::Function:
+      return "<function " + v->function->name + ">";
+    case Type::Builtin:
+      return "<built-in function " + v->str + ">";
+    case Type::Module:
+      return "<module " + v->str + ">";
+    case Type::Tracer:
+      return "<Tracer>";
+    case Type::IterRange:
+      return "<tracer.iter>";
+    case Type::Namespace:
+      return v->attributes.empty() ? v->str : "<module '" + v->str + "'>";  // dtypes print bare
+    case Type::Ellipsis:
+      return "Ellipsis";
+    case Type::Unsaved:
+      return "<unsaved " + v->str + ">";
+    case Type::ResultObject: {
+      std::string s = v->str + "(";
+      bool first = true;
+      for (const auto& [k, a] : v->attributes) {
+        s += (first ? "" : ", ") + k + "=" + repr(a);
+        first = false;
+      }
+      return s + ")";
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string repr(const Value& v) {
+  // A container met again inside itself prints as Python prints it ([...], (...), {...}; a view
+  // inside itself: ...), not forever.
+  const bool container = v->type == Type::List || v->type == Type::Tuple || v->type == Type::Dict ||
+                         isDictView(v->type);
+  if (!container) return reprOf(v);
+  thread_local std::vector<const Object*> open;
+  if (std::find(open.begin(), open.end(), v.get()) != open.end()) {
+    return v->type == Type::List    ? "[...]"
+           : v->type == Type::Tuple ? "(...)"
+           : v->type == Type::Dict  ? "{...}"
+                                    : "...";
+  }
+  NestingGuard nest(
+      "while getting the repr of an object: it nests lists, tuples or dicts too deeply (1000 "
+      "levels at most)");
+  open.push_back(v.get());
+  struct Close {
+    ~Close() { open.pop_back(); }
+  } close;
+  return reprOf(v);
+}
+
+std::string str(const Value& v) {
+  return v->type == Type::Str ? v->str : repr(v);
+}
+
+}  // namespace shardscope::trace
