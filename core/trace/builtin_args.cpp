@@ -142,7 +142,9 @@ c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
     throw RuntimeFailure(fn + "(): device must be a string such as " + works + ", got " + repr(*v));
   const std::string& name = (*v)->str;
   if (name == "cpu") return c10::Device(c10::kCPU);
-  if (here.is_cuda() && (name == "cuda" || name.rfind("cuda:", 0) == 0)) return here;
+  const bool cudaIndex = name.size() > 5 && name.rfind("cuda:", 0) == 0 &&
+                         name.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (here.is_cuda() && (name == "cuda" || cudaIndex)) return here;
   throw RuntimeFailure(fn + "(): device='" + name +
                        "' is not where this script's tensors live: device= takes " + works);
 }

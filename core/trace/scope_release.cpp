@@ -16,7 +16,8 @@ struct Reached {
   std::unordered_set<const void*> seen;
 };
 
-// Walks from `roots` (scopes) and `values`, entering no object or scope in `stop`.
+// Collects every scope and value reachable from those given to scope() and value(), entering
+// none in `stop`.
 class Walk {
  public:
   Walk(Reached& into, const std::unordered_set<const void*>& stop) : into_(into), stop_(stop) {}

@@ -18,18 +18,26 @@ namespace shardscope::test {
 
 constexpr int64_t kTestMemoryBudget = int64_t(64) << 20;
 
-inline std::unique_ptr<trace::ScriptRunner> makeRunner(std::vector<std::string>* lines,
-                                                       int tp = 1) {
+// Options of a runner on the demo model (fp32, the test device and backend) whose scripts print
+// into `lines`; notes are dropped.
+inline trace::RunOptions demoRunOptions(std::vector<std::string>* lines, int tp = 1) {
   trace::RunOptions o;
   o.modelDirs["demo"] = ensureDemoModel().string();
   o.tp = tp;
   o.device = test::deviceKind();
   o.dtype = DType::F32;
   o.backend = test::groupBackend();
-  o.budget = 2'000'000;
-  o.memoryBudget = kTestMemoryBudget;
   o.out = [lines](const std::string& l) { lines->push_back(l); };
   o.note = [](const std::string&) {};
+  return o;
+}
+
+// A demo-model runner with small budgets, so that a hostile script ends quickly.
+inline std::unique_ptr<trace::ScriptRunner> makeRunner(std::vector<std::string>* lines,
+                                                       int tp = 1) {
+  trace::RunOptions o = demoRunOptions(lines, tp);
+  o.budget = 2'000'000;
+  o.memoryBudget = kTestMemoryBudget;
   return std::make_unique<trace::ScriptRunner>(o);
 }
 

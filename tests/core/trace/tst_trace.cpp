@@ -29,16 +29,9 @@ namespace {
 
 using Run = test::ScriptRun;
 
+// A demo-model runner with the default budgets (the trace suites run whole generations).
 std::unique_ptr<trace::ScriptRunner> makeRunner(int tp, std::vector<std::string>* lines) {
-  trace::RunOptions o;
-  o.modelDirs["demo"] = ensureDemoModel().string();
-  o.tp = tp;
-  o.device = test::deviceKind();
-  o.dtype = DType::F32;
-  o.backend = test::groupBackend();
-  o.out = [lines](const std::string& l) { lines->push_back(l); };
-  o.note = [](const std::string&) {};
-  return std::make_unique<trace::ScriptRunner>(o);
+  return std::make_unique<trace::ScriptRunner>(test::demoRunOptions(lines, tp));
 }
 
 Run run(const std::string& body, int tp = 1) {
@@ -391,6 +384,10 @@ class TestTrace : public QObject {
         << "model = VLLM(\"demo\")\nx = torch.zeros(2, device='cuda:7')\n"
         << "bad.py:2:1: torch.zeros(): device='cuda:7' is not where this script's tensors live: "
            "device= takes 'cpu'";
+    QTest::newRow("device not a device")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, device='cuda:x')\n"
+        << "torch.ones(): device='cuda:x' is not where this "
+           "script's tensors live";
     QTest::newRow("to device elsewhere")
         << "model = VLLM(\"demo\")\nx = torch.zeros(2).to(device='meta')\n"
         << "Tensor.to(): device='meta' is not where this script's tensors live";
