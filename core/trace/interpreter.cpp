@@ -260,17 +260,19 @@ void Interpreter::execFor(const Stmt& s) {
       const std::vector<Value> items = iterable->items;  // the body may mutate a list
       for (const auto& item : items) bodyOnce(item);
     } else if (iterable->type == Type::Dict || isDictView(iterable->type)) {
-      // As in Python, each pass reads the dict as it is then, and a body that adds or removes a
-      // key ends the loop with an error.
+      // Each pass reads the dict as it is then, and a body that adds or removes a key ends the
+      // loop with Python's error. Python may go on when one key is removed and another added (its
+      // docs leave it undefined); here that is an error too, never a skipped entry.
       const Value& dict = iterable->type == Type::Dict ? iterable : viewedDict(*iterable);
       const Type kind = iterable->type == Type::Dict ? Type::DictKeys : iterable->type;
       const size_t n = dict->dict.size();
+      const unsigned edits = dict->keyEdits;
       for (size_t i = 0; i < n; ++i) {
         bodyOnce(viewElement(kind, dict->dict[i]));
-        if (dict->dict.size() != n) {
-          at_ = s.at;
-          fail("dictionary changed size during iteration");
-        }
+        if (dict->keyEdits == edits) continue;
+        at_ = s.at;
+        fail(dict->dict.size() != n ? "dictionary changed size during iteration"
+                                    : "dictionary keys changed during iteration");
       }
     } else if (iterable->type == Type::Str) {
       for (char c : iterable->str) bodyOnce(string(std::string(1, c)));

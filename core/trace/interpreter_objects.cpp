@@ -333,6 +333,7 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
         }
       }
       obj->dict.emplace_back(index, v);
+      ++obj->keyEdits;
       return;
     case Type::Tensor: {
       noteTensorWrite();
@@ -415,6 +416,7 @@ void Interpreter::delItem(const Value& obj, const Value& index) {
                                    [&](const auto& kv) { return equal(kv.first, index); });
       if (it == entries.end()) fail("key " + repr(index) + " not found");
       entries.erase(it);
+      ++obj->keyEdits;
       return;
     }
     default:

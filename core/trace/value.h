@@ -90,6 +90,9 @@ struct Object {
   Type type = Type::None;
   bool saved = false;
   bool boolValue = false;
+  // Dict: counts keys added and removed, so that a loop over the dict can tell that its keys
+  // changed when their number did not (one removed, one added).
+  unsigned keyEdits = 0;
   long long intValue = 0;
   double floatValue = 0;
   std::string str;           // Str; Module path; Namespace name; Unsaved name

@@ -106,6 +106,14 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("dict shrunk while iterated")
         << "d = {'a': 1, 'b': 2}\nfor k in d:\n    del d[k]\n"
         << "dictionary changed size during iteration";
+    QTest::newRow("dict key swapped while iterated")  // a removed and an added key: none skipped
+        << "d = {'a': 1, 'b': 2, 'c': 3}\nfor k in d:\n    if k == 'a':\n        del d['a']\n"
+           "        d['z'] = 0\n"
+        << "hostile.py:2:1: dictionary keys changed during iteration";
+    QTest::newRow("dict values changed while iterated are fine")
+        << "d = {'a': 1, 'b': 2}\nfor k in d:\n    d[k] = d[k] * 10\nassert d == {'a': 10, 'b': "
+           "20}\nx = 1 / 0\n"
+        << "hostile.py:5:1: division by zero";
     for (const char* text : {"_1", "1_", "1__0", "-_1", "1_ 0"}) {
       QTest::addRow("int of '%s'", text)
           << QString("x = int('%1')\n").arg(text)
