@@ -13,6 +13,7 @@
 #include "../parallel/shard_spec.h"
 #include "interpreter.h"
 #include "mediator.h"
+#include "scope_release.h"
 #include "stage_reads.h"
 #include "trace_device.h"
 
@@ -142,9 +143,17 @@ void Interleaver::registerModule(const Module& m) {
 }
 
 Interleaver::~Interleaver() {
-  // A function defined in the block closes over scope_, which holds it: a cycle. Emptied here,
-  // both are freed, with what the block's names held (their tensors too).
+  // What the block's names held is freed here, cycles included: a function defined in the block
+  // closes over scope_, which holds it; a list made in the block may hold itself, and so may a
+  // saved snapshot of one. Containers that left the block (saved values) stay whole.
+  std::vector<Value> roots;
+  for (auto& [name, v] : scope_->vars()) roots.push_back(std::move(v));
   scope_->vars().clear();
+  for (const auto& m : mediators_) {
+    for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
+  }
+  mediators_.clear();
+  releaseContainers(std::move(roots));
 }
 
 const Module* Interleaver::findModule(const std::string& path) const {

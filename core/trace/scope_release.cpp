@@ -1,7 +1,9 @@
 #include "scope_release.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
+#include "dict_view.h"
 #include "interpreter.h"
 #include "value.h"
 
@@ -97,6 +99,63 @@ void releaseScope(const std::shared_ptr<Environment>& scope,
     if (!v->dict.empty()) v->dict.clear();
     if (!v->attributes.empty()) v->attributes.clear();
     if (v->function) v->function.reset();
+  }
+}
+
+namespace {
+
+bool isContainer(const Value& v) {
+  return v && (v->type == Type::List || v->type == Type::Tuple || v->type == Type::Dict ||
+               isDictView(v->type));
+}
+
+template <typename Visit>
+void forEachChild(const Object& o, const Visit& visit) {
+  for (const Value& item : o.items) visit(item);
+  for (const auto& [k, item] : o.dict) {
+    visit(k);
+    visit(item);
+  }
+}
+
+}  // namespace
+
+void releaseContainers(std::vector<Value> roots) {
+  // Every container reachable from the roots through containers, with the references to it from
+  // the roots and from those containers.
+  std::vector<Value> found;
+  std::unordered_map<const Object*, long> inside;
+  const auto note = [&](const Value& v) {
+    if (!isContainer(v)) return;
+    const auto [it, fresh] = inside.try_emplace(v.get(), 0);
+    ++it->second;
+    if (fresh) found.push_back(v);
+  };
+  for (const Value& r : roots) note(r);
+  for (size_t i = 0; i < found.size(); ++i) {  // `found` grows
+    const Object* o = found[i].get();
+    forEachChild(*o, note);
+  }
+  // Held from outside: more references than found's own and those counted inside. What such a
+  // container reaches stays too.
+  std::unordered_set<const Object*> alive;
+  std::vector<const Object*> pending;
+  for (const Value& v : found) {
+    if (v.use_count() - 1 > inside[v.get()] && alive.insert(v.get()).second)
+      pending.push_back(v.get());
+  }
+  while (!pending.empty()) {
+    const Object* o = pending.back();
+    pending.pop_back();
+    forEachChild(*o, [&](const Value& child) {
+      if (isContainer(child) && alive.insert(child.get()).second) pending.push_back(child.get());
+    });
+  }
+  roots.clear();
+  for (const Value& v : found) {
+    if (alive.count(v.get())) continue;
+    if (!v->items.empty()) v->items.clear();
+    if (!v->dict.empty()) v->dict.clear();
   }
 }
 

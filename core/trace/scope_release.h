@@ -4,6 +4,8 @@
 #include <memory>
 #include <vector>
 
+#include "value.h"
+
 namespace shardscope::trace {
 
 class Environment;
@@ -18,5 +20,14 @@ class Environment;
 // values. It walks with a work list, so a value nested 100000 levels deep is safe.
 void releaseScope(const std::shared_ptr<Environment>& scope,
                   const std::vector<const Environment*>& kept);
+
+// Frees the lists, tuples, dicts and dict views that only `roots` reach, cycles among them
+// included (a list made in a block that holds itself), and leaves whole any container something
+// else still holds (a saved dict handed to the driver) with all it reaches. References are
+// counted as CPython's collector counts them: a container is held from outside when its count
+// exceeds the references from `roots` and from the other containers found. The caller hands over
+// its references in `roots`. Call it only where no other thread can hold these containers (a
+// rank's block values); other values (tensors, functions) go with their last reference.
+void releaseContainers(std::vector<Value> roots);
 
 }  // namespace shardscope::trace

@@ -48,7 +48,6 @@ std::string join(const std::set<std::string>& s) {
   return out;
 }
 
-// A per-rank copy of a captured driver value, with tensors on the rank's device.
 // A VLLM(...) keyword's value parsed by `parse`; a name it does not know fails the script at the
 // call, with the keyword and the names that work.
 template <typename Parse>
@@ -98,6 +97,22 @@ Value capture(const Value& v, std::map<const Object*, Value>& copies) {
     default:
       return v;
   }
+}
+
+// The invokes with one rank's copies of their captured values. The copies are held only by the
+// result, so that the block that takes them frees them when it ends, cycles included.
+std::vector<InvokeSpec> rankCopies(std::vector<InvokeSpec> invokes) {
+  std::map<const Object*, Value> copies;
+  for (auto& inv : invokes) {
+    for (auto& [k, v] : inv.captured) {
+      try {
+        v = capture(v, copies);
+      } catch (const RuntimeFailure& e) {
+        throw RuntimeFailure("'" + k + "': " + e.what());
+      }
+    }
+  }
+  return invokes;
 }
 
 // A saved value as plain data: tensors keep their dtype; tuples and lists of tensors become one
@@ -494,18 +509,7 @@ struct ScriptRunner::Impl : public Host {
               : ctx.device.is_cuda()
                   ? MemoryBudget::deviceDefault(DeviceKind::Cuda)
                   : MemoryBudget::deviceDefault(DeviceKind::Cpu, ctx.worldSize());
-          std::vector<InvokeSpec> local = invokes;
-          std::map<const Object*, Value> copies;
-          for (auto& inv : local) {
-            for (auto& [k, v] : inv.captured) {
-              try {
-                v = capture(v, copies);
-              } catch (const RuntimeFailure& e) {
-                throw RuntimeFailure("'" + k + "': " + e.what());
-              }
-            }
-          }
-          Interleaver interleaver(ctx, program, local, tokenizer, budget, memory);
+          Interleaver interleaver(ctx, program, rankCopies(invokes), tokenizer, budget, memory);
           interleaver.setStopStrings(request.sampling.stop);
           interleaver.start();
           runGeneration(ctx, request, ctx.fillsResult() ? generated.get() : nullptr, &interleaver);

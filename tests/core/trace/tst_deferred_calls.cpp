@@ -308,6 +308,26 @@ class TestDeferredCalls : public QObject {
     QCOMPARE(kept.use_count(), 1L);
   }
 
+  // A list made in a block that holds itself is freed when the block ends, with what it holds (two
+  // dicts holding each other too); a container the block was given, held outside it as well, is
+  // left whole, the cycle the block made in it included.
+  void aBlocksCyclesAreFreedAndWhatItWasGivenIsKept() {
+    const trace::Value item = trace::list({trace::integer(7)});
+    const trace::Value kept = trace::list({item});
+    const Outcome r = runProbe(1,
+                               "a = [kept[0]]\na.append(a)\n"
+                               "d = {'k': kept[0]}\ne = {'d': d}\nd['e'] = e\n"
+                               "kept.append(kept)\n"
+                               "y = (probe.output * 2).save()\n",
+                               kept);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(r.saved.count("y"));
+    QCOMPARE(item.use_count(), 2L);  // here and in `kept`
+    QCOMPARE(kept->items.size(), size_t(2));
+    QVERIFY(kept->items[0] == item && kept->items[1] == kept);
+    kept->items.clear();  // the cycle the block left in the test's own list
+  }
+
   void aStackedOpThatFailsFailsAsAlone() {
     // Run on the stack, `[5]` would index the second dimension's 3 columns; alone it is out of
     // range for the 2 rows of each output, and that is what the script is told.

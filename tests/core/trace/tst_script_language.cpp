@@ -290,6 +290,32 @@ class TestScriptLanguage : public QObject {
     QCOMPARE((*trace::builtinScope()->find("torch"))->attributes.size(), torchMembers);
   }
 
+  // releaseContainers frees the containers only its roots reach, cycles included, and leaves
+  // whole a container held elsewhere too, with what it reaches (its own cycle as well).
+  void releasedContainersFreeOnlyWhatNothingElseHolds() {
+    const trace::Value t = trace::tensor(at::ones({4}));
+    trace::Value cyclic = trace::list({t});
+    cyclic->items.push_back(cyclic);
+    const trace::Value inner = trace::list({t});
+    trace::Value held = std::make_shared<trace::Object>();
+    held->type = trace::Type::Dict;
+    held->dict.emplace_back(trace::string("inner"), inner);
+    held->dict.emplace_back(trace::string("self"), held);
+    const std::weak_ptr<trace::Object> cyclicGone = cyclic;
+    const trace::Value heldOutside = held;
+    // Not an initializer list: its copies would outlive the call.
+    std::vector<trace::Value> roots;
+    roots.push_back(std::move(cyclic));
+    roots.push_back(std::move(held));
+    roots.push_back(trace::list({inner}));
+    trace::releaseContainers(std::move(roots));
+    QVERIFY(cyclicGone.expired());
+    QCOMPARE(heldOutside->dict.size(), size_t(2));
+    QCOMPARE(inner->items.size(), size_t(1));
+    QCOMPARE(t.use_count(), 2L);  // here and in `inner`
+    heldOutside->dict.clear();
+  }
+
   // A runner frees a run's globals when the next starts: cycles through the runner's own names
   // and the builtins leave them working.
   void runsAfterCyclesWork() {
