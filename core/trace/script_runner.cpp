@@ -75,16 +75,23 @@ struct ScriptRunner::Impl : public Host {
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
 
+  // Earlier runs' globals whose cycles wait to be freed (releaseGlobals).
+  std::vector<std::shared_ptr<Environment>> unreleased;
+
   ~Impl() { releaseGlobals(); }
   // The last run's globals are read (tensorValue, reprOf) until the next run starts; then what
   // they held is freed, its reference cycles too (scope_release.h). Not while a rank lost past a
-  // failed job's timeout may still read them (functions reach blocks as they are): then their
-  // cycles are left, not emptied under it.
+  // failed job's timeout may still read them (functions reach blocks as they are): then they
+  // wait, whole, for a later run's start that finds every rank out of its job.
   void releaseGlobals() {
+    if (globals) unreleased.push_back(std::move(globals));
+    globals.reset();
     const bool rankInJob = std::any_of(engineById.begin(), engineById.end(),
                                        [](const Engine* e) { return e->rankInJob(); });
-    if (!rankInJob) releaseScope(globals, {runnerScope.get(), builtinScope().get()});
-    globals.reset();
+    if (rankInJob) return;
+    for (const auto& scope : unreleased)
+      releaseScope(scope, {runnerScope.get(), builtinScope().get()});
+    unreleased.clear();
   }
 
   void out(const std::string& line) {
@@ -509,6 +516,10 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
   } running{s};
   s.running = &in;
   in.run(program->body);
+}
+
+size_t ScriptRunner::unreleasedRuns() const {
+  return impl_->unreleased.size();
 }
 
 const RunResult& ScriptRunner::result() const {

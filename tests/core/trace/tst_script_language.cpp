@@ -4,9 +4,13 @@
 // RecursionError), and reference cycles freed when a run's scope is released.
 #include <QtTest/QtTest>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "common/demo_engine.h"
 #include "common/script_checks.h"
 #include "common/test_support.h"
 #include "core/trace/ast.h"
@@ -328,6 +332,30 @@ class TestScriptLanguage : public QObject {
     const std::string e = errorOf(*runner, "print(torch.ones(2).sum().item())\nprint(f)\n");
     QVERIFY2(e.find("hostile.py:2:7: name 'f' is not defined") != std::string::npos, e.c_str());
     QCOMPARE(lines, (std::vector<std::string>{"3", "2.0"}));
+  }
+
+  // While a rank is in a job (one lost past a failed job's timeout may read the last run's
+  // values), the next run leaves those values whole; a later run frees them.
+  void aLastRunsValuesWaitForRanksToLeaveTheirJobs() {
+    auto engine = test::demoEngine(1);
+    std::vector<std::string> lines;
+    trace::RunOptions o = demoRunOptions(&lines);
+    o.engine = engine.get();
+    trace::ScriptRunner runner(o);
+    runner.run("model = VLLM('demo')\na = [torch.ones(2)]\na.append(a)\n", "first.py");
+    std::atomic<bool> release{false}, inside{false};
+    JobHandle job = engine->submit([&](RankContext&) {
+      inside = true;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    runner.run("b = [1]\nb.append(b)\n", "second.py");
+    QCOMPARE(runner.unreleasedRuns(), size_t(1));
+    release = true;
+    job.wait();
+    runner.run("print(len([1, 2]))\n", "third.py");
+    QCOMPARE(runner.unreleasedRuns(), size_t(0));
+    QCOMPARE(lines, std::vector<std::string>{"2"});
   }
 
   void pythonResultsOfFormerlyUnsafeOperations() {
