@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <unordered_set>
 #include <vector>
 
@@ -145,7 +146,7 @@ void Interleaver::registerModule(const Module& m) {
 Interleaver::~Interleaver() {
   // What the block's names held is freed here, cycles included: a function defined in the block
   // closes over scope_, which holds it; a list made in the block may hold itself, and so may a
-  // saved snapshot of one. Containers that left the block (saved values) stay whole.
+  // saved snapshot of one. A saved dict or view, which the output hands on as it is, stays whole.
   std::vector<Value> roots;
   for (auto& [name, v] : scope_->vars()) roots.push_back(std::move(v));
   scope_->vars().clear();
@@ -153,7 +154,10 @@ Interleaver::~Interleaver() {
     for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
   }
   mediators_.clear();
-  releaseContainers(std::move(roots));
+  try {
+    releaseContainers(std::move(roots));
+  } catch (const std::bad_alloc&) {  // out of memory for the walk: the cycles stay, nothing else
+  }
 }
 
 const Module* Interleaver::findModule(const std::string& path) const {

@@ -260,16 +260,27 @@ void Interpreter::execFor(const Stmt& s) {
       const std::vector<Value> items = iterable->items;  // the body may mutate a list
       for (const auto& item : items) bodyOnce(item);
     } else if (iterable->type == Type::Dict || isDictView(iterable->type)) {
-      // Each pass reads the dict as it is then, and a body that adds or removes a key ends the
-      // loop with Python's error. Python may go on when one key is removed and another added (its
-      // docs leave it undefined); here that is an error too, never a skipped entry.
+      // Each pass reads the dict as it is then. A pass that leaves other keys ends the loop with
+      // Python's error: a key added or removed changes the size; one removed and another added
+      // (Python raises once it meets the new key) changes the keys, never skipping an entry. A key
+      // added and removed again in one pass leaves the loop going, as in Python.
       const Value& dict = iterable->type == Type::Dict ? iterable : viewedDict(*iterable);
       const Type kind = iterable->type == Type::Dict ? Type::DictKeys : iterable->type;
       const size_t n = dict->dict.size();
-      const unsigned edits = dict->keyEdits;
+      std::vector<const Object*> keys(n);
+      for (size_t i = 0; i < n; ++i) keys[i] = dict->dict[i].first.get();
+      unsigned edits = dict->keyEdits;
+      const auto sameKeys = [&] {
+        for (size_t i = 0; i < n; ++i) {
+          if (dict->dict[i].first.get() != keys[i]) return false;
+        }
+        return true;
+      };
       for (size_t i = 0; i < n; ++i) {
         bodyOnce(viewElement(kind, dict->dict[i]));
         if (dict->keyEdits == edits) continue;
+        edits = dict->keyEdits;
+        if (dict->dict.size() == n && sameKeys()) continue;
         at_ = s.at;
         fail(dict->dict.size() != n ? "dictionary changed size during iteration"
                                     : "dictionary keys changed during iteration");

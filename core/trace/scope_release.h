@@ -26,8 +26,10 @@ void releaseScope(const std::shared_ptr<Environment>& scope,
 // else still holds (a saved dict handed to the driver) with all it reaches. References are
 // counted as CPython's collector counts them: a container is held from outside when its count
 // exceeds the references from `roots` and from the other containers found. The caller hands over
-// its references in `roots`. Call it only where no other thread can hold these containers (a
-// rank's block values); other values (tensors, functions) go with their last reference.
+// its references in `roots`; other values (tensors, functions) go with their last reference. It
+// reads the containers it reaches while it counts: a driver's list that a block reached through
+// a driver function is read by every rank, which is safe unless some rank's block writes it then
+// (a script whose ranks write one driver list races already).
 void releaseContainers(std::vector<Value> roots);
 
 }  // namespace shardscope::trace

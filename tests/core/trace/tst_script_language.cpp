@@ -114,6 +114,13 @@ class TestScriptLanguage : public QObject {
         << "d = {'a': 1, 'b': 2, 'c': 3}\nfor k in d:\n    if k == 'a':\n        del d['a']\n"
            "        d['z'] = 0\n"
         << "hostile.py:2:1: dictionary keys changed during iteration";
+    QTest::newRow("dict key added and removed in one pass is fine")  // as in CPython
+        << "d = {'a': 1, 'b': 2}\nn = 0\nfor k in d:\n    d['tmp'] = 0\n    del d['tmp']\n"
+           "    n += 1\nassert n == 2 and d == {'a': 1, 'b': 2}\nx = 1 / 0\n"
+        << "hostile.py:8:1: division by zero";
+    QTest::newRow("dict key removed and added again while iterated")
+        << "d = {'a': 1, 'b': 2}\nfor k in d:\n    v = d[k]\n    del d[k]\n    d[k] = v\n"
+        << "hostile.py:2:1: dictionary keys changed during iteration";
     QTest::newRow("dict values changed while iterated are fine")
         << "d = {'a': 1, 'b': 2}\nfor k in d:\n    d[k] = d[k] * 10\nassert d == {'a': 10, 'b': "
            "20}\nx = 1 / 0\n"
@@ -300,24 +307,40 @@ class TestScriptLanguage : public QObject {
     const trace::Value t = trace::tensor(at::ones({4}));
     trace::Value cyclic = trace::list({t});
     cyclic->items.push_back(cyclic);
-    const trace::Value inner = trace::list({t});
+    // `inner` is held by `held` and by a root only, so only what `held` reaches keeps it.
+    trace::Value inner = trace::list({t});
     trace::Value held = std::make_shared<trace::Object>();
     held->type = trace::Type::Dict;
     held->dict.emplace_back(trace::string("inner"), inner);
     held->dict.emplace_back(trace::string("self"), held);
-    const std::weak_ptr<trace::Object> cyclicGone = cyclic;
+    const std::weak_ptr<trace::Object> cyclicGone = cyclic, innerKept = inner;
     const trace::Value heldOutside = held;
     // Not an initializer list: its copies would outlive the call.
     std::vector<trace::Value> roots;
     roots.push_back(std::move(cyclic));
     roots.push_back(std::move(held));
-    roots.push_back(trace::list({inner}));
+    roots.push_back(trace::list({std::move(inner)}));
     trace::releaseContainers(std::move(roots));
     QVERIFY(cyclicGone.expired());
     QCOMPARE(heldOutside->dict.size(), size_t(2));
-    QCOMPARE(inner->items.size(), size_t(1));
+    QVERIFY(!innerKept.expired());
+    QCOMPARE(innerKept.lock()->items.size(), size_t(1));
     QCOMPARE(t.use_count(), 2L);  // here and in `inner`
     heldOutside->dict.clear();
+  }
+
+  // A saved dict leaves its block as it is (a list is copied out): one that holds itself and a
+  // list reaches the driver whole, though the block's values are freed when it ends.
+  void aSavedDictThatHoldsItselfReachesTheDriverWhole() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    const std::string e = errorOf(*runner,
+                                  "model = VLLM('demo')\n"
+                                  "with model.trace('hi'):\n"
+                                  "    d = {'l': [1, 2]}\n    d['d'] = d\n    d.save()\n"
+                                  "print(d['l'], d['d']['l'], len(d), d['d'] is d)\n");
+    QCOMPARE(e, std::string("no error"));
+    QCOMPARE(lines, std::vector<std::string>{"[1, 2] [1, 2] 2 True"});
   }
 
   // A runner frees a run's globals when the next starts: cycles through the runner's own names
