@@ -103,11 +103,6 @@ RuntimeSwitches RuntimeSwitches::fromEnvironment() {
   s.fullNormGemvGrid = choose("SHARDSCOPE_NORM_GEMV_GRID", kGrids, false);
   static constexpr Choice<bool> kAttentionBlocks[] = {{"auto", false}, {"group", true}};
   s.groupAttentionBlocks = choose("SHARDSCOPE_ATTENTION_BLOCKS", kAttentionBlocks, false);
-  static constexpr Choice<MoeBulkStages> kBulk[] = {
-      {"0", MoeBulkStages::None}, {"gate_up", MoeBulkStages::GateUp}, {"1", MoeBulkStages::Both}};
-  s.moeBulk = choose("SHARDSCOPE_MOE_BULK", kBulk, MoeBulkStages::None);
-  static constexpr Choice<int> kAhead[] = {{"2", 2}, {"3", 3}};
-  s.moeLoadsAhead = choose("SHARDSCOPE_MOE_LOADS_AHEAD", kAhead, 2);
   return s;
 }
 

@@ -12,9 +12,6 @@
 
 namespace shardscope {
 
-// SHARDSCOPE_MOE_BULK: which one-token expert kernels stream their weights through shared memory.
-enum class MoeBulkStages { None, GateUp, Both };
-
 // SHARDSCOPE_CAPTURE_STREAM: where a rank records its CUDA graphs.
 enum class CaptureStreamSource { Leased, Pool };
 
@@ -43,8 +40,6 @@ struct RuntimeSwitches {
   bool programmaticLaunch = true;     // PDL=0: no kernel overlaps the one before it
   bool fullNormGemvGrid = false;      // NORM_GEMV_GRID=full: one block per row range, not per SM
   bool groupAttentionBlocks = false;  // ATTENTION_BLOCKS=group: a KV head's group a block always
-  MoeBulkStages moeBulk = MoeBulkStages::None;  // MOE_BULK=0|gate_up|1 (off until measured)
-  int moeLoadsAhead = 2;  // MOE_LOADS_AHEAD=2|3: one-token gate_up's loads a weight row in flight
 
   // The environment's settings; an Error for a value a switch does not take.
   static RuntimeSwitches fromEnvironment();

@@ -84,9 +84,9 @@ using NarrowDown = WarpRows<1, 4, kTokenRows, 3>;
 // One token (a decode step at batch 1): one row a warp left the warps latency-bound (down: 3
 // loads a lane for inter 768, then a wait, over about five waves of small blocks). Several rows a
 // warp make the Qwen3-30B-A3B step's grids one wave on 132 SMs at 2 blocks an SM (8 experts;
-// gate_up 3 intermediate rows a warp: 8 x 32 blocks, 12 loads a lane in flight, or 18 where
-// SHARDSCOPE_MOE_LOADS_AHEAD=3 (the one-token kernel; 118 registers); down 8 rows a warp: 8 x 32
-// blocks, 8 loads a lane in flight); one token a chunk leaves the registers to those loads.
+// gate_up 3 intermediate rows a warp: 8 x 32 blocks, 12 loads a lane in flight (18 were no
+// faster, bench/RESULTS.md runs 14-16); down 8 rows a warp: 8 x 32 blocks, 8 loads a lane in
+// flight); one token a chunk leaves the registers to those loads.
 using WideGateUp = WarpRows<3, 2, 1, 2>;
 using WideDown = WarpRows<8, 1, 1, 2>;
 

@@ -11,8 +11,7 @@ namespace shardscope::kernels {
 // the results are the same bits either way).
 bool oneTokenExpertsTake(const FusedMoeArgs& a);
 
-// gate_up + SwiGLU, then down with the combine, for a.tokens == 1 (oneTokenExpertsTake); each
-// kernel streams through shared memory where oneTokenBulkStages allows (fused_moe_bulk.cuh). The
+// gate_up + SwiGLU, then down with the combine, for a.tokens == 1 (oneTokenExpertsTake). The
 // kernel before must have written the logits; the choice's ids and weights are written too.
 cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream);
 

@@ -1,7 +1,6 @@
 
 #include "block_choice.cuh"
 #include "core/runtime_switches.h"
-#include "fused_moe_bulk.cuh"
 #include "fused_moe_one_token.cuh"
 
 // Why: at batch 1 the three-kernel path spent its time in latency, not bytes. The router kernel's
@@ -20,8 +19,8 @@ constexpr int kDownRows = 8;  // output rows a block (one wave of 256 blocks at 
 
 // h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j = blockIdx.x
 // of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g, with
-// AHEAD loads of each of its 2 kRows weight rows in flight (SHARDSCOPE_MOE_LOADS_AHEAD).
-template <typename T, int AHEAD>
+// GateUp::kAhead loads of each of its 2 kRows weight rows in flight.
+template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
     gateUpOneTokenKernel(FusedMoeArgs a) {
   constexpr int R = GateUp::kRows;
@@ -38,7 +37,7 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
                           a.inter, a.hidden, gateUp);
   const T* rows[1] = {static_cast<const T*>(a.x)};
   float acc[2 * R][1] = {};
-  dotRows<T, 2 * R, AHEAD, 1>(gateUp, rows, 1, a.hidden, acc);
+  dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
   if (lane != 0) return;
 #pragma unroll
   for (int g = 0; g < R; ++g) {
@@ -138,17 +137,11 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
     using T = decltype(t);
     constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
     const dim3 threads(kWarps * 32);
-    std::optional<cudaError_t> gateUp = launchBulkGateUp(a, stream);
-    if (!gateUp) {
-      const auto kernel = RuntimeSwitches::current().moeLoadsAhead == 3
-                              ? gateUpOneTokenKernel<T, 3>
-                              : gateUpOneTokenKernel<T, GateUp::kAhead>;
-      gateUp = launchKernel(
-          kernel, dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
-          threads, 0, stream, a);
-    }
-    if (*gateUp != cudaSuccess) return *gateUp;
-    if (const std::optional<cudaError_t> down = launchBulkDown(a, stream)) return *down;
+    const cudaError_t gateUp =
+        launchKernel(gateUpOneTokenKernel<T>,
+                     dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
+                     threads, 0, stream, a);
+    if (gateUp != cudaSuccess) return gateUp;
     return launchKernel(downOneTokenKernel<T>,
                         dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
                         a);

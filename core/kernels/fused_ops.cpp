@@ -5,7 +5,6 @@
 
 #include "../error.h"
 #include "../runtime_switches.h"
-#include "fused_moe_bulk.cuh"
 #include "kernels.h"
 
 namespace shardscope::fused {
@@ -411,20 +410,6 @@ MoeCall moeCall(const at::Tensor& x, int64_t k, const at::Tensor& w13, const at:
 }
 
 }  // namespace
-
-MoeBulkStages oneTokenBulkStages(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2) {
-  if (!usable(x, w13) || !usable(w2, x) || w13.dim() != 3 || w2.dim() != 3) return {};
-  const c10::cuda::CUDAGuard guard(x.device());
-  kernels::FusedMoeArgs a;
-  a.dtype = dtypeOf(x);
-  a.x = x.data_ptr();
-  a.w13 = w13.data_ptr();
-  a.w2 = w2.data_ptr();
-  a.hidden = w13.size(2);
-  a.inter = w2.size(2);
-  const kernels::BulkStages stages = kernels::oneTokenBulkStages(a);
-  return {stages.gateUp, stages.down};
-}
 
 std::pair<at::Tensor, at::Tensor> moeSelect(const at::Tensor& logits, const MoeRouting& routing) {
   if (!selectable(logits, routing)) return {};

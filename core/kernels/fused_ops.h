@@ -130,14 +130,6 @@ std::pair<at::Tensor, at::Tensor> fusedMoeAfterNorm(const at::Tensor& x, const N
                                                     const MoeRouting& routing,
                                                     const at::Tensor& w13, const at::Tensor& w2,
                                                     int64_t firstExpert);
-// Which kernels of a one-token fusedMoe call with token x [1, H] and these experts' w13 [E, 2I, H]
-// and w2 [E, H, I] stream their weights through shared memory with bulk copies (Hopper) rather
-// than through registers: the same bits. SHARDSCOPE_MOE_BULK=1 (core/runtime_switches.h) streams
-// both, =gate_up only gate_up; unset, neither.
-struct MoeBulkStages {
-  bool gateUp = false, down = false;
-};
-MoeBulkStages oneTokenBulkStages(const at::Tensor& x, const at::Tensor& w13, const at::Tensor& w2);
 // Whether fusedMoe takes every step of up to `tokens` tokens with these sizes.
 bool fusedMoeTakes(int64_t tokens, int64_t topK, int64_t hidden, int64_t inter,
                    int64_t localExperts);

@@ -34,7 +34,7 @@ class TestRuntimeSwitches : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     // The suite's process starts with none of them set (ctest's environment does not set them).
-    for (const char* v : {"SHARDSCOPE_BATCH_CALLS", "SHARDSCOPE_PDL", "SHARDSCOPE_MOE_BULK",
+    for (const char* v : {"SHARDSCOPE_BATCH_CALLS", "SHARDSCOPE_PDL", "SHARDSCOPE_CAPTURE_STREAM",
                           "SHARDSCOPE_GRAPH_WARMUPS", "SHARDSCOPE_ALL_REDUCE"})
       QVERIFY2(!qEnvironmentVariableIsSet(v), v);
   }
@@ -49,8 +49,6 @@ class TestRuntimeSwitches : public QObject {
     QCOMPARE(s.collectiveTimeoutSeconds, 0.0);
     QVERIFY(s.captureStream == CaptureStreamSource::Leased);
     QVERIFY(s.allReduce == AllReduceAlgorithm::Auto);
-    QVERIFY(s.moeBulk == MoeBulkStages::None);
-    QCOMPARE(s.moeLoadsAhead, 2);
   }
 
   void onOffSwitches_data() {
@@ -87,14 +85,6 @@ class TestRuntimeSwitches : public QObject {
 
   void namedSettings() {
     {
-      const ScopedSwitch s("SHARDSCOPE_MOE_BULK", "gate_up");
-      QVERIFY(RuntimeSwitches::current().moeBulk == MoeBulkStages::GateUp);
-    }
-    {
-      const ScopedSwitch s("SHARDSCOPE_MOE_BULK", "1");
-      QVERIFY(RuntimeSwitches::current().moeBulk == MoeBulkStages::Both);
-    }
-    {
       const ScopedSwitch s("SHARDSCOPE_CAPTURE_STREAM", "pool");
       QVERIFY(RuntimeSwitches::current().captureStream == CaptureStreamSource::Pool);
     }
@@ -105,10 +95,6 @@ class TestRuntimeSwitches : public QObject {
     {
       const ScopedSwitch s("SHARDSCOPE_NORM_GEMV_GRID", "full");
       QVERIFY(RuntimeSwitches::current().fullNormGemvGrid);
-    }
-    {
-      const ScopedSwitch s("SHARDSCOPE_MOE_LOADS_AHEAD", "3");
-      QCOMPARE(RuntimeSwitches::current().moeLoadsAhead, 3);
     }
     for (AllReduceAlgorithm a : {AllReduceAlgorithm::Auto, AllReduceAlgorithm::Peer,
                                  AllReduceAlgorithm::Nccl, AllReduceAlgorithm::NcclSymmetric}) {
@@ -123,11 +109,11 @@ class TestRuntimeSwitches : public QObject {
       const ScopedSwitch s("SHARDSCOPE_COLLECTIVE_TIMEOUT", "2.5");
       QCOMPARE(RuntimeSwitches::current().collectiveTimeoutSeconds, 2.5);
     }
-    QVERIFY(RuntimeSwitches::current().moeBulk == MoeBulkStages::None);
+    QVERIFY(RuntimeSwitches::current().captureStream == CaptureStreamSource::Leased);
   }
 
   // A value a switch does not take is an Error with the variable, the value and what it takes
-  // (where SHARDSCOPE_MOE_BULK=yes once meant "off" without a word).
+  // (where a switch's `yes` once meant "off" without a word).
   void badValuesAreRefused_data() {
     QTest::addColumn<QString>("variable");
     QTest::addColumn<QString>("value");
@@ -135,12 +121,9 @@ class TestRuntimeSwitches : public QObject {
     QTest::newRow("on/off") << "SHARDSCOPE_PDL"
                             << "off"
                             << "takes 0, 1";
-    QTest::newRow("bulk") << "SHARDSCOPE_MOE_BULK"
+    QTest::newRow("grid") << "SHARDSCOPE_NORM_GEMV_GRID"
                           << "yes"
-                          << "takes 0, gate_up, 1";
-    QTest::newRow("loads ahead") << "SHARDSCOPE_MOE_LOADS_AHEAD"
-                                 << "4"
-                                 << "takes 2, 3";
+                          << "takes sm, full";
     QTest::newRow("all-reduce") << "SHARDSCOPE_ALL_REDUCE"
                                 << "ring"
                                 << "takes auto, peer, nccl, nccl-symmetric";
@@ -175,10 +158,10 @@ class TestRuntimeSwitches : public QObject {
 
   // A refused setting leaves the environment and the settings as they were.
   void aRefusedSettingChangesNothing() {
-    const MoeBulkStages before = RuntimeSwitches::current().moeBulk;
-    QVERIFY_THROWS_EXCEPTION(Error, ScopedSwitch("SHARDSCOPE_MOE_BULK", "both"));
-    QVERIFY(!qEnvironmentVariableIsSet("SHARDSCOPE_MOE_BULK"));
-    QVERIFY(RuntimeSwitches::current().moeBulk == before);
+    const CaptureStreamSource before = RuntimeSwitches::current().captureStream;
+    QVERIFY_THROWS_EXCEPTION(Error, ScopedSwitch("SHARDSCOPE_CAPTURE_STREAM", "both"));
+    QVERIFY(!qEnvironmentVariableIsSet("SHARDSCOPE_CAPTURE_STREAM"));
+    QVERIFY(RuntimeSwitches::current().captureStream == before);
   }
 
   // A reference to the settings stays valid, and unchanged, after a reload.

@@ -128,9 +128,8 @@ class TestEngine : public QObject {
   // logits bit for bit with it on, from CUDA graphs: attention with the cache write
   // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
   // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM) and whose
-  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN), which may
-  // stream their weights through shared memory (SHARDSCOPE_MOE_BULK=1, off by default: `on` is
-  // the value that turns a switch on, empty for unset).
+  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN) (`on` is the
+  // value that turns a switch on, empty for unset).
   void decodeFusionsKeepTheBits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("dtype");
@@ -149,9 +148,6 @@ class TestEngine : public QObject {
       QTest::addRow("moe %s one-token experts", dtype)
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN"
           << "" << 1;
-      QTest::addRow("moe %s one-token experts' bulk copies", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_BULK"
-          << "1" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {
