@@ -330,14 +330,22 @@ class TestScriptLanguage : public QObject {
   }
 
   // A saved dict leaves its block as it is (a list is copied out): one that holds itself and a
-  // list reaches the driver whole, though the block's values are freed when it ends.
+  // list reaches the driver whole, though the block's values are freed when it ends (each rank
+  // frees its own at tp=2; rank 0's saved dict is the one handed on).
+  void aSavedDictThatHoldsItselfReachesTheDriverWhole_data() {
+    QTest::addColumn<int>("tp");
+    QTest::newRow("tp=1") << 1;
+    QTest::newRow("tp=2") << 2;
+  }
   void aSavedDictThatHoldsItselfReachesTheDriverWhole() {
+    QFETCH(int, tp);
     std::vector<std::string> lines;
-    auto runner = makeRunner(&lines);
+    auto runner = makeRunner(&lines, tp);
     const std::string e = errorOf(*runner,
                                   "model = VLLM('demo')\n"
                                   "with model.trace('hi'):\n"
                                   "    d = {'l': [1, 2]}\n    d['d'] = d\n    d.save()\n"
+                                  "    a = [d]\n    a.append(a)\n"
                                   "print(d['l'], d['d']['l'], len(d), d['d'] is d)\n");
     QCOMPARE(e, std::string("no error"));
     QCOMPARE(lines, std::vector<std::string>{"[1, 2] [1, 2] 2 True"});
