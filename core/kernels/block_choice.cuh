@@ -1,5 +1,5 @@
-// The token's choice of experts made by every block of the one-token expert kernels (register
-// and bulk-copy variants), from the router logits, in shared memory.
+// The token's choice of experts made by every block of the one-token expert kernels, from the
+// router logits, in shared memory.
 #pragma once
 
 #include "expert_rows.cuh"

@@ -128,26 +128,22 @@ class TestEngine : public QObject {
   // logits bit for bit with it on, from CUDA graphs: attention with the cache write
   // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
   // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM) and whose
-  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN) (`on` is the
-  // value that turns a switch on, empty for unset).
+  // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN). Each switch is
+  // on when unset.
   void decodeFusionsKeepTheBits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("dtype");
     QTest::addColumn<QString>("variable");
-    QTest::addColumn<QString>("on");
     QTest::addColumn<int>("requests");
     for (const char* dtype : {"f32", "bf16"}) {
-      QTest::addRow("demo %s attention", dtype) << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION"
-                                                << "" << 3;
+      QTest::addRow("demo %s attention", dtype)
+          << "demo" << dtype << "SHARDSCOPE_FUSED_ATTENTION" << 3;
       QTest::addRow("moe %s attention", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION"
-          << "" << 3;
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_ATTENTION" << 3;
       QTest::addRow("moe %s norm in router", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM"
-          << "" << 3;
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_FUSED_MOE_NORM" << 3;
       QTest::addRow("moe %s one-token experts", dtype)
-          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN"
-          << "" << 1;
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1;
     }
   }
   void decodeFusionsKeepTheBits() {
@@ -155,7 +151,6 @@ class TestEngine : public QObject {
     QFETCH(QString, model);
     QFETCH(QString, dtype);
     QFETCH(QString, variable);
-    QFETCH(QString, on);
     QFETCH(int, requests);
     EngineOptions o =
         model == "demo" ? EngineOptions{} : test::goldenEngineOptions(model.toStdString(), 1);
@@ -164,11 +159,8 @@ class TestEngine : public QObject {
     o.dtype = parseDType(dtype.toStdString());
     o.backend = GroupBackend::Local;
     o.cudaGraphs = true;
-    const QByteArray value = on.toUtf8();
     const auto run = [&](bool fused) {
-      const test::ScopedSwitch setting(variable.toStdString(), !fused         ? "0"
-                                                               : on.isEmpty() ? nullptr
-                                                                              : value.constData());
+      const test::ScopedSwitch setting(variable.toStdString(), fused ? nullptr : "0");
       Engine engine(o);
       GenerateRequest r;
       r.prompts = {{1, 5, 9, 3}, {7, 2}, {4, 4, 8, 1, 6, 2}};

@@ -2,7 +2,6 @@
 // combine) against Hugging Face's expert loop and FusedMoE's ATen routing chain: fp32 and bf16,
 // decode and prefill token counts, all experts local or an expert-parallel rank's share. Built only
 // with the kernels; skips without a GPU.
-#include <ATen/cuda/CUDAContext.h>
 #include <QtTest>
 
 #include <cmath>
