@@ -77,10 +77,11 @@ Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
 Value extreme(const at::Tensor& x, Args& a, bool max) {
   // max(other) with a tensor (torch.max(a, b)) is the elementwise maximum, as in torch.
   const Value* other = a.keyword("other");
-  if (!other && !a.positional.empty() && a.positional[0]->type == Type::Tensor)
-    other = &a.positional[0];
+  const bool otherByPosition =
+      !other && !a.positional.empty() && a.positional[0]->type == Type::Tensor;
+  if (otherByPosition) other = &a.positional[0];
   if (other) {
-    if (a.positional.size() > 1 || a.keyword("dim") || a.keyword("keepdim"))
+    if (a.positional.size() > size_t(otherByPosition) || a.keyword("dim") || a.keyword("keepdim"))
       throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
                            "(other) is elementwise and takes no dim or keepdim");
     const at::Tensor y = toTensor(*other);

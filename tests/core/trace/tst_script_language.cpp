@@ -379,11 +379,20 @@ class TestScriptLanguage : public QObject {
       inside = true;
       while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
-    while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    runner.run("b = [1]\nb.append(b)\n", "second.py");
-    QCOMPARE(runner.unreleasedRuns(), size_t(1));
-    release = true;
-    job.wait();
+    struct Release {  // a failed check below must not leave the rank spinning on a gone flag
+      std::atomic<bool>& flag;
+      JobHandle& job;
+      ~Release() {
+        flag = true;
+        job.wait();
+      }
+    };
+    {
+      const Release guard{release, job};
+      while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      runner.run("b = [1]\nb.append(b)\n", "second.py");
+      QCOMPARE(runner.unreleasedRuns(), size_t(1));
+    }
     runner.run("print(len([1, 2]))\n", "third.py");
     QCOMPARE(runner.unreleasedRuns(), size_t(0));
     QCOMPARE(lines, std::vector<std::string>{"2"});

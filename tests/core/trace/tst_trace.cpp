@@ -404,6 +404,9 @@ class TestTrace : public QObject {
     QTest::newRow("max of a tensor with a dim")
         << "model = VLLM(\"demo\")\nx = torch.ones(2).max(torch.ones(2), 0)\n"
         << "bad.py:2:1: Tensor.max(other) is elementwise and takes no dim or keepdim";
+    QTest::newRow("min of other= with a dim")  // the 0 was once dropped without a word
+        << "model = VLLM(\"demo\")\nx = torch.ones(2).min(0, other=torch.ones(2))\n"
+        << "bad.py:2:1: Tensor.min(other) is elementwise and takes no dim or keepdim";
     // A function made in a block closes over the block's values, which end with the block.
     QTest::newRow("saved function")
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n    k = 2\n"
