@@ -145,17 +145,20 @@ void Interleaver::registerModule(const Module& m) {
 
 Interleaver::~Interleaver() {
   // What the block's names held is freed here, cycles included: a function defined in the block
-  // closes over scope_, which holds it; a list made in the block may hold itself, and so may a
-  // saved snapshot of one. A saved dict or view, which the output hands on as it is, stays whole.
-  std::vector<Value> roots;
-  for (auto& [name, v] : scope_->vars()) roots.push_back(std::move(v));
-  scope_->vars().clear();
-  for (const auto& m : mediators_) {
-    for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
-  }
-  mediators_.clear();
+  // closes over scope_, which holds it, and one defined in a call over the call's scope; a list
+  // made in the block may hold itself, and so may a saved snapshot of one. A saved dict or view,
+  // which the output hands on as it is, stays whole, and so does what the driver still holds.
   try {
-    releaseContainers(std::move(roots));
+    std::vector<Value> roots;
+    std::vector<std::shared_ptr<Environment>> scopes;
+    for (auto& [name, v] : scope_->vars()) roots.push_back(std::move(v));
+    scope_->vars().clear();
+    for (const auto& m : mediators_) {
+      for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
+      for (auto& scope : m->interpreter().functionScopes()) scopes.push_back(std::move(scope));
+    }
+    mediators_.clear();
+    releaseCycles(std::move(roots), std::move(scopes));
   } catch (const std::bad_alloc&) {  // out of memory for the walk: the cycles stay, nothing else
   }
 }

@@ -3,6 +3,8 @@
 // values in interpreter_objects.cpp.
 #include "interpreter.h"
 
+#include <algorithm>
+
 #include "dict_view.h"
 #include "stack_headroom.h"
 #include "trace_device.h"
@@ -400,10 +402,30 @@ Value Interpreter::makeFunction(const std::string& name, const std::vector<Param
   f->body = body;
   f->lambdaBody = std::move(lambdaBody);
   f->closure = env_;  // closures see the scope they were made in
+  if (env_ != globals_) noteFunctionScope();
   auto v = std::make_shared<Object>();
   v->type = Type::Function;
   v->function = f;
   return v;
+}
+
+void Interpreter::noteFunctionScope() {
+  if (!functionScopes_.empty() && functionScopes_.back().lock() == env_) return;
+  // A helper called a million times whose inner functions go with its call leaves only expired
+  // entries: dropping them whenever the list doubles keeps it as long as what is still alive.
+  if (functionScopes_.size() >= std::max<size_t>(64, 2 * functionScopesKept_)) {
+    std::erase_if(functionScopes_, [](const auto& w) { return w.expired(); });
+    functionScopesKept_ = functionScopes_.size();
+  }
+  functionScopes_.push_back(env_);
+}
+
+std::vector<std::shared_ptr<Environment>> Interpreter::functionScopes() const {
+  std::vector<std::shared_ptr<Environment>> live;
+  for (const auto& w : functionScopes_) {
+    if (auto e = w.lock()) live.push_back(std::move(e));
+  }
+  return live;
 }
 
 Value Interpreter::call(const Value& fn, CallArgs& args) {

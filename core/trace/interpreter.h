@@ -107,6 +107,10 @@ class Interpreter {
   // Copies taken by `name.save()` of a value that viewed model memory, by name: reported for a
   // name whose value at the end of the trace is not itself saved.
   const std::map<std::string, Value>& savedSnapshots() const { return savedSnapshots_; }
+  // The call scopes this interpreter made functions in that are still alive: a function defined in
+  // a call closes over the call's scope, which holds it, so the two outlive the call unless
+  // releaseCycles or releaseScopes (scope_release.h) is handed the scope.
+  std::vector<std::shared_ptr<Environment>> functionScopes() const;
   // Raises ScriptError at the statement being run.
   [[noreturn]] void fail(const std::string& message) const;
   // Raises ScriptError for a bug in ShardScope met while running the statement (not the script's
@@ -150,6 +154,7 @@ class Interpreter {
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);
   Value callFunction(const FunctionDef& f, CallArgs& args);
+  void noteFunctionScope();
   Value compare(CompareOp op, const Value& a, const Value& b);
   Value formatValue(const Value& v, const std::string& format);
   Value arithmetic(BinaryOp op, const Value& a, const Value& b);
@@ -165,6 +170,9 @@ class Interpreter {
   std::set<std::string> deleted_;  // names `del` unbound here: using one again is a plain NameError
   bool wroteTensor_ = false;
   std::map<std::string, Value> savedSnapshots_;
+  // Call scopes a function was defined in (functionScopes); expired ones are dropped as it grows.
+  std::vector<std::weak_ptr<Environment>> functionScopes_;
+  size_t functionScopesKept_ = 0;
   long long budget_;
   long long steps_ = 0;
   MemoryBudget memory_;

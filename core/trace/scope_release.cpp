@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "dict_view.h"
 #include "interpreter.h"
@@ -67,9 +68,9 @@ class Walk {
 
 }  // namespace
 
-void releaseScope(const std::shared_ptr<Environment>& scope,
-                  const std::vector<const Environment*>& kept) {
-  if (!scope) return;
+void releaseScopes(const std::vector<std::shared_ptr<Environment>>& scopes,
+                   const std::vector<const Environment*>& kept) {
+  if (scopes.empty()) return;
   // What outlives the run: the kept scopes and all they reach.
   Reached outlives;
   const std::unordered_set<const void*> nothing;
@@ -85,7 +86,7 @@ void releaseScope(const std::shared_ptr<Environment>& scope,
   Reached run;
   {
     Walk walk(run, outlives.seen);
-    walk.scope(scope);
+    for (const auto& scope : scopes) walk.scope(scope);
     walk.run();
   }
   outlives = {};
@@ -104,59 +105,136 @@ void releaseScope(const std::shared_ptr<Environment>& scope,
 
 namespace {
 
-bool isContainer(const Value& v) {
-  return v && (v->type == Type::List || v->type == Type::Tuple || v->type == Type::Dict ||
-               isDictView(v->type));
+// A node of the graph releaseCycles counts: a value that holds values, a function's definition, or
+// one of the scopes it was handed. The node list holds each strongly while it is counted.
+using Node = std::variant<Value, std::shared_ptr<FunctionDef>, std::shared_ptr<Environment>>;
+
+bool holdsValues(const Object& o) {
+  return !o.items.empty() || !o.dict.empty() || !o.attributes.empty() || o.function;
 }
 
+const void* address(const Node& n) {
+  return std::visit([](const auto& p) -> const void* { return p.get(); }, n);
+}
+
+long useCount(const Node& n) {
+  return std::visit([](const auto& p) { return long(p.use_count()); }, n);
+}
+
+// Calls visit with each reference the node holds.
 template <typename Visit>
-void forEachChild(const Object& o, const Visit& visit) {
-  for (const Value& item : o.items) visit(item);
-  for (const auto& [k, item] : o.dict) {
-    visit(k);
-    visit(item);
+void forEachChild(const Node& n, const Visit& visit) {
+  if (const auto* v = std::get_if<Value>(&n)) {
+    const Object& o = **v;
+    for (const Value& item : o.items) visit(item);
+    for (const auto& [k, item] : o.dict) {
+      visit(k);
+      visit(item);
+    }
+    for (const auto& [name, item] : o.attributes) visit(item);
+    if (o.function) visit(o.function);
+  } else if (const auto* f = std::get_if<std::shared_ptr<FunctionDef>>(&n)) {
+    for (const Value& d : (*f)->defaults) visit(d);
+    visit((*f)->closure);
+  } else {
+    const Environment& e = *std::get<std::shared_ptr<Environment>>(n);
+    for (const auto& [name, item] : e.vars()) visit(item);
+    visit(e.parent());
   }
 }
+
+// Empties a node, so that what it held goes with its last reference.
+void clear(const Node& n) {
+  if (const auto* v = std::get_if<Value>(&n)) {
+    Object& o = **v;
+    if (!o.items.empty()) o.items.clear();
+    if (!o.dict.empty()) o.dict.clear();
+    if (!o.attributes.empty()) o.attributes.clear();
+    if (o.function) o.function.reset();
+  } else if (const auto* f = std::get_if<std::shared_ptr<FunctionDef>>(&n)) {
+    (*f)->defaults.clear();
+    (*f)->closure.reset();
+  } else {
+    std::get<std::shared_ptr<Environment>>(n)->vars().clear();
+  }
+}
+
+// Every node reachable from what note() is given, with the references to each from those given and
+// from the nodes found.
+class Graph {
+ public:
+  explicit Graph(const std::vector<std::shared_ptr<Environment>>& scopes) {
+    for (const auto& s : scopes) handed_.insert(s.get());
+  }
+
+  void note(const Value& v) {
+    if (v && holdsValues(*v)) add(v);
+  }
+  void note(const std::shared_ptr<FunctionDef>& f) {
+    if (f) add(f);
+  }
+  // A scope not handed over is outside: a driver's globals, the builtins.
+  void note(const std::shared_ptr<Environment>& e) {
+    if (e && handed_.count(e.get())) add(e);
+  }
+
+  void expand() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {  // nodes_ grows
+      forEachChild(nodes_[i], [this](const auto& child) { note(child); });
+    }
+  }
+
+  // Held from outside: more references than the node list's own and those counted from what was
+  // noted and from the nodes found (the caller's roots still hold theirs). What such a node reaches
+  // stays too; every other node is emptied.
+  void clearUnheld() {
+    std::vector<bool> alive(nodes_.size(), false);
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (useCount(nodes_[i]) - 1 > inside_[i]) {
+        alive[i] = true;
+        pending.push_back(i);
+      }
+    }
+    while (!pending.empty()) {
+      const size_t i = pending.back();
+      pending.pop_back();
+      forEachChild(nodes_[i], [&](const auto& child) {
+        const auto it = index_.find(child.get());
+        if (it == index_.end() || alive[it->second]) return;
+        alive[it->second] = true;
+        pending.push_back(it->second);
+      });
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!alive[i]) clear(nodes_[i]);
+    }
+  }
+
+ private:
+  void add(Node n) {
+    const auto [it, fresh] = index_.try_emplace(address(n), nodes_.size());
+    if (fresh) {
+      nodes_.push_back(std::move(n));
+      inside_.push_back(0);
+    }
+    ++inside_[it->second];
+  }
+
+  std::unordered_set<const void*> handed_;
+  std::vector<Node> nodes_;
+  std::vector<long> inside_;
+  std::unordered_map<const void*, size_t> index_;
+};
 
 }  // namespace
 
-void releaseContainers(std::vector<Value> roots) {
-  // Every container reachable from the roots through containers, with the references to it from
-  // the roots and from those containers.
-  std::vector<Value> found;
-  std::unordered_map<const Object*, long> inside;
-  const auto note = [&](const Value& v) {
-    if (!isContainer(v)) return;
-    const auto [it, fresh] = inside.try_emplace(v.get(), 0);
-    ++it->second;
-    if (fresh) found.push_back(v);
-  };
-  for (const Value& r : roots) note(r);
-  for (size_t i = 0; i < found.size(); ++i) {  // `found` grows
-    const Object* o = found[i].get();
-    forEachChild(*o, note);
-  }
-  // Held from outside: more references than found's own and those counted inside. What such a
-  // container reaches stays too.
-  std::unordered_set<const Object*> alive;
-  std::vector<const Object*> pending;
-  for (const Value& v : found) {
-    if (v.use_count() - 1 > inside[v.get()] && alive.insert(v.get()).second)
-      pending.push_back(v.get());
-  }
-  while (!pending.empty()) {
-    const Object* o = pending.back();
-    pending.pop_back();
-    forEachChild(*o, [&](const Value& child) {
-      if (isContainer(child) && alive.insert(child.get()).second) pending.push_back(child.get());
-    });
-  }
-  roots.clear();
-  for (const Value& v : found) {
-    if (alive.count(v.get())) continue;
-    if (!v->items.empty()) v->items.clear();
-    if (!v->dict.empty()) v->dict.clear();
-  }
+void releaseCycles(std::vector<Value> roots, std::vector<std::shared_ptr<Environment>> scopes) {
+  Graph graph(scopes);
+  for (const Value& r : roots) graph.note(r);
+  for (const auto& s : scopes) graph.note(s);
+  graph.expand();
+  graph.clearUnheld();  // roots and scopes still hold what they held: their references count
 }
 
 }  // namespace shardscope::trace

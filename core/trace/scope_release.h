@@ -13,23 +13,27 @@ class Environment;
 // Values are counted references, so a cycle is never freed by its counts: a function defined at
 // global scope (its closure is the globals, which hold it), an inner function its own call's
 // scope holds, a list appended to itself. A runner that kept each run's cycles would keep their
-// tensors, on the GPU too, for the rest of a GUI session. releaseScope empties every scope, list,
-// dict, object and function reachable from `scope`, so that each is freed when its last outside
-// reference goes, except what is also reachable from `kept` (scopes that outlive the run, such as
-// the builtins with the torch namespace). Call it only when nothing else will read `scope`'s
-// values. It walks with a work list, so a value nested 100000 levels deep is safe.
-void releaseScope(const std::shared_ptr<Environment>& scope,
-                  const std::vector<const Environment*>& kept);
+// tensors, on the GPU too, for the rest of a GUI session. releaseScopes empties every scope, list,
+// dict, object and function reachable from `scopes` (a run's globals, and the call scopes it made
+// functions in: an inner function that only its call's scope holds is reachable from no global),
+// so that each is freed when its last outside reference goes, except what is also reachable from
+// `kept` (scopes that outlive the run, such as the builtins with the torch namespace). Call it only
+// when nothing else will read those values. It walks with a work list, so a value nested 100000
+// levels deep is safe.
+void releaseScopes(const std::vector<std::shared_ptr<Environment>>& scopes,
+                   const std::vector<const Environment*>& kept);
 
-// Frees the lists, tuples, dicts and dict views that only `roots` reach, cycles among them
-// included (a list made in a block that holds itself), and leaves whole any container something
-// else still holds (a saved dict handed to the driver) with all it reaches. References are
-// counted as CPython's collector counts them: a container is held from outside when its count
-// exceeds the references from `roots` and from the other containers found. The caller hands over
-// its references in `roots`; other values (tensors, functions) go with their last reference. It
-// reads the containers it reaches while it counts: a driver's list that a block reached through
-// a driver function is read by every rank, which is safe unless some rank's block writes it then
-// (a script whose ranks write one driver list races already).
-void releaseContainers(std::vector<Value> roots);
+// Frees what only `roots` and `scopes` reach, cycles among them included (a list made in a block
+// that holds itself; an inner function its call's scope holds, the call long over), and leaves
+// whole anything something else still holds (a saved dict handed to the driver, a function a
+// driver's list keeps) with all it reaches. References are counted as CPython's collector counts
+// them: a value, function or handed scope is held from outside when its count exceeds the
+// references from the roots, the scopes and the others found. A scope not in `scopes` (a driver's
+// globals, the builtins) is never entered nor emptied. The caller hands over its references;
+// tensors and other values without values in them go with their last reference. It reads what it
+// reaches while it counts: a driver's list that a block reached is read by every rank, which is
+// safe unless some rank's block writes it then (a script whose ranks write one driver list races
+// already).
+void releaseCycles(std::vector<Value> roots, std::vector<std::shared_ptr<Environment>> scopes);
 
 }  // namespace shardscope::trace

@@ -75,8 +75,10 @@ struct ScriptRunner::Impl : public Host {
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
 
-  // Earlier runs' globals whose cycles wait to be freed (releaseGlobals).
+  // Earlier runs' globals, and the call scopes their functions were made in, whose cycles wait to
+  // be freed (releaseGlobals).
   std::vector<std::shared_ptr<Environment>> unreleased;
+  std::vector<std::shared_ptr<Environment>> lastRunsFunctionScopes;
 
   ~Impl() { releaseGlobals(); }
   // The last run's globals are read (tensorValue, reprOf) until the next run starts; then what
@@ -86,11 +88,12 @@ struct ScriptRunner::Impl : public Host {
   void releaseGlobals() {
     if (globals) unreleased.push_back(std::move(globals));
     globals.reset();
+    for (auto& scope : lastRunsFunctionScopes) unreleased.push_back(std::move(scope));
+    lastRunsFunctionScopes.clear();
     const bool rankInJob = std::any_of(engineById.begin(), engineById.end(),
                                        [](const Engine* e) { return e->rankInJob(); });
     if (rankInJob) return;
-    for (const auto& scope : unreleased)
-      releaseScope(scope, {runnerScope.get(), builtinScope().get()});
+    releaseScopes(unreleased, {runnerScope.get(), builtinScope().get()});
     unreleased.clear();
   }
 
@@ -515,10 +518,16 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     ~Running() { s.running = nullptr; }
   } running{s};
   s.running = &in;
-  in.run(program->body);
+  try {
+    in.run(program->body);
+  } catch (...) {
+    s.lastRunsFunctionScopes = in.functionScopes();
+    throw;
+  }
+  s.lastRunsFunctionScopes = in.functionScopes();
 }
 
-size_t ScriptRunner::unreleasedRuns() const {
+size_t ScriptRunner::unreleasedScopes() const {
   return impl_->unreleased.size();
 }
 

@@ -60,9 +60,10 @@ class ScriptRunner {
 
   // The value of a top-level name after run(), as repr() shows it (for tests and tools).
   std::string reprOf(const std::string& name) const;
-  // How many earlier runs' values wait to be freed: a rank still in a failed job when the next
-  // run started could read them. A later run's start frees them once every rank has left.
-  size_t unreleasedRuns() const;
+  // How many earlier runs' scopes (their globals, and the call scopes their functions were made
+  // in) wait to be freed: a rank still in a failed job when the next run started could read them.
+  // A later run's start frees them once every rank has left.
+  size_t unreleasedScopes() const;
   // A top-level tensor's value as float32 on the host, if `name` holds a tensor.
   std::optional<HostTensor> tensorValue(const std::string& name) const;
 

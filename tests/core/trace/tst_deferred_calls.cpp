@@ -22,6 +22,7 @@
 #include "core/parallel/shard_spec.h"
 #include "core/trace/deferred_calls.h"
 #include "core/trace/interleaver.h"
+#include "core/trace/interpreter.h"
 #include "core/trace/script_runner.h"
 
 using namespace shardscope;
@@ -326,6 +327,28 @@ class TestDeferredCalls : public QObject {
     QCOMPARE(kept->items.size(), size_t(2));
     QVERIFY(kept->items[0] == item && kept->items[1] == kept);
     kept->items.clear();  // the cycle the block left in the test's own list
+  }
+
+  // A function called in a block that defines an inner function leaves a cycle (the call's scope
+  // holds the inner function, which closes over it): freed when the block ends, with what it held;
+  // an inner function the block handed to a list held outside it stays whole and still works.
+  void aCallsInnerFunctionsAreFreedUnlessHeldOutside() {
+    const trace::Value kept = trace::list({trace::integer(7)});
+    const Outcome r = runProbe(1,
+                               "def make(k):\n    def get():\n        return k\n    return get\n"
+                               "for i in range(5):\n    make(kept)\n"
+                               "kept.append(make(kept[0]))\n"
+                               "y = (probe.output * 2).save()\n",
+                               kept);
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(r.saved.count("y"));
+    QCOMPARE(kept.use_count(), 1L);  // the five calls' scopes held it
+    QCOMPARE(kept->items.size(), size_t(2));
+    const trace::Value get = kept->items[1];
+    QCOMPARE(get->type, trace::Type::Function);
+    const trace::Value* k = get->function->closure->find("k");
+    QVERIFY(k && (*k)->intValue == 7);
+    kept->items.pop_back();
   }
 
   void aStackedOpThatFailsFailsAsAlone() {

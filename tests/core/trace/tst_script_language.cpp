@@ -270,9 +270,9 @@ class TestScriptLanguage : public QObject {
   }
 
   // Reference cycles (a function in the scope it closes over, a list holding itself, an inner
-  // function its call's scope holds, two dicts holding each other) are freed when a run's scope
-  // is released, tensors in them too; what the builtins hold (the torch namespace a global
-  // names) is left whole, so the next run works.
+  // function its call's scope holds, kept or long dropped, two dicts holding each other) are freed
+  // when a run's scopes are released, tensors in them too; what the builtins hold (the torch
+  // namespace a global names) is left whole, so the next run works.
   void releasedScopesFreeTheirCycles() {
     NoModelHost host;
     auto globals = std::make_shared<trace::Environment>(trace::builtinScope());
@@ -284,26 +284,50 @@ class TestScriptLanguage : public QObject {
                             "        return inner\n    return inner\n"
                             "g = outer()\n"
                             "d = {'t': t}\ne = {'d': d}\nd['e'] = e\n"
-                            "th = torch\n",
+                            "th = torch\n"
+                            "def helper(x):\n    def keep():\n        return x\n    return 1\n"
+                            "def tidy():\n    def k():\n        return 0\n    k = 0\n"
+                            "for i in range(200):\n    helper(t)\n    tidy()\n",
                             "cycles.py"),
         host, globals, 100000);
     in->run(in->program().body);
+    // The call scopes still alive: outer's (g holds inner) and each of helper's 200 (each holds
+    // its keep, which closes over it, and x); tidy's went with their calls.
+    std::vector<std::shared_ptr<trace::Environment>> scopes = in->functionScopes();
+    QCOMPARE(scopes.size(), size_t(201));
     in.reset();
+    const long tensorHolders = (*globals->find("t")).use_count();
+    QVERIFY2(tensorHolders > 200, std::to_string(tensorHolders).c_str());  // helper's calls' x
+    scopes.insert(scopes.begin(), globals);
     std::vector<std::weak_ptr<trace::Object>> held;
     for (const char* name : {"f", "t", "a", "g", "d", "e"}) held.push_back(*globals->find(name));
     const std::weak_ptr<trace::Environment> scope = globals;
     const size_t torchMembers = (*globals->find("th"))->attributes.size();
     QVERIFY(torchMembers > 10);
-    trace::releaseScope(globals, {trace::builtinScope().get()});
+    trace::releaseScopes(scopes, {trace::builtinScope().get()});
+    scopes.clear();
     globals.reset();
     QVERIFY(scope.expired());
     for (size_t i = 0; i < held.size(); ++i) QVERIFY2(held[i].expired(), std::to_string(i).c_str());
     QCOMPARE((*trace::builtinScope()->find("torch"))->attributes.size(), torchMembers);
   }
 
-  // releaseContainers frees the containers only its roots reach, cycles included, and leaves
-  // whole a container held elsewhere too, with what it reaches (its own cycle as well).
-  void releasedContainersFreeOnlyWhatNothingElseHolds() {
+  // A function whose closure is `scope`, held by it under `name`: the cycle a call leaves when it
+  // defines an inner function.
+  static trace::Value functionIn(const std::shared_ptr<trace::Environment>& scope,
+                                 const std::string& name) {
+    auto f = std::make_shared<trace::Object>();
+    f->type = trace::Type::Function;
+    f->function = std::make_shared<trace::FunctionDef>();
+    f->function->name = name;
+    f->function->closure = scope;
+    scope->set(name, f);
+    return f;
+  }
+
+  // releaseCycles frees what only its roots and scopes reach, cycles included, and leaves whole
+  // what is held elsewhere too, with what it reaches (its own cycle as well).
+  void releasedCyclesFreeOnlyWhatNothingElseHolds() {
     const trace::Value t = trace::tensor(at::ones({4}));
     trace::Value cyclic = trace::list({t});
     cyclic->items.push_back(cyclic);
@@ -320,13 +344,37 @@ class TestScriptLanguage : public QObject {
     roots.push_back(std::move(cyclic));
     roots.push_back(std::move(held));
     roots.push_back(trace::list({std::move(inner)}));
-    trace::releaseContainers(std::move(roots));
+    // A result object whose outputs list holds it.
+    trace::Value result = std::make_shared<trace::Object>();
+    result->type = trace::Type::ResultObject;
+    result->attributes["outputs"] = trace::list({result, t});
+    const std::weak_ptr<trace::Object> resultGone = result;
+    roots.push_back(std::move(result));
+    // Two call scopes, each holding a function that closes over it, below a scope not handed over
+    // (a driver's globals): the first's function nothing else holds; the second's the test keeps.
+    const auto outside = std::make_shared<trace::Environment>();
+    outside->set("t", t);
+    std::vector<std::shared_ptr<trace::Environment>> scopes{
+        std::make_shared<trace::Environment>(outside),
+        std::make_shared<trace::Environment>(outside)};
+    scopes[0]->set("x", t);
+    functionIn(scopes[0], "dropped");
+    scopes[1]->set("x", t);
+    const trace::Value keptFunction = functionIn(scopes[1], "kept");
+    const std::weak_ptr<trace::Environment> droppedScope = scopes[0];
+    trace::releaseCycles(std::move(roots), std::move(scopes));
     QVERIFY(cyclicGone.expired());
+    QVERIFY(resultGone.expired());
+    QVERIFY(droppedScope.expired());
     QCOMPARE(heldOutside->dict.size(), size_t(2));
     QVERIFY(!innerKept.expired());
     QCOMPARE(innerKept.lock()->items.size(), size_t(1));
-    QCOMPARE(t.use_count(), 2L);  // here and in `inner`
+    // The kept function still reads its call's names; the scope above was not entered.
+    QCOMPARE(keptFunction->function->closure->vars().size(), size_t(2));
+    QCOMPARE(outside->vars().size(), size_t(1));
+    QCOMPARE(t.use_count(), 4L);  // here, in `inner`, in `outside` and in the kept call's scope
     heldOutside->dict.clear();
+    keptFunction->function->closure->vars().clear();
   }
 
   // A saved dict leaves its block as it is (a list is copied out): one that holds itself and a
@@ -366,14 +414,19 @@ class TestScriptLanguage : public QObject {
   }
 
   // While a rank is in a job (one lost past a failed job's timeout may read the last run's
-  // values), the next run leaves those values whole; a later run frees them.
+  // values), the next run leaves those values whole, the call scopes its inner functions hold too;
+  // a later run frees them.
   void aLastRunsValuesWaitForRanksToLeaveTheirJobs() {
     auto engine = test::demoEngine(1);
     std::vector<std::string> lines;
     trace::RunOptions o = demoRunOptions(&lines);
     o.engine = engine.get();
     trace::ScriptRunner runner(o);
-    runner.run("model = VLLM('demo')\na = [torch.ones(2)]\na.append(a)\n", "first.py");
+    runner.run(
+        "model = VLLM('demo')\na = [torch.ones(2)]\na.append(a)\n"
+        "def make(x):\n    def get():\n        return x\n    return 0\n"
+        "for i in range(3):\n    make(a)\n",
+        "first.py");
     std::atomic<bool> release{false}, inside{false};
     JobHandle job = engine->submit([&](RankContext&) {
       inside = true;
@@ -391,10 +444,10 @@ class TestScriptLanguage : public QObject {
       const Release guard{release, job};
       while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       runner.run("b = [1]\nb.append(b)\n", "second.py");
-      QCOMPARE(runner.unreleasedRuns(), size_t(1));
+      QCOMPARE(runner.unreleasedScopes(), size_t(4));  // the globals and make's three calls
     }
     runner.run("print(len([1, 2]))\n", "third.py");
-    QCOMPARE(runner.unreleasedRuns(), size_t(0));
+    QCOMPARE(runner.unreleasedScopes(), size_t(0));
     QCOMPARE(lines, std::vector<std::string>{"2"});
   }
 
