@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 
 #include "../host_tensor_conversion.h"
 #include "dict_view.h"
@@ -50,7 +51,157 @@ Value capture(const Value& v, std::map<const Object*, Value>& copies) {
   }
 }
 
+// Saved values reach the driver on the host. The device tensors of every saved value (a list read
+// at every step holds one per step) move in one transfer per device and dtype, not one
+// synchronising copy each; each tensor gets its own host storage. Tuples, lists, dicts (keys and
+// values) and dict views are followed (each once: one may hold itself) from a list of what is
+// left, not by recursing, so a value nested 100000 deep is walked safely.
+void deviceLeaves(const Value& v, std::vector<const Object*>& out) {
+  std::unordered_set<const Object*> seen;
+  std::vector<const Object*> left{v.get()};
+  while (!left.empty()) {
+    const Object* o = left.back();
+    left.pop_back();
+    if (!seen.insert(o).second) continue;
+    if (o->type == Type::Tensor && o->tensor.defined() && !o->tensor.is_cpu()) out.push_back(o);
+    const bool items = o->type == Type::Tuple || o->type == Type::List || isDictView(o->type);
+    if (items) {
+      for (const auto& i : o->items) left.push_back(i.get());
+    } else if (o->type == Type::Dict) {
+      for (const auto& [k, i] : o->dict) {
+        left.push_back(k.get());
+        left.push_back(i.get());
+      }
+    }
+  }
+}
+
+// Copies `objects` (one device and dtype) to the host through one concatenation.
+void moveBatchToHost(const std::vector<const Object*>& objects,
+                     std::map<const Object*, at::Tensor>& host) {
+  std::vector<at::Tensor> flat;
+  for (const Object* o : objects) flat.push_back(o->tensor.reshape(-1));
+  const at::Tensor all = at::cat(flat).to(at::kCPU);
+  int64_t offset = 0;
+  for (const Object* o : objects) {
+    const int64_t n = o->tensor.numel();
+    host[o] = all.narrow(0, offset, n).view(o->tensor.sizes()).clone();
+    offset += n;
+  }
+}
+
+std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>& leaves) {
+  // A concatenation holds at most this much on the device; a larger tensor moves on its own.
+  constexpr int64_t kMaxBatchBytes = int64_t(64) << 20;
+  std::map<const Object*, at::Tensor> host;
+  struct Batch {
+    std::vector<const Object*> objects;
+    int64_t bytes = 0;
+  };
+  std::map<std::pair<std::string, at::ScalarType>, Batch> batches;
+  for (const Object* o : leaves) {
+    const at::Tensor& t = o->tensor;
+    const int64_t bytes = t.numel() * int64_t(t.element_size());
+    if (bytes > kMaxBatchBytes) {
+      host[o] = t.to(at::kCPU);
+      continue;
+    }
+    Batch& b = batches[{t.device().str(), t.scalar_type()}];
+    if (b.bytes + bytes > kMaxBatchBytes) {
+      moveBatchToHost(b.objects, host);
+      b = Batch();
+    }
+    b.objects.push_back(o);
+    b.bytes += bytes;
+  }
+  for (const auto& [key, b] : batches) {
+    if (!b.objects.empty()) moveBatchToHost(b.objects, host);
+  }
+  return host;
+}
+
+// `v` with the host copies of its device tensors. Tuples and lists are copied; dicts and dict views
+// too when any saved value held a device tensor (else they are handed on as they are). A value met
+// twice (two names of one list, a dict and a view of it, a list that holds itself) is rebuilt
+// once, so the copies alias as the originals do.
+class HostRebuild {
+ public:
+  explicit HostRebuild(std::map<const Object*, at::Tensor> host) : host_(std::move(host)) {}
+
+  Value operator()(const Value& v) {
+    if (const auto it = rebuilt_.find(v.get()); it != rebuilt_.end()) return it->second;
+    switch (v->type) {
+      case Type::Tensor: {
+        const auto it = host_.find(v.get());
+        if (it == host_.end()) return v;
+        auto c = tensor(it->second);
+        c->saved = v->saved;
+        return rebuilt_[v.get()] = c;
+      }
+      case Type::Tuple:
+      case Type::List: {
+        NestingGuard nest(kNesting);
+        Value c = v->type == Type::List ? list({}) : tuple({});
+        c->saved = v->saved;
+        rebuilt_[v.get()] = c;  // before the items: one may be this value itself
+        c->items.reserve(v->items.size());
+        for (const auto& i : v->items) c->items.push_back((*this)(i));
+        return c;
+      }
+      case Type::Dict: {
+        if (host_.empty()) return v;
+        NestingGuard nest(kNesting);
+        auto c = std::make_shared<Object>(*v);
+        rebuilt_[v.get()] = c;
+        for (auto& [k, i] : c->dict) {
+          k = (*this)(k);
+          i = (*this)(i);
+        }
+        return c;
+      }
+      case Type::DictKeys:
+      case Type::DictValues:
+      case Type::DictItems: {
+        if (host_.empty()) return v;
+        NestingGuard nest(kNesting);
+        Value c = dictView(v->type, nullptr);
+        c->saved = v->saved;
+        rebuilt_[v.get()] = c;
+        c->items[0] = (*this)(viewedDict(*v));
+        return c;
+      }
+      default:
+        return v;
+    }
+  }
+
+ private:
+  static constexpr const char* kNesting =
+      "while copying a saved value out of the trace block: it nests lists, tuples or dicts too "
+      "deeply (1000 levels at most)";
+
+  std::map<const Object*, at::Tensor> host_;
+  std::map<const Object*, Value> rebuilt_;
+};
+
 }  // namespace
+
+std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& saved) {
+  std::vector<const Object*> leaves;
+  for (const auto& [name, v] : saved) deviceLeaves(v, leaves);
+  std::sort(leaves.begin(), leaves.end());
+  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());  // a value under two names
+  HostRebuild rebuild(moveToHost(leaves));
+  std::map<std::string, Value> out;
+  for (const auto& [name, v] : saved) {
+    try {
+      out[name] = rebuild(v);
+    } catch (const RuntimeFailure& e) {
+      throw RuntimeFailure("the saved value '" + name + "': " + e.what());
+    }
+  }
+  return out;
+}
 
 // The invokes with one rank's copies of their captured values. The copies are held only by the
 // result, so that the block that takes them frees them when it ends, cycles included.

@@ -2,6 +2,7 @@
 // names a block uses, and saved values as plain data for the run's record.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ namespace shardscope::trace {
 // copies alias as the originals do. The copies are held only by the result, so that the block
 // that takes them frees them when it ends, cycles included.
 std::vector<InvokeSpec> rankCopies(std::vector<InvokeSpec> invokes);
+
+// The blocks' saved values, by name, as the driver receives them: every device tensor they reach
+// (through tuples, lists, dicts and dict views) copied to the host, in one transfer per device and
+// dtype, with aliasing kept (a list under two names, a dict that holds itself).
+std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& saved);
 
 // Appends saved value `v` as plain data: tensors keep their dtype; tuples and lists of tensors
 // become one entry per item (`name[i]`); anything else is kept as its repr.

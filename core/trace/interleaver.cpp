@@ -12,6 +12,7 @@
 #include "../model/tokenizer.h"
 #include "../parallel/collective_board.h"
 #include "../parallel/shard_spec.h"
+#include "driver_values.h"
 #include "interpreter.h"
 #include "mediator.h"
 #include "scope_release.h"
@@ -19,98 +20,6 @@
 #include "trace_device.h"
 
 namespace shardscope::trace {
-namespace {
-
-// Saved values reach the driver on the host. The device tensors of every saved value (a list read
-// at every step holds one per step) move in one transfer per device and dtype, not one
-// synchronising copy each; each tensor gets its own host storage.
-// Tuples and lists are followed (each once: one may hold itself) from a list of what is left, not
-// by recursing, so a value nested 100000 deep is walked safely.
-void deviceLeaves(const Value& v, std::vector<const Object*>& out) {
-  std::unordered_set<const Object*> seen;
-  std::vector<const Object*> left{v.get()};
-  while (!left.empty()) {
-    const Object* o = left.back();
-    left.pop_back();
-    if (!seen.insert(o).second) continue;
-    if (o->type == Type::Tensor && o->tensor.defined() && !o->tensor.is_cpu()) out.push_back(o);
-    if (o->type != Type::Tuple && o->type != Type::List) continue;
-    for (const auto& i : o->items) left.push_back(i.get());
-  }
-}
-
-// Copies `objects` (one device and dtype) to the host through one concatenation.
-void moveBatchToHost(const std::vector<const Object*>& objects,
-                     std::map<const Object*, at::Tensor>& host) {
-  std::vector<at::Tensor> flat;
-  for (const Object* o : objects) flat.push_back(o->tensor.reshape(-1));
-  const at::Tensor all = at::cat(flat).to(at::kCPU);
-  int64_t offset = 0;
-  for (const Object* o : objects) {
-    const int64_t n = o->tensor.numel();
-    host[o] = all.narrow(0, offset, n).view(o->tensor.sizes()).clone();
-    offset += n;
-  }
-}
-
-std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>& leaves) {
-  // A concatenation holds at most this much on the device; a larger tensor moves on its own.
-  constexpr int64_t kMaxBatchBytes = int64_t(64) << 20;
-  std::map<const Object*, at::Tensor> host;
-  struct Batch {
-    std::vector<const Object*> objects;
-    int64_t bytes = 0;
-  };
-  std::map<std::pair<std::string, at::ScalarType>, Batch> batches;
-  for (const Object* o : leaves) {
-    const at::Tensor& t = o->tensor;
-    const int64_t bytes = t.numel() * int64_t(t.element_size());
-    if (bytes > kMaxBatchBytes) {
-      host[o] = t.to(at::kCPU);
-      continue;
-    }
-    Batch& b = batches[{t.device().str(), t.scalar_type()}];
-    if (b.bytes + bytes > kMaxBatchBytes) {
-      moveBatchToHost(b.objects, host);
-      b = Batch();
-    }
-    b.objects.push_back(o);
-    b.bytes += bytes;
-  }
-  for (const auto& [key, b] : batches) {
-    if (!b.objects.empty()) moveBatchToHost(b.objects, host);
-  }
-  return host;
-}
-
-// `v` with the host copies of its device tensors, rebuilt where it holds one. A value met twice
-// (two names of one list, a list that holds itself) is rebuilt once, so the copies alias as the
-// originals do.
-Value rebuiltOnHost(const Value& v, const std::map<const Object*, at::Tensor>& host,
-                    std::map<const Object*, Value>& rebuilt) {
-  if (const auto it = rebuilt.find(v.get()); it != rebuilt.end()) return it->second;
-  if (v->type == Type::Tensor) {
-    const auto it = host.find(v.get());
-    if (it == host.end()) return v;
-    auto c = tensor(it->second);
-    c->saved = v->saved;
-    return rebuilt[v.get()] = c;
-  }
-  if (v->type == Type::Tuple || v->type == Type::List) {
-    NestingGuard nest(
-        "while copying a saved value out of the trace block: it nests lists or tuples too deeply "
-        "(1000 levels at most)");
-    Value c = v->type == Type::List ? list({}) : tuple({});
-    c->saved = v->saved;
-    rebuilt[v.get()] = c;  // before the items: one may be this value itself
-    c->items.reserve(v->items.size());
-    for (const auto& i : v->items) c->items.push_back(rebuiltOnHost(i, host, rebuilt));
-    return c;
-  }
-  return v;
-}
-
-}  // namespace
 
 Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> program,
                          const std::vector<InvokeSpec>& invokes,
@@ -545,14 +454,6 @@ TraceOutput Interleaver::output() const {
       }
     }
   }
-  // Every saved value of every block reaches the host in one transfer per device and dtype (each
-  // a synchronising copy), not one a name.
-  std::vector<const Object*> leaves;
-  for (const auto& [name, v] : kept) deviceLeaves(v, leaves);
-  std::sort(leaves.begin(), leaves.end());
-  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());  // a value under two names
-  const auto host = moveToHost(leaves);
-  std::map<const Object*, Value> rebuilt;
   for (const auto& [name, v] : kept) {
     // A function in a saved list or dict would outlive the block whose values it closes over (the
     // block's print, the interleaver itself), as save() refuses for one on its own.
@@ -562,12 +463,8 @@ TraceOutput Interleaver::output() const {
       throw RuntimeFailure("the saved value '" + name +
                            "' holds a function, which cannot leave its block: save what it "
                            "returns");
-    try {
-      out.saved[name] = rebuiltOnHost(v, host, rebuilt);
-    } catch (const RuntimeFailure& e) {
-      throw RuntimeFailure("the saved value '" + name + "': " + e.what());
-    }
   }
+  out.saved = savedOnHost(kept);
   return out;
 }
 
