@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "../error.h"
 #include "layers/tp_rank.h"
@@ -224,7 +225,8 @@ at::Tensor RandomSource::load(const std::string& name, const std::vector<int64_t
                               const SliceSpec& slice, at::ScalarType dtype) {
   checkSlice(name, fullShape, slice);
   const SliceIndex ix(fullShape, slice);
-  const auto [scale, offset] = scaleAndOffset(name, fullShape);
+  float scale = 0.f, offset = 0.f;  // not a structured binding: the lambda below reads them (C++17)
+  std::tie(scale, offset) = scaleAndOffset(name, fullShape);
   at::Tensor out = at::empty(ix.shape, at::kFloat);
   float* dst = out.data_ptr<float>();
   const uint64_t base = hashName(name, seed_);

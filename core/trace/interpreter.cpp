@@ -414,7 +414,9 @@ void Interpreter::noteFunctionScope() {
   // A helper called a million times whose inner functions go with its call leaves only expired
   // entries: dropping them whenever the list doubles keeps it as long as what is still alive.
   if (functionScopes_.size() >= std::max<size_t>(64, 2 * functionScopesKept_)) {
-    std::erase_if(functionScopes_, [](const auto& w) { return w.expired(); });
+    functionScopes_.erase(std::remove_if(functionScopes_.begin(), functionScopes_.end(),
+                                         [](const auto& w) { return w.expired(); }),
+                          functionScopes_.end());
     functionScopesKept_ = functionScopes_.size();
   }
   functionScopes_.push_back(env_);

@@ -7,6 +7,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -100,10 +101,13 @@ Value Interpreter::held(std::function<at::Tensor()> compute, std::shared_ptr<con
   v->type = Type::Deferred;
   v->compute = std::move(compute);
   if (deferred_.size() >= 64 && deferred_.size() == deferred_.capacity()) {
-    std::erase_if(deferred_, [](const Held& h) {
-      const Value x = h.value.lock();
-      return !x || (x->type != Type::Deferred && !h.row->stacked.defined());  // no use left
-    });
+    deferred_.erase(std::remove_if(deferred_.begin(), deferred_.end(),
+                                   [](const Held& h) {
+                                     const Value x = h.value.lock();
+                                     return !x || (x->type != Type::Deferred &&
+                                                   !h.row->stacked.defined());  // no use left
+                                   }),
+                    deferred_.end());
   }
   deferred_.push_back({v, std::move(op), std::move(row)});
   return v;

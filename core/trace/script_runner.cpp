@@ -156,7 +156,9 @@ struct ScriptRunner::Impl : public Host {
     auto it = options.modelDirs.find(name);
     o.model = it != options.modelDirs.end() ? it->second : name;
     o.tp = 1;
-    for (const auto& [k, v] : a.keywords) {
+    for (const auto& keyword : a.keywords) {
+      const std::string& k = keyword.first;
+      const Value& v = keyword.second;  // not a structured binding: lambdas read it (C++17)
       if (k == "distributed_executor_backend") {  // "ray", "mp": ShardScope has its own
         note(k +
              " is ignored: ShardScope's ranks are threads here, or processes under "
@@ -216,7 +218,7 @@ struct ScriptRunner::Impl : public Host {
   Value moduleAttribute(Interpreter& in, const Value& module, const std::string& name) override {
     Engine& engine = engineOf(in, module);
     if (module->str == "model" && (name == "trace" || name == "generate")) {
-      return builtin(name, [this, module, name, &in](CallArgs& a) {
+      return builtin(name, [module, name, &in](CallArgs& a) {
         auto ctx = std::make_shared<Object>();
         ctx->type = Type::ResultObject;
         ctx->str = "TraceContext";

@@ -7,6 +7,7 @@
 // (tensor_methods.cpp), so the two read their arguments alike.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,7 +45,9 @@ Value fromMethod(const std::string& shown, const char* method) {
     if (!rest.positional.empty()) {
       rest.positional.erase(rest.positional.begin());
     } else {
-      std::erase_if(rest.keywords, [](const auto& k) { return k.first == "input"; });
+      rest.keywords.erase(std::remove_if(rest.keywords.begin(), rest.keywords.end(),
+                                         [](const auto& k) { return k.first == "input"; }),
+                          rest.keywords.end());
     }
     return m->call(input, rest);
   });

@@ -402,10 +402,11 @@ bool equal(const Value& a, const Value& b) {
       if (a->dict.size() != b->dict.size()) return false;
       if (a->dict.empty()) return true;
       NestingGuard nest(kInComparison);
-      for (const auto& [key, value] : a->dict) {
+      for (const auto& entry : a->dict) {
+        const Value& key = entry.first;
         const auto other = std::find_if(b->dict.begin(), b->dict.end(),
                                         [&](const auto& kv) { return sameOrEqual(kv.first, key); });
-        if (other == b->dict.end() || !sameOrEqual(other->second, value)) return false;
+        if (other == b->dict.end() || !sameOrEqual(other->second, entry.second)) return false;
       }
       return true;
     }
