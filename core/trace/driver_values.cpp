@@ -120,10 +120,10 @@ std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>&
   return host;
 }
 
-// `v` with the host copies of its device tensors. Tuples and lists are copied; dicts and dict views
-// too when any saved value held a device tensor (else they are handed on as they are). A value met
-// twice (two names of one list, a dict and a view of it, a list that holds itself) is rebuilt
-// once, so the copies alias as the originals do.
+// `v` with the host copies of its device tensors. Tuples, lists, dicts and dict views are copied,
+// on any device alike (a saved list and a saved dict that holds it alias in the driver as in the
+// block). A value met twice (two names of one list, a dict and a view of it, a list that holds
+// itself) is rebuilt once, so the copies alias as the originals do.
 class HostRebuild {
  public:
   explicit HostRebuild(std::map<const Object*, at::Tensor> host) : host_(std::move(host)) {}
@@ -149,7 +149,6 @@ class HostRebuild {
         return c;
       }
       case Type::Dict: {
-        if (host_.empty()) return v;
         NestingGuard nest(kNesting);
         auto c = std::make_shared<Object>(*v);
         rebuilt_[v.get()] = c;
@@ -162,7 +161,6 @@ class HostRebuild {
       case Type::DictKeys:
       case Type::DictValues:
       case Type::DictItems: {
-        if (host_.empty()) return v;
         NestingGuard nest(kNesting);
         Value c = dictView(v->type, nullptr);
         c->saved = v->saved;

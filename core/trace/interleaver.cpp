@@ -55,13 +55,15 @@ void Interleaver::registerModule(const Module& m) {
 Interleaver::~Interleaver() {
   // What the block's names held is freed here, cycles included: a function defined in the block
   // closes over scope_, which holds it, and one defined in a call over the call's scope; a list
-  // made in the block may hold itself, and so may a saved snapshot of one. A saved dict or view,
-  // which the output hands on as it is, stays whole, and so does what the driver still holds.
+  // made in the block may hold itself, and so may a saved snapshot of one. What the driver still
+  // holds stays whole.
   try {
     std::vector<Value> roots;
-    std::vector<std::shared_ptr<Environment>> scopes;
-    for (auto& [name, v] : scope_->vars()) roots.push_back(std::move(v));
+    roots.reserve(scope_->vars().size());  // so that the names are all taken, or none
+    for (const auto& [name, v] : scope_->vars()) roots.push_back(v);
     scope_->vars().clear();
+    // scope_ itself, now empty, so that its functions' defaults are counted.
+    std::vector<std::shared_ptr<Environment>> scopes{scope_};
     for (const auto& m : mediators_) {
       for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
       for (auto& scope : m->interpreter().functionScopes()) scopes.push_back(std::move(scope));

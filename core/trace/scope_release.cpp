@@ -180,7 +180,9 @@ class Graph {
 
   void expand() {
     for (size_t i = 0; i < nodes_.size(); ++i) {  // nodes_ grows
-      forEachChild(nodes_[i], [this](const auto& child) { note(child); });
+      // A copy: note() appends to nodes_, which may move what a reference into it would see.
+      const Node n = nodes_[i];
+      if (entered(n)) forEachChild(n, [this](const auto& child) { note(child); });
     }
   }
 
@@ -199,6 +201,7 @@ class Graph {
     while (!pending.empty()) {
       const size_t i = pending.back();
       pending.pop_back();
+      if (!entered(nodes_[i])) continue;
       forEachChild(nodes_[i], [&](const auto& child) {
         const auto it = index_.find(child.get());
         if (it == index_.end() || alive[it->second]) return;
@@ -219,6 +222,13 @@ class Graph {
       inside_.push_back(0);
     }
     ++inside_[it->second];
+  }
+
+  // A function made outside the handed scopes (a driver's, whose defaults the driver and other
+  // ranks may use) is a node, so what it holds counts as held from outside, but it is not entered.
+  bool entered(const Node& n) const {
+    const auto* f = std::get_if<std::shared_ptr<FunctionDef>>(&n);
+    return !f || handed_.count((*f)->closure.get());
   }
 
   std::unordered_set<const void*> handed_;

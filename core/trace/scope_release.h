@@ -25,15 +25,17 @@ void releaseScopes(const std::vector<std::shared_ptr<Environment>>& scopes,
 
 // Frees what only `roots` and `scopes` reach, cycles among them included (a list made in a block
 // that holds itself; an inner function its call's scope holds, the call long over), and leaves
-// whole anything something else still holds (a saved dict handed to the driver, a function a
-// driver's list keeps) with all it reaches. References are counted as CPython's collector counts
-// them: a value, function or handed scope is held from outside when its count exceeds the
-// references from the roots, the scopes and the others found. A scope not in `scopes` (a driver's
-// globals, the builtins) is never entered nor emptied. The caller hands over its references;
-// tensors and other values without values in them go with their last reference. It reads what it
-// reaches while it counts: a driver's list that a block reached is read by every rank, which is
-// safe unless some rank's block writes it then (a script whose ranks write one driver list races
-// already).
+// whole anything something else still holds (a driver's list, a function a driver's list keeps)
+// with all it reaches. References are counted as CPython's collector counts them: a value,
+// function or handed scope is held from outside when its count exceeds the references from the
+// roots, the scopes and the others found. A scope not in `scopes` (a driver's globals, the
+// builtins) is never entered nor emptied, and neither is a function made in one (a driver's
+// function: what its defaults hold counts as held from outside). A value a builtin captured (a
+// bound method's list) counts as held from outside too, so a cycle through one stays. The caller
+// hands over its references; tensors and other values without values in them go with their last
+// reference. It reads what it reaches while it counts: a driver's list that a block reached is
+// read by every rank, which is safe unless some rank's block writes it then (a script whose ranks
+// write one driver list races already).
 void releaseCycles(std::vector<Value> roots, std::vector<std::shared_ptr<Environment>> scopes);
 
 }  // namespace shardscope::trace

@@ -335,7 +335,8 @@ class TestDeferredCalls : public QObject {
   void aCallsInnerFunctionsAreFreedUnlessHeldOutside() {
     const trace::Value kept = trace::list({trace::integer(7)});
     const Outcome r = runProbe(1,
-                               "def make(k):\n    def get():\n        return k\n    return get\n"
+                               "def make(k, spare=[0]):\n"
+                               "    def get(d=[k]):\n        return k\n    return get\n"
                                "for i in range(5):\n    make(kept)\n"
                                "kept.append(make(kept[0]))\n"
                                "y = (probe.output * 2).save()\n",
