@@ -2,6 +2,7 @@
 // imports) on top of the expression parser, and parseProgram.
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "ast.h"
 #include "expression_parser.h"
@@ -26,6 +27,52 @@ class Parser : public ExpressionParser {
   }
 
  private:
+  // Where break, continue and return may stand. A function's body starts outside any loop; so does
+  // a with statement's, which runs as a block on the model's ranks, apart from the driver's loops
+  // and functions (a break there would have no loop to leave).
+  struct Context {
+    int loops = 0;
+    bool inFunction = false;
+    bool inWith = false;
+  };
+  // Enters a body with its own context for the parser's lifetime of the guard.
+  class Body {
+   public:
+    Body(Parser& p, Context inner) : p_(p), outer_(p.context_) { p_.context_ = inner; }
+    ~Body() { p_.context_ = outer_; }
+    Body(const Body&) = delete;
+    Body& operator=(const Body&) = delete;
+
+   private:
+    Parser& p_;
+    Context outer_;
+  };
+
+  // A loop's body: one loop deeper.
+  Block loopBody() {
+    Context inner = context_;
+    ++inner.loops;
+    Body body(*this, inner);
+    return suite();
+  }
+
+  // break / continue outside a loop, return outside a function: Python's SyntaxError, or why a
+  // with block cannot take one.
+  void checkPlace(const char* keyword) {
+    const bool isReturn = std::string_view(keyword) == "return";
+    if (isReturn ? context_.inFunction : context_.loops > 0) return;
+    if (context_.inWith) {
+      fail(std::string("'") + keyword +
+           "' inside a with block: the block runs on the model's ranks, apart from the driver's " +
+           (isReturn ? "function; save the value and return it after the with statement"
+                     : "loops; set a flag and test it after the with statement"));
+    }
+    fail(isReturn ? "'return' outside function"
+                  : std::string("'") + keyword + "' " +
+                        (std::string_view(keyword) == "break" ? "outside loop"
+                                                              : "not properly in loop"));
+  }
+
   Block suite() {
     Nest nest(*this);
     expectOp(":");
@@ -58,7 +105,7 @@ class Parser : public ExpressionParser {
       if (!atName("in")) fail("expected 'in' in the for statement");
       ++i_;
       s->value = testList();
-      s->body = suite();
+      s->body = loopBody();
       if (atName("else")) unsupported("for ... else");
       return out.push_back(s);
     }
@@ -66,7 +113,7 @@ class Parser : public ExpressionParser {
       auto s = make(StmtKind::While);
       ++i_;
       s->value = test();
-      s->body = suite();
+      s->body = loopBody();
       if (atName("else")) unsupported("while ... else");
       return out.push_back(s);
     }
@@ -78,6 +125,7 @@ class Parser : public ExpressionParser {
       s->params = parameters(")");
       expectOp(")");
       if (acceptOp("->")) test();
+      Body body(*this, {0, true, false});
       s->body = suite();
       return out.push_back(s);
     }
@@ -90,6 +138,7 @@ class Parser : public ExpressionParser {
         s->targets.push_back(targetList());
       }
       if (atOp(",")) unsupported("several context managers in one with statement");
+      Body body(*this, {0, false, true});
       s->body = suite();
       return out.push_back(s);
     }
@@ -131,9 +180,10 @@ class Parser : public ExpressionParser {
 
   StmtPtr smallStatement() {
     if (atName("pass")) return ++i_, make(StmtKind::Pass);
-    if (atName("break")) return ++i_, make(StmtKind::Break);
-    if (atName("continue")) return ++i_, make(StmtKind::Continue);
+    if (atName("break")) return checkPlace("break"), ++i_, make(StmtKind::Break);
+    if (atName("continue")) return checkPlace("continue"), ++i_, make(StmtKind::Continue);
     if (atName("return")) {
+      checkPlace("return");
       auto s = make(StmtKind::Return);
       ++i_;
       if (!at(TokenKind::Newline) && !at(TokenKind::End) && !atOp(";")) s->value = testList();
@@ -241,6 +291,8 @@ class Parser : public ExpressionParser {
     while (acceptOp(".")) n += "." + expectName();
     return n;
   }
+
+  Context context_;
 };
 
 }  // namespace

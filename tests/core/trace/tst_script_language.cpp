@@ -135,6 +135,30 @@ class TestScriptLanguage : public QObject {
           << QString("x = float('%1')\n").arg(text)
           << QString("could not convert string to float: '%1'").arg(text);
     }
+    // break, continue and return where Python refuses them (before, the interpreter's signal
+    // escaped the run: a top-level `break` or `return` ended the process), and in a with block,
+    // which runs on the model's ranks apart from the driver's loops and functions.
+    QTest::newRow("break outside loop") << "x = 1\nbreak\n"
+                                        << "hostile.py:2:1: syntax error: 'break' outside loop";
+    QTest::newRow("continue outside loop")
+        << "if True:\n    continue\n"
+        << "hostile.py:2:5: syntax error: 'continue' not properly in loop";
+    QTest::newRow("return outside function")
+        << "return 3\n"
+        << "hostile.py:1:1: syntax error: 'return' outside function";
+    QTest::newRow("continue in a function in a loop")
+        << "for i in range(2):\n    def f():\n        continue\n    f()\n"
+        << "hostile.py:3:9: syntax error: 'continue' not properly in loop";
+    QTest::newRow("break in a with block in a loop")
+        << "model = VLLM('demo')\nfor i in range(2):\n    with model.trace('hi'):\n        break\n"
+        << "hostile.py:4:9: syntax error: 'break' inside a with block: the block runs on the "
+           "model's ranks, apart from the driver's loops; set a flag and test it after the with "
+           "statement";
+    QTest::newRow("return in a with block in a function")
+        << "model = VLLM('demo')\ndef f():\n    with model.trace('hi'):\n        return 1\n"
+        << "syntax error: 'return' inside a with block: the block runs on the model's ranks, "
+           "apart from the driver's function; save the value and return it after the with "
+           "statement";
     // Number literals in the source: Python's SyntaxError, at the character that breaks one.
     const std::pair<const char*, const char*> literals[] = {
         {"1__0", "1:6: invalid decimal literal"},
