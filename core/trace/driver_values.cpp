@@ -1,6 +1,7 @@
 #include "driver_values.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <unordered_set>
 
@@ -11,45 +12,65 @@
 namespace shardscope::trace {
 namespace {
 
-// One rank's copy of a value of the driver's scope. A value reached twice (a list under two names,
-// a dict and a view of it, a list that holds itself) is copied once, so the copies alias as the
-// originals do.
-Value capture(const Value& v, std::map<const Object*, Value>& copies) {
-  if (const auto it = copies.find(v.get()); it != copies.end()) return it->second;
-  const char* const during =
-      "while copying a value into the trace block: it nests lists, tuples or dicts too deeply "
-      "(1000 levels at most)";
-  switch (v->type) {
-    case Type::Tensor:
-      return copies[v.get()] = tensor(v->tensor.to(currentDevice()).clone());
-    case Type::Tuple:
-    case Type::List: {
-      NestingGuard nest(during);
-      Value c = v->type == Type::List ? list({}) : tuple({});
-      copies[v.get()] = c;  // before the items: one may be this value itself
-      for (const auto& i : v->items) c->items.push_back(capture(i, copies));
-      return c;
+// A copy of a value whose tuples, lists, dicts (keys and values) and dict views are new objects and
+// whose tensors are what `copyTensor` makes of them (nullptr: the tensor as it is). A value reached
+// twice (a list under two names, a dict and a view of it, a list that holds itself) is copied
+// once, so the copies alias as the originals do. Both crossings use it: the driver's values into
+// each rank's block, and the saved values back to the driver.
+class ValueCopy {
+ public:
+  using CopyTensor = std::function<Value(const Object&)>;
+  // keepSaved: the copies carry the originals' `saved` mark (a saved value leaving its block).
+  ValueCopy(CopyTensor copyTensor, bool keepSaved, const char* during)
+      : copyTensor_(std::move(copyTensor)), keepSaved_(keepSaved), during_(during) {}
+
+  Value operator()(const Value& v) {
+    if (const auto it = copies_.find(v.get()); it != copies_.end()) return it->second;
+    Value c;
+    switch (v->type) {
+      case Type::Tensor:
+        c = copyTensor_(*v);
+        if (!c) return v;
+        break;
+      case Type::Tuple:
+      case Type::List:
+        c = v->type == Type::List ? list({}) : tuple({});
+        break;
+      case Type::Dict:
+        c = std::make_shared<Object>(*v);  // its keys and values are replaced below
+        break;
+      case Type::DictKeys:
+      case Type::DictValues:
+      case Type::DictItems:
+        c = dictView(v->type, nullptr);
+        break;
+      default:
+        return v;
     }
-    case Type::Dict: {
-      NestingGuard nest(during);
-      auto d = std::make_shared<Object>(*v);
-      copies[v.get()] = d;
-      for (auto& kv : d->dict) kv.second = capture(kv.second, copies);
-      return d;
+    if (keepSaved_) c->saved = v->saved;
+    copies_[v.get()] = c;  // before what it holds: one may be this value itself
+    if (v->type == Type::Tensor) return c;
+    NestingGuard nest(during_);
+    if (v->type == Type::Dict) {
+      for (auto& [k, i] : c->dict) {
+        k = (*this)(k);
+        i = (*this)(i);
+      }
+    } else if (v->type == Type::Tuple || v->type == Type::List) {
+      c->items.reserve(v->items.size());
+      for (const auto& i : v->items) c->items.push_back((*this)(i));
+    } else {
+      c->items[0] = (*this)(viewedDict(*v));
     }
-    case Type::DictKeys:
-    case Type::DictValues:
-    case Type::DictItems: {
-      NestingGuard nest(during);
-      Value c = dictView(v->type, nullptr);
-      copies[v.get()] = c;
-      c->items[0] = capture(viewedDict(*v), copies);
-      return c;
-    }
-    default:
-      return v;
+    return c;
   }
-}
+
+ private:
+  CopyTensor copyTensor_;
+  bool keepSaved_;
+  const char* during_;
+  std::map<const Object*, Value> copies_;
+};
 
 // Saved values reach the driver on the host. The device tensors of every saved value (a list read
 // at every step holds one per step) move in one transfer per device and dtype, not one
@@ -120,68 +141,6 @@ std::map<const Object*, at::Tensor> moveToHost(const std::vector<const Object*>&
   return host;
 }
 
-// `v` with the host copies of its device tensors. Tuples, lists, dicts and dict views are copied,
-// on any device alike (a saved list and a saved dict that holds it alias in the driver as in the
-// block). A value met twice (two names of one list, a dict and a view of it, a list that holds
-// itself) is rebuilt once, so the copies alias as the originals do.
-class HostRebuild {
- public:
-  explicit HostRebuild(std::map<const Object*, at::Tensor> host) : host_(std::move(host)) {}
-
-  Value operator()(const Value& v) {
-    if (const auto it = rebuilt_.find(v.get()); it != rebuilt_.end()) return it->second;
-    switch (v->type) {
-      case Type::Tensor: {
-        const auto it = host_.find(v.get());
-        if (it == host_.end()) return v;
-        auto c = tensor(it->second);
-        c->saved = v->saved;
-        return rebuilt_[v.get()] = c;
-      }
-      case Type::Tuple:
-      case Type::List: {
-        NestingGuard nest(kNesting);
-        Value c = v->type == Type::List ? list({}) : tuple({});
-        c->saved = v->saved;
-        rebuilt_[v.get()] = c;  // before the items: one may be this value itself
-        c->items.reserve(v->items.size());
-        for (const auto& i : v->items) c->items.push_back((*this)(i));
-        return c;
-      }
-      case Type::Dict: {
-        NestingGuard nest(kNesting);
-        auto c = std::make_shared<Object>(*v);
-        rebuilt_[v.get()] = c;
-        for (auto& [k, i] : c->dict) {
-          k = (*this)(k);
-          i = (*this)(i);
-        }
-        return c;
-      }
-      case Type::DictKeys:
-      case Type::DictValues:
-      case Type::DictItems: {
-        NestingGuard nest(kNesting);
-        Value c = dictView(v->type, nullptr);
-        c->saved = v->saved;
-        rebuilt_[v.get()] = c;
-        c->items[0] = (*this)(viewedDict(*v));
-        return c;
-      }
-      default:
-        return v;
-    }
-  }
-
- private:
-  static constexpr const char* kNesting =
-      "while copying a saved value out of the trace block: it nests lists, tuples or dicts too "
-      "deeply (1000 levels at most)";
-
-  std::map<const Object*, at::Tensor> host_;
-  std::map<const Object*, Value> rebuilt_;
-};
-
 }  // namespace
 
 std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& saved) {
@@ -189,7 +148,17 @@ std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& sav
   for (const auto& [name, v] : saved) deviceLeaves(v, leaves);
   std::sort(leaves.begin(), leaves.end());
   leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());  // a value under two names
-  HostRebuild rebuild(moveToHost(leaves));
+  const std::map<const Object*, at::Tensor> host = moveToHost(leaves);
+  // Tuples, lists, dicts and dict views are copied on any device alike, so a saved list and a
+  // saved dict that holds it alias in the driver as in the block.
+  ValueCopy rebuild(
+      [&host](const Object& o) -> Value {
+        const auto it = host.find(&o);
+        return it == host.end() ? nullptr : tensor(it->second);
+      },
+      true,
+      "while copying a saved value out of the trace block: it nests lists, tuples or dicts too "
+      "deeply (1000 levels at most)");
   std::map<std::string, Value> out;
   for (const auto& [name, v] : saved) {
     try {
@@ -204,11 +173,14 @@ std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& sav
 // The invokes with one rank's copies of their captured values. The copies are held only by the
 // result, so that the block that takes them frees them when it ends, cycles included.
 std::vector<InvokeSpec> rankCopies(std::vector<InvokeSpec> invokes) {
-  std::map<const Object*, Value> copies;
+  ValueCopy capture(
+      [](const Object& o) { return tensor(o.tensor.to(currentDevice()).clone()); }, false,
+      "while copying a value into the trace block: it nests lists, tuples or dicts too deeply "
+      "(1000 levels at most)");
   for (auto& inv : invokes) {
     for (auto& [k, v] : inv.captured) {
       try {
-        v = capture(v, copies);
+        v = capture(v);
       } catch (const RuntimeFailure& e) {
         throw RuntimeFailure("'" + k + "': " + e.what());
       }

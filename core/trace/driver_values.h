@@ -1,5 +1,6 @@
 // How values cross between a script's driver and its ranks: each rank's own copies of the driver
-// names a block uses, and saved values as plain data for the run's record.
+// names a block uses, the saved values back to the driver on the host, and saved values as plain
+// data for the run's record.
 #pragma once
 
 #include <map>

@@ -2,7 +2,6 @@
 // imports) on top of the expression parser, and parseProgram.
 #include <set>
 #include <string>
-#include <string_view>
 
 #include "ast.h"
 #include "expression_parser.h"
@@ -58,19 +57,21 @@ class Parser : public ExpressionParser {
 
   // break / continue outside a loop, return outside a function: Python's SyntaxError, or why a
   // with block cannot take one.
-  void checkPlace(const char* keyword) {
-    const bool isReturn = std::string_view(keyword) == "return";
+  void checkPlace(StmtKind kind) {
+    const bool isReturn = kind == StmtKind::Return;
     if (isReturn ? context_.inFunction : context_.loops > 0) return;
+    const std::string keyword = isReturn                  ? "return"
+                                : kind == StmtKind::Break ? "break"
+                                                          : "continue";
     if (context_.inWith) {
-      fail(std::string("'") + keyword +
+      fail("'" + keyword +
            "' inside a with block: the block runs on the model's ranks, apart from the driver's " +
            (isReturn ? "function; save the value and return it after the with statement"
                      : "loops; set a flag and test it after the with statement"));
     }
-    fail(isReturn ? "'return' outside function"
-                  : std::string("'") + keyword + "' " +
-                        (std::string_view(keyword) == "break" ? "outside loop"
-                                                              : "not properly in loop"));
+    if (isReturn) fail("'return' outside function");
+    fail("'" + keyword + "' " +
+         (kind == StmtKind::Break ? "outside loop" : "not properly in loop"));
   }
 
   Block suite() {
@@ -180,10 +181,10 @@ class Parser : public ExpressionParser {
 
   StmtPtr smallStatement() {
     if (atName("pass")) return ++i_, make(StmtKind::Pass);
-    if (atName("break")) return checkPlace("break"), ++i_, make(StmtKind::Break);
-    if (atName("continue")) return checkPlace("continue"), ++i_, make(StmtKind::Continue);
+    if (atName("break")) return checkPlace(StmtKind::Break), ++i_, make(StmtKind::Break);
+    if (atName("continue")) return checkPlace(StmtKind::Continue), ++i_, make(StmtKind::Continue);
     if (atName("return")) {
-      checkPlace("return");
+      checkPlace(StmtKind::Return);
       auto s = make(StmtKind::Return);
       ++i_;
       if (!at(TokenKind::Newline) && !at(TokenKind::End) && !atOp(";")) s->value = testList();
