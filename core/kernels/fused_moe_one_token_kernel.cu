@@ -50,32 +50,42 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // y[o] for the kDownRows rows o of block b: warp w computes choice j = w (then w + kWarps, ...)
 // on those rows, round(round(h_j . D_e[o]) * weight_j), into shared memory; then each row adds
 // the local choices in increasing expert order from zero, each add rounded (combineRows' order).
-// The choice and the first round of the warp's weights come before the wait on gate_up: neither
+// A lane loads kHeld 16-byte chunks of each row at once (a pass), then multiplies them in order
+// of k: with kHeld = 3 a bf16 row of 768 is one pass, so a warp waits on memory once a choice,
+// not once a chunk. The choice and the warp's first pass come before the wait on gate_up: neither
 // depends on it (the logits are two kernels back, complete before gate_up let this one start).
-template <typename T>
+template <typename T, int kHeld>
 __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
   constexpr int VEC = 16 / sizeof(T);
-  constexpr int64_t kChunk = 32 * VEC;
+  constexpr int64_t kChunk = 32 * VEC, kPass = kHeld * kChunk;
   __shared__ float outs[kMaxChoices][kDownRows];
   __shared__ BlockChoice choice;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, topK = int(a.topK);
   const int64_t o0 = int64_t(blockIdx.x) * kDownRows;
   chooseInBlock<T, true>(a, choice);
-  const auto weightRows = [&](int64_t e, const T*(&w)[kDownRows]) {
-    const T* w2 = static_cast<const T*>(a.w2) + e * a.hidden * a.inter;
-#pragma unroll
-    for (int r = 0; r < kDownRows; ++r) w[r] = w2 + min(o0 + r, a.hidden - 1) * a.inter;
+  // Row r of the block in expert e's down weights starts r * inter past rowsOf(e) (a row past
+  // hidden reads the last row; not written). One pointer, not one a row: registers for the pass.
+  const int lastRow = int(min(int64_t(kDownRows), a.hidden - o0)) - 1;
+  const auto rowsOf = [&](int64_t e) {
+    return static_cast<const T*>(a.w2) + (e * a.hidden + o0) * a.inter;
   };
   const int64_t k0 = int64_t(lane) * VEC;
   const int64_t firstE = warp < topK ? choice.expert[warp] : -1;
-  const T* w[kDownRows];
-  Vec<T, VEC> first[kDownRows];  // the first round of this warp's first choice
-  if (firstE >= 0) {
-    weightRows(firstE, w);
+  const T* w = nullptr;
+  int4 held[kDownRows][kHeld];  // words, not Vecs: see loadWords
+  const auto loadPass = [&](int64_t k) {
 #pragma unroll
     for (int r = 0; r < kDownRows; ++r) {
-      if (k0 < a.inter) first[r] = load<T, VEC>(w[r] + k0);
+      const T* row = w + int64_t(min(r, lastRow)) * a.inter;
+#pragma unroll
+      for (int u = 0; u < kHeld; ++u) {
+        if (k + u * kChunk < a.inter) held[r][u] = loadWords(row + k + u * kChunk);
+      }
     }
+  };
+  if (firstE >= 0) {
+    w = rowsOf(firstE);
+    loadPass(k0);
   }
   waitForPreviousKernel();  // h
   allowNextKernel();
@@ -83,20 +93,23 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
     const int64_t e = choice.expert[j];
     const float wj = choice.weight[j];
     if (e < 0) continue;
-    if (j != warp) weightRows(e, w);
+    if (j != warp) w = rowsOf(e);
     const T* hj = static_cast<const T*>(a.h) + j * a.inter;
     float acc[kDownRows] = {};
-    for (int64_t k = k0; k < a.inter; k += kChunk) {
-      Vec<T, VEC> wv[kDownRows];
+    for (int64_t k = k0; k < a.inter; k += kPass) {
+      if (j != warp || k != k0) loadPass(k);
 #pragma unroll
-      for (int r = 0; r < kDownRows; ++r)
-        wv[r] = j == warp && k == k0 ? first[r] : load<T, VEC>(w[r] + k);
-      const Vec<T, VEC> xv = load<T, VEC>(hj + k);
+      for (int u = 0; u < kHeld; ++u) {
+        const int64_t at = k + u * kChunk;
+        if (at >= a.inter) break;
+        const Vec<T, VEC> xv = load<T, VEC>(hj + at);
 #pragma unroll
-      for (int r = 0; r < kDownRows; ++r) {
+        for (int r = 0; r < kDownRows; ++r) {
+          const Vec<T, VEC> wr = asVec<T, VEC>(held[r][u]);
 #pragma unroll
-        for (int i = 0; i < VEC; ++i)
-          acc[r] = __fmaf_rn(toFloat(wv[r].v[i]), toFloat(xv.v[i]), acc[r]);
+          for (int i = 0; i < VEC; ++i)
+            acc[r] = __fmaf_rn(toFloat(wr.v[i]), toFloat(xv.v[i]), acc[r]);
+        }
       }
     }
 #pragma unroll
@@ -142,9 +155,10 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
                      dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
                      threads, 0, stream, a);
     if (gateUp != cudaSuccess) return gateUp;
-    return launchKernel(downOneTokenKernel<T>,
-                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
-                        a);
+    const dim3 downGrid(unsigned((a.hidden + kDownRows - 1) / kDownRows));
+    if (RuntimeSwitches::current().moeDownAtOnce)
+      return launchKernel(downOneTokenKernel<T, 3>, downGrid, threads, 0, stream, a);
+    return launchKernel(downOneTokenKernel<T, 1>, downGrid, threads, 0, stream, a);
   });
 }
 
