@@ -38,6 +38,7 @@ struct RuntimeSwitches {
   bool moeOneToken = true;     // MOE_ONE_TOKEN=0: one token's experts in the general kernel
   bool moeWide = true;         // MOE_WIDE=0: the narrow expert kernels for one token
   bool moeDownAtOnce = false;  // MOE_DOWN_AT_ONCE=1: one-token down loads 3 chunks a row at once
+  bool moeDownBeside = false;  // MOE_DOWN_BESIDE=1: one-token down in 64 registers (4 blocks an SM)
   bool programmaticLaunch = true;     // PDL=0: no kernel overlaps the one before it
   bool fullNormGemvGrid = false;      // NORM_GEMV_GRID=full: one block per row range, not per SM
   bool groupAttentionBlocks = false;  // ATTENTION_BLOCKS=group: a KV head's group a block always

@@ -54,8 +54,8 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // of k: with kHeld = 3 a bf16 row of 768 is one pass, so a warp waits on memory once a choice,
 // not once a chunk. The choice and the warp's first pass come before the wait on gate_up: neither
 // depends on it (the logits are two kernels back, complete before gate_up let this one start).
-template <typename T, int kHeld>
-__global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
+template <typename T, int kHeld, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) downOneTokenKernel(FusedMoeArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr int64_t kChunk = 32 * VEC, kPass = kHeld * kChunk;
   __shared__ float outs[kMaxChoices][kDownRows];
@@ -157,8 +157,10 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
     if (gateUp != cudaSuccess) return gateUp;
     const dim3 downGrid(unsigned((a.hidden + kDownRows - 1) / kDownRows));
     if (RuntimeSwitches::current().moeDownAtOnce)
-      return launchKernel(downOneTokenKernel<T, 3>, downGrid, threads, 0, stream, a);
-    return launchKernel(downOneTokenKernel<T, 1>, downGrid, threads, 0, stream, a);
+      return launchKernel(downOneTokenKernel<T, 3, 2>, downGrid, threads, 0, stream, a);
+    if (RuntimeSwitches::current().moeDownBeside)
+      return launchKernel(downOneTokenKernel<T, 1, 4>, downGrid, threads, 0, stream, a);
+    return launchKernel(downOneTokenKernel<T, 1, 2>, downGrid, threads, 0, stream, a);
   });
 }
 

@@ -292,10 +292,11 @@ class TestMoeKernels : public QObject {
     expectClose(fromLogits, reference, 0.3, "fused_moe from logits", ofScale);
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)),
              "two runs differ");
-    {  // one token's down loading three chunks of a row at once: the same adds in the same order
-      const test::ScopedSwitch atOnce("SHARDSCOPE_MOE_DOWN_AT_ONCE", "1");
-      QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)),
-               "SHARDSCOPE_MOE_DOWN_AT_ONCE=1 changes the experts' output");
+    // One token's down loading three chunks of a row at once, or in 64 registers: the same adds
+    // in the same order.
+    for (const char* variant : {"SHARDSCOPE_MOE_DOWN_AT_ONCE", "SHARDSCOPE_MOE_DOWN_BESIDE"}) {
+      const test::ScopedSwitch on(variant, "1");
+      QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)), variant);
     }
     auto [sw, sids] = fused::moeSelect(logits, r);
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, sw, sids, w13, w2, first)),
