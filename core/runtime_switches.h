@@ -32,13 +32,11 @@ struct RuntimeSwitches {
   bool batchPromptAttention = true;  // BATCH_PROMPT_ATTENTION=0: equal prompts attend one by one
 
   // The CUDA kernels (each 0 falls back to the unfused path, same bits).
-  bool fusedDecode = true;     // FUSED_DECODE=0: the decode layer's modules one by one
-  bool fusedAttention = true;  // FUSED_ATTENTION=0: the cache write and attention apart
-  bool fusedMoeNorm = true;    // FUSED_MOE_NORM=0: the post-attention norm before the router
-  bool moeOneToken = true;     // MOE_ONE_TOKEN=0: one token's experts in the general kernel
-  bool moeWide = true;         // MOE_WIDE=0: the narrow expert kernels for one token
-  bool moeDownAtOnce = false;  // MOE_DOWN_AT_ONCE=1: one-token down loads 3 chunks a row at once
-  bool moeDownBeside = false;  // MOE_DOWN_BESIDE=1: one-token down in 64 registers (4 blocks an SM)
+  bool fusedDecode = true;            // FUSED_DECODE=0: the decode layer's modules one by one
+  bool fusedAttention = true;         // FUSED_ATTENTION=0: the cache write and attention apart
+  bool fusedMoeNorm = true;           // FUSED_MOE_NORM=0: the post-attention norm before the router
+  bool moeOneToken = true;            // MOE_ONE_TOKEN=0: one token's experts in the general kernel
+  bool moeWide = true;                // MOE_WIDE=0: the narrow expert kernels for one token
   bool programmaticLaunch = true;     // PDL=0: no kernel overlaps the one before it
   bool fullNormGemvGrid = false;      // NORM_GEMV_GRID=full: one block per row range, not per SM
   bool groupAttentionBlocks = false;  // ATTENTION_BLOCKS=group: a KV head's group a block always

@@ -50,12 +50,15 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // y[o] for the kDownRows rows o of block b: warp w computes choice j = w (then w + kWarps, ...)
 // on those rows, round(round(h_j . D_e[o]) * weight_j), into shared memory; then each row adds
 // the local choices in increasing expert order from zero, each add rounded (combineRows' order).
-// A lane loads kHeld 16-byte chunks of each row at once (a pass), then multiplies them in order
-// of k: with kHeld = 3 a bf16 row of 768 is one pass, so a warp waits on memory once a choice,
-// not once a chunk. The choice and the warp's first pass come before the wait on gate_up: neither
-// depends on it (the logits are two kernels back, complete before gate_up let this one start).
-template <typename T, int kHeld, int kMinBlocks>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) downOneTokenKernel(FusedMoeArgs a) {
+// A lane loads kHeld 16-byte chunks of each of the 8 rows at a time (a pass), held as words from
+// one row pointer a warp: 90 registers in bf16 where a pointer and a Vec a row took 111, and a
+// 30B step 2.93 against 2.98 ms on an H100. Three chunks a pass (128 registers), or 64
+// registers so that a block fits on an SM beside gate_up's two, were slower (RESULTS run 18).
+// The choice and the warp's first pass come before the wait on gate_up: neither depends on it
+// (the logits are two kernels back, complete before gate_up let this one start).
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
+  constexpr int kHeld = 1;
   constexpr int VEC = 16 / sizeof(T);
   constexpr int64_t kChunk = 32 * VEC, kPass = kHeld * kChunk;
   __shared__ float outs[kMaxChoices][kDownRows];
@@ -64,7 +67,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) downOneTokenKernel(Fu
   const int64_t o0 = int64_t(blockIdx.x) * kDownRows;
   chooseInBlock<T, true>(a, choice);
   // Row r of the block in expert e's down weights starts r * inter past rowsOf(e) (a row past
-  // hidden reads the last row; not written). One pointer, not one a row: registers for the pass.
+  // hidden reads the last row; not written).
   const int lastRow = int(min(int64_t(kDownRows), a.hidden - o0)) - 1;
   const auto rowsOf = [&](int64_t e) {
     return static_cast<const T*>(a.w2) + (e * a.hidden + o0) * a.inter;
@@ -155,12 +158,9 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
                      dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
                      threads, 0, stream, a);
     if (gateUp != cudaSuccess) return gateUp;
-    const dim3 downGrid(unsigned((a.hidden + kDownRows - 1) / kDownRows));
-    if (RuntimeSwitches::current().moeDownAtOnce)
-      return launchKernel(downOneTokenKernel<T, 3, 2>, downGrid, threads, 0, stream, a);
-    if (RuntimeSwitches::current().moeDownBeside)
-      return launchKernel(downOneTokenKernel<T, 1, 4>, downGrid, threads, 0, stream, a);
-    return launchKernel(downOneTokenKernel<T, 1, 2>, downGrid, threads, 0, stream, a);
+    return launchKernel(downOneTokenKernel<T>,
+                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
+                        a);
   });
 }
 

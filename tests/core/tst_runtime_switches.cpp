@@ -44,7 +44,7 @@ class TestRuntimeSwitches : public QObject {
     QVERIFY(s.batchCalls && s.decodeAhead && s.segmentFusedFirst && s.batchPromptAttention);
     QVERIFY(s.fusedDecode && s.fusedAttention && s.fusedMoeNorm && s.moeOneToken && s.moeWide);
     QVERIFY(s.programmaticLaunch);
-    QVERIFY(!s.fullNormGemvGrid && !s.groupAttentionBlocks && !s.moeDownAtOnce && !s.moeDownBeside);
+    QVERIFY(!s.fullNormGemvGrid && !s.groupAttentionBlocks);
     QCOMPARE(s.graphWarmups, 0);
     QCOMPARE(s.collectiveTimeoutSeconds, 0.0);
     QVERIFY(s.captureStream == CaptureStreamSource::Leased);
@@ -95,14 +95,6 @@ class TestRuntimeSwitches : public QObject {
     {
       const ScopedSwitch s("SHARDSCOPE_NORM_GEMV_GRID", "full");
       QVERIFY(RuntimeSwitches::current().fullNormGemvGrid);
-    }
-    {
-      const ScopedSwitch s("SHARDSCOPE_MOE_DOWN_AT_ONCE", "1");
-      QVERIFY(RuntimeSwitches::current().moeDownAtOnce);
-    }
-    {
-      const ScopedSwitch s("SHARDSCOPE_MOE_DOWN_BESIDE", "1");
-      QVERIFY(RuntimeSwitches::current().moeDownBeside);
     }
     for (AllReduceAlgorithm a : {AllReduceAlgorithm::Auto, AllReduceAlgorithm::Peer,
                                  AllReduceAlgorithm::Nccl, AllReduceAlgorithm::NcclSymmetric}) {

@@ -8,7 +8,6 @@
 
 #include "common/kernel_checks.h"
 #include "common/moe_reference.h"
-#include "common/scoped_switch.h"
 #include "core/kernels/fused_ops.h"
 #include "core/model/layers/grouped_experts.h"
 
@@ -292,12 +291,6 @@ class TestMoeKernels : public QObject {
     expectClose(fromLogits, reference, 0.3, "fused_moe from logits", ofScale);
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)),
              "two runs differ");
-    // One token's down loading three chunks of a row at once, or in 64 registers: the same adds
-    // in the same order.
-    for (const char* variant : {"SHARDSCOPE_MOE_DOWN_AT_ONCE", "SHARDSCOPE_MOE_DOWN_BESIDE"}) {
-      const test::ScopedSwitch on(variant, "1");
-      QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, logits, r, w13, w2, first)), variant);
-    }
     auto [sw, sids] = fused::moeSelect(logits, r);
     QVERIFY2(at::equal(fromLogits, fused::fusedMoe(x, sw, sids, w13, w2, first)),
              "the experts chosen in the expert kernels differ from the routing kernel's lists");
