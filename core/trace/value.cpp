@@ -224,13 +224,16 @@ void resolve(const Value& v) {
 
 bool anyInside(const Value& v, const std::function<bool(const Value&)>& test) {
   if (test(v)) return true;
-  if (v->items.empty() && v->dict.empty()) return false;
+  const auto holds = [](const Object& o) {
+    return !o.items.empty() || !o.dict.empty() || !o.attributes.empty();
+  };
+  if (!holds(*v)) return false;
   std::unordered_set<const Object*> seen{v.get()};
   std::vector<const Object*> left{v.get()};
   const auto visit = [&](const Value& x) {
     if (!seen.insert(x.get()).second) return false;
     if (test(x)) return true;
-    if (!x->items.empty() || !x->dict.empty()) left.push_back(x.get());
+    if (holds(*x)) left.push_back(x.get());
     return false;
   };
   while (!left.empty()) {
@@ -239,7 +242,10 @@ bool anyInside(const Value& v, const std::function<bool(const Value&)>& test) {
     for (const Value& item : o->items) {
       if (visit(item)) return true;
     }
-    for (const auto& [k, x] : o->dict) {
+    for (const auto& [k, x] : o->dict) {  // a key too: a function is hashable
+      if (visit(k) || visit(x)) return true;
+    }
+    for (const auto& [name, x] : o->attributes) {
       if (visit(x)) return true;
     }
   }

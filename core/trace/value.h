@@ -138,8 +138,9 @@ void resolveDeep(const Value& v);
 // Whether v or any value inside its tuples, lists and dicts is Deferred.
 bool holdsDeferred(const Value& v);
 // Whether `test` holds for v or for a value inside it (the items of tuples, lists and dict views,
-// the values of dicts), each object tested once. It keeps a list of what is left to visit instead
-// of recursing, so a value that holds itself, or nests 100000 levels deep, is walked safely.
+// the keys and values of dicts, the attributes of results and namespaces), each object tested once.
+// It keeps a list of what is left to visit instead of recursing, so a value that holds itself, or
+// nests 100000 levels deep, is walked safely.
 bool anyInside(const Value& v, const std::function<bool(const Value&)>& test);
 
 // The number of values a Range yields (Python's len(range(...))).

@@ -416,6 +416,17 @@ class TestTrace : public QObject {
         << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n"
            "    def f(x):\n        return x\n    fs = [f, print].save()\n"
         << "the saved value 'fs' holds a function, which cannot leave its block";
+    // As a dict's key (a function is hashable): a module's .whole and tracer.stop hold the block's
+    // mediator, which the driver once called after the trace had freed it.
+    QTest::newRow("saved dict keyed by a function")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\") as tracer:\n"
+           "    w = model.model.layers[0].mlp.down_proj.whole\n"
+           "    x = {w: 1, (tracer.stop,): 2}.save()\n"
+        << "the saved value 'x' holds a function, which cannot leave its block";
+    QTest::newRow("saved keys view of a function key")
+        << "model = VLLM(\"demo\")\nwith model.trace(\"Hi\") as tracer:\n"
+           "    ks = {1: 2, tracer.stop: 3}.keys().save()\n"
+        << "the saved value 'ks' holds a function, which cannot leave its block";
     QTest::newRow("unbiased and correction")
         << "model = VLLM(\"demo\")\nx = torch.ones(3).var(unbiased=True, correction=0)\n"
         << "bad.py:2:1: Tensor.var() takes unbiased= or correction=, not both: unbiased=False is "
