@@ -8,6 +8,8 @@
 #include <c10/util/Exception.h>
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <memory>
 
 namespace shardscope::trace {
 namespace {
@@ -52,9 +54,25 @@ std::vector<long long> sliceIndices(const Value& s, size_t n) {
   return out;
 }
 
+// A method bound to a list, tuple or dict. The method holds its receiver in its items, where the
+// release of a run's cycles counts it, and reaches it through a weak reference: a capture would
+// hide the reference, and `a.append(a.append)` kept `a` (and every tensor in it) alive.
+Value boundMethod(const Value& receiver, const std::string& name,
+                  std::function<Value(const Value& self, CallArgs&)> fn) {
+  Value method = builtin(
+      name, [self = std::weak_ptr<Object>(receiver), name, fn = std::move(fn)](CallArgs& a) {
+        const Value receiver = self.lock();
+        if (!receiver)  // only after the run's end emptied the method, which nothing can call then
+          throw RuntimeFailure(name + "(): the object it belongs to no longer exists");
+        return fn(receiver, a);
+      });
+  method->items = {receiver};
+  return method;
+}
+
 // list.index / list.count (and tuple's): Python's semantics, `index(x[, start[, end]])`.
-Value sequenceSearch(const Value& seq, const std::string& name) {
-  return builtin(name, [seq, name](CallArgs& a) {
+Value sequenceSearch(const Value& receiver, const std::string& name) {
+  return boundMethod(receiver, name, [name](const Value& seq, CallArgs& a) {
     const Value& x = a.required(0, "value");
     const auto& items = seq->items;
     if (name == "count") {
@@ -79,18 +97,18 @@ Value sequenceSearch(const Value& seq, const std::string& name) {
 // The list methods scripts use; null for a name that is none.
 Value listMethod(const Value& obj, const std::string& name) {
   if (name == "append") {
-    Value append = builtin("append", [obj](CallArgs& a) {
-      obj->items.push_back(a.required(0));
+    Value append = boundMethod(obj, "append", [](const Value& self, CallArgs& a) {
+      self->items.push_back(a.required(0));
       return none();
     });
     append->takesDeferred = true;  // a list may hold deferred tensors (the logit lens)
     return append;
   }
   if (name == "extend") {
-    Value extend = builtin("extend", [obj](CallArgs& a) {
+    Value extend = boundMethod(obj, "extend", [](const Value& self, CallArgs& a) {
       // A copy, so `x.extend(x)` is safe; any iterable extends, as in Python (`x.extend("ab")`).
       const std::vector<Value> added = elementsOf(a.required(0));
-      obj->items.insert(obj->items.end(), added.begin(), added.end());
+      self->items.insert(self->items.end(), added.begin(), added.end());
       return none();
     });
     extend->takesDeferred = true;
@@ -98,12 +116,12 @@ Value listMethod(const Value& obj, const std::string& name) {
   }
   if (name == "index" || name == "count") return sequenceSearch(obj, name);
   if (name == "pop") {
-    return builtin("pop", [obj](CallArgs& a) {
-      if (obj->items.empty()) throw RuntimeFailure("pop from empty list");
+    return boundMethod(obj, "pop", [](const Value& self, CallArgs& a) {
+      if (self->items.empty()) throw RuntimeFailure("pop from empty list");
       const long long i = a.positional.empty() ? -1 : asInt(a.positional[0], "index");
-      const long long k = normalizeIndex(i, obj->items.size());
-      Value v = obj->items[k];
-      obj->items.erase(obj->items.begin() + k);
+      const long long k = normalizeIndex(i, self->items.size());
+      Value v = self->items[k];
+      self->items.erase(self->items.begin() + k);
       return v;
     });
   }
@@ -116,11 +134,12 @@ Value dictMethod(const Value& obj, const std::string& name) {
     const Type kind = name == "keys"     ? Type::DictKeys
                       : name == "values" ? Type::DictValues
                                          : Type::DictItems;
-    return builtin(name, [obj, kind](CallArgs&) { return dictView(kind, obj); });
+    return boundMethod(obj, name,
+                       [kind](const Value& self, CallArgs&) { return dictView(kind, self); });
   }
   if (name == "get") {
-    return builtin("get", [obj](CallArgs& a) {
-      for (const auto& [k, v] : obj->dict) {
+    return boundMethod(obj, "get", [](const Value& self, CallArgs& a) {
+      for (const auto& [k, v] : self->dict) {
         if (equal(k, a.required(0))) return v;
       }
       return a.positional.size() > 1 ? a.positional[1] : none();

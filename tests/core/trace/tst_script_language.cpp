@@ -294,9 +294,10 @@ class TestScriptLanguage : public QObject {
   }
 
   // Reference cycles (a function in the scope it closes over, a list holding itself, an inner
-  // function its call's scope holds, kept or long dropped, two dicts holding each other) are freed
-  // when a run's scopes are released, tensors in them too; what the builtins hold (the torch
-  // namespace a global names) is left whole, so the next run works.
+  // function its call's scope holds, kept or long dropped, two dicts holding each other, a list
+  // holding its own bound method, reached only through that method) are freed when a run's scopes
+  // are released, tensors in them too; what the builtins hold (the torch namespace a global
+  // names) is left whole, so the next run works.
   void releasedScopesFreeTheirCycles() {
     NoModelHost host;
     auto globals = std::make_shared<trace::Environment>(trace::builtinScope());
@@ -311,20 +312,24 @@ class TestScriptLanguage : public QObject {
                             "th = torch\n"
                             "def helper(x):\n    def keep():\n        return x\n    return 1\n"
                             "def tidy():\n    def k():\n        return 0\n    k = 0\n"
-                            "for i in range(200):\n    helper(t)\n    tidy()\n",
+                            "for i in range(200):\n    helper(t)\n    tidy()\n"
+                            "def maker():\n    m = [t].append\n    m(m)\n"
+                            "    def keep():\n        return 0\n    return keep\n"
+                            "km = maker()\n",
                             "cycles.py"),
         host, globals, 100000);
     in->run(in->program().body);
-    // The call scopes still alive: outer's (g holds inner) and each of helper's 200 (each holds
-    // its keep, which closes over it, and x); tidy's went with their calls.
+    // The call scopes still alive: outer's (g holds inner), each of helper's 200 (each holds its
+    // keep, which closes over it, and x) and maker's (km); tidy's went with their calls.
     std::vector<std::shared_ptr<trace::Environment>> scopes = in->functionScopes();
-    QCOMPARE(scopes.size(), size_t(201));
+    QCOMPARE(scopes.size(), size_t(202));
     in.reset();
     const long tensorHolders = (*globals->find("t")).use_count();
     QVERIFY2(tensorHolders > 200, std::to_string(tensorHolders).c_str());  // helper's calls' x
     scopes.insert(scopes.begin(), globals);
     std::vector<std::weak_ptr<trace::Object>> held;
-    for (const char* name : {"f", "t", "a", "g", "d", "e"}) held.push_back(*globals->find(name));
+    for (const char* name : {"f", "t", "a", "g", "d", "e", "km"})
+      held.push_back(*globals->find(name));
     const std::weak_ptr<trace::Environment> scope = globals;
     const size_t torchMembers = (*globals->find("th"))->attributes.size();
     QVERIFY(torchMembers > 10);
