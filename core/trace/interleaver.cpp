@@ -55,8 +55,8 @@ void Interleaver::registerModule(const Module& m) {
 Interleaver::~Interleaver() {
   // What the block's names held is freed here, cycles included: a function defined in the block
   // closes over scope_, which holds it, and one defined in a call over the call's scope; a list
-  // made in the block may hold itself, and so may a saved snapshot of one. What the driver still
-  // holds stays whole.
+  // made in the block may hold itself, and so may a saved snapshot of one, or a list made in a
+  // call that is over. What the driver still holds stays whole.
   try {
     std::vector<Value> roots;
     roots.reserve(scope_->vars().size());  // so that the names are all taken, or none
@@ -67,6 +67,8 @@ Interleaver::~Interleaver() {
     for (const auto& m : mediators_) {
       for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
       for (auto& scope : m->interpreter().functionScopes()) scopes.push_back(std::move(scope));
+      // Cycles that no scope reaches any more (a list that held itself in a call now over).
+      for (Value& v : m->interpreter().cycleCandidates()) roots.push_back(std::move(v));
     }
     mediators_.clear();
     releaseCycles(std::move(roots), std::move(scopes));

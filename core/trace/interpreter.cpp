@@ -232,6 +232,7 @@ void Interpreter::execAugAssign(const Stmt& s) {
     // A copy: `x += x` reads what it grows. Any iterable extends, as in Python (`x += "ab"`).
     const std::vector<Value> added = elementsOf(rhs);
     requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
+    for (const Value& v : added) noteStored(current, v);
     current->items.insert(current->items.end(), added.begin(), added.end());
   } else {
     assign(t, binary(s.augOp, current, rhs));
@@ -402,32 +403,23 @@ Value Interpreter::makeFunction(const std::string& name, const std::vector<Param
   f->body = body;
   f->lambdaBody = std::move(lambdaBody);
   f->closure = env_;  // closures see the scope they were made in
-  if (env_ != globals_) noteFunctionScope();
+  if (env_ != globals_) functionScopes_.insert(env_);
   auto v = std::make_shared<Object>();
   v->type = Type::Function;
   v->function = f;
   return v;
 }
 
-void Interpreter::noteFunctionScope() {
-  if (!functionScopes_.empty() && functionScopes_.back().lock() == env_) return;
-  // A helper called a million times whose inner functions go with its call leaves only expired
-  // entries: dropping them whenever the list doubles keeps it as long as what is still alive.
-  if (functionScopes_.size() >= std::max<size_t>(64, 2 * functionScopesKept_)) {
-    functionScopes_.erase(std::remove_if(functionScopes_.begin(), functionScopes_.end(),
-                                         [](const auto& w) { return w.expired(); }),
-                          functionScopes_.end());
-    functionScopesKept_ = functionScopes_.size();
-  }
-  functionScopes_.push_back(env_);
+std::vector<std::shared_ptr<Environment>> Interpreter::functionScopes() const {
+  return functionScopes_.live();
 }
 
-std::vector<std::shared_ptr<Environment>> Interpreter::functionScopes() const {
-  std::vector<std::shared_ptr<Environment>> live;
-  for (const auto& w : functionScopes_) {
-    if (auto e = w.lock()) live.push_back(std::move(e));
-  }
-  return live;
+void Interpreter::noteStored(const Value& container, const Value& stored) {
+  if (holdsValues(*stored)) cycleCandidates_.insert(container);
+}
+
+std::vector<Value> Interpreter::cycleCandidates() const {
+  return cycleCandidates_.live();
 }
 
 Value Interpreter::call(const Value& fn, CallArgs& args) {
@@ -440,6 +432,9 @@ Value Interpreter::call(const Value& fn, CallArgs& args) {
     case Type::Builtin:
       args.callee = fn->str;
       args.interpreter = this;
+      if (!fn->items.empty()) {  // a bound method (list.append): its receiver may now hold them
+        for (const Value& v : args.positional) noteStored(fn->items.front(), v);
+      }
       return charged(fn->builtin(args));
     case Type::Function:
       return callFunction(*fn->function, args);

@@ -15,6 +15,7 @@
 #include "ast.h"
 #include "memory_budget.h"
 #include "value.h"
+#include "weak_set.h"
 
 namespace shardscope {
 class Tokenizer;
@@ -111,6 +112,10 @@ class Interpreter {
   // a call closes over the call's scope, which holds it, so the two outlive the call unless
   // releaseCycles or releaseScopes (scope_release.h) is handed the scope.
   std::vector<std::shared_ptr<Environment>> functionScopes() const;
+  // The lists and dicts this interpreter stored a value into that holds values (`x.append(x)`,
+  // `d['e'] = e`), still alive: a cycle among them outlives every scope, a call's that is over
+  // too, unless releaseCycles (scope_release.h) is handed them.
+  std::vector<Value> cycleCandidates() const;
   // Raises ScriptError at the statement being run.
   [[noreturn]] void fail(const std::string& message) const;
   // Raises ScriptError for a bug in ShardScope met while running the statement (not the script's
@@ -154,7 +159,8 @@ class Interpreter {
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);
   Value callFunction(const FunctionDef& f, CallArgs& args);
-  void noteFunctionScope();
+  // Notes that `stored` was put into `container` (a cycle candidate when it holds values).
+  void noteStored(const Value& container, const Value& stored);
   Value compare(CompareOp op, const Value& a, const Value& b);
   Value formatValue(const Value& v, const std::string& format);
   Value arithmetic(BinaryOp op, const Value& a, const Value& b);
@@ -170,9 +176,8 @@ class Interpreter {
   std::set<std::string> deleted_;  // names `del` unbound here: using one again is a plain NameError
   bool wroteTensor_ = false;
   std::map<std::string, Value> savedSnapshots_;
-  // Call scopes a function was defined in (functionScopes); expired ones are dropped as it grows.
-  std::vector<std::weak_ptr<Environment>> functionScopes_;
-  size_t functionScopesKept_ = 0;
+  WeakSet<Environment> functionScopes_;  // call scopes a function was defined in
+  WeakSet<Object> cycleCandidates_;      // see cycleCandidates
   long long budget_;
   long long steps_ = 0;
   MemoryBudget memory_;

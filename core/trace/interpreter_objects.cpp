@@ -342,9 +342,12 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
   switch (obj->type) {
     case Type::List:
       if (index->type == Type::Slice) return setSlice(obj, index, v);
+      noteStored(obj, v);
       obj->items[normalizeIndex(asInt(index, "index"), obj->items.size())] = v;
       return;
     case Type::Dict:
+      noteStored(obj, index);
+      noteStored(obj, v);
       for (auto& kv : obj->dict) {
         if (equal(kv.first, index)) {
           kv.second = v;
@@ -397,6 +400,7 @@ void Interpreter::setSlice(const Value& list, const Value& slice, const Value& v
     throw RuntimeFailure(b.step == 1 ? "can only assign an iterable"
                                      : "must assign iterable to extended slice");
   }
+  for (const Value& x : values) noteStored(list, x);
   auto& items = list->items;
   if (b.step == 1) {
     requestMemory(int64_t((items.size() + values.size()) * sizeof(Value)));

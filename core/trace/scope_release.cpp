@@ -109,10 +109,6 @@ namespace {
 // one of the scopes it was handed. The node list holds each strongly while it is counted.
 using Node = std::variant<Value, std::shared_ptr<FunctionDef>, std::shared_ptr<Environment>>;
 
-bool holdsValues(const Object& o) {
-  return !o.items.empty() || !o.dict.empty() || !o.attributes.empty() || o.function;
-}
-
 const void* address(const Node& n) {
   return std::visit([](const auto& p) -> const void* { return p.get(); }, n);
 }

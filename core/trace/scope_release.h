@@ -30,8 +30,10 @@ void releaseScopes(const std::vector<std::shared_ptr<Environment>>& scopes,
 // function or handed scope is held from outside when its count exceeds the references from the
 // roots, the scopes and the others found. A scope not in `scopes` (a driver's globals, the
 // builtins) is never entered nor emptied, and neither is a function made in one (a driver's
-// function: what its defaults hold counts as held from outside). A value a builtin captured (a
-// bound method's list) counts as held from outside too, so a cycle through one stays. The caller
+// function: what its defaults hold counts as held from outside). A bound method holds its list or
+// dict in its items and is counted through them; a value another builtin captured (a module's
+// `.whole` holds the block's mediator) counts as held from outside, so a cycle through one stays.
+// Roots may be values no scope reaches any more (Interpreter::cycleCandidates). The caller
 // hands over its references; tensors and other values without values in them go with their last
 // reference. It reads what it reaches while it counts: a driver's list that a block reached is
 // read by every rank, which is safe unless some rank's block writes it then (a script whose ranks

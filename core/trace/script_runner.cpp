@@ -75,10 +75,13 @@ struct ScriptRunner::Impl : public Host {
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
 
-  // Earlier runs' globals, and the call scopes their functions were made in, whose cycles wait to
+  // Earlier runs' globals, the call scopes their functions were made in, and the lists and dicts
+  // that may close a cycle no scope reaches (Interpreter::cycleCandidates), whose cycles wait to
   // be freed (releaseGlobals).
   std::vector<std::shared_ptr<Environment>> unreleased;
+  std::vector<Value> unreleasedCandidates;
   std::vector<std::shared_ptr<Environment>> lastRunsFunctionScopes;
+  std::vector<Value> lastRunsCycleCandidates;
 
   ~Impl() { releaseGlobals(); }
   // The last run's globals are read (tensorValue, reprOf) until the next run starts; then what
@@ -90,11 +93,17 @@ struct ScriptRunner::Impl : public Host {
     globals.reset();
     for (auto& scope : lastRunsFunctionScopes) unreleased.push_back(std::move(scope));
     lastRunsFunctionScopes.clear();
+    for (Value& v : lastRunsCycleCandidates) unreleasedCandidates.push_back(std::move(v));
+    lastRunsCycleCandidates.clear();
     const bool rankInJob = std::any_of(engineById.begin(), engineById.end(),
                                        [](const Engine* e) { return e->rankInJob(); });
     if (rankInJob) return;
     releaseScopes(unreleased, {runnerScope.get(), builtinScope().get()});
     unreleased.clear();
+    // What no scope reached: each candidate still held from outside (the runner's own names)
+    // stays whole.
+    releaseCycles(std::move(unreleasedCandidates), {});
+    unreleasedCandidates.clear();
   }
 
   void out(const std::string& line) {
@@ -524,13 +533,19 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     in.run(program->body);
   } catch (...) {
     s.lastRunsFunctionScopes = in.functionScopes();
+    s.lastRunsCycleCandidates = in.cycleCandidates();
     throw;
   }
   s.lastRunsFunctionScopes = in.functionScopes();
+  s.lastRunsCycleCandidates = in.cycleCandidates();
 }
 
 size_t ScriptRunner::unreleasedScopes() const {
   return impl_->unreleased.size();
+}
+
+size_t ScriptRunner::unreleasedCycleCandidates() const {
+  return impl_->unreleasedCandidates.size();
 }
 
 const RunResult& ScriptRunner::result() const {

@@ -64,6 +64,9 @@ class ScriptRunner {
   // in) wait to be freed: a rank still in a failed job when the next run started could read them.
   // A later run's start frees them once every rank has left.
   size_t unreleasedScopes() const;
+  // How many of those runs' lists and dicts that may close a cycle no scope reaches (a list that
+  // held itself in a call now over; Interpreter::cycleCandidates) wait with them.
+  size_t unreleasedCycleCandidates() const;
   // A top-level tensor's value as float32 on the host, if `name` holds a tensor.
   std::optional<HostTensor> tensorValue(const std::string& name) const;
 

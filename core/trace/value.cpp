@@ -99,10 +99,6 @@ thread_local int freeing = 0;  // ~Object calls freeing what they hold, on this 
 // objects freed then (the values of a static scope) still find it valid.
 thread_local std::vector<std::shared_ptr<void>>* toFree = nullptr;
 
-bool holdsValues(const Object& o) {
-  return !o.items.empty() || !o.dict.empty() || !o.attributes.empty() || o.function;
-}
-
 thread_local int nesting = 0;  // NestingGuard's levels on this thread
 
 }  // namespace
@@ -222,18 +218,19 @@ void resolve(const Value& v) {
   v->type = Type::Tensor;
 }
 
+bool holdsValues(const Object& o) {
+  return !o.items.empty() || !o.dict.empty() || !o.attributes.empty() || o.function;
+}
+
 bool anyInside(const Value& v, const std::function<bool(const Value&)>& test) {
   if (test(v)) return true;
-  const auto holds = [](const Object& o) {
-    return !o.items.empty() || !o.dict.empty() || !o.attributes.empty();
-  };
-  if (!holds(*v)) return false;
+  if (!holdsValues(*v)) return false;
   std::unordered_set<const Object*> seen{v.get()};
   std::vector<const Object*> left{v.get()};
   const auto visit = [&](const Value& x) {
     if (!seen.insert(x.get()).second) return false;
     if (test(x)) return true;
-    if (holds(*x)) left.push_back(x.get());
+    if (holdsValues(*x)) left.push_back(x.get());
     return false;
   };
   while (!left.empty()) {

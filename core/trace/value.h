@@ -137,6 +137,9 @@ void resolve(const Value& v);
 void resolveDeep(const Value& v);
 // Whether v or any value inside its tuples, lists and dicts is Deferred.
 bool holdsDeferred(const Value& v);
+// Whether o holds other values (items, dict entries, attributes) or is a function: what a reference
+// cycle can pass through.
+bool holdsValues(const Object& o);
 // Whether `test` holds for v or for a value inside it (the items of tuples, lists and dict views,
 // the keys and values of dicts, the attributes of results and namespaces), each object tested once.
 // It keeps a list of what is left to visit instead of recursing, so a value that holds itself, or

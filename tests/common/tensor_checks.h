@@ -1,6 +1,7 @@
 // Scale-aware tensor comparisons for the suites. Results of different shardings (or of different
 // CPUs' BLAS kernels) differ by rounding that grows with the values' magnitude, so an absolute
-// tolerance passes on one machine and fails on the next; these compare against the reference's scale.
+// tolerance passes on one machine and fails on the next; these compare against the reference's
+// scale.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -310,14 +310,17 @@ class TestDeferredCalls : public QObject {
   }
 
   // A list made in a block that holds itself is freed when the block ends, with what it holds (two
-  // dicts holding each other too); a container the block was given, held outside it as well, is
-  // left whole, the cycle the block made in it included.
+  // dicts holding each other too, and a list that held itself in a call now over, which no scope
+  // reaches); a container the block was given, held outside it as well, is left whole, the cycle
+  // the block made in it included.
   void aBlocksCyclesAreFreedAndWhatItWasGivenIsKept() {
     const trace::Value item = trace::list({trace::integer(7)});
     const trace::Value kept = trace::list({item});
     const Outcome r = runProbe(1,
                                "a = [kept[0]]\na.append(a)\n"
                                "d = {'k': kept[0]}\ne = {'d': d}\nd['e'] = e\n"
+                               "def made(v):\n    x = [v]\n    x.append(x)\n    return 0\n"
+                               "made(kept[0])\n"
                                "kept.append(kept)\n"
                                "y = (probe.output * 2).save()\n",
                                kept);

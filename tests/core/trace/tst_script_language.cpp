@@ -341,6 +341,44 @@ class TestScriptLanguage : public QObject {
     QCOMPARE((*trace::builtinScope()->find("torch"))->attributes.size(), torchMembers);
   }
 
+  // Cycles made in calls that are over, which no scope reaches (a list holding itself, through
+  // append, its bound method, a slice or +=; two dicts holding each other), are freed when the
+  // interpreter's cycle candidates are handed to releaseCycles, tensors in them too; a cycle also
+  // held from outside stays whole.
+  void cyclesNoScopeReachesAreFreed() {
+    NoModelHost host;
+    auto globals = std::make_shared<trace::Environment>(trace::builtinScope());
+    auto in = std::make_unique<trace::Interpreter>(
+        trace::parseProgram("t = torch.ones(4)\n"
+                            "def f():\n    x = [t]\n    x.append(x)\n"
+                            "def g():\n    m = [t].append\n    m(m)\n"
+                            "def h():\n    d = {'t': t}\n    e = {'d': d}\n    d['e'] = e\n"
+                            "def s():\n    z = [t, 0]\n    z[1:] = [z]\n"
+                            "def p():\n    w = [t]\n    w += [w]\n"
+                            "def k():\n    c = [t]\n    c.append(c)\n    return c\n"
+                            "for i in range(100):\n    f()\n    g()\n    h()\n    s()\n    p()\n"
+                            "kept = k()\n",
+                            "calls.py"),
+        host, globals, 1000000);
+    in->run(in->program().body);
+    QVERIFY(in->functionScopes().empty());  // no call defined a function: no scope holds them
+    const trace::Value kept = *globals->find("kept");
+    const std::weak_ptr<trace::Object> t = *globals->find("t");
+    QVERIFY2(t.use_count() > 500, std::to_string(t.use_count()).c_str());
+    std::vector<trace::Value> candidates = in->cycleCandidates();
+    QVERIFY2(candidates.size() >= 500, std::to_string(candidates.size()).c_str());
+    in.reset();
+    // The globals too (the functions defined there close over them, which hold them).
+    std::vector<std::shared_ptr<trace::Environment>> scopes;  // a braced list would copy it
+    scopes.push_back(std::move(globals));
+    trace::releaseCycles(std::move(candidates), std::move(scopes));
+    QCOMPARE(t.use_count(), 1L);  // kept's
+    QCOMPARE(kept->items.size(), size_t(2));
+    QVERIFY(kept->items[1] == kept);
+    kept->items.clear();
+    QVERIFY(t.expired());
+  }
+
   // A function whose closure is `scope`, held by it under `name`: the cycle a call leaves when it
   // defines an inner function.
   static trace::Value functionIn(const std::shared_ptr<trace::Environment>& scope,
@@ -475,7 +513,9 @@ class TestScriptLanguage : public QObject {
     runner.run(
         "model = VLLM('demo')\na = [torch.ones(2)]\na.append(a)\n"
         "def make(x):\n    def get():\n        return x\n    return 0\n"
-        "for i in range(3):\n    make(a)\n",
+        "for i in range(3):\n    make(a)\n"
+        "def loop():\n    y = [torch.ones(2)]\n    y.append(y)\n"
+        "loop()\n",
         "first.py");
     std::atomic<bool> release{false}, inside{false};
     JobHandle job = engine->submit([&](RankContext&) {
@@ -495,9 +535,11 @@ class TestScriptLanguage : public QObject {
       while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       runner.run("b = [1]\nb.append(b)\n", "second.py");
       QCOMPARE(runner.unreleasedScopes(), size_t(4));  // the globals and make's three calls
+      QCOMPARE(runner.unreleasedCycleCandidates(), size_t(2));  // a, and loop's y
     }
     runner.run("print(len([1, 2]))\n", "third.py");
     QCOMPARE(runner.unreleasedScopes(), size_t(0));
+    QCOMPARE(runner.unreleasedCycleCandidates(), size_t(0));
     QCOMPARE(lines, std::vector<std::string>{"2"});
   }
 

@@ -124,30 +124,31 @@ class TestScriptSafety : public QObject {
   void capturedValuesKeepTheirAliases() {
     std::vector<std::string> lines;
     auto runner = makeRunner(&lines, 2);
-    const std::string e = errorOf(*runner,
-        "model = VLLM(\"demo\")\n"
-        "d = {'a': 1}\n"
-        "k = d.keys()\n"
-        "xs = [1]\n"
-        "ys = xs\n"
-        "loop = [0]\n"
-        "loop.append(loop)\n"
-        "with model.trace(\"Hello there\"):\n"
-        "    d['b'] = 2\n"
-        "    ys.append(2)\n"
-        "    r = (list(k), xs, xs is ys, loop[1] is loop, repr(loop))\n"
-        "    r.save()\n"
-        "    h = model.model.layers[0].mlp.output\n"
-        "    first = h.clone().save()\n"
-        "    dd = {'h': h}\n"
-        "    dd.save()\n"
-        "    v = {'h': h}.values()\n"
-        "    v.save()\n"
-        "    h[:] = 0\n"
-        "print(r)\n"
-        "print(len(v), first.abs().sum() > 0, torch.equal(list(v)[0], first), "
-        "torch.equal(dd['h'], first))\n"
-        "print(dd['h'].device, list(v)[0].device)\n");
+    const std::string e =
+        errorOf(*runner,
+                "model = VLLM(\"demo\")\n"
+                "d = {'a': 1}\n"
+                "k = d.keys()\n"
+                "xs = [1]\n"
+                "ys = xs\n"
+                "loop = [0]\n"
+                "loop.append(loop)\n"
+                "with model.trace(\"Hello there\"):\n"
+                "    d['b'] = 2\n"
+                "    ys.append(2)\n"
+                "    r = (list(k), xs, xs is ys, loop[1] is loop, repr(loop))\n"
+                "    r.save()\n"
+                "    h = model.model.layers[0].mlp.output\n"
+                "    first = h.clone().save()\n"
+                "    dd = {'h': h}\n"
+                "    dd.save()\n"
+                "    v = {'h': h}.values()\n"
+                "    v.save()\n"
+                "    h[:] = 0\n"
+                "print(r)\n"
+                "print(len(v), first.abs().sum() > 0, torch.equal(list(v)[0], first), "
+                "torch.equal(dd['h'], first))\n"
+                "print(dd['h'].device, list(v)[0].device)\n");
     QCOMPARE(e, std::string("no error"));
     QCOMPARE(lines, (std::vector<std::string>{"(['a', 'b'], [1, 2], True, True, '[0, [...]]')",
                                               "1 tensor(True) True True", "cpu cpu"}));
