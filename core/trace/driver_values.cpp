@@ -44,6 +44,8 @@ class ValueCopy {
       case Type::DictItems:
         c = dictView(v->type, nullptr);
         break;
+      case Type::Builtin:
+        return boundTo(v);
       default:
         return v;
     }
@@ -66,6 +68,19 @@ class ValueCopy {
   }
 
  private:
+  // A bound method (list.append) acts on the copy of its list, as the same method looked up on
+  // the copy would: a driver's `m = log.append` called in a block appends to the rank's `log`.
+  Value boundTo(const Value& method) {
+    if (method->items.empty()) return method;  // a plain builtin: shared as it is
+    const Value receiver = (*this)(method->items.front());
+    // The receiver may hold this method: copying it may have copied the method already.
+    if (const auto it = copies_.find(method.get()); it != copies_.end()) return it->second;
+    Value c = receiver == method->items.front() ? nullptr : boundMethodOf(receiver, method->str);
+    if (!c) c = method;
+    copies_[method.get()] = c;
+    return c;
+  }
+
   CopyTensor copyTensor_;
   bool keepSaved_;
   const char* during_;

@@ -28,9 +28,10 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
   scope_ = std::make_shared<Environment>(builtinScope());
-  scope_->set("print", printBuiltin([this](const std::string& line) {
-                if (reporter()) print(line);
-              }));
+  scope_->set("print", boundToBlock(printBuiltin([this](const std::string& line) {
+                                      if (reporter()) print(line);
+                                    }),
+                                    alive_));
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
     if (!invokes[0].tracerName.empty()) {

@@ -415,7 +415,9 @@ std::vector<std::shared_ptr<Environment>> Interpreter::functionScopes() const {
 }
 
 void Interpreter::noteStored(const Value& container, const Value& stored) {
-  if (holdsValues(*stored)) cycleCandidates_.insert(container);
+  // An empty list stored into itself closes a cycle too; any other value that closes one reaches
+  // the container, so it holds values.
+  if (stored == container || holdsValues(*stored)) cycleCandidates_.insert(container);
 }
 
 std::vector<Value> Interpreter::cycleCandidates() const {

@@ -125,6 +125,8 @@ class Interpreter {
   void requestMemory(int64_t bytes);
   Value charged(Value v);
   SourceLocation location() const { return at_; }
+  // Expires with this interpreter: what its builtins and deferred values check (boundToBlock).
+  std::weak_ptr<const void> lifetime() const { return lifetime_; }
 
   // Deferred values: a held module call's output (DeferredCalls, in the mediator), and the tensor
   // ops a script applies to one (indexing, argmax). `compute` runs when the script first needs the
@@ -178,6 +180,7 @@ class Interpreter {
   std::map<std::string, Value> savedSnapshots_;
   WeakSet<Environment> functionScopes_;  // call scopes a function was defined in
   WeakSet<Object> cycleCandidates_;      // see cycleCandidates
+  const std::shared_ptr<const int> lifetime_ = std::make_shared<const int>(0);
   long long budget_;
   long long steps_ = 0;
   MemoryBudget memory_;

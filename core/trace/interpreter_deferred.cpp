@@ -99,7 +99,13 @@ Value Interpreter::held(std::function<at::Tensor()> compute, std::shared_ptr<con
                         std::shared_ptr<StackedRow> row) {
   auto v = std::make_shared<Object>();
   v->type = Type::Deferred;
-  v->compute = std::move(compute);
+  v->compute = [block = lifetime(), compute = std::move(compute)] {
+    if (block.expired())  // reached from a driver's list after its block ended, say
+      throw RuntimeFailure(
+          "a value of a trace block that has ended was needed before it was computed: use it "
+          "inside the block, or save it");
+    return compute();
+  };
   if (deferred_.size() >= 64 && deferred_.size() == deferred_.capacity()) {
     deferred_.erase(std::remove_if(deferred_.begin(), deferred_.end(),
                                    [](const Held& h) {
@@ -279,42 +285,48 @@ Value Interpreter::deferredMethod(const Value& self, const std::string& name) {
       "squeeze", "flatten",    "narrow"};
   if (!later.count(name)) return nullptr;
   const int line = at_.line;
-  return builtin(name, [this, self, name, line](CallArgs& args) -> Value {
-    // An argument the method does not take fails here, at its line, not when the value is needed.
-    if (const TensorMethod* m = tensorMethod(name))
-      builtin_args::checkArguments(args, m->takes, "Tensor." + name);
-    if (holdsTensor(args)) {  // could be edited before it runs: now, on the computed tensor
-      force(self);
-      return tensorAttribute(*this, self, name)->builtin(args);
-    }
-    auto op = std::make_shared<DeferredOp>();
-    op->parent = self;
-    op->method = name;
-    op->args = args;
-    op->line = line;
-    op->signature = "." + name;
-    for (const Value& v : args.positional) op->signature += " " + repr(v);
-    for (const auto& [k, v] : args.keywords) op->signature += " " + k + "=" + repr(v);
-    const Value* dim = dimArgument(args);
-    const size_t given = args.positional.size() + args.keywords.size();
-    op->stackable = (elementwise().count(name) && given == 0) ||
-                    (alongDim().count(name) &&
-                     (given == 0 || (given == 1 && dim && (*dim)->type == Type::Int)));
-    return held(
-        [this, op] {
-          return runDeferredOp(
-              [&] {
-                resolve(op->parent);
-                CallArgs kept = op->args;
-                const Value r = tensorAttribute(*this, op->parent, op->method)->builtin(kept);
-                if (r->type != Type::Tensor)
-                  throw RuntimeFailure("." + op->method + "() did not return a tensor");
-                return r->tensor;
-              },
-              "." + op->method + "()", op->line);
-        },
-        op, std::make_shared<StackedRow>());
-  });
+  return boundToBlock(
+      builtin(
+          name,
+          [this, self, name, line](CallArgs& args) -> Value {
+            // An argument the method does not take fails here, at its line, not when the value is
+            // needed.
+            if (const TensorMethod* m = tensorMethod(name))
+              builtin_args::checkArguments(args, m->takes, "Tensor." + name);
+            if (holdsTensor(args)) {  // could be edited before it runs: now, on the computed tensor
+              force(self);
+              return tensorAttribute(*this, self, name)->builtin(args);
+            }
+            auto op = std::make_shared<DeferredOp>();
+            op->parent = self;
+            op->method = name;
+            op->args = args;
+            op->line = line;
+            op->signature = "." + name;
+            for (const Value& v : args.positional) op->signature += " " + repr(v);
+            for (const auto& [k, v] : args.keywords) op->signature += " " + k + "=" + repr(v);
+            const Value* dim = dimArgument(args);
+            const size_t given = args.positional.size() + args.keywords.size();
+            op->stackable = (elementwise().count(name) && given == 0) ||
+                            (alongDim().count(name) &&
+                             (given == 0 || (given == 1 && dim && (*dim)->type == Type::Int)));
+            return held(
+                [this, op] {
+                  return runDeferredOp(
+                      [&] {
+                        resolve(op->parent);
+                        CallArgs kept = op->args;
+                        const Value r =
+                            tensorAttribute(*this, op->parent, op->method)->builtin(kept);
+                        if (r->type != Type::Tensor)
+                          throw RuntimeFailure("." + op->method + "() did not return a tensor");
+                        return r->tensor;
+                      },
+                      "." + op->method + "()", op->line);
+                },
+                op, std::make_shared<StackedRow>());
+          }),
+      lifetime());
 }
 
 Value Interpreter::deferredIndex(const Value& self, const Value& index) {

@@ -235,6 +235,19 @@ Value strMethod(const Value& obj, const std::string& name) {
 
 }  // namespace
 
+Value boundMethodOf(const Value& receiver, const std::string& name) {
+  switch (receiver->type) {
+    case Type::List:
+      return listMethod(receiver, name);
+    case Type::Tuple:
+      return name == "index" || name == "count" ? sequenceSearch(receiver, name) : nullptr;
+    case Type::Dict:
+      return dictMethod(receiver, name);
+    default:
+      return nullptr;
+  }
+}
+
 Value Interpreter::getAttr(const Value& obj, const std::string& name) {
   if (obj->type == Type::Deferred) {
     if (Value later = deferredMethod(obj, name)) return later;
@@ -248,13 +261,9 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
     case Type::Tensor:
       return tensorAttribute(*this, obj, name);
     case Type::List:
-      if (Value method = listMethod(obj, name)) return method;
-      break;
     case Type::Tuple:
-      if (name == "index" || name == "count") return sequenceSearch(obj, name);
-      break;
     case Type::Dict:
-      if (Value method = dictMethod(obj, name)) return method;
+      if (Value method = boundMethodOf(obj, name)) return method;
       break;
     case Type::Str:
       if (Value method = strMethod(obj, name)) return method;

@@ -106,20 +106,26 @@ Value Mediator::moduleAttribute(Interpreter& in, const Value& module, const std:
     // Another stage may hold it: every rank asks the holding stage (one world broadcast).
     if (auto shard = parameterFromStage(owner_.rank(), holder, *m, name)) return tensor(*shard);
   }
+  // Bound to the block: a driver function called in it could keep them past its end.
   if (name == "whole")
-    return builtin("whole",
-                   [this, m](CallArgs& a) { return wholeParameter(m, str(a.required(0))); });
+    return boundToBlock(
+        builtin("whole", [this, m](CallArgs& a) { return wholeParameter(m, str(a.required(0))); }),
+        in.lifetime());
   if (const ModuleMethod* method = m->method(name)) {
-    return builtin(name, [this, m, method](CallArgs& a) {
-      const std::string callee = m->path() + "." + method->name;
-      const ForwardBatch batch = plain();
-      try {
-        return callResult(method->call(ModuleCall(callee, callArgs(a, callee, owner_), batch)));
-      } catch (const ModuleCallError& e) {
-        throw RuntimeFailure(std::string(e.what()) + " (usage: " + m->path() + "." + method->usage +
-                             ")");
-      }
-    });
+    return boundToBlock(
+        builtin(name,
+                [this, m, method](CallArgs& a) {
+                  const std::string callee = m->path() + "." + method->name;
+                  const ForwardBatch batch = plain();
+                  try {
+                    return callResult(
+                        method->call(ModuleCall(callee, callArgs(a, callee, owner_), batch)));
+                  } catch (const ModuleCallError& e) {
+                    throw RuntimeFailure(std::string(e.what()) + " (usage: " + m->path() + "." +
+                                         method->usage + ")");
+                  }
+                }),
+        in.lifetime());
   }
   if (!m->parent() && name == "tokenizer") return tokenizerObject(in);
   return moduleProxyOrFail(in, m, m->path() + "." + name, name);
@@ -227,10 +233,12 @@ Value Mediator::tracerAttribute(Interpreter& in, const Value&, const std::string
     return served;
   }
   if (name == "stop")
-    return builtin("stop", [this](CallArgs&) {
-      stop = true;
-      return none();
-    });
+    return boundToBlock(builtin("stop",
+                                [this](CallArgs&) {
+                                  stop = true;
+                                  return none();
+                                }),
+                        in.lifetime());
   if (name == "invoke")
     in.fail("tracer.invoke(...) must be a `with` statement directly in the trace body");
   in.fail("the tracer has no attribute '" + name + "' (it has iter, result, stop, invoke)");

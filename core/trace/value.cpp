@@ -224,13 +224,15 @@ bool holdsValues(const Object& o) {
 
 bool anyInside(const Value& v, const std::function<bool(const Value&)>& test) {
   if (test(v)) return true;
-  if (!holdsValues(*v)) return false;
+  // Not into a bound method's receiver: `sorted(k, key=big.get)` is not a value holding `big`.
+  const auto entered = [](const Object& o) { return o.type != Type::Builtin && holdsValues(o); };
+  if (!entered(*v)) return false;
   std::unordered_set<const Object*> seen{v.get()};
   std::vector<const Object*> left{v.get()};
   const auto visit = [&](const Value& x) {
     if (!seen.insert(x.get()).second) return false;
     if (test(x)) return true;
-    if (holdsValues(*x)) left.push_back(x.get());
+    if (entered(*x)) left.push_back(x.get());
     return false;
   };
   while (!left.empty()) {
@@ -271,6 +273,17 @@ Value builtin(std::string name, BuiltinFn fn) {
   v->builtin = std::move(fn);
   return v;
 }
+Value boundToBlock(Value v, std::weak_ptr<const void> block) {
+  v->builtin = [block = std::move(block), fn = std::move(v->builtin), name = v->str](CallArgs& a) {
+    if (block.expired())
+      throw RuntimeFailure(name +
+                           "() belongs to a trace block that has ended: call it inside the block, "
+                           "and save what it returns");
+    return fn(a);
+  };
+  return v;
+}
+
 Value moduleProxy(std::string path) {
   Value v = make(Type::Module);
   v->str = std::move(path);

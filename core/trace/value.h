@@ -120,6 +120,13 @@ Value list(std::vector<Value> items);
 Value tensor(at::Tensor t);
 Value sizeOf(const at::Tensor& t);
 Value builtin(std::string name, BuiltinFn fn);
+// Makes builtin `v` fail with the script's error, not a crash, when called after `block` (a trace
+// block's interpreter, mediator or interleaver, which its function reaches) is gone: a driver
+// function called in a block can keep it in a driver list (`log.append(model.x.whole)`).
+Value boundToBlock(Value v, std::weak_ptr<const void> block);
+// Method `name` of a list, tuple or dict bound to `receiver` (held in the method's items; see
+// interpreter_objects.cpp), or null where it has none.
+Value boundMethodOf(const Value& receiver, const std::string& name);
 Value moduleProxy(std::string path);
 
 // A tensor that is block `index` of `stacked` along its first dimension (stacked[index] is it): a
@@ -141,7 +148,8 @@ bool holdsDeferred(const Value& v);
 // cycle can pass through.
 bool holdsValues(const Object& o);
 // Whether `test` holds for v or for a value inside it (the items of tuples, lists and dict views,
-// the keys and values of dicts, the attributes of results and namespaces), each object tested once.
+// the keys and values of dicts, the attributes of results and namespaces; not a bound method's
+// list), each object tested once.
 // It keeps a list of what is left to visit instead of recursing, so a value that holds itself, or
 // nests 100000 levels deep, is walked safely.
 bool anyInside(const Value& v, const std::function<bool(const Value&)>& test);
