@@ -51,8 +51,8 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // on those rows, round(round(h_j . D_e[o]) * weight_j), into shared memory; then each row adds
 // the local choices in increasing expert order from zero, each add rounded (combineRows' order).
 // A lane loads kHeld 16-byte chunks of each of the 8 rows at a time (a pass), held as words from
-// one row pointer a warp: 90 registers in bf16 where a pointer and a Vec a row took 111, and a
-// 30B step 2.93 against 2.98 ms on an H100. Three chunks a pass (128 registers), or 64
+// one row pointer a warp: 90 registers in bf16 where a pointer and a Vec a row took 111 (a 30B
+// step 2.92-2.96 ms on H100s, 2.98-2.99 before). Three chunks a pass (128 registers), or 64
 // registers so that a block fits on an SM beside gate_up's two, were slower (RESULTS run 18).
 // The choice and the warp's first pass come before the wait on gate_up: neither depends on it
 // (the logits are two kernels back, complete before gate_up let this one start).
