@@ -99,11 +99,11 @@ Value Interpreter::held(std::function<at::Tensor()> compute, std::shared_ptr<con
                         std::shared_ptr<StackedRow> row) {
   auto v = std::make_shared<Object>();
   v->type = Type::Deferred;
-  v->compute = [block = lifetime(), compute = std::move(compute)] {
-    if (block.expired())  // reached from a driver's list after its block ended, say
-      throw RuntimeFailure(
-          "a value of a trace block that has ended was needed before it was computed: use it "
-          "inside the block, or save it");
+  // Reached from a driver's list after its block ended, or from another rank's block, it fails
+  // with the script's error: its computation runs this interpreter's ops, on this rank.
+  v->compute = [block = lifetime(), rank = std::this_thread::get_id(),
+                compute = std::move(compute)] {
+    requireBlock(block, rank, "a value computed lazily");
     return compute();
   };
   if (deferred_.size() >= 64 && deferred_.size() == deferred_.capacity()) {
@@ -285,48 +285,46 @@ Value Interpreter::deferredMethod(const Value& self, const std::string& name) {
       "squeeze", "flatten",    "narrow"};
   if (!later.count(name)) return nullptr;
   const int line = at_.line;
-  return boundToBlock(
-      builtin(
-          name,
-          [this, self, name, line](CallArgs& args) -> Value {
-            // An argument the method does not take fails here, at its line, not when the value is
-            // needed.
-            if (const TensorMethod* m = tensorMethod(name))
-              builtin_args::checkArguments(args, m->takes, "Tensor." + name);
-            if (holdsTensor(args)) {  // could be edited before it runs: now, on the computed tensor
-              force(self);
-              return tensorAttribute(*this, self, name)->builtin(args);
-            }
-            auto op = std::make_shared<DeferredOp>();
-            op->parent = self;
-            op->method = name;
-            op->args = args;
-            op->line = line;
-            op->signature = "." + name;
-            for (const Value& v : args.positional) op->signature += " " + repr(v);
-            for (const auto& [k, v] : args.keywords) op->signature += " " + k + "=" + repr(v);
-            const Value* dim = dimArgument(args);
-            const size_t given = args.positional.size() + args.keywords.size();
-            op->stackable = (elementwise().count(name) && given == 0) ||
-                            (alongDim().count(name) &&
-                             (given == 0 || (given == 1 && dim && (*dim)->type == Type::Int)));
-            return held(
-                [this, op] {
-                  return runDeferredOp(
-                      [&] {
-                        resolve(op->parent);
-                        CallArgs kept = op->args;
-                        const Value r =
-                            tensorAttribute(*this, op->parent, op->method)->builtin(kept);
-                        if (r->type != Type::Tensor)
-                          throw RuntimeFailure("." + op->method + "() did not return a tensor");
-                        return r->tensor;
-                      },
-                      "." + op->method + "()", op->line);
-                },
-                op, std::make_shared<StackedRow>());
-          }),
-      lifetime());
+  // The interpreter that calls the method (a later invoke's, say) holds the op, not this one:
+  // `s = y.sum` in one invoke and `s()` in the next computes in the next.
+  return builtin(name, [self, name, line](CallArgs& args) -> Value {
+    SS_ASSERT(args.interpreter, "a deferred tensor's method was called without its interpreter");
+    Interpreter& in = *args.interpreter;
+    // An argument the method does not take fails here, at its line, not when the value is needed.
+    if (const TensorMethod* m = tensorMethod(name))
+      builtin_args::checkArguments(args, m->takes, "Tensor." + name);
+    if (holdsTensor(args) || self->type != Type::Deferred) {  // now, on the computed tensor
+      in.force(self);
+      return tensorAttribute(in, self, name)->builtin(args);
+    }
+    auto op = std::make_shared<DeferredOp>();
+    op->parent = self;
+    op->method = name;
+    op->args = args;
+    op->line = line;
+    op->signature = "." + name;
+    for (const Value& v : args.positional) op->signature += " " + repr(v);
+    for (const auto& [k, v] : args.keywords) op->signature += " " + k + "=" + repr(v);
+    const Value* dim = dimArgument(args);
+    const size_t given = args.positional.size() + args.keywords.size();
+    op->stackable = (elementwise().count(name) && given == 0) ||
+                    (alongDim().count(name) &&
+                     (given == 0 || (given == 1 && dim && (*dim)->type == Type::Int)));
+    return in.held(
+        [&in, op] {
+          return runDeferredOp(
+              [&] {
+                resolve(op->parent);
+                CallArgs kept = op->args;
+                const Value r = tensorAttribute(in, op->parent, op->method)->builtin(kept);
+                if (r->type != Type::Tensor)
+                  throw RuntimeFailure("." + op->method + "() did not return a tensor");
+                return r->tensor;
+              },
+              "." + op->method + "()", op->line);
+        },
+        op, std::make_shared<StackedRow>());
+  });
 }
 
 Value Interpreter::deferredIndex(const Value& self, const Value& index) {

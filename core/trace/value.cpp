@@ -273,12 +273,22 @@ Value builtin(std::string name, BuiltinFn fn) {
   v->builtin = std::move(fn);
   return v;
 }
+void requireBlock(const std::weak_ptr<const void>& block, std::thread::id thread,
+                  const std::string& what) {
+  if (block.expired())
+    throw RuntimeFailure(what +
+                         " belongs to a trace block that has ended: use it inside the block, and "
+                         "save what it returns");
+  if (std::this_thread::get_id() != thread)
+    throw RuntimeFailure(what +
+                         " belongs to another rank's trace block (each rank runs the block on "
+                         "its own values): use it in the block that made it");
+}
+
 Value boundToBlock(Value v, std::weak_ptr<const void> block) {
-  v->builtin = [block = std::move(block), fn = std::move(v->builtin), name = v->str](CallArgs& a) {
-    if (block.expired())
-      throw RuntimeFailure(name +
-                           "() belongs to a trace block that has ended: call it inside the block, "
-                           "and save what it returns");
+  v->builtin = [block = std::move(block), thread = std::this_thread::get_id(),
+                fn = std::move(v->builtin), name = v->str](CallArgs& a) {
+    requireBlock(block, thread, name + "()");
     return fn(a);
   };
   return v;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ast.h"
@@ -121,9 +122,15 @@ Value tensor(at::Tensor t);
 Value sizeOf(const at::Tensor& t);
 Value builtin(std::string name, BuiltinFn fn);
 // Makes builtin `v` fail with the script's error, not a crash, when called after `block` (a trace
-// block's interpreter, mediator or interleaver, which its function reaches) is gone: a driver
-// function called in a block can keep it in a driver list (`log.append(model.x.whole)`).
+// block's interpreter, mediator or interleaver, which its function reaches) is gone, or from
+// another thread than the one that made it: a driver function called in a block can keep it in
+// a driver list (`log.append(model.x.whole)`) that other ranks and the driver read.
 Value boundToBlock(Value v, std::weak_ptr<const void> block);
+// The check boundToBlock makes: the script's error, naming `what`, unless `block` is alive and
+// this is the thread that made the value (`thread`: its rank's; a driver function can hand one
+// rank's builtin to another's block, whose thread must not run the first's collectives).
+void requireBlock(const std::weak_ptr<const void>& block, std::thread::id thread,
+                  const std::string& what);
 // Method `name` of a list, tuple or dict bound to `receiver` (held in the method's items; see
 // interpreter_objects.cpp), or null where it has none.
 Value boundMethodOf(const Value& receiver, const std::string& name);
