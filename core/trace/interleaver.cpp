@@ -31,7 +31,7 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
   scope_->set("print", boundToBlock(printBuiltin([this](const std::string& line) {
                                       if (reporter()) print(line);
                                     }),
-                                    alive_));
+                                    lifetime_));
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
     if (!invokes[0].tracerName.empty()) {

@@ -529,15 +529,17 @@ void ScriptRunner::run(const std::string& source, const std::string& file) {
     ~Running() { s.running = nullptr; }
   } running{s};
   s.running = &in;
+  const auto keepForRelease = [&] {  // what releaseGlobals frees, whether the run ends or fails
+    s.lastRunsFunctionScopes = in.functionScopes();
+    s.lastRunsCycleCandidates = in.cycleCandidates();
+  };
   try {
     in.run(program->body);
   } catch (...) {
-    s.lastRunsFunctionScopes = in.functionScopes();
-    s.lastRunsCycleCandidates = in.cycleCandidates();
+    keepForRelease();
     throw;
   }
-  s.lastRunsFunctionScopes = in.functionScopes();
-  s.lastRunsCycleCandidates = in.cycleCandidates();
+  keepForRelease();
 }
 
 size_t ScriptRunner::unreleasedScopes() const {

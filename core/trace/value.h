@@ -156,9 +156,8 @@ bool holdsDeferred(const Value& v);
 bool holdsValues(const Object& o);
 // Whether `test` holds for v or for a value inside it (the items of tuples, lists and dict views,
 // the keys and values of dicts, the attributes of results and namespaces; not a bound method's
-// list), each object tested once.
-// It keeps a list of what is left to visit instead of recursing, so a value that holds itself, or
-// nests 100000 levels deep, is walked safely.
+// list), each object tested once. It keeps a list of what is left to visit instead of recursing,
+// so a value that holds itself, or nests 100000 levels deep, is walked safely.
 bool anyInside(const Value& v, const std::function<bool(const Value&)>& test);
 
 // The number of values a Range yields (Python's len(range(...))).
