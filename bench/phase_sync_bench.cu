@@ -1,12 +1,13 @@
 // phase_sync_bench: what a decode layer's kernel boundaries cost against grid barriers in one
 // persistent kernel (issue 16: the 30B decode at batch 1 is about 7 us a layer from 1.5x its floor
-// on an H200, RESULTS run 17). No LibTorch. A layer is six dependent phases shaped as Qwen3-30B-A3B's
-// at batch 1 in bf16 (rows x columns a GEMV streams): qkv 5120 x 2048, an attention-like phase of
-// 64 x 2048 on 32 blocks, o_proj 2048 x 4096, the router 128 x 2048, gate_up 12288 x 2048 (8 experts'
-// gate and up rows), down 2048 x 6144 (8 experts' rows): 114 MB a layer, 48 layers, each its own
-// weights (5.5 GB, past any cache). Each phase starts from a value the phase before wrote, so the
-// order is a real dependency; every phase loads its first weights before it waits, as ShardScope's
-// kernels do. Three ways to run the 48 layers, each timed over replays with CUDA events:
+// on an H200, RESULTS run 17). No LibTorch. A layer is six dependent phases shaped as
+// Qwen3-30B-A3B's at batch 1 in bf16 (rows x columns a GEMV streams): qkv 5120 x 2048, an
+// attention-like phase of 64 x 2048 on 32 blocks, o_proj 2048 x 4096, the router 128 x 2048,
+// gate_up 12288 x 2048 (8 experts' gate and up rows), down 2048 x 6144 (8 experts' rows): 114 MB a
+// layer, 48 layers, each its own weights (5.5 GB, past any cache). Each phase starts from a value
+// the phase before wrote, so the order is a real dependency; every phase loads its first weights
+// before it waits, as ShardScope's kernels do. Three ways to run the 48 layers, each timed over
+// replays with CUDA events:
 //   kernels  a kernel a phase, programmatic dependent launch, one CUDA graph (ShardScope today);
 //   layer    a cooperative kernel a layer, its phases separated by grid barriers, one graph;
 //   whole    one cooperative kernel for all 48 layers.
@@ -15,6 +16,7 @@
 //
 //   nvcc -std=c++17 -arch=sm_90 -O3 bench/phase_sync_bench.cu -o phase_sync_bench &&
 //     ./phase_sync_bench [replays]
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -39,6 +41,7 @@ struct Phase {
   const __nv_bfloat16* w;  // rows x k, row-major
   int64_t rows, k;
   int blocks;  // blocks that take part (the attention-like phase: 32)
+  bool late;   // its rows known only after the wait (an expert kernel's choice): no preload
 };
 
 struct Layer {
@@ -46,11 +49,12 @@ struct Layer {
 };
 
 struct Args {
-  const Layer* layers;       // device array of kLayers
-  const __nv_bfloat16* x;    // the vector every phase dots with (as long as the widest row)
-  float* dep;                // dep[l * kPhases + i]: phase i of layer l writes it, i + 1 reads it
-  float* out;                // every row's result (so nothing is left out)
-  unsigned* barrier;         // one counter a layer (layer), or dep-indexed counts (whole)
+  const Layer* layers;     // device array of kLayers
+  const __nv_bfloat16* x;  // the vector every phase dots with (as long as the widest row)
+  float* dep;              // dep[l * kPhases + i]: phase i of layer l writes it, i + 1 reads it
+  float* out;              // every row's result (so nothing is left out)
+  unsigned* barrier;       // one counter a layer (layer), or dep-indexed counts (whole)
+  const int* choice;       // 0, read after the wait by a late phase to address its rows
 };
 
 __device__ __forceinline__ int4 loadStreaming(const __nv_bfloat16* p) {
@@ -74,7 +78,7 @@ struct Preload {
 __device__ __forceinline__ Preload preload(const Phase& p, int block) {
   Preload pre;
   pre.row = block < p.blocks ? int64_t(block) * kWarps + threadIdx.x / 32 : p.rows;
-  if (pre.row >= p.rows) return pre;
+  if (pre.row >= p.rows || p.late) return pre;
   const int64_t k0 = int64_t(threadIdx.x % 32) * 8;
 #pragma unroll
   for (int u = 0; u < 4; ++u) pre.w[u] = loadStreaming(p.w + pre.row * p.k + k0 + u * 256);
@@ -89,6 +93,11 @@ __device__ __forceinline__ void compute(const Phase& p, Preload& pre, const Args
   const int64_t warps = int64_t(p.blocks) * kWarps, k0 = int64_t(lane) * 8;
   const float base = __ldcg(depIn);
   int64_t r = pre.row, k = k0;
+  if (p.late) {  // a dependent read, then the first round
+    r += __ldcg(a.choice);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) pre.w[u] = loadStreaming(p.w + r * p.k + k0 + u * 256);
+  }
   float acc = 0.f;
   for (;;) {
     int64_t nk = k + kRound, nr = r;
@@ -190,6 +199,10 @@ __global__ void __launch_bounds__(kThreads, 2) emptyBarriers(unsigned* count, in
   for (int b = 1; b <= n; ++b) gridBarrier(count, unsigned(b) * gridDim.x);
 }
 
+__global__ void __launch_bounds__(kThreads, 2) emptyGridSyncs(int n) {
+  for (int b = 0; b < n; ++b) cooperative_groups::this_grid().sync();
+}
+
 // Sums every 16-byte word of [w, w + n): the bandwidth a plain read reaches.
 __global__ void __launch_bounds__(kThreads) readAll(const int4* w, int64_t n, float* out) {
   float s = 0.f;
@@ -273,7 +286,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kPhases; ++i) {
       const int64_t rows = shapes[i][0], k = shapes[i][1];
       const int blocks = i == 1 ? 32 : int(std::min<int64_t>((rows + kWarps - 1) / kWarps, grid));
-      layer.phase[i] = {at, rows, k, blocks};
+      layer.phase[i] = {at, rows, k, blocks, false};
       at += rows * k;
     }
   }
@@ -290,7 +303,10 @@ int main(int argc, char** argv) {
   check(cudaMemset(dep, 0, sizeof(float) * (kLayers * kPhases + 1)), "dep");
   check(cudaMalloc(&out, sizeof(float) * 12288), "out");
   check(cudaMalloc(&barrier, sizeof(unsigned) * kLayers), "barrier");
-  const Args args{layersOnDevice, x, dep, out, barrier};
+  int* choice = nullptr;
+  check(cudaMalloc(&choice, sizeof(int)), "choice");
+  check(cudaMemset(choice, 0, sizeof(int)), "choice");
+  const Args args{layersOnDevice, x, dep, out, barrier, choice};
 
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -322,7 +338,7 @@ int main(int argc, char** argv) {
     check(cudaGraphInstantiate(&exec, graph, 0), way);
     const float ms = timeGraph(exec, stream, replays);
     const double us = ms * 1e3 / kLayers;
-    std::printf("%-38s %8.2f us a layer  %.3fx floor  (%.3f ms for %d layers)\n", way, us,
+    std::printf("%-58s %8.2f us a layer  %.3fx floor  (%.3f ms for %d layers)\n", way, us,
                 us / floorUs, ms, kLayers);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -347,12 +363,58 @@ int main(int argc, char** argv) {
            const cudaLaunchConfig_t c = configOf(dim3(unsigned(grid)), stream, attrs, true);
            check(cudaLaunchKernelEx(&c, emptyBarriers, barrier, kSyncs), "barriers");
          }));
+  report("empty grid.sync()s (a layer's worth: 6)", capture([&] {
+           const cudaLaunchConfig_t c = configOf(dim3(unsigned(grid)), stream, attrs, true);
+           check(cudaLaunchKernelEx(&c, emptyGridSyncs, kSyncs), "grid syncs");
+         }));
+  // Each phase alone: 48 dependent kernels of it, each layer's weights; then the chain again
+  // with gate_up's and down's rows addressed only after their wait (the experts' choice).
+  const char* names[kPhases] = {"qkv", "attention-like", "o_proj", "router", "gate_up", "down"};
+  for (int i = 0; i < kPhases; ++i) {
+    const double mb = double(shapes[i][0] * shapes[i][1]) * 2 / 1e6;
+    char way[96];
+    std::snprintf(way, sizeof way, "alone: %s (%.2f MB, %.2f us of bytes)", names[i], mb,
+                  mb * 1e6 / (gbs * 1e9) * 1e6);
+    report(way, capture([&] {
+             for (int l = 0; l < kLayers; ++l) {
+               const cudaLaunchConfig_t c =
+                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
+             }
+           }));
+  }
+  for (int i : {4, 5}) {
+    for (auto& layer : host) layer.phase[i].late = true;
+    check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
+          "layers");
+    char way[96];
+    std::snprintf(way, sizeof way, "alone, addressed after the wait: %s", names[i]);
+    report(way, capture([&] {
+             for (int l = 0; l < kLayers; ++l) {
+               const cudaLaunchConfig_t c =
+                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
+             }
+           }));
+  }
+  report("kernels, experts addressed after the wait", capture([&] {
+           for (int l = 0; l < kLayers; ++l) {
+             for (int i = 0; i < kPhases; ++i) {
+               const cudaLaunchConfig_t c =
+                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
+             }
+           }
+         }));
+  for (auto& layer : host) layer.phase[4].late = layer.phase[5].late = false;
+  check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
+        "layers");
   for (int pass = 0; pass < 2; ++pass) {
     report("kernels", capture([&] {
              for (int l = 0; l < kLayers; ++l) {
                for (int i = 0; i < kPhases; ++i) {
-                 const cudaLaunchConfig_t c = configOf(
-                     dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+                 const cudaLaunchConfig_t c =
+                     configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
                  check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
                }
              }

@@ -144,10 +144,12 @@ __global__ void routerKernel(FusedMoeArgs a) {
     }
   };
   if (mine) loadRound();  // the weights do not depend on the kernel before
+  int4 normWeight{};
+  if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(a.norm);
   waitForPreviousKernel();
   allowNextKernel();
   if constexpr (NORM) {
-    normRows<T, VEC>(a.norm, int(a.tokens), xs);  // ends with a barrier: xs is whole
+    normRows<T, VEC>(a.norm, int(a.tokens), xs, normWeight);  // ends with a barrier: xs is whole
     if (blockIdx.x == 0) {
       for (int64_t i = int64_t(threadIdx.x) * VEC; i < a.tokens * a.hidden; i += blockDim.x * VEC)
         store<T, VEC>(static_cast<T*>(a.normed) + i, load<T, VEC>(xs + i));

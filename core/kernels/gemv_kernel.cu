@@ -137,10 +137,13 @@ __global__ void gemvKernel(GemvArgs a) {
   const T* row = rowAt(0);
   Vec<T, VEC> wv[kUnroll];
   if (row) loadFirstRound<T, VEC>(row, a.k, wv);
+  int4 normWeight{};
+  if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(normRowsOf(a));
   waitForPreviousKernel();
   allowNextKernel();
   T* xs = reinterpret_cast<T*>(shared);
-  if constexpr (NORM) normRows<T, VEC>(normRowsOf(a), ROWS, xs);  // every thread takes part
+  // every thread takes part
+  if constexpr (NORM) normRows<T, VEC>(normRowsOf(a), ROWS, xs, normWeight);
   if (!row) return;  // an exited warp counts as done for the dependent launch
 
   const T* b = static_cast<const T*>(a.bias);

@@ -11,8 +11,21 @@ namespace shardscope::kernels {
 // tree (its widest block; a narrower one gives each thread at most one vector, as here), so the
 // rows are bit for bit what fused::addRmsNorm writes. Every thread of the block calls it.
 constexpr int kNormThreads = 256;
+
+// This thread's first vector of the norm weight (its only one where k <= kNormThreads * VEC, as
+// Qwen3's hidden 2048 in bf16), loaded before the kernel waits on the one before: the weight does
+// not depend on it, so its load leaves the path from the wait to the weights' stream.
 template <typename T, int VEC>
-__device__ void normRows(const NormRowsArgs& a, int rows, T* xs) {
+__device__ __forceinline__ int4 normWeightAhead(const NormRowsArgs& a) {
+  static_assert(sizeof(T) * VEC == 16, "16-byte vectors only");
+  const int64_t i = int64_t(threadIdx.x) * VEC;
+  if (threadIdx.x >= kNormThreads || i >= a.k) return int4{};
+  return loadWords(static_cast<const T*>(a.normWeight) + i);
+}
+
+// `ahead` is normWeightAhead's.
+template <typename T, int VEC>
+__device__ void normRows(const NormRowsArgs& a, int rows, T* xs, const int4& ahead) {
   const bool team = threadIdx.x < kNormThreads, writer = blockIdx.x == 0 && a.residualOut;
   const T* nw = static_cast<const T*>(a.normWeight);
   constexpr int64_t step = int64_t(kNormThreads) * VEC;
@@ -40,7 +53,9 @@ __device__ void normRows(const NormRowsArgs& a, int rows, T* xs) {
     }
     const float inv = rsqrtf(blockSum(squares) / float(a.k) + a.eps);
     for (int64_t i = int64_t(threadIdx.x) * VEC; team && i < a.k; i += step) {
-      const Vec<T, VEC> v = load<T, VEC>(row + i), wv = load<T, VEC>(nw + i);
+      const Vec<T, VEC> v = load<T, VEC>(row + i);
+      const Vec<T, VEC> wv =
+          i == int64_t(threadIdx.x) * VEC ? asVec<T, VEC>(ahead) : load<T, VEC>(nw + i);
       Vec<T, VEC> o;
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {

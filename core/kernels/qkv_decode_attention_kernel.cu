@@ -58,16 +58,23 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
     }
     prefetchToL2(values + j * rowStride, D * sizeof(T));
   }
+  // Threads [0, HALF): q's rotary pairs (i, i + HALF); [HALF, 2 HALF): k's; [2 HALF, 3 HALF): v's.
+  // The pair's norm weights and angle do not depend on the kernel before: loaded before the wait,
+  // they leave the path from it (they came after the norm's sum, a memory latency each).
+  const int part = j / HALF, i = j % HALF;
+  const bool active = part < 3, isQ = part == 0, isV = part == 2;
+  const T* norm = static_cast<const T*>(isQ ? a.qNorm : a.kNorm);
+  const bool turned = active && !isV;
+  const float norm1 = turned && norm ? toFloat(norm[i]) : 0.f;
+  const float norm2 = turned && norm ? toFloat(norm[i + HALF]) : 0.f;
+  const float angleCos = turned ? toFloat(static_cast<const T*>(a.cos)[p * HALF + i]) : 0.f;
+  const float angleSin = turned ? toFloat(static_cast<const T*>(a.sin)[p * HALF + i]) : 0.f;
   waitForPreviousKernel();
   allowNextKernel();
 
-  // Threads [0, HALF): q's rotary pairs (i, i + HALF); [HALF, 2 HALF): k's; [2 HALF, 3 HALF): v's.
-  const int part = j / HALF, i = j % HALF;
-  const bool active = part < 3, isQ = part == 0, isV = part == 2;
   const int64_t qkvHead = isQ ? head : isV ? a.qHeads + a.kvHeads + kvHead : a.qHeads + kvHead;
   const T* src = static_cast<const T*>(a.qkv) + r * a.qkvStride + qkvHead * D;
   float x1 = active ? toFloat(src[i]) : 0.f, x2 = active ? toFloat(src[i + HALF]) : 0.f;
-  const T* norm = static_cast<const T*>(isQ ? a.qNorm : a.kNorm);
   if (a.qNorm) {  // uniform over the block: every thread reaches the barrier
     float s = __fmaf_rn(x1, x1, x2 * x2);
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -76,15 +83,12 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
     const float total = headSum(normPartial, isQ ? 0 : kHeadWarps, kHeadWarps);
     if (active && !isV) {
       const float inv = rsqrtf(total / float(a.headDim) + a.eps);  // as qkvToCacheKernel
-      x1 = mulRounded<T>(toFloat(norm[i]), mulRounded<T>(x1, inv));
-      x2 = mulRounded<T>(toFloat(norm[i + HALF]), mulRounded<T>(x2, inv));
+      x1 = mulRounded<T>(norm1, mulRounded<T>(x1, inv));
+      x2 = mulRounded<T>(norm2, mulRounded<T>(x2, inv));
     }
   }
   if (active) {
-    if (!isV) {
-      rotatePair<T>(x1, x2, toFloat(static_cast<const T*>(a.cos)[p * HALF + i]),
-                    toFloat(static_cast<const T*>(a.sin)[p * HALF + i]));
-    }
+    if (!isV) rotatePair<T>(x1, x2, angleCos, angleSin);
     const T y1 = fromFloat<T>(x1), y2 = fromFloat<T>(x2);
     float* mine = isQ ? qs : isV ? vNew : kNew;
     mine[i] = toFloat(y1);
