@@ -14,7 +14,7 @@
 // The floor is the bytes over the bandwidth a plain read of the same weights reaches in the call.
 // Prints one line per way: microseconds a layer and the ratio to the floor.
 //
-//   nvcc -std=c++17 -arch=sm_90 -O3 bench/phase_sync_bench.cu -o phase_sync_bench &&
+//   nvcc -std=c++17 -arch=sm_90 -O3 -I. bench/phase_sync_bench.cu -o phase_sync_bench &&
 //     ./phase_sync_bench [replays]
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -25,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "core/kernels/block_choice.cuh"
 
 namespace {
 
@@ -41,7 +43,10 @@ struct Phase {
   const __nv_bfloat16* w;  // rows x k, row-major
   int64_t rows, k;
   int blocks;  // blocks that take part (the attention-like phase: 32)
-  bool late;   // its rows known only after the wait (an expert kernel's choice): no preload
+  // Where its rows are known: before the wait (its weights load first), after it (one dependent
+  // read), or after the experts' choice ShardScope's one-token kernels make from the router's
+  // logits (chooseInBlock, as gateUpOneTokenKernel calls it).
+  enum class Rows { kEarly, kLate, kChosen } rows_known;
 };
 
 struct Layer {
@@ -55,6 +60,7 @@ struct Args {
   float* out;              // every row's result (so nothing is left out)
   unsigned* barrier;       // one counter a layer (layer), or dep-indexed counts (whole)
   const int* choice;       // 0, read after the wait by a late phase to address its rows
+  const void* logits;      // 128 router logits (bf16) for a chosen phase
 };
 
 __device__ __forceinline__ int4 loadStreaming(const __nv_bfloat16* p) {
@@ -78,7 +84,7 @@ struct Preload {
 __device__ __forceinline__ Preload preload(const Phase& p, int block) {
   Preload pre;
   pre.row = block < p.blocks ? int64_t(block) * kWarps + threadIdx.x / 32 : p.rows;
-  if (pre.row >= p.rows || p.late) return pre;
+  if (pre.row >= p.rows || p.rows_known != Phase::Rows::kEarly) return pre;
   const int64_t k0 = int64_t(threadIdx.x % 32) * 8;
 #pragma unroll
   for (int u = 0; u < 4; ++u) pre.w[u] = loadStreaming(p.w + pre.row * p.k + k0 + u * 256);
@@ -88,13 +94,25 @@ __device__ __forceinline__ Preload preload(const Phase& p, int block) {
 // The phase's rows for this warp (its first in pre, then every warps-th): two rounds in flight.
 __device__ __forceinline__ void compute(const Phase& p, Preload& pre, const Args& a,
                                         const float* depIn, float* depOut) {
+  __shared__ shardscope::kernels::BlockChoice choice;
+  int chosenShift = 0;
+  if (p.rows_known == Phase::Rows::kChosen) {  // every thread of the block takes part
+    shardscope::kernels::FusedMoeArgs f;
+    f.dtype = shardscope::kernels::DType::BFloat16;
+    f.select.logits = a.logits;
+    f.select.experts = 128;
+    f.topK = 8;
+    shardscope::kernels::chooseInBlock<__nv_bfloat16, false>(f, choice);
+    chosenShift = min(choice.chosen[(threadIdx.x / 32) % 8], 0);  // 0, unknown to the compiler
+  }
   if (pre.row >= p.rows) return;
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(p.blocks) * kWarps, k0 = int64_t(lane) * 8;
   const float base = __ldcg(depIn);
   int64_t r = pre.row, k = k0;
-  if (p.late) {  // a dependent read, then the first round
-    r += __ldcg(a.choice);
+  if (p.rows_known !=
+      Phase::Rows::kEarly) {  // a dependent read or the choice, then the first round
+    r += p.rows_known == Phase::Rows::kLate ? __ldcg(a.choice) : chosenShift;
 #pragma unroll
     for (int u = 0; u < 4; ++u) pre.w[u] = loadStreaming(p.w + r * p.k + k0 + u * 256);
   }
@@ -286,7 +304,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kPhases; ++i) {
       const int64_t rows = shapes[i][0], k = shapes[i][1];
       const int blocks = i == 1 ? 32 : int(std::min<int64_t>((rows + kWarps - 1) / kWarps, grid));
-      layer.phase[i] = {at, rows, k, blocks, false};
+      layer.phase[i] = {at, rows, k, blocks, Phase::Rows::kEarly};
       at += rows * k;
     }
   }
@@ -306,7 +324,10 @@ int main(int argc, char** argv) {
   int* choice = nullptr;
   check(cudaMalloc(&choice, sizeof(int)), "choice");
   check(cudaMemset(choice, 0, sizeof(int)), "choice");
-  const Args args{layersOnDevice, x, dep, out, barrier, choice};
+  __nv_bfloat16* logits = nullptr;
+  check(cudaMalloc(&logits, 128 * 2), "logits");
+  fill<<<1, 128>>>(logits, 128, 4242u);
+  const Args args{layersOnDevice, x, dep, out, barrier, choice, logits};
 
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -383,8 +404,25 @@ int main(int argc, char** argv) {
              }
            }));
   }
+  const auto setRows = [&](int i, Phase::Rows known) {
+    for (auto& layer : host) layer.phase[i].rows_known = known;
+    check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
+          "layers");
+  };
+  const auto alone = [&](int i, const char* way) {
+    report(way, capture([&] {
+             for (int l = 0; l < kLayers; ++l) {
+               const cudaLaunchConfig_t c =
+                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
+             }
+           }));
+  };
+  setRows(4, Phase::Rows::kChosen);
+  alone(4, "alone, addressed after the choice: gate_up");
+  setRows(4, Phase::Rows::kEarly);
   for (int i : {4, 5}) {
-    for (auto& layer : host) layer.phase[i].late = true;
+    for (auto& layer : host) layer.phase[i].rows_known = Phase::Rows::kLate;
     check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
           "layers");
     char way[96];
@@ -406,7 +444,8 @@ int main(int argc, char** argv) {
              }
            }
          }));
-  for (auto& layer : host) layer.phase[4].late = layer.phase[5].late = false;
+  for (auto& layer : host)
+    layer.phase[4].rows_known = layer.phase[5].rows_known = Phase::Rows::kEarly;
   check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
         "layers");
   for (int pass = 0; pass < 2; ++pass) {

@@ -62,6 +62,16 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
   // The pair's norm weights and angle do not depend on the kernel before: loaded before the wait,
   // they leave the path from it (they came after the norm's sum, a memory latency each).
   const int part = j / HALF, i = j % HALF;
+  // This thread's first kEarlyValues values of earlier steps (keys valuePart, valuePart + PARTS,
+  // ...), held from here: the value sum then waits on no load (it came after two block sums).
+  constexpr int kEarlyValues = 8;
+  const int e = j % D, valuePart = j / D;
+  T early[kEarlyValues];
+#pragma unroll
+  for (int t = 0; t < kEarlyValues; ++t) {
+    const int64_t k = valuePart + int64_t(t) * PARTS;
+    if (k < p) early[t] = values[k * rowStride + e];
+  }
   const bool active = part < 3, isQ = part == 0, isV = part == 2;
   const T* norm = static_cast<const T*>(isQ ? a.qNorm : a.kNorm);
   const bool turned = active && !isV;
@@ -129,10 +139,15 @@ __global__ void __launch_bounds__(kThreads) qkvDecodeAttentionKernel(QkvDecodeAt
   probs[j] = total[0];
   blockReduce<1, false>(total);  // its barrier also publishes probs[]
 
-  const int e = j % D, valuePart = j / D;
   float acc = 0.f;
+#pragma unroll
+  for (int t = 0; t < kEarlyValues; ++t) {
+    const int64_t k = valuePart + int64_t(t) * PARTS;
+    if (k >= n) break;
+    acc = __fmaf_rn(probs[k], k == p ? vNew[e] : toFloat(early[t]), acc);
+  }
 #pragma unroll 8
-  for (int64_t k = valuePart; k < n; k += PARTS) {
+  for (int64_t k = valuePart + int64_t(kEarlyValues) * PARTS; k < n; k += PARTS) {
     const float v = k == p ? vNew[e] : toFloat(values[k * rowStride + e]);
     acc = __fmaf_rn(probs[k], v, acc);
   }
