@@ -251,6 +251,8 @@ class TestMoeKernels : public QObject {
       }
       QTest::addRow("%s T=1 E=128 k=8", d) << t << 1 << false << 128 << 8 << 256 << 96 << 0.0;
       QTest::addRow("%s T=1 E=64 k=12 ep", d) << t << 1 << true << 64 << 12 << 256 << 96 << 0.0;
+      // An expert count that is not a multiple of four: the block's ranking reads keys by fours.
+      QTest::addRow("%s T=1 E=61 k=5", d) << t << 1 << false << 61 << 5 << 256 << 96 << 0.0;
       // A row of 264 elements (a lane's last piece past the end); fewer units than blocks.
       QTest::addRow("%s T=1 E=32 k=4 H=264 I=104", d)
           << t << 1 << false << 32 << 4 << 264 << 104 << 0.0;
