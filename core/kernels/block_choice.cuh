@@ -64,8 +64,8 @@ __device__ __forceinline__ void chooseInBlock(const FusedMoeArgs& a, BlockChoice
   // split-th group of four others (one 16-byte load); their counts meet in a butterfly. Expert f
   // is before e when its key is larger, or equal and f < e: larger than mine - 1 below e (keys of
   // experts are at least 1), larger than mine from e on (e itself is not). Keys past the last
-  // expert are 0 and never count. A key at a time (a load, two compares and an and each) took
-  // about 0.7 us of the choice.
+  // expert are 0 and never count. Against a key a load (two compares and an and each): a 30B step
+  // 2.83-2.84 ms against 2.84 on an H100, bench/phase_sync_bench's choice 19.82 us against 20.07.
   const int share = max(1, min(32, int(blockDim.x) / experts));
   const int split = 1 << (31 - __clz(share));
   const int e = min(int(threadIdx.x) / split, experts - 1), part = int(threadIdx.x) % split;
