@@ -11,6 +11,10 @@
 //   kernels  a kernel a phase, programmatic dependent launch, one CUDA graph (ShardScope today);
 //   layer    a cooperative kernel a layer, its phases separated by grid barriers, one graph;
 //   whole    one cooperative kernel for all 48 layers.
+// Before them: the synchronisation alone (empty kernels, empty grid barriers, cooperative groups'
+// grid.sync()), then each phase alone, and gate_up and down with their rows known only after one
+// dependent read or (gate_up) after chooseInBlock, the choice ShardScope's one-token expert
+// kernels make (RESULTS run 19).
 // The floor is the bytes over the bandwidth a plain read of the same weights reaches in the call.
 // Prints one line per way: microseconds a layer and the ratio to the floor.
 //
@@ -24,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <vector>
 
 #include "core/kernels/block_choice.cuh"
@@ -388,76 +393,44 @@ int main(int argc, char** argv) {
            const cudaLaunchConfig_t c = configOf(dim3(unsigned(grid)), stream, attrs, true);
            check(cudaLaunchKernelEx(&c, emptyGridSyncs, kSyncs), "grid syncs");
          }));
-  // Each phase alone: 48 dependent kernels of it, each layer's weights; then the chain again
-  // with gate_up's and down's rows addressed only after their wait (the experts' choice).
-  const char* names[kPhases] = {"qkv", "attention-like", "o_proj", "router", "gate_up", "down"};
-  for (int i = 0; i < kPhases; ++i) {
-    const double mb = double(shapes[i][0] * shapes[i][1]) * 2 / 1e6;
-    char way[96];
-    std::snprintf(way, sizeof way, "alone: %s (%.2f MB, %.2f us of bytes)", names[i], mb,
-                  mb * 1e6 / (gbs * 1e9) * 1e6);
+  // `phases` of every layer as kernels, in order: all six is ShardScope's way.
+  const auto kernels = [&](const char* way, std::initializer_list<int> phases) {
     report(way, capture([&] {
              for (int l = 0; l < kLayers; ++l) {
-               const cudaLaunchConfig_t c =
-                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
-               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
-             }
-           }));
-  }
-  const auto setRows = [&](int i, Phase::Rows known) {
-    for (auto& layer : host) layer.phase[i].rows_known = known;
-    check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
-          "layers");
-  };
-  const auto alone = [&](int i, const char* way) {
-    report(way, capture([&] {
-             for (int l = 0; l < kLayers; ++l) {
-               const cudaLaunchConfig_t c =
-                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
-               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
-             }
-           }));
-  };
-  setRows(4, Phase::Rows::kChosen);
-  alone(4, "alone, addressed after the choice: gate_up");
-  setRows(4, Phase::Rows::kEarly);
-  for (int i : {4, 5}) {
-    for (auto& layer : host) layer.phase[i].rows_known = Phase::Rows::kLate;
-    check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
-          "layers");
-    char way[96];
-    std::snprintf(way, sizeof way, "alone, addressed after the wait: %s", names[i]);
-    report(way, capture([&] {
-             for (int l = 0; l < kLayers; ++l) {
-               const cudaLaunchConfig_t c =
-                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
-               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
-             }
-           }));
-  }
-  report("kernels, experts addressed after the wait", capture([&] {
-           for (int l = 0; l < kLayers; ++l) {
-             for (int i = 0; i < kPhases; ++i) {
-               const cudaLaunchConfig_t c =
-                   configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
-               check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
-             }
-           }
-         }));
-  for (auto& layer : host)
-    layer.phase[4].rows_known = layer.phase[5].rows_known = Phase::Rows::kEarly;
-  check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
-        "layers");
-  for (int pass = 0; pass < 2; ++pass) {
-    report("kernels", capture([&] {
-             for (int l = 0; l < kLayers; ++l) {
-               for (int i = 0; i < kPhases; ++i) {
+               for (int i : phases) {
                  const cudaLaunchConfig_t c =
                      configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
                  check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
                }
              }
            }));
+  };
+  const auto setRows = [&](std::initializer_list<int> phases, Phase::Rows known) {
+    for (auto& layer : host) {
+      for (int i : phases) layer.phase[i].rows_known = known;
+    }
+    check(cudaMemcpy(layersOnDevice, host.data(), sizeof(Layer) * kLayers, cudaMemcpyHostToDevice),
+          "layers");
+  };
+  // Each phase alone (48 dependent kernels of it, each layer's weights); gate_up addressed after
+  // the choice; gate_up and down addressed after one dependent read, alone and in the chain.
+  const char* names[kPhases] = {"qkv", "attention-like", "o_proj", "router", "gate_up", "down"};
+  for (int i = 0; i < kPhases; ++i) {
+    const double mb = double(shapes[i][0] * shapes[i][1]) * 2 / 1e6;
+    char way[96];
+    std::snprintf(way, sizeof way, "alone: %s (%.2f MB, %.2f us of bytes)", names[i], mb,
+                  mb * 1e6 / (gbs * 1e9) * 1e6);
+    kernels(way, {i});
+  }
+  setRows({4}, Phase::Rows::kChosen);
+  kernels("alone, addressed after the choice: gate_up", {4});
+  setRows({4, 5}, Phase::Rows::kLate);
+  kernels("alone, addressed after the wait: gate_up", {4});
+  kernels("alone, addressed after the wait: down", {5});
+  kernels("kernels, experts addressed after the wait", {0, 1, 2, 3, 4, 5});
+  setRows({4, 5}, Phase::Rows::kEarly);
+  for (int pass = 0; pass < 2; ++pass) {
+    kernels("kernels", {0, 1, 2, 3, 4, 5});
     report("layer", capture([&] {
              check(cudaMemsetAsync(barrier, 0, sizeof(unsigned) * kLayers, stream), "memset");
              for (int l = 0; l < kLayers; ++l) {
