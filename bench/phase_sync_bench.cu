@@ -2,12 +2,13 @@
 // persistent kernel (issue 16: the 30B decode at batch 1 is about 7 us a layer from 1.5x its floor
 // on an H200, RESULTS run 17). No LibTorch. A layer is six dependent phases shaped as
 // Qwen3-30B-A3B's at batch 1 in bf16 (rows x columns a GEMV streams): qkv 5120 x 2048, an
-// attention-like phase of 64 x 2048 on 32 blocks, o_proj 2048 x 4096, the router 128 x 2048,
-// gate_up 12288 x 2048 (8 experts' gate and up rows), down 2048 x 6144 (8 experts' rows): 114 MB a
-// layer, 48 layers, each its own weights (5.5 GB, past any cache). Each phase starts from a value
-// the phase before wrote, so the order is a real dependency; every phase loads its first weights
-// before it waits, as ShardScope's kernels do. Three ways to run the 48 layers, each timed over
-// replays with CUDA events:
+// attention-like phase of 64 x 2048 launched as 32 blocks (a row a warp: the first 8 work), o_proj
+// 2048 x 4096, the router 128 x 2048, gate_up 12288 x 2048 (8 experts' gate and up rows), down 2048
+// x 6144 (8 experts' rows): 114 MB a layer, 48 layers, each its own weights (5.5 GB, past any
+// cache; but a small phase run alone, as below, may be served from L2: the router's 48 copies
+// are 25 MB). Each phase starts from a value the phase before wrote, so the order is a real
+// dependency; every phase loads its first weights before it waits, as ShardScope's kernels do.
+// Three ways to run the 48 layers, each timed over replays with CUDA events:
 //   kernels  a kernel a phase, programmatic dependent launch, one CUDA graph (ShardScope today);
 //   layer    a cooperative kernel a layer, its phases separated by grid barriers, one graph;
 //   whole    one cooperative kernel for all 48 layers.
@@ -447,6 +448,7 @@ int main(int argc, char** argv) {
   float last = 0.f;
   check(cudaMemcpy(&last, dep + kLayers * kPhases - 1, sizeof(float), cudaMemcpyDeviceToHost),
         "result");
-  std::printf("last phase's value %.6f (the same way each run: a check the chain ran)\n", last);
+  // Each phase adds about 1e-8 to the value before it: all digits, so that a run can be compared.
+  std::printf("last phase's value %a (the same bits each run: a check the chain ran)\n", last);
   return 0;
 }
