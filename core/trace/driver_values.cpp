@@ -21,8 +21,14 @@ class ValueCopy {
  public:
   using CopyTensor = std::function<Value(const Object&)>;
   // keepSaved: the copies carry the originals' `saved` mark (a saved value leaving its block).
-  ValueCopy(CopyTensor copyTensor, bool keepSaved, const char* during)
-      : copyTensor_(std::move(copyTensor)), keepSaved_(keepSaved), during_(during) {}
+  // driverScope and blockFunctions: see rebound.
+  ValueCopy(CopyTensor copyTensor, bool keepSaved, const char* during,
+            const Environment* driverScope = nullptr, std::vector<Value>* blockFunctions = nullptr)
+      : copyTensor_(std::move(copyTensor)),
+        keepSaved_(keepSaved),
+        during_(during),
+        driverScope_(driverScope),
+        blockFunctions_(blockFunctions) {}
 
   Value operator()(const Value& v) {
     if (const auto it = copies_.find(v.get()); it != copies_.end()) return it->second;
@@ -46,6 +52,8 @@ class ValueCopy {
         break;
       case Type::Builtin:
         return boundTo(v);
+      case Type::Function:
+        return rebound(v);
       default:
         return v;
     }
@@ -81,9 +89,31 @@ class ValueCopy {
     return c;
   }
 
+  // A function defined in the driver's global scope (driverScope_) becomes a copy with its own
+  // defaults copied, whose closure the Interleaver sets to the block's scope (blockFunctions_):
+  // called in a block it reads and writes the rank's copies of the driver names, as the block
+  // does. It once ran with the driver's own names: a `def reg(x): log.append(x)` appended to the
+  // driver's list from every rank's thread at once at tp > 1. A function made in a driver
+  // function's call keeps that call's scope (not copied).
+  Value rebound(const Value& f) {
+    if (!blockFunctions_ || !f->function || f->function->closure.get() != driverScope_) return f;
+    auto c = std::make_shared<Object>(*f);
+    c->function = std::make_shared<FunctionDef>(*f->function);
+    c->function->closure = nullptr;  // until the Interleaver has the block's scope
+    copies_[f.get()] = c;            // before its defaults: one may be this function
+    NestingGuard nest(during_);
+    for (Value& d : c->function->defaults) {
+      if (d) d = (*this)(d);
+    }
+    blockFunctions_->push_back(c);
+    return c;
+  }
+
   CopyTensor copyTensor_;
   bool keepSaved_;
   const char* during_;
+  const Environment* driverScope_;
+  std::vector<Value>* blockFunctions_;
   std::map<const Object*, Value> copies_;
 };
 
@@ -188,10 +218,14 @@ std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& sav
 // The invokes with one rank's copies of their captured values. The copies are held only by the
 // result, so that the block that takes them frees them when it ends, cycles included.
 std::vector<InvokeSpec> rankCopies(std::vector<InvokeSpec> invokes) {
+  if (invokes.empty()) return invokes;
+  std::vector<Value>& functions = invokes[0].blockFunctions;
+  functions.clear();
   ValueCopy capture(
       [](const Object& o) { return tensor(o.tensor.to(currentDevice()).clone()); }, false,
       "while copying a value into the trace block: it nests lists, tuples or dicts too deeply "
-      "(1000 levels at most)");
+      "(1000 levels at most)",
+      invokes[0].driverScope, &functions);
   for (auto& inv : invokes) {
     for (auto& [k, v] : inv.captured) {
       try {

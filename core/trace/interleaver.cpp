@@ -34,6 +34,7 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
                                     lifetime_));
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
+    for (const Value& f : invokes[0].blockFunctions) f->function->closure = scope_;
     if (!invokes[0].tracerName.empty()) {
       auto t = std::make_shared<Object>();
       t->type = Type::Tracer;

@@ -40,6 +40,11 @@ struct InvokeSpec {
   std::map<std::string, Value> captured;
   std::string tracerName;  // the `as` name of the trace, if any
   int64_t requests = 1;    // its prompts: one request each, numbered after the earlier invokes'
+  // The driver's global scope: a function defined there and captured is copied to each rank
+  // (rankCopies), into blockFunctions, and the Interleaver makes the copies close over the
+  // block's scope, so that they use the rank's copies of the driver names, as the block does.
+  const Environment* driverScope = nullptr;
+  std::vector<Value> blockFunctions = {};
 };
 
 // What rank 0 reports after the trace.

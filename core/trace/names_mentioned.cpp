@@ -22,6 +22,10 @@ void addNames(const ExprPtr& e, std::set<std::string>& out) {
 
 }  // namespace
 
+void addNamesMentioned(const ExprPtr& expression, std::set<std::string>& out) {
+  addNames(expression, out);
+}
+
 void addNamesMentioned(const Block& block, std::set<std::string>& out) {
   for (const StmtPtr& s : block) {
     for (const auto& t : s->targets) addNames(t, out);

@@ -13,5 +13,7 @@ namespace shardscope::trace {
 
 // Adds to `out` every name `block` mentions (see above).
 void addNamesMentioned(const Block& block, std::set<std::string>& out);
+// The same for an expression (a lambda's body).
+void addNamesMentioned(const ExprPtr& expression, std::set<std::string>& out);
 
 }  // namespace shardscope::trace

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <set>
+#include <unordered_set>
+#include <vector>
 
 #include "../engine/engine.h"
 #include "../engine/generation.h"
@@ -362,20 +365,52 @@ struct ScriptRunner::Impl : public Host {
   }
 
   // The ranks get the driver names the blocks mention, in the scope the invokes share (the
-  // first's): copying every global, and cloning its tensors per rank, cost every trace.
+  // first's): copying every global, and cloning its tensors per rank, cost every trace. A global
+  // function a captured value reaches runs in the block's scope on each rank (rankCopies), so
+  // the names its body mentions are captured too, and those of the functions they reach.
   void captureMentionedNames(std::vector<InvokeSpec>& invokes) const {
-    std::set<std::string> mentioned;
+    std::set<std::string> mentioned, looked;
     for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
-    for (const auto& name : mentioned) {
-      for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
-        const auto it = e->vars().find(name);
-        if (it == e->vars().end()) continue;
-        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
-        // on every rank thread. A script's own `print = ...` is still its own.
-        if (it->second != runnerPrint) invokes[0].captured.insert(*it);
-        break;
+    std::unordered_set<const FunctionDef*> read;
+    std::vector<Value> left;  // captured values (and functions' defaults) to look into
+    const auto readFunctions = [&](const Value& v) {
+      anyInside(v, [&](const Value& x) {
+        const FunctionDef* f = x->function.get();
+        if (x->type != Type::Function || !f || f->closure != globals || !read.insert(f).second)
+          return false;
+        addNamesMentioned(f->body, mentioned);
+        addNamesMentioned(f->lambdaBody, mentioned);
+        for (const Value& d : f->defaults) {
+          if (d) left.push_back(d);
+        }
+        return false;
+      });
+    };
+    for (bool more = true; more;) {
+      more = false;
+      for (const std::string& name : std::vector<std::string>(mentioned.begin(), mentioned.end())) {
+        if (!looked.insert(name).second) continue;
+        more = true;
+        for (const Environment* e = globals.get(); e != builtinScope().get();
+             e = e->parent().get()) {
+          const auto it = e->vars().find(name);
+          if (it == e->vars().end()) continue;
+          // Blocks print through the rank's own print (rank 0 reports, once); the driver's would
+          // run on every rank thread. A script's own `print = ...` is still its own.
+          if (it->second != runnerPrint) {
+            invokes[0].captured.insert(*it);
+            left.push_back(it->second);
+          }
+          break;
+        }
+      }
+      while (!left.empty()) {
+        const Value v = std::move(left.back());
+        left.pop_back();
+        readFunctions(v);
       }
     }
+    invokes[0].driverScope = globals.get();
   }
 
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {

@@ -494,15 +494,17 @@ class TestScriptLanguage : public QObject {
     QCOMPARE(lines, (std::vector<std::string>{"[1, 2] [1, 2] 2 True", "[1, 2] True"}));
   }
 
-  // A driver function called in a block can keep the block's builtins in a driver list; called
-  // after the block, each fails with the script's error (it used the freed block before). A
-  // driver's bound method called in a block acts on the rank's copy of its list, as the method
-  // looked up there would (it appended to the driver's list). One rank: at tp=2 both ranks'
-  // threads would append to the driver's list through `reg`, which races (trace-language.md).
+  // A function made in a driver function's call keeps that call's scope, so called in a block it
+  // can keep the block's builtins in a driver list; called after the block, each fails with the
+  // script's error (it used the freed block before). A driver's bound method called in a block
+  // acts on the rank's copy of its list, as the method looked up there would (it appended to the
+  // driver's list). One rank: at tp=2 both ranks' threads would append to the driver's list
+  // through `reg`, which races (trace-language.md).
   void aBlocksBuiltinsKeptByTheDriverFailCleanly() {
     const std::string prelude =
         "model = VLLM('demo')\nlog = []\nm = log.append\n"
-        "def reg(x):\n    log.append(x)\n"
+        "def maker():\n    def reg(x):\n        log.append(x)\n    return reg\n"
+        "reg = maker()\n"
         "with model.trace('hi') as tracer:\n    m(1)\n    reg(tracer.stop)\n"
         "    reg(model.model.layers[0].mlp.down_proj.whole)\n    reg(print)\n"
         "    y = model.model.layers[0].mlp(model.model.layers[0].mlp.input)\n"
@@ -524,6 +526,35 @@ class TestScriptLanguage : public QObject {
       QVERIFY(!lines.empty());
       QCOMPARE(lines.front(), std::string("4"));  // m(1) went to the rank's copy
     }
+  }
+
+  // A function defined at the driver's global scope and called in a block runs with the rank's
+  // copies of the driver names, as the block itself does: its appends stay in the block (the
+  // driver's list is as it was, and at tp=2 no two ranks write one list), it reads a global the
+  // block assigned (as a module's function reads its module's globals), and so do the functions
+  // it calls and its defaults. On the driver after the trace it is the driver's own again.
+  void aDriverFunctionCalledInABlockUsesTheRanksCopies_data() {
+    QTest::addColumn<int>("tp");
+    QTest::newRow("tp=1") << 1;
+    QTest::newRow("tp=2") << 2;
+  }
+  void aDriverFunctionCalledInABlockUsesTheRanksCopies() {
+    QFETCH(int, tp);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, tp);
+    const std::string e =
+        errorOf(*runner,
+                "model = VLLM('demo')\nlog = []\ny = 3\n"
+                "def later():\n    return y + 1\n"
+                "def reg(x, seen=[]):\n    log.append(x)\n    seen.append(x)\n"
+                "    return [len(log), len(seen)]\n"
+                "count = lambda: len(log)\n"
+                "with model.trace('hi'):\n"
+                "    a = reg(1) + [later()]\n    y = 10\n    b = reg(2) + [later()]\n"
+                "    got = [a, b, count()].save()\n"
+                "print(got, len(log), reg(5), count())\n");
+    QCOMPARE(e, std::string("no error"));
+    QCOMPARE(lines, std::vector<std::string>{"[[1, 1, 4], [2, 2, 11], 2] 0 [1, 1] 1"});
   }
 
   // A builtin bound to a block fails with the script's error when another thread calls it (another
