@@ -34,7 +34,6 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
                                     lifetime_));
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
-    for (const Value& f : invokes[0].blockFunctions) f->function->closure = scope_;
     if (!invokes[0].tracerName.empty()) {
       auto t = std::make_shared<Object>();
       t->type = Type::Tracer;
@@ -48,6 +47,15 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     request += invokes[i].requests;
   }
   requestEnded_.assign(size_t(request), false);
+  // Last: from here the copies and the scope hold each other, a cycle that only this
+  // interleaver's end releases (a constructor that threw above would have leaked it).
+  if (!invokes.empty()) {
+    for (const Value& f : invokes[0].blockFunctions) {
+      f->function->closure = scope_;
+      f->function->block = lifetime_;
+      f->function->blockThread = std::this_thread::get_id();
+    }
+  }
 }
 
 void Interleaver::registerModule(const Module& m) {

@@ -326,7 +326,14 @@ void Interpreter::execImport(const Stmt& s) {
     if (!names.count(n))
       fail("cannot import '" + n + "' from " + s.op +
            ": available names are VLLM, LanguageModel and TokensPrompt");
-    env_->set(n, *globals_->find(n));
+    const Value* v = globals_->find(n);
+    // A block has the names it mentions (a function made in a driver function's call is not
+    // read for them), and `del` may have removed one.
+    if (!v)
+      fail("cannot import '" + n + "' here: " + n +
+           " is not in this scope; import it where the script starts, or name it in the trace "
+           "block");
+    env_->set(n, *v);
   }
 }
 
@@ -448,6 +455,7 @@ Value Interpreter::call(const Value& fn, CallArgs& args) {
 }
 
 Value Interpreter::callFunction(const FunctionDef& f, CallArgs& args) {
+  if (f.blockThread != std::thread::id()) requireBlock(f.block, f.blockThread, f.name + "()");
   if (++depth_ > 200) {
     --depth_;
     fail("maximum recursion depth (200) exceeded in " + f.name);

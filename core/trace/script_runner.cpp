@@ -367,7 +367,8 @@ struct ScriptRunner::Impl : public Host {
   // The ranks get the driver names the blocks mention, in the scope the invokes share (the
   // first's): copying every global, and cloning its tensors per rank, cost every trace. A global
   // function a captured value reaches runs in the block's scope on each rank (rankCopies), so
-  // the names its body mentions are captured too, and those of the functions they reach.
+  // the names it may read there are captured too (addFreeNames: not its parameters and locals),
+  // and those of the functions they reach.
   void captureMentionedNames(std::vector<InvokeSpec>& invokes) const {
     std::set<std::string> mentioned, looked;
     for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
@@ -378,8 +379,7 @@ struct ScriptRunner::Impl : public Host {
         const FunctionDef* f = x->function.get();
         if (x->type != Type::Function || !f || f->closure != globals || !read.insert(f).second)
           return false;
-        addNamesMentioned(f->body, mentioned);
-        addNamesMentioned(f->lambdaBody, mentioned);
+        addFreeNames(*f, mentioned);
         for (const Value& d : f->defaults) {
           if (d) left.push_back(d);
         }

@@ -76,6 +76,10 @@ struct FunctionDef {
   Block body;                   // def
   ExprPtr lambdaBody;           // lambda
   std::shared_ptr<Environment> closure;
+  // A rank's copy of a driver function, which closes over its block's scope: callable only in
+  // that block, on its rank's thread (requireBlock). Unset (a default id) for other functions.
+  std::weak_ptr<const void> block;
+  std::thread::id blockThread;
 };
 
 struct Object {

@@ -557,6 +557,39 @@ class TestScriptLanguage : public QObject {
     QCOMPARE(lines, std::vector<std::string>{"[[1, 1, 4], [2, 2, 11], 2] 0 [1, 1] 1"});
   }
 
+  // What such a function may read is captured, not what it binds itself: a parameter or a local
+  // named as a driver global (here one nested too deeply to copy) leaves that global on the
+  // driver. A copy handed back to the driver (through a function made in a driver function's
+  // call, which keeps the driver's names) fails with the script's error after the block, as the
+  // block's builtins do. An import in a function the block was not read for fails cleanly.
+  void aDriverFunctionsCopyCapturesOnlyWhatItReads() {
+    const std::string prelude =
+        "model = VLLM('demo')\nx = []\nfor i in range(1500):\n    x = [x]\n"
+        "def f(x):\n    y = x + 1\n    for x in [y]:\n        z = x\n    return z\n"
+        "keep = []\ndef maker():\n    def put(v):\n        keep.append(v)\n    return put\n"
+        "put = maker()\n"
+        "def importer():\n    def g():\n        from vllm import TokensPrompt\n"
+        "        return 1\n    return g\n"
+        "g = importer()\n";
+    const struct {
+      const char* rest;
+      const char* error;
+      const char* printed;
+    } cases[] = {
+        {"with model.trace('hi'):\n    a = f(1).save()\nprint(a, len(x))\n", "no error", "2 1"},
+        {"with model.trace('hi'):\n    put(f)\nkeep[0](1)\n",
+         "f() belongs to a trace block that has ended", nullptr},
+        {"with model.trace('hi'):\n    a = g().save()\n",
+         "cannot import 'TokensPrompt' here: TokensPrompt is not in this scope", nullptr}};
+    for (const auto& c : cases) {
+      std::vector<std::string> lines;
+      auto runner = makeRunner(&lines);
+      const std::string e = errorOf(*runner, prelude + c.rest);
+      QVERIFY2(e.find(c.error) != std::string::npos, e.c_str());
+      if (c.printed) QCOMPARE(lines, std::vector<std::string>{c.printed});
+    }
+  }
+
   // A builtin bound to a block fails with the script's error when another thread calls it (another
   // rank's block, which reached it through a driver's list, would run this rank's collectives) and
   // after its block has ended; its own thread calls it while the block lives.
