@@ -16,9 +16,9 @@ struct FunctionDef;
 // Adds to `out` every name `block` mentions (see above).
 void addNamesMentioned(const Block& block, std::set<std::string>& out);
 // The names function `f` may read from the scope it closes over (a driver function a block
-// calls): those its body mentions, less its parameters and the names its own body binds
-// (assignment, loop and `with` targets, `del`, defs, imports), which are its locals, as in Python
-// (there is no `global` statement). A nested function's names all count: an over-approximation.
+// calls): those its body mentions, less its parameters, which every call binds. A name its body
+// assigns still counts: here a function reads the outer name until its own assignment runs
+// (`x = x + 1`, `log += [v]`), and an import reads the interpreter's globals.
 void addFreeNames(const FunctionDef& f, std::set<std::string>& out);
 
 }  // namespace shardscope::trace

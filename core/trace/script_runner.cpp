@@ -367,8 +367,8 @@ struct ScriptRunner::Impl : public Host {
   // The ranks get the driver names the blocks mention, in the scope the invokes share (the
   // first's): copying every global, and cloning its tensors per rank, cost every trace. A global
   // function a captured value reaches runs in the block's scope on each rank (rankCopies), so
-  // the names it may read there are captured too (addFreeNames: not its parameters and locals),
-  // and those of the functions they reach.
+  // the names it may read there are captured too (addFreeNames: not its parameters), and those
+  // of the functions they reach.
   void captureMentionedNames(std::vector<InvokeSpec>& invokes) const {
     std::set<std::string> mentioned, looked;
     for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);

@@ -557,15 +557,18 @@ class TestScriptLanguage : public QObject {
     QCOMPARE(lines, std::vector<std::string>{"[[1, 1, 4], [2, 2, 11], 2] 0 [1, 1] 1"});
   }
 
-  // What such a function may read is captured, not what it binds itself: a parameter or a local
-  // named as a driver global (here one nested too deeply to copy) leaves that global on the
-  // driver. A copy handed back to the driver (through a function made in a driver function's
-  // call, which keeps the driver's names) fails with the script's error after the block, as the
-  // block's builtins do. An import in a function the block was not read for fails cleanly.
+  // What such a function may read is captured, not its parameters: a parameter named as a driver
+  // global (here one nested too deeply to copy) leaves that global on the driver; a name it
+  // assigns after reading the global (`log += [v]`, legal here) and an import in it are captured. A
+  // copy handed back to the driver (through a function made in a driver function's call, which
+  // keeps the driver's names) fails with the script's error after the block, as the block's
+  // builtins do. An import in a function the block was not read for fails cleanly.
   void aDriverFunctionsCopyCapturesOnlyWhatItReads() {
     const std::string prelude =
         "model = VLLM('demo')\nx = []\nfor i in range(1500):\n    x = [x]\n"
         "def f(x):\n    y = x + 1\n    for x in [y]:\n        z = x\n    return z\n"
+        "log = []\ndef reg(v):\n    log += [v]\n    from vllm import TokensPrompt\n"
+        "    return len(log)\n"
         "keep = []\ndef maker():\n    def put(v):\n        keep.append(v)\n    return put\n"
         "put = maker()\n"
         "def importer():\n    def g():\n        from vllm import TokensPrompt\n"
@@ -576,7 +579,8 @@ class TestScriptLanguage : public QObject {
       const char* error;
       const char* printed;
     } cases[] = {
-        {"with model.trace('hi'):\n    a = f(1).save()\nprint(a, len(x))\n", "no error", "2 1"},
+        {"with model.trace('hi'):\n    a = [f(1), reg(3), reg(4)].save()\nprint(a, len(x), log)\n",
+         "no error", "[2, 1, 2] 1 []"},
         {"with model.trace('hi'):\n    put(f)\nkeep[0](1)\n",
          "f() belongs to a trace block that has ended", nullptr},
         {"with model.trace('hi'):\n    a = g().save()\n",
