@@ -101,6 +101,8 @@ class Interleaver : public PortObserver {
   bool viewsPortValue(const at::Tensor& t) const;
   // The kinds of the modules a script can call with whole tensors, for error messages.
   std::string callableKinds() const;
+  // Expires with this interleaver: what the functions of its blocks check (FunctionDef::block).
+  std::weak_ptr<const void> lifetime() const { return lifetime_; }
 
  private:
   void resume(Mediator& m);

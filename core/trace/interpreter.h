@@ -66,6 +66,9 @@ class Host {
   // Why `name` is not defined, where the host knows more than "not defined" (e.g. another invoke
   // assigns it later); empty: the plain NameError.
   virtual std::string undefinedName(const std::string&) { return {}; }
+  // The trace block's lifetime (empty on the driver): a function made in the block is callable
+  // only while the block lives and on its rank's thread, as the block's builtins are.
+  virtual std::weak_ptr<const void> blockLifetime() const { return {}; }
   // torch.Tensor for `model.tokenizer` etc. are reached through moduleAttribute of the root.
 };
 

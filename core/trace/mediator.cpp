@@ -279,6 +279,10 @@ void Mediator::print(const std::string& line) {
   if (owner_.reporter()) owner_.print(line);
 }
 
+std::weak_ptr<const void> Mediator::blockLifetime() const {
+  return owner_.lifetime();
+}
+
 std::string Mediator::undefinedName(const std::string& name) {
   return owner_.undefinedName(*this, name);
 }

@@ -85,6 +85,7 @@ class Mediator : public Host {
   void print(const std::string& line) override;
 
   std::string undefinedName(const std::string& name) override;
+  std::weak_ptr<const void> blockLifetime() const override;
 
  private:
   void run();

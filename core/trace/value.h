@@ -76,8 +76,9 @@ struct FunctionDef {
   Block body;                   // def
   ExprPtr lambdaBody;           // lambda
   std::shared_ptr<Environment> closure;
-  // A rank's copy of a driver function, which closes over its block's scope: callable only in
-  // that block, on its rank's thread (requireBlock). Unset (a default id) for other functions.
+  // A function made in a trace block, or a rank's copy of a driver function, which close over the
+  // block's scope: callable only in that block, on its rank's thread (requireBlock). Unset (a
+  // default id) for the driver's functions.
   std::weak_ptr<const void> block;
   std::thread::id blockThread;
 };

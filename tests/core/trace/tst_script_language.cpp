@@ -495,11 +495,11 @@ class TestScriptLanguage : public QObject {
   }
 
   // A function made in a driver function's call keeps that call's scope, so called in a block it
-  // can keep the block's builtins in a driver list; called after the block, each fails with the
-  // script's error (it used the freed block before). A driver's bound method called in a block
-  // acts on the rank's copy of its list, as the method looked up there would (it appended to the
-  // driver's list). One rank: at tp=2 both ranks' threads would append to the driver's list
-  // through `reg`, which races (trace-language.md).
+  // can keep the block's builtins and functions in a driver list; called after the block, each
+  // fails with the script's error (it used the freed block before). A driver's bound method called
+  // in a block acts on the rank's copy of its list, as the method looked up there would (it
+  // appended to the driver's list). One rank: at tp=2 both ranks' threads would append to the
+  // driver's list through `reg`, which races (trace-language.md).
   void aBlocksBuiltinsKeptByTheDriverFailCleanly() {
     const std::string prelude =
         "model = VLLM('demo')\nlog = []\nm = log.append\n"
@@ -509,6 +509,7 @@ class TestScriptLanguage : public QObject {
         "    reg(model.model.layers[0].mlp.down_proj.whole)\n    reg(print)\n"
         "    y = model.model.layers[0].mlp(model.model.layers[0].mlp.input)\n"
         "    reg(y.sum)\n"
+        "    def h():\n        return 1\n    reg(h)\n"
         "print(len(log))\n";
     const struct {
       const char* call;
@@ -517,14 +518,16 @@ class TestScriptLanguage : public QObject {
                  {"log[1]('weight')", "whole() belongs to a trace block that has ended"},
                  {"log[2]('late')", "print() belongs to a trace block that has ended"},
                  // A computed value's method is its tensor's: it works after the block too.
-                 {"print(log[3]().shape)", "no error"}};
+                 {"print(log[3]().shape)", "no error"},
+                 // A function made in the block closes over the block's scope, now emptied.
+                 {"log[4]()", "h() belongs to a trace block that has ended"}};
     for (const auto& c : cases) {
       std::vector<std::string> lines;
       auto runner = makeRunner(&lines);
       const std::string e = errorOf(*runner, prelude + c.call + "\n");
       QVERIFY2(e.find(c.error) != std::string::npos, e.c_str());
       QVERIFY(!lines.empty());
-      QCOMPARE(lines.front(), std::string("4"));  // m(1) went to the rank's copy
+      QCOMPARE(lines.front(), std::string("5"));  // m(1) went to the rank's copy
     }
   }
 
