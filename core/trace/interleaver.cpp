@@ -52,8 +52,7 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
   if (!invokes.empty()) {
     for (const Value& f : invokes[0].blockFunctions) {
       f->function->closure = scope_;
-      f->function->block = lifetime_;
-      f->function->blockThread = std::this_thread::get_id();
+      bindToBlock(*f->function, lifetime_);
     }
   }
 }

@@ -118,7 +118,8 @@ class Interleaver : public PortObserver {
   RankContext& ctx_;
   std::shared_ptr<const Program> program_;
   std::shared_ptr<const Tokenizer> tokenizer_;
-  // Expires with the interleaver: its print, kept in a driver's list, must not outlive it.
+  // Expires with the interleaver: its print and its blocks' functions, kept in a driver's list,
+  // must not outlive it.
   const std::shared_ptr<const int> lifetime_ = std::make_shared<const int>(0);
   std::shared_ptr<Environment> scope_;  // one scope for all invokes: patching across invokes
   std::vector<std::unique_ptr<Mediator>> mediators_;

@@ -411,10 +411,8 @@ Value Interpreter::makeFunction(const std::string& name, const std::vector<Param
   f->lambdaBody = std::move(lambdaBody);
   f->closure = env_;  // closures see the scope they were made in
   if (env_ != globals_) functionScopes_.insert(env_);
-  if (std::weak_ptr<const void> block = host_.blockLifetime(); !block.expired()) {
-    f->block = std::move(block);
-    f->blockThread = std::this_thread::get_id();
-  }
+  if (std::weak_ptr<const void> block = host_.blockLifetime(); !block.expired())
+    bindToBlock(*f, std::move(block));
   auto v = std::make_shared<Object>();
   v->type = Type::Function;
   v->function = f;

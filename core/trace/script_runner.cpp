@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <set>
 #include <unordered_set>
@@ -370,47 +371,42 @@ struct ScriptRunner::Impl : public Host {
   // the names it may read there are captured too (addFreeNames: not its parameters), and those
   // of the functions they reach.
   void captureMentionedNames(std::vector<InvokeSpec>& invokes) const {
-    std::set<std::string> mentioned, looked;
+    std::set<std::string> mentioned;
     for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
+    std::vector<std::string> left(mentioned.begin(), mentioned.end());  // names to look up
     std::unordered_set<const FunctionDef*> read;
-    std::vector<Value> left;  // captured values (and functions' defaults) to look into
-    const auto readFunctions = [&](const Value& v) {
+    // The driver functions v reaches (through lists, dicts, defaults) add the names they may read.
+    const std::function<void(const Value&)> readFunctions = [&](const Value& v) {
       anyInside(v, [&](const Value& x) {
         const FunctionDef* f = x->function.get();
         if (x->type != Type::Function || !f || f->closure != globals || !read.insert(f).second)
           return false;
-        addFreeNames(*f, mentioned);
+        std::set<std::string> names;
+        addFreeNames(*f, names);
+        for (const auto& n : names) {
+          if (mentioned.insert(n).second) left.push_back(n);
+        }
         for (const Value& d : f->defaults) {
-          if (d) left.push_back(d);
+          if (d) readFunctions(d);
         }
         return false;
       });
     };
-    for (bool more = true; more;) {
-      more = false;
-      for (const std::string& name : std::vector<std::string>(mentioned.begin(), mentioned.end())) {
-        if (!looked.insert(name).second) continue;
-        more = true;
-        for (const Environment* e = globals.get(); e != builtinScope().get();
-             e = e->parent().get()) {
-          const auto it = e->vars().find(name);
-          if (it == e->vars().end()) continue;
-          // Blocks print through the rank's own print (rank 0 reports, once); the driver's would
-          // run on every rank thread. A script's own `print = ...` is still its own.
-          if (it->second != runnerPrint) {
-            invokes[0].captured.insert(*it);
-            left.push_back(it->second);
-          }
-          break;
+    while (!left.empty()) {
+      const std::string name = std::move(left.back());
+      left.pop_back();
+      for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
+        const auto it = e->vars().find(name);
+        if (it == e->vars().end()) continue;
+        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
+        // on every rank thread. A script's own `print = ...` is still its own.
+        if (it->second != runnerPrint) {
+          invokes[0].captured.insert(*it);
+          readFunctions(it->second);
         }
-      }
-      while (!left.empty()) {
-        const Value v = std::move(left.back());
-        left.pop_back();
-        readFunctions(v);
+        break;
       }
     }
-    invokes[0].driverScope = globals.get();
   }
 
   void runTrace(Interpreter& in, const Stmt& with, const Value& context) {
@@ -463,6 +459,7 @@ struct ScriptRunner::Impl : public Host {
       }
     }
     captureMentionedNames(invokes);
+    invokes[0].driverScope = globals.get();  // its functions are copied per rank (rankCopies)
     request.sampling = samplingOf(in, context->attributes);
     request.tokenizer = engine.tokenizer();
 

@@ -285,6 +285,11 @@ void requireBlock(const std::weak_ptr<const void>& block, std::thread::id thread
                          "its own values): use it in the block that made it");
 }
 
+void bindToBlock(FunctionDef& f, std::weak_ptr<const void> block) {
+  f.block = std::move(block);
+  f.blockThread = std::this_thread::get_id();
+}
+
 Value boundToBlock(Value v, std::weak_ptr<const void> block) {
   v->builtin = [block = std::move(block), thread = std::this_thread::get_id(),
                 fn = std::move(v->builtin), name = v->str](CallArgs& a) {

@@ -131,6 +131,9 @@ Value builtin(std::string name, BuiltinFn fn);
 // another thread than the one that made it: a driver function called in a block can keep it in
 // a driver list (`log.append(model.x.whole)`) that other ranks and the driver read.
 Value boundToBlock(Value v, std::weak_ptr<const void> block);
+// Binds script function f the same way, to `block` and this thread (a function made in a trace
+// block, or a rank's copy of a driver function): Interpreter::callFunction checks it.
+void bindToBlock(FunctionDef& f, std::weak_ptr<const void> block);
 // The check boundToBlock makes: the script's error, naming `what`, unless `block` is alive and
 // this is the thread that made the value (`thread`: its rank's; a driver function can hand one
 // rank's builtin to another's block, whose thread must not run the first's collectives).

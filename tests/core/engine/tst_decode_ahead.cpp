@@ -11,6 +11,7 @@
 #include "common/demo_engine.h"
 #include "common/scoped_switch.h"
 #include "common/test_support.h"
+#include "common/tp_rows.h"
 #include "core/engine/engine.h"
 #include "core/engine/generation.h"
 #include "core/engine/rank_context.h"
@@ -178,11 +179,7 @@ class TestDecodeAhead : public QObject {
   // A trace whose requests end only at max_tokens or at its own stop runs its steps ahead of the
   // host too, and sees exactly what it sees one step at a time: the same values at its ports,
   // the same samples, the same step ends with the same finished requests, the same tokens.
-  void tracedDecodeAheadEqualsStepByStep_data() {
-    QTest::addColumn<int>("tp");
-    QTest::newRow("tp=1") << 1;
-    QTest::newRow("tp=2") << 2;
-  }
+  void tracedDecodeAheadEqualsStepByStep_data() { test::addTpRows(); }
   void tracedDecodeAheadEqualsStepByStep() {
     QFETCH(int, tp);
     auto engine = test::demoEngine(tp);

@@ -15,6 +15,7 @@
 
 #include "common/tensor_checks.h"
 #include "common/test_support.h"
+#include "common/tp_rows.h"
 #include "core/engine/engine.h"
 #include "core/engine/generation.h"
 #include "core/engine/rank_context.h"
@@ -122,11 +123,7 @@ class TestFailures : public QObject {
   // layer 1 eagerly, then layers 2..3 (bf16, CUDA graphs on): same ids and logits as eager
   // steps. (This engine-level form passed on two H200s even with one warm-up,
   // SHARDSCOPE_GRAPH_WARMUPS=1; the trace below is the repro's own script.)
-  void firstGraphsAroundLayer1InBf16_data() {
-    QTest::addColumn<int>("tp");
-    QTest::newRow("tp=1") << 1;
-    QTest::newRow("tp=2") << 2;
-  }
+  void firstGraphsAroundLayer1InBf16_data() { test::addTpRows(); }
   void firstGraphsAroundLayer1InBf16() {
     QFETCH(int, tp);
     if (test::device() != "cuda") QSKIP("CUDA graphs need the GPU (SHARDSCOPE_TEST_DEVICE=cuda)");

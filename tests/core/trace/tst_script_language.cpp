@@ -13,6 +13,7 @@
 #include "common/demo_engine.h"
 #include "common/script_checks.h"
 #include "common/test_support.h"
+#include "common/tp_rows.h"
 #include "core/trace/ast.h"
 #include "core/trace/format_spec.h"
 #include "core/trace/interpreter.h"
@@ -473,11 +474,7 @@ class TestScriptLanguage : public QObject {
   // Saved dicts and lists reach the driver as copies that alias as in the block: a dict that holds
   // itself and a list, and a saved list inside a saved dict, though the block's values are freed
   // when it ends (each rank frees its own at tp=2; rank 0's are the ones copied out).
-  void aSavedDictThatHoldsItselfReachesTheDriverWhole_data() {
-    QTest::addColumn<int>("tp");
-    QTest::newRow("tp=1") << 1;
-    QTest::newRow("tp=2") << 2;
-  }
+  void aSavedDictThatHoldsItselfReachesTheDriverWhole_data() { addTpRows(); }
   void aSavedDictThatHoldsItselfReachesTheDriverWhole() {
     QFETCH(int, tp);
     std::vector<std::string> lines;
@@ -536,11 +533,7 @@ class TestScriptLanguage : public QObject {
   // driver's list is as it was, and at tp=2 no two ranks write one list), it reads a global the
   // block assigned (as a module's function reads its module's globals), and so do the functions
   // it calls and its defaults. On the driver after the trace it is the driver's own again.
-  void aDriverFunctionCalledInABlockUsesTheRanksCopies_data() {
-    QTest::addColumn<int>("tp");
-    QTest::newRow("tp=1") << 1;
-    QTest::newRow("tp=2") << 2;
-  }
+  void aDriverFunctionCalledInABlockUsesTheRanksCopies_data() { addTpRows(); }
   void aDriverFunctionCalledInABlockUsesTheRanksCopies() {
     QFETCH(int, tp);
     std::vector<std::string> lines;
