@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../error.h"
 #include "../model/tokenizer.h"
 #include "builtin_args.h"
 #include "dict_view.h"
@@ -302,8 +303,8 @@ namespace {
 void installBuiltins(Environment& env);
 }  // namespace
 
-Value printBuiltin(std::function<void(const std::string&)> print) {
-  return strictBuiltin("print", kVarargs, {"sep", "end"}, [print](Args& a) {
+Value printBuiltin() {
+  return strictBuiltin("print", kVarargs, {"sep", "end"}, [](Args& a) {
     // Output is kept as lines (RunResult::printed): a line is ended by print itself.
     if (const Value* end = a.keyword("end"); end && str(*end) != "\n")
       throw RuntimeFailure(
@@ -313,7 +314,8 @@ Value printBuiltin(std::function<void(const std::string&)> print) {
     const Value* sep = a.keyword("sep");
     for (size_t i = 0; i < a.positional.size(); ++i)
       line += (i ? (sep ? str(*sep) : " ") : "") + str(a.positional[i]);
-    print(line);
+    SS_ASSERT(a.interpreter, "print() called other than through Interpreter::call");
+    a.interpreter->host().print(line);
     return none();
   });
 }

@@ -3,32 +3,39 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include "../host_tensor_conversion.h"
 #include "dict_view.h"
+#include "interpreter.h"
+#include "names_mentioned.h"
 #include "trace_device.h"
 
 namespace shardscope::trace {
 namespace {
 
-// A copy of a value whose tuples, lists, dicts (keys and values) and dict views are new objects and
-// whose tensors are what `copyTensor` makes of them (nullptr: the tensor as it is). A value reached
-// twice (a list under two names, a dict and a view of it, a list that holds itself) is copied
-// once, so the copies alias as the originals do. Both crossings use it: the driver's values into
-// each rank's block, and the saved values back to the driver.
+// A copy of a value whose tuples, lists, dicts (keys and values), dict views and result objects
+// (a RequestOutput's fields) are new objects and whose tensors are what `copyTensor` makes of them
+// (nullptr: the tensor as it is). A value reached twice (a list under two names, a dict and a view
+// of it, a list that holds itself) is copied once, so the copies alias as the originals do. Both
+// crossings use it: the driver's values into each rank's block, and the saved values back to the
+// driver.
 class ValueCopy {
  public:
   using CopyTensor = std::function<Value(const Object&)>;
   // keepSaved: the copies carry the originals' `saved` mark (a saved value leaving its block).
-  // driverScope and blockFunctions: see rebound.
+  // driverScope, blockFunctions and blockScopes: see rebound.
   ValueCopy(CopyTensor copyTensor, bool keepSaved, const char* during,
-            const Environment* driverScope = nullptr, std::vector<Value>* blockFunctions = nullptr)
+            const Environment* driverScope = nullptr,
+            std::vector<InvokeSpec::BlockFunction>* blockFunctions = nullptr,
+            std::vector<std::shared_ptr<Environment>>* blockScopes = nullptr)
       : copyTensor_(std::move(copyTensor)),
         keepSaved_(keepSaved),
         during_(during),
         driverScope_(driverScope),
-        blockFunctions_(blockFunctions) {}
+        blockFunctions_(blockFunctions),
+        blockScopes_(blockScopes) {}
 
   Value operator()(const Value& v) {
     if (const auto it = copies_.find(v.get()); it != copies_.end()) return it->second;
@@ -43,7 +50,8 @@ class ValueCopy {
         c = v->type == Type::List ? list({}) : tuple({});
         break;
       case Type::Dict:
-        c = std::make_shared<Object>(*v);  // its keys and values are replaced below
+      case Type::ResultObject:
+        c = std::make_shared<Object>(*v);  // its keys and values, or fields, are replaced below
         break;
       case Type::DictKeys:
       case Type::DictValues:
@@ -66,6 +74,8 @@ class ValueCopy {
         k = (*this)(k);
         i = (*this)(i);
       }
+    } else if (v->type == Type::ResultObject) {
+      for (auto& [name, field] : c->attributes) field = (*this)(field);
     } else if (v->type == Type::Tuple || v->type == Type::List) {
       c->items.reserve(v->items.size());
       for (const auto& i : v->items) c->items.push_back((*this)(i));
@@ -89,32 +99,81 @@ class ValueCopy {
     return c;
   }
 
-  // A function defined in the driver's global scope (driverScope_) becomes a copy with its own
-  // defaults copied, whose closure the Interleaver sets to the block's scope (blockFunctions_):
-  // called in a block it reads and writes the rank's copies of the driver names, as the block
-  // does. It once ran with the driver's own names: a `def reg(x): log.append(x)` appended to the
-  // driver's list from every rank's thread at once at tp > 1. A function made in a driver
-  // function's call keeps that call's scope (not copied).
+  // A function the driver made (in its global scope, driverScope_, or in a call of one of its
+  // functions) becomes a copy with its own defaults copied (blockFunctions_): called in a block it
+  // reads and writes the rank's copies of the driver names, as the block does. Its closure, the
+  // block's scope or a copy of its call's scope (scopeCopy), is set by the Interleaver, last, as
+  // it closes the cycles. Such a function once ran with the driver's own names: `def reg(x):
+  // log.append(x)` appended to the driver's list from every rank's thread at once at tp > 1.
   Value rebound(const Value& f) {
-    if (!blockFunctions_ || !f->function || f->function->closure.get() != driverScope_) return f;
+    if (!blockFunctions_ || !f->function || !madeByDriver(f->function->closure.get())) return f;
     auto c = std::make_shared<Object>(*f);
     c->function = std::make_shared<FunctionDef>(*f->function);
-    c->function->closure = nullptr;  // until the Interleaver has the block's scope
-    copies_[f.get()] = c;            // before its defaults: one may be this function
+    c->function->closure = nullptr;
+    copies_[f.get()] = c;  // before its defaults and scope: either may hold this function
     NestingGuard nest(during_);
+    const std::shared_ptr<Environment>& closure = f->function->closure;
+    std::shared_ptr<Environment> scope;
+    if (closure.get() != driverScope_) {
+      std::set<std::string> names;
+      addFreeNames(*f->function, names);
+      scope = scopeCopy(closure.get(), std::move(names));
+    }
+    blockFunctions_->push_back({c, std::move(scope)});
     for (Value& d : c->function->defaults) {
       if (d) d = (*this)(d);
     }
-    blockFunctions_->push_back(c);
     return c;
+  }
+
+  bool madeByDriver(const Environment* scope) const {
+    for (; scope; scope = scope->parent().get()) {
+      if (scope == driverScope_) return true;
+    }
+    return false;
+  }
+
+  // The rank's copy of `closure`, a driver function's call scope, and of the call scopes above it
+  // up to the driver's globals: each copied once however many functions close over it
+  // (blockScopes_), and holding copies of only the values a function closing over it may read
+  // (`names`, its free names; a name found in a scope is not looked for above it), added to as
+  // more functions reach it. The outermost copy has no parent until the Interleaver gives it the
+  // block's scope.
+  std::shared_ptr<Environment> scopeCopy(const Environment* closure, std::set<std::string> names) {
+    // First the chain of copies, linked: copying a value below may reach these scopes again.
+    std::vector<std::pair<const Environment*, Environment*>> chain;
+    for (const Environment* s = closure; s != driverScope_; s = s->parent().get()) {
+      auto [it, made] = scopes_.try_emplace(s);
+      if (made) {
+        it->second = std::make_shared<Environment>();
+        blockScopes_->push_back(it->second);
+      }
+      if (!chain.empty() && !chain.back().second->parent())
+        chain.back().second->setParent(it->second);
+      chain.emplace_back(s, it->second.get());
+    }
+    for (const auto& [scope, copy] : chain) {
+      for (auto n = names.begin(); n != names.end();) {
+        const auto v = scope->vars().find(*n);
+        if (v == scope->vars().end()) {
+          ++n;
+          continue;
+        }
+        if (!copy->vars().count(*n)) copy->set(*n, (*this)(v->second));
+        n = names.erase(n);
+      }
+    }
+    return scopes_.at(closure);
   }
 
   CopyTensor copyTensor_;
   bool keepSaved_;
   const char* during_;
   const Environment* driverScope_;
-  std::vector<Value>* blockFunctions_;
+  std::vector<InvokeSpec::BlockFunction>* blockFunctions_;
+  std::vector<std::shared_ptr<Environment>>* blockScopes_;
   std::map<const Object*, Value> copies_;
+  std::map<const Environment*, std::shared_ptr<Environment>> scopes_;  // scopeCopy's
 };
 
 // Saved values reach the driver on the host. The device tensors of every saved value (a list read
@@ -202,8 +261,8 @@ std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& sav
         return it == host.end() ? nullptr : tensor(it->second);
       },
       true,
-      "while copying a saved value out of the trace block: it nests lists, tuples or dicts too "
-      "deeply (1000 levels at most)");
+      "while copying a saved value out of the trace block: it nests lists, tuples, dicts or result "
+      "objects too deeply (1000 levels at most)");
   std::map<std::string, Value> out;
   for (const auto& [name, v] : saved) {
     try {
@@ -219,13 +278,15 @@ std::map<std::string, Value> savedOnHost(const std::map<std::string, Value>& sav
 // result, so that the block that takes them frees them when it ends, cycles included.
 std::vector<InvokeSpec> rankCopies(std::vector<InvokeSpec> invokes) {
   if (invokes.empty()) return invokes;
-  std::vector<Value>& functions = invokes[0].blockFunctions;
+  std::vector<InvokeSpec::BlockFunction>& functions = invokes[0].blockFunctions;
+  std::vector<std::shared_ptr<Environment>>& scopes = invokes[0].blockScopes;
   functions.clear();
+  scopes.clear();
   ValueCopy capture(
       [](const Object& o) { return tensor(o.tensor.to(currentDevice()).clone()); }, false,
-      "while copying a value into the trace block: it nests lists, tuples or dicts too deeply "
-      "(1000 levels at most)",
-      invokes[0].driverScope, &functions);
+      "while copying a value into the trace block: it nests lists, tuples, dicts or functions' "
+      "scopes too deeply (1000 levels at most)",
+      invokes[0].driverScope, &functions, &scopes);
   for (auto& inv : invokes) {
     for (auto& [k, v] : inv.captured) {
       try {

@@ -15,10 +15,12 @@ namespace shardscope::trace {
 
 // The invokes with one rank's copies of their captured values (tensors on the rank's device). A
 // value reached twice (a list under two names, a list that holds itself) is copied once, so the
-// copies alias as the originals do. A function defined in the driver's global scope
-// (InvokeSpec::driverScope) is copied too, into the first invoke's blockFunctions, for the
-// Interleaver to close over the block's scope. The copies are held only by the result, so that
-// the block that takes them frees them when it ends, cycles included.
+// copies alias as the originals do. A function the driver made, in its global scope
+// (InvokeSpec::driverScope) or in a call of one of its functions, is copied too, into the first
+// invoke's blockFunctions, with the call scopes it closes over (blockScopes), for the Interleaver
+// to put under the block's scope: so no block writes a driver value, and no two ranks one value.
+// The copies are held only by the result, so that the block that takes them frees them when it
+// ends, cycles included.
 std::vector<InvokeSpec> rankCopies(std::vector<InvokeSpec> invokes);
 
 // The blocks' saved values, by name, as the driver receives them: every device tensor they reach

@@ -28,10 +28,7 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
   scope_ = std::make_shared<Environment>(builtinScope());
-  scope_->set("print", boundToBlock(printBuiltin([this](const std::string& line) {
-                                      if (reporter()) print(line);
-                                    }),
-                                    lifetime_));
+  scope_->set("print", boundToBlock(printBuiltin(), lifetime_));  // Mediator::print: rank 0's
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
     if (!invokes[0].tracerName.empty()) {
@@ -50,8 +47,12 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
   // Last: from here the copies and the scope hold each other, a cycle that only this
   // interleaver's end releases (a constructor that threw above would have leaked it).
   if (!invokes.empty()) {
-    for (const Value& f : invokes[0].blockFunctions) {
-      f->function->closure = scope_;
+    copiedScopes_ = invokes[0].blockScopes;
+    for (const auto& s : copiedScopes_) {
+      if (!s->parent()) s->setParent(scope_);  // a copied call of a global function
+    }
+    for (const auto& [f, closure] : invokes[0].blockFunctions) {
+      f->function->closure = closure ? closure : scope_;
       bindToBlock(*f->function, lifetime_);
     }
   }
@@ -73,6 +74,8 @@ Interleaver::~Interleaver() {
     scope_->vars().clear();
     // scope_ itself, now empty, so that its functions' defaults are counted.
     std::vector<std::shared_ptr<Environment>> scopes{scope_};
+    for (auto& scope : copiedScopes_) scopes.push_back(std::move(scope));
+    copiedScopes_.clear();
     for (const auto& m : mediators_) {
       for (const auto& [name, v] : m->interpreter().savedSnapshots()) roots.push_back(v);
       for (auto& scope : m->interpreter().functionScopes()) scopes.push_back(std::move(scope));

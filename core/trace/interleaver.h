@@ -40,11 +40,19 @@ struct InvokeSpec {
   std::map<std::string, Value> captured;
   std::string tracerName;  // the `as` name of the trace, if any
   int64_t requests = 1;    // its prompts: one request each, numbered after the earlier invokes'
-  // The driver's global scope: a function defined there and captured is copied to each rank
-  // (rankCopies), into blockFunctions, and the Interleaver makes the copies close over the
-  // block's scope, so that they use the rank's copies of the driver names, as the block does.
+  // The driver's global scope: a function made there or in a call of a driver function, and
+  // captured, is copied to each rank (rankCopies) into blockFunctions, with the call scopes it
+  // closes over copied into blockScopes. The Interleaver binds the copies to the block, gives the
+  // outermost copied scopes the block's scope as parent and then sets each copy's closure (the
+  // block's scope for a global function), so that they use the rank's copies of the driver names,
+  // as the block does. Until then no copied function holds itself through its closure.
+  struct BlockFunction {
+    Value function;
+    std::shared_ptr<Environment> closure;  // its copied call scope; null: the block's scope
+  };
   const Environment* driverScope = nullptr;
-  std::vector<Value> blockFunctions = {};
+  std::vector<BlockFunction> blockFunctions = {};
+  std::vector<std::shared_ptr<Environment>> blockScopes = {};
 };
 
 // What rank 0 reports after the trace.
@@ -118,10 +126,11 @@ class Interleaver : public PortObserver {
   RankContext& ctx_;
   std::shared_ptr<const Program> program_;
   std::shared_ptr<const Tokenizer> tokenizer_;
-  // Expires with the interleaver: its print and its blocks' functions, kept in a driver's list,
-  // must not outlive it.
+  // Expires with the interleaver: its print and its blocks' functions must not outlive it.
   const std::shared_ptr<const int> lifetime_ = std::make_shared<const int>(0);
   std::shared_ptr<Environment> scope_;  // one scope for all invokes: patching across invokes
+  // The rank's copies of driver call scopes (InvokeSpec::blockScopes), freed with scope_.
+  std::vector<std::shared_ptr<Environment>> copiedScopes_;
   std::vector<std::unique_ptr<Mediator>> mediators_;
   const std::map<std::string, const Module*>* index_;  // path -> module, owned by the model
   std::map<std::string, const Module*> extra_;         // registerModule()

@@ -327,8 +327,8 @@ void Interpreter::execImport(const Stmt& s) {
       fail("cannot import '" + n + "' from " + s.op +
            ": available names are VLLM, LanguageModel and TokensPrompt");
     const Value* v = globals_->find(n);
-    // A block has the names it mentions (a function made in a driver function's call is not
-    // read for them), and `del` may have removed one.
+    // A block has the names it and the driver functions it reaches mention, and `del` may have
+    // removed one.
     if (!v)
       fail("cannot import '" + n + "' here: " + n +
            " is not in this scope; import it where the script starts, or name it in the trace "
@@ -386,9 +386,11 @@ void Interpreter::assign(const Expr& target, const Value& v) {
       for (size_t i = 0; i < items.size(); ++i) assign(*target.items[i], items[i]);
       return;
     }
-    case ExprKind::Subscript:
-      setItem(eval(*target.a), eval(*target.b), v);
+    case ExprKind::Subscript: {
+      Value obj = eval(*target.a);
+      setItem(obj, eval(*target.b), v);
       return;
+    }
     case ExprKind::Attribute: {
       Value obj = eval(*target.a);
       if (obj->type == Type::Module) return host_.setModuleAttribute(*this, obj, target.text, v);

@@ -34,6 +34,8 @@ class Environment {
   std::map<std::string, Value>& vars() { return vars_; }
   const std::map<std::string, Value>& vars() const { return vars_; }
   const std::shared_ptr<Environment>& parent() const { return parent_; }
+  // For a rank's copy of a driver call's scope, made before the block's scope it belongs under.
+  void setParent(std::shared_ptr<Environment> parent) { parent_ = std::move(parent); }
 
  private:
   std::map<std::string, Value> vars_;
@@ -206,7 +208,9 @@ class Interpreter {
 // Python builtins (len, range, ...) and the torch namespace: one immutable scope built once and
 // shared by every script as the outermost parent. print() is per script (printBuiltin).
 const std::shared_ptr<Environment>& builtinScope();
-Value printBuiltin(std::function<void(const std::string&)> print);
+// print(), through the calling interpreter's Host::print: the driver's print reached in a trace
+// block (a driver function's default `out=print`) prints as the block's does, once, from rank 0.
+Value printBuiltin();
 // `model.tokenizer`: encode(text) -> list of ids, decode(ids or tensor) -> text.
 Value tokenizerValue(std::shared_ptr<const Tokenizer> tokenizer);
 // The `torch` namespace: dtypes, constructors, the tensor functions scripts use,

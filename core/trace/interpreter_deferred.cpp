@@ -99,8 +99,8 @@ Value Interpreter::held(std::function<at::Tensor()> compute, std::shared_ptr<con
                         std::shared_ptr<StackedRow> row) {
   auto v = std::make_shared<Object>();
   v->type = Type::Deferred;
-  // Reached from a driver's list after its block ended, or from another rank's block, it fails
-  // with the script's error: its computation runs this interpreter's ops, on this rank.
+  // Reached after its block ended, or from another rank's block, it fails with the script's error:
+  // its computation runs this interpreter's ops, on this rank.
   v->compute = [block = lifetime(), rank = std::this_thread::get_id(),
                 compute = std::move(compute)] {
     requireBlock(block, rank, "a value computed lazily");

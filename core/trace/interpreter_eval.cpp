@@ -124,13 +124,18 @@ Value Interpreter::evalLazy(const Expr& e) {
     case ExprKind::Dict: {
       auto d = std::make_shared<Object>();
       d->type = Type::Dict;
-      for (size_t i = 0; i < e.items.size(); ++i) setItem(d, eval(*e.items[i]), eval(*e.values[i]));
+      for (size_t i = 0; i < e.items.size(); ++i) {
+        Value key = eval(*e.items[i]);  // before its value, as Python does
+        setItem(d, key, eval(*e.values[i]));
+      }
       return d;
     }
     case ExprKind::Attribute:
       return getAttr(evalLazy(*e.a), e.text);
-    case ExprKind::Subscript:
-      return getItem(evalLazy(*e.a), eval(*e.b));
+    case ExprKind::Subscript: {
+      Value obj = evalLazy(*e.a);  // a C++ call's arguments have no order: Python's is left first
+      return getItem(obj, eval(*e.b));
+    }
     case ExprKind::Slice: {
       auto s = std::make_shared<Object>();
       s->type = Type::Slice;
@@ -155,8 +160,10 @@ Value Interpreter::evalLazy(const Expr& e) {
       if (!isNumber(v)) fail(std::string("bad operand type for unary +: ") + typeName(v->type));
       return v;
     }
-    case ExprKind::Binary:
-      return binary(e.binaryOp, eval(*e.a), eval(*e.b));
+    case ExprKind::Binary: {
+      Value a = eval(*e.a);  // `f() + [len(log)]` ran the right operand first (g++)
+      return binary(e.binaryOp, a, eval(*e.b));
+    }
     case ExprKind::Compare: {
       Value left = eval(*e.items[0]);
       Value result = boolean(true);

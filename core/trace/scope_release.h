@@ -35,9 +35,8 @@ void releaseScopes(const std::vector<std::shared_ptr<Environment>>& scopes,
 // `.whole` holds the block's mediator) counts as held from outside, so a cycle through one stays.
 // Roots may be values no scope reaches any more (Interpreter::cycleCandidates). The caller
 // hands over its references; tensors and other values without values in them go with their last
-// reference. It reads what it reaches while it counts: a driver's list that a block reached is
-// read by every rank, which is safe unless some rank's block writes it then (a script whose ranks
-// write one driver list races already).
+// reference. It reads what it reaches while it counts: of the driver's values a block reaches only
+// those no block writes (rankCopies copies the rest), so other ranks' blocks may run meanwhile.
 void releaseCycles(std::vector<Value> roots, std::vector<std::shared_ptr<Environment>> scopes);
 
 }  // namespace shardscope::trace

@@ -366,33 +366,62 @@ struct ScriptRunner::Impl : public Host {
   }
 
   // The ranks get the driver names the blocks mention, in the scope the invokes share (the
-  // first's): copying every global, and cloning its tensors per rank, cost every trace. A global
-  // function a captured value reaches runs in the block's scope on each rank (rankCopies), so
-  // the names it may read there are captured too (addFreeNames: not its parameters), and those
-  // of the functions they reach.
+  // first's): copying every global, and cloning its tensors per rank, cost every trace. A driver
+  // function a captured value reaches (made at the top level or in a call) runs on each rank with
+  // the block's scope above it (rankCopies), so the names it may read there are captured too
+  // (addFreeNames: not its parameters; those its call scopes hold are read there), and those of
+  // the functions its defaults and those values reach. Work lists, not recursion: a chain of
+  // closures may be long.
   void captureMentionedNames(std::vector<InvokeSpec>& invokes) const {
     std::set<std::string> mentioned;
     for (const auto& inv : invokes) addNamesMentioned(inv.body, mentioned);
     std::vector<std::string> left(mentioned.begin(), mentioned.end());  // names to look up
+    std::vector<Value> values;                                          // values to read
     std::unordered_set<const FunctionDef*> read;
-    // The driver functions v reaches (through lists, dicts, defaults) add the names they may read.
-    const std::function<void(const Value&)> readFunctions = [&](const Value& v) {
+    const auto madeByDriver = [&](const Environment* e) {
+      for (; e; e = e->parent().get()) {
+        if (e == globals.get()) return true;
+      }
+      return false;
+    };
+    // The driver functions v reaches (through lists, dicts) add the names they may read.
+    const auto readFunctions = [&](const Value& v) {
       anyInside(v, [&](const Value& x) {
         const FunctionDef* f = x->function.get();
-        if (x->type != Type::Function || !f || f->closure != globals || !read.insert(f).second)
+        if (x->type != Type::Function || !f || !madeByDriver(f->closure.get()) ||
+            !read.insert(f).second)
           return false;
         std::set<std::string> names;
         addFreeNames(*f, names);
+        for (const Value& d : f->defaults) {
+          if (d) values.push_back(d);
+        }
+        // A name its call scopes hold is read there (rankCopies copies it with the scope), not
+        // from the globals, which it shadows.
+        for (const Environment* e = f->closure.get(); e != globals.get(); e = e->parent().get()) {
+          for (auto n = names.begin(); n != names.end();) {
+            const auto v = e->vars().find(*n);
+            if (v == e->vars().end()) {
+              ++n;
+              continue;
+            }
+            values.push_back(v->second);
+            n = names.erase(n);
+          }
+        }
         for (const auto& n : names) {
           if (mentioned.insert(n).second) left.push_back(n);
-        }
-        for (const Value& d : f->defaults) {
-          if (d) readFunctions(d);
         }
         return false;
       });
     };
-    while (!left.empty()) {
+    while (!left.empty() || !values.empty()) {
+      if (!values.empty()) {
+        const Value v = std::move(values.back());
+        values.pop_back();
+        readFunctions(v);
+        continue;
+      }
       const std::string name = std::move(left.back());
       left.pop_back();
       for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
@@ -402,7 +431,7 @@ struct ScriptRunner::Impl : public Host {
         // on every rank thread. A script's own `print = ...` is still its own.
         if (it->second != runnerPrint) {
           invokes[0].captured.insert(*it);
-          readFunctions(it->second);
+          values.push_back(it->second);
         }
         break;
       }
@@ -525,10 +554,16 @@ ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>())
   Impl& s = *impl_;
   s.options = std::move(options);
   s.runnerScope = std::make_shared<Environment>(builtinScope());
-  s.runnerPrint = printBuiltin([&s](const std::string& line) { s.out(line); });
+  s.runnerPrint = printBuiltin();
   s.runnerScope->set("print", s.runnerPrint);
   const auto load = [&s](CallArgs& a) {
     SS_ASSERT(s.running, "VLLM(...) called outside a running script");
+    // A block reaches it through a captured name or a driver function: its rank threads would
+    // load models into the driver's engines at once.
+    if (a.interpreter != s.running)
+      throw RuntimeFailure(a.callee +
+                           "(...) loads a model for the driver: call it before the "
+                           "trace block, not in it");
     return s.loadModel(*s.running, a);
   };
   s.runnerScope->set("VLLM", builtin("VLLM", load));

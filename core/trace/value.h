@@ -77,8 +77,8 @@ struct FunctionDef {
   ExprPtr lambdaBody;           // lambda
   std::shared_ptr<Environment> closure;
   // A function made in a trace block, or a rank's copy of a driver function, which close over the
-  // block's scope: callable only in that block, on its rank's thread (requireBlock). Unset (a
-  // default id) for the driver's functions.
+  // block's scope (or a rank's copy of a driver call's scope under it): callable only in that
+  // block, on its rank's thread (requireBlock). Unset (a default id) for the driver's functions.
   std::weak_ptr<const void> block;
   std::thread::id blockThread;
 };
@@ -128,8 +128,9 @@ Value sizeOf(const at::Tensor& t);
 Value builtin(std::string name, BuiltinFn fn);
 // Makes builtin `v` fail with the script's error, not a crash, when called after `block` (a trace
 // block's interpreter, mediator or interleaver, which its function reaches) is gone, or from
-// another thread than the one that made it: a driver function called in a block can keep it in
-// a driver list (`log.append(model.x.whole)`) that other ranks and the driver read.
+// another thread than the one that made it. Scripts cannot hand one out of its block (each rank
+// has its own copies of the driver's values, and save() refuses builtins): a guard, should a
+// way appear.
 Value boundToBlock(Value v, std::weak_ptr<const void> block);
 // Binds script function f the same way, to `block` and this thread (a function made in a trace
 // block, or a rank's copy of a driver function): Interpreter::callFunction checks it.

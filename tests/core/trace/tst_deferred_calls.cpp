@@ -21,6 +21,7 @@
 #include "core/model/module_call.h"
 #include "core/parallel/shard_spec.h"
 #include "core/trace/deferred_calls.h"
+#include "core/trace/driver_values.h"
 #include "core/trace/interleaver.h"
 #include "core/trace/interpreter.h"
 #include "core/trace/script_runner.h"
@@ -60,7 +61,10 @@ struct Outcome {
 
 // Runs `source` on rank threads with `probe`'s output port visited first, then `later`'s
 // (x = arange(6) as [2, 3] at both); rank 0's saved values and calls are returned.
-Outcome runProbe(int tp, const std::string& source, const trace::Value& kept = nullptr) {
+// `kept` is captured as the driver's `kept`; with `driverScope` each rank gets its copy of it, as a
+// trace does (rankCopies), else `kept` itself.
+Outcome runProbe(int tp, const std::string& source, const trace::Value& kept = nullptr,
+                 const trace::Environment* driverScope = nullptr) {
   EngineOptions o;
   o.tp = tp;
   o.dtype = DType::F32;
@@ -73,11 +77,13 @@ Outcome runProbe(int tp, const std::string& source, const trace::Value& kept = n
        {{"probe", trace::moduleProxy("probe")}, {"later", trace::moduleProxy("later")}},
        ""}};
   if (kept) invokes[0].captured["kept"] = kept;
+  invokes[0].driverScope = driverScope;
   Outcome out;
   engine
       .submit([&](RankContext& ctx) {
         RowProbe probe("probe"), later("later");
-        trace::Interleaver il(ctx, program, invokes, nullptr, 1000000);
+        trace::Interleaver il(ctx, program, driverScope ? trace::rankCopies(invokes) : invokes,
+                              nullptr, 1000000);
         il.registerModule(probe);
         il.registerModule(later);
         il.start();
@@ -353,6 +359,32 @@ class TestDeferredCalls : public QObject {
     const trace::Value* k = get->function->closure->find("k");
     QVERIFY(k && (*k)->intValue == 7);
     kept->items.pop_back();
+  }
+
+  // A function the driver made in a call is copied to each rank with the call's scope, which holds
+  // the copy that closes over it: the copies are freed when the block ends (the driver's marker
+  // string, shared by the copied scopes, is held by the driver's scope and the test alone after).
+  void aDriverCallsScopeCopiedToEachRankIsFreed() {
+    auto driver = std::make_shared<trace::Environment>(trace::builtinScope());
+    auto call = std::make_shared<trace::Environment>(driver);
+    const auto def = trace::parseProgram("def get():\n    return len(marker)\n", "driver.py");
+    auto f = std::make_shared<trace::FunctionDef>();
+    f->name = "get";
+    f->body = def->body.at(0)->body;
+    f->closure = call;
+    const trace::Value get = std::make_shared<trace::Object>();
+    get->type = trace::Type::Function;
+    get->function = f;
+    const trace::Value marker = trace::string("four");
+    call->set("marker", marker);
+    call->set("get", get);
+    const Outcome r =
+        runProbe(probeTp(), "y = (probe.output * kept()).save()\n", get, driver.get());
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QVERIFY(at::equal(r.saved.at("y"), at::arange(6, at::kFloat).view({2, 3}) * 4));
+    QCOMPARE(marker.use_count(), 2L);
+    QCOMPARE(get.use_count(), 2L);
+    call->vars().clear();  // the test's own cycle
   }
 
   void aStackedOpThatFailsFailsAsAlone() {
