@@ -212,7 +212,21 @@ void Interpreter::execAssign(const Stmt& s) {
 
 void Interpreter::execAugAssign(const Stmt& s) {
   const Expr& t = *s.targets[0];
-  Value current = eval(t);
+  // A subscript's object and index are evaluated once, before the value, as in Python
+  // (`x[f()] += 1` calls f once).
+  Value obj, index, current;
+  if (t.kind == ExprKind::Subscript) {
+    obj = eval(*t.a);
+    index = eval(*t.b);
+    current = getItem(obj, index);
+    force(current);
+  } else {
+    current = eval(t);
+  }
+  const auto store = [&](const Value& v) {
+    if (obj) return setItem(obj, index, v);
+    assign(t, v);
+  };
   Value rhs = eval(*s.value);
   if (current->type == Type::Tensor) {
     noteTensorWrite();
@@ -227,7 +241,12 @@ void Interpreter::execAugAssign(const Stmt& s) {
     else if (s.augOp == BinaryOp::Div)
       current->tensor.div_(r);
     else
-      assign(t, binary(s.augOp, current, rhs));
+      return store(binary(s.augOp, current, rhs));
+    // An index that copies (a list of indices, a mask) gave a copy: it is written back, as
+    // Python's __setitem__ after __iadd__ writes it (`t[[0, 2]] += 1` changed nothing). A view
+    // was written through.
+    if (obj && obj->type == Type::Tensor && !current->tensor.is_alias_of(obj->tensor))
+      store(current);
   } else if (current->type == Type::List && s.augOp == BinaryOp::Add) {
     // A copy: `x += x` reads what it grows. Any iterable extends, as in Python (`x += "ab"`).
     const std::vector<Value> added = elementsOf(rhs);
@@ -235,7 +254,7 @@ void Interpreter::execAugAssign(const Stmt& s) {
     for (const Value& v : added) noteStored(current, v);
     current->items.insert(current->items.end(), added.begin(), added.end());
   } else {
-    assign(t, binary(s.augOp, current, rhs));
+    store(binary(s.augOp, current, rhs));
   }
 }
 

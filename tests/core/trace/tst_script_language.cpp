@@ -765,6 +765,36 @@ class TestScriptLanguage : public QObject {
                     }));
   }
 
+  // `x[i] op= v` as Python runs it: the object and index once (`x[f(0)] += 1` called f twice), and
+  // a tensor indexed with a list or a mask written back (it was a copy, and the write was lost:
+  // `t[[0, 2]] += 1` left t as it was), in a port value too, where it must equal the same write
+  // through a view of the same elements.
+  void augmentedAssignmentToASubscript_data() { addTpRows(); }
+  void augmentedAssignmentToASubscript() {
+    QFETCH(int, tp);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, tp);
+    const std::string e =
+        errorOf(*runner,
+                "model = VLLM('demo')\nlog = []\n"
+                "def f(v):\n    log.append(v)\n    return v\n"
+                "x = [5, 7]\nx[f(0)] += 1\nd = {'a': [1]}\nf(d)['a'] += [2]\n"
+                "t = torch.zeros(4)\nt[[0, 2]] += 1\nu = torch.zeros(4)\nu[u == 0] *= 0\n"
+                "u[torch.tensor([1, 3])] -= 2\nw = torch.zeros(4)\nw[1:3] += 3\n"
+                "print(log, x, d, t.tolist(), u.tolist(), w.tolist())\n"
+                "with model.trace('hi'):\n    model.model.layers[0].mlp.output[:, [0, 2]] += 1.0\n"
+                "    a = model.logits.save()\n"
+                "with model.trace('hi'):\n    model.model.layers[0].mlp.output[:, 0:3:2] += 1.0\n"
+                "    b = model.logits.save()\n"
+                "with model.trace('hi'):\n    c = model.logits.save()\n"
+                "print(torch.equal(a, b), torch.equal(a, c))\n");
+    QCOMPARE(e, std::string("no error"));
+    QCOMPARE(lines, (std::vector<std::string>{"[0, {'a': [1, 2]}] [6, 7] {'a': [1, 2]} [1.0, 0.0, "
+                                              "1.0, 0.0] [0.0, -2.0, 0.0, -2.0] [0.0, 3.0, 3.0, "
+                                              "0.0]",
+                                              "True False"}));
+  }
+
   // Operands run left to right, as in Python: a binary operator's (`f() + [len(log)]` read the
   // length first), a subscript's object before its index, a dict literal's key before its value.
   // `obj[i] = v` is the exception TRACE.md makes: the target first, so that a port waited on is
