@@ -136,6 +136,25 @@ std::string dtypeRepr(at::ScalarType t) {
   return dtypeValue(t)->str;
 }
 
+at::Tensor operandTensor(const Value& v, const at::Tensor& like) {
+  at::Tensor t;
+  switch (v->type) {
+    case Type::Bool:
+      t = at::scalar_tensor(v->boolValue, at::kBool);
+      break;
+    case Type::Int:
+      t = at::scalar_tensor(c10::Scalar(int64_t(v->intValue)), at::kLong);
+      break;
+    case Type::Float:
+      t = at::scalar_tensor(v->floatValue, at::kDouble);
+      break;
+    default:
+      return toTensor(v, &like);
+  }
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
 at::Tensor toTensor(const Value& v, const at::Tensor* like) {
   const auto opts = like ? like->options() : at::TensorOptions().device(currentDevice());
   switch (v->type) {
@@ -493,7 +512,7 @@ void installContainersAndReductions(Environment& env) {
             Value acc = optional(a, 1, "start", integer(0));
             for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"))) {
               if (acc->type == Type::Tensor || v->type == Type::Tensor) {
-                acc = tensor(acc->type == Type::Tensor ? acc->tensor + toTensor(v, &acc->tensor)
+                acc = tensor(acc->type == Type::Tensor ? acc->tensor + operandTensor(v, acc->tensor)
                                                        : v->tensor + asNumber(acc, "start"));
               } else if (acc->type == Type::Float || v->type == Type::Float) {
                 acc = floating(asNumber(acc, "value") + asNumber(v, "value"));

@@ -231,7 +231,7 @@ void Interpreter::execAugAssign(const Stmt& s) {
   if (current->type == Type::Tensor) {
     noteTensorWrite();
     // In place, as torch does: edits through a port view are writes.
-    at::Tensor r = rhs->type == Type::Tensor ? rhs->tensor : toTensor(rhs, &current->tensor);
+    at::Tensor r = operandTensor(rhs, current->tensor);
     if (s.augOp == BinaryOp::Add)
       current->tensor.add_(r);
     else if (s.augOp == BinaryOp::Sub)

@@ -225,6 +225,11 @@ Value snapshot(const Value& v);
 std::vector<Value> elementsOf(const Value& v);
 // Converts a value to a tensor (numbers, nested lists) on `like`'s device and dtype if given.
 at::Tensor toTensor(const Value& v, const at::Tensor* like = nullptr);
+// The other operand of an operator on tensor `like`: a Python number as torch takes one, a 0-d
+// tensor of its own kind (bool, int64, double) that type promotion ranks below every tensor (a
+// wrapped number: an int64 tensor times 0.5 is float32, a bfloat16 one plus 0.1 stays bfloat16
+// and multiplies by 0.1 itself, not 0.1 rounded to bfloat16); anything else toTensor(v, &like).
+at::Tensor operandTensor(const Value& v, const at::Tensor& like);
 // Converts a Python-style index (int, slice, None, Ellipsis, tensor, tuple of those) for torch.
 std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index);
 int64_t asInt(const Value& v, const char* what);

@@ -298,8 +298,8 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
   }
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
-    at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
-    at::Tensor y = b->type == Type::Tensor ? b->tensor : toTensor(b, &like);
+    at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
+    at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
     if (op == CompareOp::Eq) return tensor(x == y);
     if (op == CompareOp::Ne) return tensor(x != y);
     if (op == CompareOp::Lt) return tensor(x < y);
@@ -348,8 +348,8 @@ Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {
 Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
-    at::Tensor x = a->type == Type::Tensor ? a->tensor : toTensor(a, &like);
-    at::Tensor y = b->type == Type::Tensor ? b->tensor : toTensor(b, &like);
+    at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
+    at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
     if (op == BinaryOp::Add) return tensor(x + y);
     if (op == BinaryOp::Sub) return tensor(x - y);
     if (op == BinaryOp::Mul) return tensor(x * y);

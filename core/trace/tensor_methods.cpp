@@ -307,11 +307,11 @@ const std::map<std::string, TensorMethod>& methods() {
          return inPlace(x, a, [&src](at::Tensor& y) { y.copy_(src); });
        }}},
       {"mul_", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
-         const at::Tensor other = toTensor(arg(a, 0, "other", "Tensor.mul_"), &x);
+         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.mul_"), x);
          return inPlace(x, a, [&other](at::Tensor& y) { y.mul_(other); });
        }}},
       {"add_", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
-         const at::Tensor other = toTensor(arg(a, 0, "other", "Tensor.add_"), &x);
+         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.add_"), x);
          const Value* alpha = a.keyword("alpha");
          const at::Scalar scale = alpha ? at::Scalar(asNumber(*alpha, "alpha")) : at::Scalar(1);
          return inPlace(x, a, [&](at::Tensor& y) { y.add_(other, scale); });

@@ -176,6 +176,7 @@ long long rangeLength(const Object& r);
 bool truthy(const Value& v);
 std::string repr(const Value& v);
 std::string str(const Value& v);
+// As torch prints it (tensor_repr.cpp).
 std::string formatTensor(const at::Tensor& t);
 bool equal(const Value& a, const Value& b);
 // For two numbers (int, bool, float): -1, 0 or 1 as a < b, a == b, a > b, compared by their exact

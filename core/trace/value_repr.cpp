@@ -1,5 +1,5 @@
 // How values print: Python's repr and str of script values (a value that holds itself as
-// [...]), and tensors as torch prints them.
+// [...]); tensors print as torch prints them (tensor_repr.cpp).
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -42,70 +42,6 @@ std::string strRepr(const std::string& s) {
   }
   return o + q;
 }
-
-std::string dtypeSuffix(const at::Tensor& t) {
-  std::string s;
-  const auto dt = t.scalar_type();
-  if (dt != at::kFloat && dt != at::kLong && dt != at::kBool) {
-    std::string name = c10::toString(dt);
-    static const std::map<std::string, std::string> torchNames = {
-        {"BFloat16", "bfloat16"}, {"Half", "float16"}, {"Double", "float64"}, {"Int", "int32"},
-        {"Short", "int16"},       {"Char", "int8"},    {"Byte", "uint8"}};
-    auto it = torchNames.find(name);
-    s += ", dtype=torch." + (it != torchNames.end() ? it->second : name);
-  }
-  if (t.device().is_cuda()) s += ", device='" + t.device().str() + "'";
-  return s;
-}
-
-void formatInto(std::ostringstream& o, const at::Tensor& t, int indent, bool summarize) {
-  const auto element = [&](const at::Tensor& e) {
-    if (e.scalar_type() == at::kBool) {
-      o << (e.item<bool>() ? "True" : "False");
-    } else if (at::isFloatingType(e.scalar_type())) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.4f", e.item<double>());
-      o << b;
-    } else {
-      o << e.item<int64_t>();
-    }
-  };
-  if (t.dim() == 0) {
-    element(t);
-    return;
-  }
-  o << "[";
-  const int64_t n = t.size(0);
-  const bool cut = summarize && n > 6;
-  for (int64_t i = 0; i < n; ++i) {
-    if (cut && i == 3) {
-      o << (t.dim() > 1 ? "...,\n" + std::string(indent + 1, ' ') : "..., ");
-      i = n - 3;
-    }
-    if (t.dim() == 1) {
-      element(t[i]);
-    } else {
-      formatInto(o, t[i], indent + 1, summarize);
-    }
-    if (i + 1 < n)
-      o << (t.dim() > 1
-                ? ",\n" + std::string(t.dim() > 2 ? 1 : 0, '\n') + std::string(indent + 1, ' ')
-                : ", ");
-  }
-  o << "]";
-}
-
-}  // namespace
-
-std::string formatTensor(const at::Tensor& t) {
-  std::ostringstream o;
-  o << "tensor(";
-  formatInto(o, t.detach().to(at::kCPU), 7, t.numel() > 1000);
-  o << dtypeSuffix(t) << ")";
-  return o.str();
-}
-
-namespace {
 
 std::string reprOf(const Value& v) {
   switch (v->type) {

@@ -1,0 +1,235 @@
+// Tensors printed as torch prints them (torch/_tensor_str.py with its default print options), so
+// that a script's output reads as it would under nnsight: one element format chosen from all the
+// printed values (integers, integral floats as `1.`, fixed `0.1235` or scientific `1.2346e-05` when
+// the magnitudes span more than 1000x, pass 1e8 or fall below 1e-4), padded to one width, vectors
+// wrapped at 80 columns, and tensors of more than 1000 elements summarized to 3 at each end.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "value.h"
+
+namespace shardscope::trace {
+namespace {
+
+constexpr int kPrecision = 4;
+constexpr int64_t kThreshold = 1000;  // more elements than this: summarized
+constexpr int64_t kEdgeItems = 3;
+constexpr int kLineWidth = 80;
+
+// An element as printed: floating ones as doubles (float32, float16 and bfloat16 exactly), the
+// others exactly as int64.
+struct Element {
+  double f = 0;
+  int64_t i = 0;
+};
+
+// `v` written with printf's `format` (one `*` precision and one double), as Python's format()
+// writes finite values.
+std::string printed(const char* format, int precision, double v) {
+  char b[512];
+  std::snprintf(b, sizeof b, format, precision, v);
+  return b;
+}
+
+// What the elements print as (torch's _Formatter), chosen from every element that prints: the
+// kind, and for floats whether all are integral (`1.`) or need scientific notation, and the width
+// every element is padded to.
+class ElementFormat {
+ public:
+  ElementFormat(const at::Tensor& t, const std::vector<Element>& values) {
+    if (!at::isFloatingType(t.scalar_type())) {
+      kind_ = t.scalar_type() == at::kBool ? Kind::Bool : Kind::Int;
+      for (const Element& e : values) width_ = std::max(width_, int(unpadded(e).size()));
+      return;
+    }
+    kind_ = Kind::Float;
+    double lo = INFINITY, hi = 0;
+    bool any = false;
+    for (const Element& e : values) {
+      const double v = e.f;
+      if (!std::isfinite(v) || v == 0) continue;
+      any = true;
+      lo = std::min(lo, std::fabs(v));
+      hi = std::max(hi, std::fabs(v));
+      integral_ = integral_ && v == std::ceil(v);
+    }
+    if (!any) return;  // only zeros and non-finite values: `0.`, `inf`, `nan`
+    sci_ = hi / lo > 1000.0 || hi > 1.0e8 || (!integral_ && lo < 1.0e-4);
+    for (const Element& e : values) {
+      if (std::isfinite(e.f) && e.f != 0) width_ = std::max(width_, int(unpadded(e).size()));
+    }
+  }
+
+  int width() const { return width_; }
+
+  std::string operator()(const Element& e) const {
+    const std::string s = unpadded(e);
+    return std::string(size_t(std::max(0, width_ - int(s.size()))), ' ') + s;
+  }
+
+ private:
+  enum class Kind { Bool, Int, Float };
+
+  std::string unpadded(const Element& e) const {
+    if (kind_ == Kind::Bool) return e.i != 0 ? "True" : "False";
+    if (kind_ == Kind::Int) return std::to_string(e.i);
+    const double v = e.f;
+    if (std::isnan(v)) return "nan";  // printf may write -nan; Python does not
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci_) return printed("%.*e", kPrecision, v);
+    if (integral_) return printed("%.*f", 0, v) + ".";
+    return printed("%.*f", kPrecision, v);
+  }
+
+  Kind kind_ = Kind::Int;
+  bool integral_ = true, sci_ = false;
+  int width_ = 1;
+};
+
+std::vector<Element> elementsOf(const at::Tensor& t) {
+  std::vector<Element> out(size_t(t.numel()));
+  if (at::isFloatingType(t.scalar_type())) {
+    const at::Tensor flat = t.reshape({-1}).to(at::kDouble).contiguous();
+    const double* p = flat.data_ptr<double>();
+    for (size_t k = 0; k < out.size(); ++k) out[k].f = p[k];
+  } else {
+    const at::Tensor flat = t.reshape({-1}).to(at::kLong).contiguous();
+    const int64_t* p = flat.data_ptr<int64_t>();
+    for (size_t k = 0; k < out.size(); ++k) out[k].i = p[k];
+  }
+  return out;
+}
+
+// A vector's elements that print: all, or 3 at each end when summarized.
+at::Tensor printedPart(const at::Tensor& v, bool summarize) {
+  if (!summarize || v.size(0) <= 2 * kEdgeItems) return v;
+  return at::cat({v.slice(0, 0, kEdgeItems), v.slice(0, v.size(0) - kEdgeItems)});
+}
+
+// The elements that print (torch's get_summarized_data): all, or 3 at each end of each dimension.
+void collectPrinted(const at::Tensor& t, bool summarize, std::vector<Element>& out) {
+  if (t.dim() <= 1) {
+    const std::vector<Element> e = elementsOf(t.dim() == 1 ? printedPart(t, summarize) : t);
+    out.insert(out.end(), e.begin(), e.end());
+    return;
+  }
+  const int64_t n = t.size(0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    collectPrinted(t[i], summarize, out);
+  }
+}
+
+std::string joined(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? separator : "") + parts[i];
+  return s;
+}
+
+std::string vectorText(const at::Tensor& t, int indent, bool summarize, const ElementFormat& f) {
+  const std::vector<Element> values = elementsOf(printedPart(t, summarize));
+  std::vector<std::string> items;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values.size() < size_t(t.size(0)) && i == size_t(kEdgeItems)) items.push_back(" ...");
+    items.push_back(f(values[i]));
+  }
+  const size_t perLine = size_t(std::max(1, (kLineWidth - indent) / (f.width() + 2)));
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < items.size(); i += perLine) {
+    const auto end = items.begin() + std::min(items.size(), i + perLine);
+    lines.push_back(joined(std::vector<std::string>(items.begin() + i, end), ", "));
+  }
+  return "[" + joined(lines, ",\n" + std::string(size_t(indent) + 1, ' ')) + "]";
+}
+
+std::string tensorText(const at::Tensor& t, int indent, bool summarize, const ElementFormat& f) {
+  if (t.dim() == 0) return f(elementsOf(t)[0]);
+  if (t.dim() == 1) return vectorText(t, indent, summarize, f);
+  std::vector<std::string> slices;
+  const int64_t n = t.size(0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      slices.push_back("...");
+      i = n - kEdgeItems;
+    }
+    slices.push_back(tensorText(t[i], indent + 1, summarize, f));
+  }
+  const std::string between =
+      "," + std::string(size_t(t.dim() - 1), '\n') + std::string(size_t(indent) + 1, ' ');
+  return "[" + joined(slices, between) + "]";
+}
+
+std::string dtypeName(at::ScalarType dt) {
+  switch (dt) {
+    case at::kFloat:
+      return "torch.float32";
+    case at::kDouble:
+      return "torch.float64";
+    case at::kHalf:
+      return "torch.float16";
+    case at::kBFloat16:
+      return "torch.bfloat16";
+    case at::kLong:
+      return "torch.int64";
+    case at::kInt:
+      return "torch.int32";
+    case at::kShort:
+      return "torch.int16";
+    case at::kChar:
+      return "torch.int8";
+    case at::kByte:
+      return "torch.uint8";
+    case at::kBool:
+      return "torch.bool";
+    default:
+      return std::string("torch.") + c10::toString(dt);
+  }
+}
+
+// device=, size= (an empty tensor's, unless it is 1-d) and dtype= (unless float32, int64 or bool;
+// an empty tensor's unless float32), each after ", " or on a line of its own past 80 columns.
+std::string withSuffixes(std::string text, const at::Tensor& t, int indent) {
+  std::vector<std::string> suffixes;
+  if (!t.device().is_cpu()) suffixes.push_back("device='" + t.device().str() + "'");
+  const auto dt = t.scalar_type();
+  if (t.numel() == 0) {
+    if (t.dim() != 1) {
+      std::string size = "(";
+      for (int64_t d = 0; d < t.dim(); ++d) size += (d ? ", " : "") + std::to_string(t.size(d));
+      suffixes.push_back("size=" + size + ")");
+    }
+    if (dt != at::kFloat) suffixes.push_back("dtype=" + dtypeName(dt));
+  } else if (dt != at::kFloat && dt != at::kLong && dt != at::kBool) {
+    suffixes.push_back("dtype=" + dtypeName(dt));
+  }
+  const size_t newline = text.rfind('\n');
+  size_t lastLine = newline == std::string::npos ? text.size() + 2 : text.size() - newline + 1;
+  for (const std::string& s : suffixes) {
+    if (lastLine + s.size() + 2 > size_t(kLineWidth)) {
+      text += ",\n" + std::string(size_t(indent), ' ') + s;
+      lastLine = size_t(indent) + s.size();
+    } else {
+      text += ", " + s;
+      lastLine += s.size() + 2;
+    }
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+std::string formatTensor(const at::Tensor& tensor) {
+  const std::string prefix = "tensor(";
+  const int indent = int(prefix.size());
+  const at::Tensor t = tensor.detach().to(at::kCPU);
+  if (t.numel() == 0) return withSuffixes(prefix + "[]", tensor, indent);
+  const bool summarize = t.numel() > kThreshold;
+  std::vector<Element> printedValues;
+  collectPrinted(t, summarize, printedValues);
+  const ElementFormat format(t, printedValues);
+  return withSuffixes(prefix + tensorText(t, indent, summarize, format), tensor, indent);
+}
+
+}  // namespace shardscope::trace

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Golden reprs for tst_script_language's tensorsPrintAsTorchPrintsThem.
+
+Each line of cases.txt is an expression the trace language evaluates too; PyTorch evaluates it here
+and repr() prints it with torch's default print options. Run where torch is installed (the GPU
+machine: Python 3.12, torch 2.11), from the repository root:
+
+    python3 tests/trace/tensor_repr/make_golden.py > tests/trace/tensor_repr/golden.json
+"""
+import json
+import os
+import sys
+
+import torch
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "cases.txt"), encoding="utf-8") as f:
+        cases = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    torch.set_default_device("cpu")
+    out = {
+        "made_by": "tests/trace/tensor_repr/make_golden.py",
+        "torch": torch.__version__,
+        "cases": [{"expression": c, "repr": repr(eval(c, {"torch": torch}))} for c in cases],
+    }
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
