@@ -795,6 +795,27 @@ class TestScriptLanguage : public QObject {
                                               "True False"}));
   }
 
+  // Every expression of tests/golden/tensor_repr/cases.txt prints as PyTorch's repr() printed it
+  // (golden.json, made by make_golden.py with torch 2.11): formats, widths, wrapping, summaries,
+  // suffixes and type promotion.
+  void tensorsPrintAsTorchPrintsThem() {
+    std::ifstream file(test::sourceDir() / "tests/golden/tensor_repr/golden.json");
+    QVERIFY2(file.good(), "tests/golden/tensor_repr/golden.json is missing: see make_golden.py");
+    const nlohmann::json golden = nlohmann::json::parse(file);
+    QVERIFY(golden.at("cases").size() >= 40);
+    for (const auto& c : golden.at("cases")) {
+      const std::string expression = c.at("expression");
+      std::vector<std::string> lines;
+      auto runner = makeRunner(&lines);
+      const std::string e = errorOf(*runner, "print(" + expression + ")\n");
+      QVERIFY2(e == "no error", (expression + ": " + e).c_str());
+      QVERIFY2(lines.size() == 1, expression.c_str());
+      const std::string want = c.at("repr");
+      QVERIFY2(lines[0] == want,
+               (expression + "\nprinted:\n" + lines[0] + "\ntorch:\n" + want).c_str());
+    }
+  }
+
   // Operands run left to right, as in Python: a binary operator's (`f() + [len(log)]` read the
   // length first), a subscript's object before its index, a dict literal's key before its value.
   // `obj[i] = v` is the exception TRACE.md makes: the target first, so that a port waited on is

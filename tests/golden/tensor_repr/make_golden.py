@@ -2,10 +2,10 @@
 """Golden reprs for tst_script_language's tensorsPrintAsTorchPrintsThem.
 
 Each line of cases.txt is an expression the trace language evaluates too; PyTorch evaluates it here
-and repr() prints it with torch's default print options. Run where torch is installed (the GPU
-machine: Python 3.12, torch 2.11), from the repository root:
+and repr() prints it with torch's default print options. Run where torch is installed, from the
+repository root (Debian 12's python3-torch, 1.13.1, or the GPU machine's torch 2.11):
 
-    python3 tests/trace/tensor_repr/make_golden.py > tests/trace/tensor_repr/golden.json
+    /usr/bin/python3 tests/golden/tensor_repr/make_golden.py > tests/golden/tensor_repr/golden.json
 """
 import json
 import os
@@ -18,9 +18,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "cases.txt"), encoding="utf-8") as f:
         cases = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    torch.set_default_device("cpu")
     out = {
-        "made_by": "tests/trace/tensor_repr/make_golden.py",
+        "made_by": "tests/golden/tensor_repr/make_golden.py",
         "torch": torch.__version__,
         "cases": [{"expression": c, "repr": repr(eval(c, {"torch": torch}))} for c in cases],
     }
