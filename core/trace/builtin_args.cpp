@@ -175,8 +175,13 @@ bool flag(const Args& a, size_t i, const char* name, bool dflt) {
   return v ? truthy(*v) : dflt;
 }
 
-Value valuesIndices(const std::tuple<at::Tensor, at::Tensor>& r) {
-  return tuple({tensor(std::get<0>(r)), tensor(std::get<1>(r))});
+Value valuesIndices(const char* op, const std::tuple<at::Tensor, at::Tensor>& r) {
+  static const auto names = std::make_shared<const std::vector<std::string>>(
+      std::vector<std::string>{"values", "indices"});
+  Value t = tuple({tensor(std::get<0>(r)), tensor(std::get<1>(r))});
+  t->str = std::string("torch.return_types.") + op;
+  t->fields = names;
+  return t;
 }
 
 Value fromTensorList(const at::Tensor& t) {

@@ -75,8 +75,9 @@ std::optional<std::vector<int64_t>> dimsArg(const Args& a, size_t i);
 bool keepdim(const Args& a, size_t i);
 // The bool argument at position i or keyword `name`, dflt when missing.
 bool flag(const Args& a, size_t i, const char* name, bool dflt);
-// A (values, indices) result as a tuple of two tensors.
-Value valuesIndices(const std::tuple<at::Tensor, at::Tensor>& r);
+// A (values, indices) result of Tensor.`op` as torch returns it: the named tuple
+// torch.return_types.`op`, whose `.values` and `.indices` are its two tensors.
+Value valuesIndices(const char* op, const std::tuple<at::Tensor, at::Tensor>& r);
 // A tensor as nested lists of Python numbers (a number for a 0-d tensor).
 Value fromTensorList(const at::Tensor& t);
 

@@ -252,6 +252,8 @@ Value snapshotOf(const Value& v, std::unordered_map<const Object*, Value>& copie
     case Type::List: {
       NestingGuard nest(during);
       Value copy = v->type == Type::List ? list({}) : tuple({});
+      copy->str = v->str;  // a named tuple's type and fields
+      copy->fields = v->fields;
       copies[v.get()] = copy;  // before the items: one may be this value itself
       copy->items.reserve(v->items.size());
       for (const auto& i : v->items) copy->items.push_back(snapshotOf(i, copies));

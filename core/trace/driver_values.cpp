@@ -48,6 +48,8 @@ class ValueCopy {
       case Type::Tuple:
       case Type::List:
         c = v->type == Type::List ? list({}) : tuple({});
+        c->str = v->str;  // a named tuple's type and fields
+        c->fields = v->fields;
         break;
       case Type::Dict:
       case Type::ResultObject:

@@ -263,6 +263,11 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
     case Type::List:
     case Type::Tuple:
     case Type::Dict:
+      if (obj->fields) {  // torch.return_types: `.values`, `.indices`
+        const auto& f = *obj->fields;
+        const auto it = std::find(f.begin(), f.end(), name);
+        if (it != f.end()) return obj->items.at(size_t(it - f.begin()));
+      }
       if (Value method = boundMethodOf(obj, name)) return method;
       break;
     case Type::Str:

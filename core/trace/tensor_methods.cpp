@@ -94,7 +94,8 @@ Value extreme(const at::Tensor& x, Args& a, bool max) {
                            "(keepdim=True) needs a dim");
     return tensor(max ? x.max() : x.min());
   }
-  return valuesIndices(max ? x.max(*dim, keepdim(a, 1)) : x.min(*dim, keepdim(a, 1)));
+  return valuesIndices(max ? "max" : "min",
+                       max ? x.max(*dim, keepdim(a, 1)) : x.min(*dim, keepdim(a, 1)));
 }
 
 // any(dim=None, keepdim=False) and all.
@@ -241,15 +242,15 @@ const std::map<std::string, TensorMethod>& methods() {
                                        dtypeArg(a.get(1, "dtype"), "Tensor.log_softmax")));
        }}},
       {"topk", M{T{4, {"k", "dim", "largest", "sorted"}, 1}, [](const at::Tensor& x, Args& a) {
-         return valuesIndices(x.topk(asInt(arg(a, 0, "k", "Tensor.topk"), "k"), dimArg(a, 1, -1),
+         return valuesIndices("topk", x.topk(asInt(arg(a, 0, "k", "Tensor.topk"), "k"), dimArg(a, 1, -1),
                                      flag(a, 2, "largest", true), flag(a, 3, "sorted", true)));
        }}},
       {"sort", M{T{2, {"dim", "descending", "stable"}}, [](const at::Tensor& x, Args& a) {
          const int64_t dim = dimArg(a, 0, -1);
          const bool descending = flag(a, 1, "descending", false);
          if (const Value* stable = a.keyword("stable"))
-           return valuesIndices(x.sort(truthy(*stable), dim, descending));
-         return valuesIndices(x.sort(dim, descending));
+           return valuesIndices("sort", x.sort(truthy(*stable), dim, descending));
+         return valuesIndices("sort", x.sort(dim, descending));
        }}},
       {"cumsum", M{T{1, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));

@@ -110,7 +110,10 @@ struct Object {
   bool takesDeferred = false;  // Builtin: may receive Deferred arguments as they are (list.append)
   std::function<at::Tensor()> compute;  // Deferred: makes the tensor (once)
   std::shared_ptr<FunctionDef> function;
-  std::map<std::string, Value> attributes;                 // ResultObject fields, Namespace members
+  std::map<std::string, Value> attributes;  // ResultObject fields, Namespace members
+  // Tuple: a named tuple's field names, parallel to items, its type named in str
+  // (torch.return_types.topk: `.values`, `.indices`).
+  std::shared_ptr<const std::vector<std::string>> fields;
   long long rangeStart = 0, rangeStop = 0, rangeStep = 1;  // Range, IterRange (stop < 0: unbounded)
   bool unbounded = false;
 };

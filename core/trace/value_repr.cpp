@@ -56,6 +56,12 @@ std::string reprOf(const Value& v) {
     case Type::Str:
       return strRepr(v->str);
     case Type::Tuple: {
+      if (v->fields && v->fields->size() == v->items.size()) {  // as torch prints a return type
+        std::string s = v->str + "(";
+        for (size_t i = 0; i < v->items.size(); ++i)
+          s += (i ? ",\n" : "\n") + (*v->fields)[i] + "=" + repr(v->items[i]);
+        return s + ")";
+      }
       std::string s = "(";
       for (size_t i = 0; i < v->items.size(); ++i) s += (i ? ", " : "") + repr(v->items[i]);
       return s + (v->items.size() == 1 ? ",)" : ")");
