@@ -262,8 +262,10 @@ bool sameObject(const Value& a, const Value& b) {
       return a->boolValue == b->boolValue;
     case Type::Int:
       return a->intValue == b->intValue && a->intValue >= -5 && a->intValue <= 256;
-    case Type::Namespace:
-      return a->str == b->str && builtin_args::asDtype(a).has_value();
+    case Type::Namespace: {  // torch.float is torch.float32
+      const auto x = builtin_args::asDtype(a);
+      return x && x == builtin_args::asDtype(b);
+    }
     default:
       return false;
   }

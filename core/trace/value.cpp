@@ -1,5 +1,6 @@
 #include "value.h"
 
+#include "builtin_args.h"
 #include "dict_view.h"
 #include "stack_headroom.h"
 
@@ -429,6 +430,10 @@ bool equal(const Value& a, const Value& b) {
       return a->str == b->str;
     case Type::Module:
       return a->str == b->str;
+    case Type::Namespace: {  // a dtype equals its aliases (torch.float == torch.float32)
+      const auto x = builtin_args::asDtype(a), y = builtin_args::asDtype(b);
+      return x ? x == y : a == b;
+    }
     case Type::Dict: {  // as in Python, the order the keys were inserted in does not matter
       if (a->dict.size() != b->dict.size()) return false;
       if (a->dict.empty()) return true;

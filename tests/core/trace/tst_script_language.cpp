@@ -795,15 +795,15 @@ class TestScriptLanguage : public QObject {
                                               "True False"}));
   }
 
-  // Every expression of tests/golden/tensor_repr/cases.txt prints as PyTorch's repr() printed it
+  // Every expression of tests/golden/tensor_repr/cases.txt prints as PyTorch's print() showed it
   // (golden.json, made by make_golden.py with torch 1.13): formats, widths, wrapping, summaries and
-  // suffixes, and the values of 80-odd operations (indexing, reductions, type promotion, integer
-  // division and modulo, the named tuples of max, topk and sort).
+  // suffixes, and the values of 150-odd operations (indexing, reductions, type promotion, integer
+  // division and modulo, dtype equality, the named tuples of max, topk and sort).
   void tensorsPrintAsTorchPrintsThem() {
     std::ifstream file(test::sourceDir() / "tests/golden/tensor_repr/golden.json");
     QVERIFY2(file.good(), "tests/golden/tensor_repr/golden.json is missing: see make_golden.py");
     const nlohmann::json golden = nlohmann::json::parse(file);
-    QVERIFY(golden.at("cases").size() >= 130);
+    QVERIFY(golden.at("cases").size() >= 200);
     for (const auto& c : golden.at("cases")) {
       const std::string expression = c.at("expression");
       std::vector<std::string> lines;
@@ -811,7 +811,7 @@ class TestScriptLanguage : public QObject {
       const std::string e = errorOf(*runner, "print(" + expression + ")\n");
       QVERIFY2(e == "no error", (expression + ": " + e).c_str());
       QVERIFY2(lines.size() == 1, expression.c_str());
-      const std::string want = c.at("repr");
+      const std::string want = c.at("printed");
       QVERIFY2(lines[0] == want,
                (expression + "\nprinted:\n" + lines[0] + "\ntorch:\n" + want).c_str());
     }
