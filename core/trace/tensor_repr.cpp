@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "interpreter.h"
 #include "value.h"
 
 namespace shardscope::trace {
@@ -161,33 +162,6 @@ std::string tensorText(const at::Tensor& t, int indent, bool summarize, const El
   return "[" + joined(slices, between) + "]";
 }
 
-std::string dtypeName(at::ScalarType dt) {
-  switch (dt) {
-    case at::kFloat:
-      return "torch.float32";
-    case at::kDouble:
-      return "torch.float64";
-    case at::kHalf:
-      return "torch.float16";
-    case at::kBFloat16:
-      return "torch.bfloat16";
-    case at::kLong:
-      return "torch.int64";
-    case at::kInt:
-      return "torch.int32";
-    case at::kShort:
-      return "torch.int16";
-    case at::kChar:
-      return "torch.int8";
-    case at::kByte:
-      return "torch.uint8";
-    case at::kBool:
-      return "torch.bool";
-    default:
-      return std::string("torch.") + c10::toString(dt);
-  }
-}
-
 // device=, size= (an empty tensor's, unless it is 1-d) and dtype= (unless float32, int64 or bool;
 // an empty tensor's unless float32), each after ", " or on a line of its own past 80 columns.
 std::string withSuffixes(std::string text, const at::Tensor& t, int indent) {
@@ -200,9 +174,9 @@ std::string withSuffixes(std::string text, const at::Tensor& t, int indent) {
       for (int64_t d = 0; d < t.dim(); ++d) size += (d ? ", " : "") + std::to_string(t.size(d));
       suffixes.push_back("size=" + size + ")");
     }
-    if (dt != at::kFloat) suffixes.push_back("dtype=" + dtypeName(dt));
+    if (dt != at::kFloat) suffixes.push_back("dtype=" + dtypeRepr(dt));
   } else if (dt != at::kFloat && dt != at::kLong && dt != at::kBool) {
-    suffixes.push_back("dtype=" + dtypeName(dt));
+    suffixes.push_back("dtype=" + dtypeRepr(dt));
   }
   const size_t newline = text.rfind('\n');
   size_t lastLine = newline == std::string::npos ? text.size() + 2 : text.size() - newline + 1;
