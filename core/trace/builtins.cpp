@@ -515,7 +515,7 @@ void installContainersAndReductions(Environment& env) {
             for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"))) {
               if (acc->type == Type::Tensor || v->type == Type::Tensor) {
                 acc = tensor(acc->type == Type::Tensor ? acc->tensor + operandTensor(v, acc->tensor)
-                                                       : v->tensor + asNumber(acc, "start"));
+                                                       : operandTensor(acc, v->tensor) + v->tensor);
               } else if (acc->type == Type::Float || v->type == Type::Float) {
                 acc = floating(asNumber(acc, "value") + asNumber(v, "value"));
               } else {

@@ -230,18 +230,44 @@ void Interpreter::execAugAssign(const Stmt& s) {
   Value rhs = eval(*s.value);
   if (current->type == Type::Tensor) {
     noteTensorWrite();
-    // In place, as torch does: edits through a port view are writes.
-    at::Tensor r = operandTensor(rhs, current->tensor);
-    if (s.augOp == BinaryOp::Add)
-      current->tensor.add_(r);
-    else if (s.augOp == BinaryOp::Sub)
-      current->tensor.sub_(r);
-    else if (s.augOp == BinaryOp::Mul)
-      current->tensor.mul_(r);
-    else if (s.augOp == BinaryOp::Div)
-      current->tensor.div_(r);
-    else
-      return store(binary(s.augOp, current, rhs));
+    // In place, as torch does (a name that shares the tensor sees it): edits through a port view
+    // are writes. `@=` rebinds, as torch has no in-place matmul.
+    const at::Tensor r = operandTensor(rhs, current->tensor);
+    at::Tensor& x = current->tensor;
+    switch (s.augOp) {
+      case BinaryOp::Add:
+        x.add_(r);
+        break;
+      case BinaryOp::Sub:
+        x.sub_(r);
+        break;
+      case BinaryOp::Mul:
+        x.mul_(r);
+        break;
+      case BinaryOp::Div:
+        x.div_(r);
+        break;
+      case BinaryOp::FloorDiv:
+        x.floor_divide_(r);
+        break;
+      case BinaryOp::Mod:
+        x.remainder_(r);
+        break;
+      case BinaryOp::Pow:
+        x.pow_(r);
+        break;
+      case BinaryOp::BitAnd:
+        x.bitwise_and_(r);
+        break;
+      case BinaryOp::BitOr:
+        x.bitwise_or_(r);
+        break;
+      case BinaryOp::BitXor:
+        x.bitwise_xor_(r);
+        break;
+      default:
+        return store(binary(s.augOp, current, rhs));
+    }
     // An index that copies (a list of indices, a mask) gave a copy: it is written back, as
     // Python's __setitem__ after __iadd__ writes it (`t[[0, 2]] += 1` changed nothing). A view
     // was written through.
@@ -253,6 +279,9 @@ void Interpreter::execAugAssign(const Stmt& s) {
     requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
     for (const Value& v : added) noteStored(current, v);
     current->items.insert(current->items.end(), added.begin(), added.end());
+    // Written back, as Python's __setitem__ after __iadd__: a slice was a copy (`l[0:2] += [9]`
+    // changed nothing), and a tuple refuses (`t[1] += [3]` extends, then fails, as in Python).
+    if (obj) store(current);
   } else {
     store(binary(s.augOp, current, rhs));
   }

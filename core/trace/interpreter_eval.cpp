@@ -299,6 +299,12 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     return boolean(op == CompareOp::In ? found : !found);
   }
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
+    const Value& other = a->type == Type::Tensor ? b : a;
+    const bool comparable = other->type == Type::Tensor || isNumber(other) ||
+                            other->type == Type::List || other->type == Type::Tuple;
+    // Python's fallback where torch has no answer: `x == None` is False, `x != 'a'` True.
+    if (!comparable && (op == CompareOp::Eq || op == CompareOp::Ne))
+      return boolean(op == CompareOp::Ne);
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);

@@ -103,24 +103,17 @@ std::vector<Element> elementsOf(const at::Tensor& t) {
   return out;
 }
 
-// A vector's elements that print: all, or 3 at each end when summarized.
-at::Tensor printedPart(const at::Tensor& v, bool summarize) {
-  if (!summarize || v.size(0) <= 2 * kEdgeItems) return v;
-  return at::cat({v.slice(0, 0, kEdgeItems), v.slice(0, v.size(0) - kEdgeItems)});
-}
-
-// The elements that print (torch's get_summarized_data): all, or 3 at each end of each dimension.
-void collectPrinted(const at::Tensor& t, bool summarize, std::vector<Element>& out) {
-  if (t.dim() <= 1) {
-    const std::vector<Element> e = elementsOf(t.dim() == 1 ? printedPart(t, summarize) : t);
-    out.insert(out.end(), e.begin(), e.end());
-    return;
+// The elements that print, on the tensor's own device: all, or when summarizing 3 at each end of
+// every dimension longer than 6 (torch's get_summarized_data), so that a device tensor's print
+// copies what prints, not the tensor.
+at::Tensor printedElements(const at::Tensor& t, bool summarize) {
+  if (!summarize) return t;
+  at::Tensor r = t;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t n = t.size(d);
+    if (n > 2 * kEdgeItems) r = at::cat({r.slice(d, 0, kEdgeItems), r.slice(d, n - kEdgeItems)}, d);
   }
-  const int64_t n = t.size(0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
-    collectPrinted(t[i], summarize, out);
-  }
+  return r;
 }
 
 std::string joined(const std::vector<std::string>& parts, const std::string& separator) {
@@ -129,11 +122,12 @@ std::string joined(const std::vector<std::string>& parts, const std::string& sep
   return s;
 }
 
-std::string vectorText(const at::Tensor& t, int indent, bool summarize, const ElementFormat& f) {
-  const std::vector<Element> values = elementsOf(printedPart(t, summarize));
+// `cut`: the vector was longer than `shown` (3 at each end), so " ..." stands between them.
+std::string vectorText(const at::Tensor& shown, bool cut, int indent, const ElementFormat& f) {
+  const std::vector<Element> values = elementsOf(shown);
   std::vector<std::string> items;
   for (size_t i = 0; i < values.size(); ++i) {
-    if (values.size() < size_t(t.size(0)) && i == size_t(kEdgeItems)) items.push_back(" ...");
+    if (cut && i == size_t(kEdgeItems)) items.push_back(" ...");
     items.push_back(f(values[i]));
   }
   const size_t perLine = size_t(std::max(1, (kLineWidth - indent) / (f.width() + 2)));
@@ -145,20 +139,20 @@ std::string vectorText(const at::Tensor& t, int indent, bool summarize, const El
   return "[" + joined(lines, ",\n" + std::string(size_t(indent) + 1, ' ')) + "]";
 }
 
-std::string tensorText(const at::Tensor& t, int indent, bool summarize, const ElementFormat& f) {
-  if (t.dim() == 0) return f(elementsOf(t)[0]);
-  if (t.dim() == 1) return vectorText(t, indent, summarize, f);
+// `shown` (printedElements) printed as the tensor of sizes `full` it was taken from: "..." where
+// a dimension was cut.
+std::string tensorText(const at::Tensor& shown, at::IntArrayRef full, int indent,
+                       const ElementFormat& f) {
+  if (shown.dim() == 0) return f(elementsOf(shown)[0]);
+  const bool cut = full[0] > shown.size(0);
+  if (shown.dim() == 1) return vectorText(shown, cut, indent, f);
   std::vector<std::string> slices;
-  const int64_t n = t.size(0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
-      slices.push_back("...");
-      i = n - kEdgeItems;
-    }
-    slices.push_back(tensorText(t[i], indent + 1, summarize, f));
+  for (int64_t i = 0; i < shown.size(0); ++i) {
+    if (cut && i == kEdgeItems) slices.push_back("...");
+    slices.push_back(tensorText(shown[i], full.slice(1), indent + 1, f));
   }
   const std::string between =
-      "," + std::string(size_t(t.dim() - 1), '\n') + std::string(size_t(indent) + 1, ' ');
+      "," + std::string(size_t(shown.dim() - 1), '\n') + std::string(size_t(indent) + 1, ' ');
   return "[" + joined(slices, between) + "]";
 }
 
@@ -197,13 +191,11 @@ std::string withSuffixes(std::string text, const at::Tensor& t, int indent) {
 std::string formatTensor(const at::Tensor& tensor) {
   const std::string prefix = "tensor(";
   const int indent = int(prefix.size());
-  const at::Tensor t = tensor.detach().to(at::kCPU);
-  if (t.numel() == 0) return withSuffixes(prefix + "[]", tensor, indent);
-  const bool summarize = t.numel() > kThreshold;
-  std::vector<Element> printedValues;
-  collectPrinted(t, summarize, printedValues);
-  const ElementFormat format(t, printedValues);
-  return withSuffixes(prefix + tensorText(t, indent, summarize, format), tensor, indent);
+  if (tensor.numel() == 0) return withSuffixes(prefix + "[]", tensor, indent);
+  const at::Tensor shown =
+      printedElements(tensor.detach(), tensor.numel() > kThreshold).to(at::kCPU);
+  const ElementFormat format(shown, elementsOf(shown));
+  return withSuffixes(prefix + tensorText(shown, tensor.sizes(), indent, format), tensor, indent);
 }
 
 }  // namespace shardscope::trace

@@ -768,7 +768,8 @@ class TestScriptLanguage : public QObject {
   // `x[i] op= v` as Python runs it: the object and index once (`x[f(0)] += 1` called f twice), and
   // a tensor indexed with a list or a mask written back (it was a copy, and the write was lost:
   // `t[[0, 2]] += 1` left t as it was), in a port value too, where it must equal the same write
-  // through a view of the same elements.
+  // through a view of the same elements; a list slice too (`l[0:2] += [9]`). `**=`, `//=` and
+  // `%=` on a tensor are in place, as torch's (a second name saw the old tensor).
   void augmentedAssignmentToASubscript_data() { addTpRows(); }
   void augmentedAssignmentToASubscript() {
     QFETCH(int, tp);
@@ -782,6 +783,8 @@ class TestScriptLanguage : public QObject {
                 "t = torch.zeros(4)\nt[[0, 2]] += 1\nu = torch.zeros(4)\nu[u == 0] *= 0\n"
                 "u[torch.tensor([1, 3])] -= 2\nw = torch.zeros(4)\nw[1:3] += 3\n"
                 "print(log, x, d, t.tolist(), u.tolist(), w.tolist())\n"
+                "l = [1, 2, 3]\nl[0:2] += [9]\na = torch.tensor([2])\nb = a\na **= 2\n"
+                "c = torch.tensor([11])\nk = c\nc //= 2\nc %= 3\nprint(l, b.tolist(), k.tolist())\n"
                 "with model.trace('hi'):\n    model.model.layers[0].mlp.output[:, [0, 2]] += 1.0\n"
                 "    a = model.logits.save()\n"
                 "with model.trace('hi'):\n    model.model.layers[0].mlp.output[:, 0:3:2] += 1.0\n"
@@ -792,7 +795,7 @@ class TestScriptLanguage : public QObject {
     QCOMPARE(lines, (std::vector<std::string>{"[0, {'a': [1, 2]}] [6, 7] {'a': [1, 2]} [1.0, 0.0, "
                                               "1.0, 0.0] [0.0, -2.0, 0.0, -2.0] [0.0, 3.0, 3.0, "
                                               "0.0]",
-                                              "True False"}));
+                                              "[1, 2, 9, 3] [4] [2]", "True False"}));
   }
 
   // Every expression of tests/golden/tensor_repr/cases.txt prints as PyTorch's print() showed it
