@@ -188,6 +188,9 @@ const std::map<std::string, TensorMethod>& methods() {
       {"permute", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.permute(shapeArgs(a, 0)));
        }}},
+      {"flip", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.flip(shapeArgs(a, 0)));
+       }}},
       {"transpose", M{T{2, {"dim0", "dim1"}, 2}, [](const at::Tensor& x, Args& a) {
          return tensor(x.transpose(asInt(arg(a, 0, "dim0", "Tensor.transpose"), "dim0"),
                                    asInt(arg(a, 1, "dim1", "Tensor.transpose"), "dim1")));
@@ -256,6 +259,7 @@ const std::map<std::string, TensorMethod>& methods() {
          return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));
        }}},
       {"abs", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.abs()); }}},
+      {"round", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.round()); }}},
       {"exp", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.exp()); }}},
       {"log", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.log()); }}},
       {"sqrt", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }}},
