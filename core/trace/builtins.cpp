@@ -324,6 +324,11 @@ namespace {
 void installBuiltins(Environment& env);
 }  // namespace
 
+namespace {
+
+// print(), through the calling interpreter's Host::print (the runner's output on the driver; rank
+// 0's report in a trace block), so one print serves both, and the driver's print reached in a
+// block (a driver function's default `out=print`) prints as the block's does, once.
 Value printBuiltin() {
   return strictBuiltin("print", kVarargs, {"sep", "end"}, [](Args& a) {
     // Output is kept as lines (RunResult::printed): a line is ended by print itself.
@@ -340,6 +345,8 @@ Value printBuiltin() {
     return none();
   });
 }
+
+}  // namespace
 
 Value tokenizerValue(std::shared_ptr<const Tokenizer> tok) {
   auto ns = std::make_shared<Object>();
@@ -370,6 +377,7 @@ const std::shared_ptr<Environment>& builtinScope() {
   static const std::shared_ptr<Environment> scope = [] {
     auto env = std::make_shared<Environment>();
     installBuiltins(*env);
+    env->set("print", printBuiltin());
     return env;
   }();
   return scope;

@@ -28,7 +28,6 @@ Interleaver::Interleaver(RankContext& ctx, std::shared_ptr<const Program> progra
     : ctx_(ctx), program_(std::move(program)), tokenizer_(std::move(tokenizer)) {
   index_ = &ctx.model.modulesByPath();
   scope_ = std::make_shared<Environment>(builtinScope());
-  scope_->set("print", boundToBlock(printBuiltin(), lifetime_));  // Mediator::print: rank 0's
   if (!invokes.empty()) {
     for (const auto& [k, v] : invokes[0].captured) scope_->set(k, v);
     if (!invokes[0].tracerName.empty()) {
@@ -472,7 +471,8 @@ TraceOutput Interleaver::output() const {
   }
   for (const auto& [name, v] : kept) {
     // A function in a saved list or dict would outlive the block whose values it closes over (the
-    // block's print, the interleaver itself), as save() refuses for one on its own.
+    // block's tracer.stop or a module's .whole hold the interleaver itself), as save() refuses for
+    // one on its own.
     if (anyInside(v, [](const Value& x) {
           return x->type == Type::Function || x->type == Type::Builtin;
         }))

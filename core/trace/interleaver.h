@@ -126,7 +126,7 @@ class Interleaver : public PortObserver {
   RankContext& ctx_;
   std::shared_ptr<const Program> program_;
   std::shared_ptr<const Tokenizer> tokenizer_;
-  // Expires with the interleaver: its print and its blocks' functions must not outlive it.
+  // Expires with the interleaver: its blocks' functions and builtins must not outlive it.
   const std::shared_ptr<const int> lifetime_ = std::make_shared<const int>(0);
   std::shared_ptr<Environment> scope_;  // one scope for all invokes: patching across invokes
   // The rank's copies of driver call scopes (InvokeSpec::blockScopes), freed with scope_.

@@ -205,12 +205,10 @@ class Interpreter {
   std::vector<Held> deferred_;
 };
 
-// Python builtins (len, range, ...) and the torch namespace: one immutable scope built once and
-// shared by every script as the outermost parent. print() is per script (printBuiltin).
+// Python builtins (len, range, print, ...) and the torch namespace: one immutable scope built once
+// and shared by every script as the outermost parent. print() prints through the calling
+// interpreter's Host::print.
 const std::shared_ptr<Environment>& builtinScope();
-// print(), through the calling interpreter's Host::print: the driver's print reached in a trace
-// block (a driver function's default `out=print`) prints as the block's does, once, from rank 0.
-Value printBuiltin();
 // `model.tokenizer`: encode(text) -> list of ids, decode(ids or tensor) -> text.
 Value tokenizerValue(std::shared_ptr<const Tokenizer> tokenizer);
 // The `torch` namespace: dtypes, constructors, the tensor functions scripts use,

@@ -70,11 +70,10 @@ struct ScriptRunner::Impl : public Host {
   std::map<std::string, std::unique_ptr<Engine>> engines;  // by identity
   std::vector<Engine*> engineById;
   std::shared_ptr<Environment> globals;
-  // The runner's names (print, VLLM, nnsight, vllm, ...), made once: the parent of each run's
+  // The runner's names (VLLM, nnsight, vllm, ...), made once: the parent of each run's
   // globals, between them and the builtins. Its builtins act on the running script's interpreter.
   std::shared_ptr<Environment> runnerScope;
   Interpreter* running = nullptr;
-  Value runnerPrint;  // runnerScope's print
   std::set<std::string> noted;
   RunResult result;
   std::map<const Engine*, int> modelIndex;  // into result.models
@@ -427,12 +426,8 @@ struct ScriptRunner::Impl : public Host {
       for (const Environment* e = globals.get(); e != builtinScope().get(); e = e->parent().get()) {
         const auto it = e->vars().find(name);
         if (it == e->vars().end()) continue;
-        // Blocks print through the rank's own print (rank 0 reports, once); the driver's would run
-        // on every rank thread. A script's own `print = ...` is still its own.
-        if (it->second != runnerPrint) {
-          invokes[0].captured.insert(*it);
-          values.push_back(it->second);
-        }
+        invokes[0].captured.insert(*it);
+        values.push_back(it->second);
         break;
       }
     }
@@ -554,8 +549,6 @@ ScriptRunner::ScriptRunner(RunOptions options) : impl_(std::make_unique<Impl>())
   Impl& s = *impl_;
   s.options = std::move(options);
   s.runnerScope = std::make_shared<Environment>(builtinScope());
-  s.runnerPrint = printBuiltin();
-  s.runnerScope->set("print", s.runnerPrint);
   const auto load = [&s](CallArgs& a) {
     SS_ASSERT(s.running, "VLLM(...) called outside a running script");
     // A block reaches it through a captured name or a driver function: its rank threads would

@@ -2,7 +2,6 @@
 // [...]); tensors print as torch prints them (tensor_repr.cpp).
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 
 #include "dict_view.h"
 #include "format_spec.h"
