@@ -10,6 +10,8 @@
 // dependency; every phase loads its first weights before it waits, as ShardScope's kernels do.
 // Three ways to run the 48 layers, each timed over replays with CUDA events:
 //   kernels  a kernel a phase, programmatic dependent launch, one CUDA graph (ShardScope today);
+//            also with attention, the router or both run in the tail of the phase before them by
+//            its last blocks to finish (a ticket each; RESULTS run 21: slower than the boundary);
 //   layer    a cooperative kernel a layer, its phases separated by grid barriers, one graph;
 //   whole    one cooperative kernel for all 48 layers.
 // Before them: the synchronisation alone (empty kernels, empty grid barriers, cooperative groups'
@@ -183,6 +185,40 @@ __global__ void __launch_bounds__(kThreads, 2) phaseKernel(Args a, int layer, in
   allowNextKernel();
   const int d = layer * kPhases + i;
   compute(p, pre, a, d == 0 ? a.dep + kLayers * kPhases : a.dep + d - 1, a.dep + d);
+}
+
+// Phase i, then phase i + 1 in the same kernel by the blocks that finish phase i last: each block
+// takes a ticket from done (one counter a layer and phase, zeroed before the graph) when its rows
+// are written; the last t.blocks tickets load their first weights of phase i + 1, wait until
+// every ticket is taken (only the stragglers of phase i are left by then) and run it. No block
+// waits for one that has not started: the grid's other blocks have left their SMs by then.
+__global__ void __launch_bounds__(kThreads, 2)
+    phaseWithTailKernel(Args a, int layer, int i, unsigned* done) {
+  const Phase& p = a.layers[layer].phase[i];
+  Preload pre = preload(p, int(blockIdx.x));
+  waitForPreviousKernel();
+  allowNextKernel();
+  const int d = layer * kPhases + i;
+  compute(p, pre, a, d == 0 ? a.dep + kLayers * kPhases : a.dep + d - 1, a.dep + d);
+  const Phase& t = a.layers[layer].phase[i + 1];
+  __shared__ unsigned ticket;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    ticket = atomicAdd(done, 1u);
+  }
+  __syncthreads();
+  const int slot = int(ticket) - (int(gridDim.x) - t.blocks);
+  if (slot < 0) return;
+  Preload tailPre = preload(t, slot);
+  if (threadIdx.x == 0) {
+    unsigned seen = 0;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(done) : "memory");
+    } while (seen < gridDim.x);
+  }
+  __syncthreads();
+  compute(t, tailPre, a, a.dep + d, a.dep + d + 1);  // rows by the slot, as preload took them
 }
 
 // Phases of layers [first, last) with a grid barrier before every phase but the first.
@@ -429,9 +465,35 @@ int main(int argc, char** argv) {
   kernels("alone, addressed after the wait: gate_up", {4});
   kernels("alone, addressed after the wait: down", {5});
   kernels("kernels, experts addressed after the wait", {0, 1, 2, 3, 4, 5});
+  // A small phase (attention, router) run in the tail of the phase before it: one kernel fewer.
+  unsigned* done = nullptr;
+  check(cudaMalloc(&done, sizeof(unsigned) * kLayers * kPhases), "tickets");
+  const auto tails = [&](const char* way, std::initializer_list<int> phases,
+                         std::initializer_list<int> withTail) {
+    report(
+        way, capture([&] {
+          check(cudaMemsetAsync(done, 0, sizeof(unsigned) * kLayers * kPhases, stream), "memset");
+          for (int l = 0; l < kLayers; ++l) {
+            for (int i : phases) {
+              const cudaLaunchConfig_t c =
+                  configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+              if (std::find(withTail.begin(), withTail.end(), i) == withTail.end()) {
+                check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
+              } else {
+                check(
+                    cudaLaunchKernelEx(&c, phaseWithTailKernel, args, l, i, done + l * kPhases + i),
+                    "phase kernel with a tail");
+              }
+            }
+          }
+        }));
+  };
   setRows({4, 5}, Phase::Rows::kEarly);
   for (int pass = 0; pass < 2; ++pass) {
     kernels("kernels", {0, 1, 2, 3, 4, 5});
+    tails("kernels, attention in qkv's tail", {0, 2, 3, 4, 5}, {0});
+    tails("kernels, router in o_proj's tail", {0, 1, 2, 4, 5}, {2});
+    tails("kernels, both", {0, 2, 4, 5}, {0, 2});
     report("layer", capture([&] {
              check(cudaMemsetAsync(barrier, 0, sizeof(unsigned) * kLayers, stream), "memset");
              for (int l = 0; l < kLayers; ++l) {
