@@ -519,17 +519,14 @@ void installContainersAndReductions(Environment& env) {
             return list(out);
           }));
   env.set("sum", strictBuiltin("sum", 2, {"iterable", "start"}, [](Args& a) {
+            // The script's `+` from the left, as Python's sum: ints that overflow fail, lists and
+            // tuples concatenate (`sum(rows, [])`), tensors promote as torch does.
             Value acc = optional(a, 1, "start", integer(0));
-            for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"))) {
-              if (acc->type == Type::Tensor || v->type == Type::Tensor) {
-                acc = tensor(acc->type == Type::Tensor ? acc->tensor + operandTensor(v, acc->tensor)
-                                                       : operandTensor(acc, v->tensor) + v->tensor);
-              } else if (acc->type == Type::Float || v->type == Type::Float) {
-                acc = floating(asNumber(acc, "value") + asNumber(v, "value"));
-              } else {
-                acc = integer(asInt(acc, "value") + asInt(v, "value"));
-              }
-            }
+            if (acc->type == Type::Str)
+              throw RuntimeFailure("sum() can't sum strings [use ''.join(seq) instead]");
+            Interpreter& in = interpreterOf(a);
+            for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum")))
+              acc = in.binary(BinaryOp::Add, acc, v);
             return acc;
           }));
   // Ordered as the script's `<` orders (strings and tuples too) the values' keys (key=, else the

@@ -1,5 +1,7 @@
 #include "expression_parser.h"
 
+#include <cstring>
+
 namespace shardscope::trace {
 
 ExprPtr ExpressionParser::standaloneExpression() {
@@ -409,6 +411,21 @@ std::string ExpressionParser::unescapeBraces(const std::string& s) {
   return o;
 }
 
+// A replacement field's expression, read as Python reads it: inside parentheses, so spaces around
+// it (`{ x }`) and line breaks are free. Its syntax errors are the f-string's, at its place.
+ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocation loc) {
+  if (inner.find_first_not_of(" \t\n") == std::string::npos)
+    throw ScriptError(file_, loc, lineText(loc.line),
+                      "syntax error: f-string: empty expression not allowed");
+  try {
+    ExpressionParser sub(tokenize("(" + inner + ")", file_), file_, "", nesting_);
+    return sub.standaloneExpression();
+  } catch (const ScriptError& error) {
+    throw ScriptError(file_, loc, lineText(loc.line),
+                      error.message() + " (in the f-string's field '{" + inner + "}')");
+  }
+}
+
 ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
   auto e = makeExpr(ExprKind::FString, loc);
   std::string literal;
@@ -444,10 +461,17 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
         break;
       }
     }
-    ExpressionParser sub(tokenize(inner, file_), file_, "", nesting_);
+    // `{x=}` prints the expression's text as written, then its repr (or its format, with a spec).
+    const size_t last = inner.find_last_not_of(" \t");
+    if (last != std::string::npos && inner[last] == '=' &&
+        (last == 0 || !std::strchr("=!<>", inner[last - 1]))) {
+      literal += inner;
+      inner.resize(last);
+      if (format.empty()) format = "!r";
+    }
     e->names.push_back(literal);
     literal.clear();
-    e->items.push_back(sub.standaloneExpression());
+    e->items.push_back(fieldExpression(inner, loc));
     e->formats.push_back(format);
     i = j - 1;
   }

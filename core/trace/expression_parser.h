@@ -43,6 +43,7 @@ class ExpressionParser : protected TokenCursor {
   static std::string escapeBraces(const std::string& s);
   static std::string unescapeBraces(const std::string& s);
   ExprPtr fstring(const std::string& text, SourceLocation loc);
+  ExprPtr fieldExpression(const std::string& inner, SourceLocation loc);
 };
 
 }  // namespace shardscope::trace

@@ -306,10 +306,15 @@ void Interpreter::execFor(const Stmt& s) {
            i += iterable->rangeStep) {
         bodyOnce(integer(i));
       }
-    } else if (iterable->type == Type::Tuple || iterable->type == Type::List ||
-               iterable->type == Type::Size) {
-      const std::vector<Value> items = iterable->items;  // the body may mutate a list
-      for (const auto& item : items) bodyOnce(item);
+    } else if (iterable->type == Type::List) {
+      // By position over the list as it is at each pass, as Python's list iterator: items the
+      // body appends are visited (a worklist, `for n in q: q.append(...)`), removed ones are not.
+      for (size_t i = 0; i < iterable->items.size(); ++i) {
+        const Value item = iterable->items[i];  // the body may replace or drop it
+        bodyOnce(item);
+      }
+    } else if (iterable->type == Type::Tuple || iterable->type == Type::Size) {
+      for (const auto& item : iterable->items) bodyOnce(item);
     } else if (iterable->type == Type::Dict || isDictView(iterable->type)) {
       // Each pass reads the dict as it is then. A pass that leaves other keys ends the loop with
       // Python's error: a key added or removed changes the size; one removed and another added

@@ -6,6 +6,7 @@
 #include "interpreter.h"
 
 #include <climits>
+#include <optional>
 #include <cmath>
 #include <utility>
 
@@ -273,6 +274,23 @@ bool sameObject(const Value& a, const Value& b) {
 
 }  // namespace
 
+namespace {
+
+// The int a value equals, if any, for `in range(...)`: ints and bools as they are, an integral
+// float within the ints' span; a tensor as asInt reads it (or its error).
+std::optional<long long> rangeMember(const Value& v) {
+  if (v->type == Type::Float) {
+    const double f = v->floatValue;
+    if (!std::isfinite(f) || f != std::floor(f) || f < -9.2e18 || f > 9.2e18) return std::nullopt;
+    return static_cast<long long>(f);
+  }
+  if (v->type == Type::Int || v->type == Type::Bool || v->type == Type::Tensor)
+    return asInt(v, "value");
+  return std::nullopt;
+}
+
+}  // namespace
+
 Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
   if (op == CompareOp::Is) return boolean(sameObject(a, b));
   if (op == CompareOp::IsNot) return boolean(!sameObject(a, b));
@@ -288,11 +306,13 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     } else if (b->type == Type::Tuple || b->type == Type::List || b->type == Type::Size) {
       for (const auto& i : b->items) found |= equal(i, a);
     } else if (b->type == Type::Range) {
-      const long long x = asInt(a, "value");
-      found = b->rangeStep > 0 ? (x >= b->rangeStart && x < b->rangeStop &&
-                                  (x - b->rangeStart) % b->rangeStep == 0)
-                               : (x <= b->rangeStart && x > b->rangeStop &&
-                                  (b->rangeStart - x) % -b->rangeStep == 0);
+      // Python compares a value that is not an int with each item: a float is found where it
+      // equals one (`3.0 in range(5)`), anything else never is.
+      const std::optional<long long> x = rangeMember(a);
+      found = x && (b->rangeStep > 0 ? (*x >= b->rangeStart && *x < b->rangeStop &&
+                                        (*x - b->rangeStart) % b->rangeStep == 0)
+                                     : (*x <= b->rangeStart && *x > b->rangeStop &&
+                                        (b->rangeStart - *x) % -b->rangeStep == 0));
     } else {
       fail(std::string("argument of type '") + typeName(b->type) + "' is not iterable");
     }

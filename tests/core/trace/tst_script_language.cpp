@@ -139,6 +139,14 @@ class TestScriptLanguage : public QObject {
     // break, continue and return where Python refuses them (before, the interpreter's signal
     // escaped the run: a top-level `break` or `return` ended the process), and in a with block,
     // which runs on the model's ranks apart from the driver's loops and functions.
+    // An f-string field's syntax error is reported at the f-string (it was at line 1 of the
+    // field's own text); an empty field is Python's error.
+    QTest::newRow("f-string field") << "x = 1\n\nprint(f'a {x +} b')\n"
+                                    << "hostile.py:3:8: syntax error: unexpected ')' (in the "
+                                       "f-string's field '{x +}')\n    print(f'a {x +} b')";
+    QTest::newRow("empty f-string field")
+        << "print(f'{ }')\n"
+        << "hostile.py:1:8: syntax error: f-string: empty expression not allowed";
     QTest::newRow("break outside loop") << "x = 1\nbreak\n"
                                         << "hostile.py:2:1: syntax error: 'break' outside loop";
     QTest::newRow("continue outside loop")

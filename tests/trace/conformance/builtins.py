@@ -6,6 +6,8 @@ print(len("abc"), len([1, 2]), len((1,)), len({"a": 1}), len(range(10)), len(ran
 # sum: of ints, floats, mixed, with a start, of an empty sequence, over a range.
 print(sum([1, 2, 3]), sum([0.5, 0.25]), sum([1, 2.5]), sum([1, 2], 10), sum([]), sum(range(5)))
 print(sum([0.1] * 10), sum((True, True, False)), sum([], 7.5))
+# sum adds with `+`: lists and tuples concatenate from a start of their kind.
+print(sum([[1], [2, 3]], []), sum([(1,), (2,)], ()), sum([True, 2.5]), sum([1.5, True], True))
 
 # min and max: of a sequence or several arguments; the first of equal ones wins.
 print(min([3, 1, 2]), max([3, 1, 2]), min(4, 2, 8), max(4, 2.5, 8.5), max([1, 1.0]), min([1.0, 1]))

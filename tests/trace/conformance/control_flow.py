@@ -110,3 +110,24 @@ def scratch(n):
 
 
 print(scratch(4))
+
+# A for loop over a list reads it by position at each pass, as Python's list iterator: a worklist
+# the body appends to is walked to its end, removed items are skipped, a replaced item is seen.
+queue = [0]
+for n in queue:
+    if n < 3:
+        queue.append(n + 1)
+print(queue)
+shrinking = [1, 2, 3, 4]
+for x in shrinking:
+    shrinking.pop(0)
+    print(x, shrinking)
+replaced = [1, 2, 3]
+for x in replaced:
+    replaced[2] = 9
+    print(x)
+rebound = [[1], [2]]
+for x in rebound:
+    rebound = [5]
+    print(x)
+print(rebound)

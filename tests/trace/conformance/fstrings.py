@@ -31,3 +31,11 @@ print(f"{True} {False} {None} {True:d} {True!r} {None!r}")
 
 # An escaped brace is a literal brace, not a field's.
 print(f"\x7b{1}\x7d", f"\173x\175", f"a\x7b\x7bb")
+
+# A field's expression may have spaces around it (Python reads it inside parentheses); `{x=}`
+# prints the expression as written, then its repr, or its format with a spec.
+x = 3.14159
+name = "ab"
+print(f"{ x }", f"{x }", f"{ x:>8.2f}", f"{ {'a': 1} }", f"{x, name}")
+print(f"{x=}", f"{x = }", f"{x=:.2f}", f"{name=}", f"{name=!s}", f"{x == 3=}", f"{x>=1}")
+print(f"{1 + 1 = }", f"{x!=1}", f"{name[0]=}")

@@ -152,3 +152,8 @@ d["d"] = d
 nan = float("nan")
 print(a == a, a != a, a in a, a < a, a <= a, d == d, [a] == [a], [nan] == [nan], nan == nan)
 print([a, 1] == [a, 1], [a, 1] < [a, 2], (a, nan) == (a, nan), {"x": a} == {"x": a})
+
+# Membership in a range: ints and bools by arithmetic, a float where it equals an item, anything
+# else never.
+print(3.0 in range(5), 2.5 in range(5), True in range(2), "a" in range(3), None not in range(3))
+print(-1.0 in range(0, -5, -1), 4.0 in range(0, 10, 2), 5.0 in range(0, 10, 2), float("inf") in range(3))
