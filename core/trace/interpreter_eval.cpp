@@ -6,8 +6,8 @@
 #include "interpreter.h"
 
 #include <climits>
-#include <optional>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 namespace shardscope::trace {

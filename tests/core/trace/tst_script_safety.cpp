@@ -58,8 +58,9 @@ class TestScriptSafety : public QObject {
     QTest::newRow("power overflow") << "x = 3 ** 1000\n"
                                     << "integer overflow";
     // sum() adds with the script's `+`: it wrapped to a negative number.
-    QTest::newRow("sum overflow") << "x = sum([2 ** 62, 2 ** 62])\n"
-                                  << "hostile.py:1:1: integer overflow in 4611686018427387904 + 4611686018427387904";
+    QTest::newRow("sum overflow")
+        << "x = sum([2 ** 62, 2 ** 62])\n"
+        << "hostile.py:1:1: integer overflow in 4611686018427387904 + 4611686018427387904";
     QTest::newRow("open a file") << "f = open('/etc/passwd')\n"
                                  << "hostile.py:1:5: name 'open' is not defined";
     QTest::newRow("import os") << "import os\nos.environ\n"
