@@ -133,17 +133,21 @@ void Interpreter::exec(const Stmt& s) {
         else
           runBody(s.orElse);
         break;
-      case StmtKind::While:
+      case StmtKind::While: {
+        bool broke = false;
         while (truthy(eval(*s.value))) {
           try {
             runBody(s.body);
           } catch (const BreakSignal&) {
+            broke = true;
             break;
           } catch (const ContinueSignal&) {
           }
           at_ = s.at;
         }
+        if (!broke) runBody(s.orElse);
         break;
+      }
       case StmtKind::For:
         execFor(s);
         break;
@@ -355,7 +359,9 @@ void Interpreter::execFor(const Stmt& s) {
       fail(std::string("cannot iterate over ") + typeName(iterable->type));
     }
   } catch (const BreakSignal&) {
+    return;
   }
+  runBody(s.orElse);  // the loop ended without break
 }
 
 void Interpreter::execImport(const Stmt& s) {

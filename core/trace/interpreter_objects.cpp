@@ -188,7 +188,12 @@ Value strMethod(const Value& obj, const std::string& name) {
     return builtin("join", [obj](CallArgs& a) {
       std::string s;
       const std::vector<Value> items = elementsOf(a.required(0));  // `" ".join("abc")` too
-      for (size_t i = 0; i < items.size(); ++i) s += (i ? obj->str : "") + str(items[i]);
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i]->type != Type::Str)  // as Python: no silent str() of a number
+          throw RuntimeFailure("sequence item " + std::to_string(i) + ": expected str instance, " +
+                               typeName(items[i]->type) + " found");
+        s += (i ? obj->str : "") + items[i]->str;
+      }
       return string(s);
     });
   }

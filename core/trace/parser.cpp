@@ -55,6 +55,14 @@ class Parser : public ExpressionParser {
     return suite();
   }
 
+  // A loop's `else:` runs when the loop ends without break; a break or continue in it belongs to
+  // the loop around this one.
+  void loopElse(Stmt& loop) {
+    if (!atName("else")) return;
+    ++i_;
+    loop.orElse = suite();
+  }
+
   // break / continue outside a loop, return outside a function: Python's SyntaxError, or why a
   // with block cannot take one.
   void checkPlace(StmtKind kind) {
@@ -107,7 +115,7 @@ class Parser : public ExpressionParser {
       ++i_;
       s->value = testList();
       s->body = loopBody();
-      if (atName("else")) unsupported("for ... else");
+      loopElse(*s);
       return out.push_back(s);
     }
     if (atName("while")) {
@@ -115,7 +123,7 @@ class Parser : public ExpressionParser {
       ++i_;
       s->value = test();
       s->body = loopBody();
-      if (atName("else")) unsupported("while ... else");
+      loopElse(*s);
       return out.push_back(s);
     }
     if (atName("def")) {

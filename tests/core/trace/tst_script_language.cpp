@@ -147,6 +147,11 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("empty f-string field")
         << "print(f'{ }')\n"
         << "hostile.py:1:8: syntax error: f-string: empty expression not allowed";
+    QTest::newRow("break in a loop's else") << "for i in range(2):\n    pass\nelse:\n    break\n"
+                                            << "hostile.py:4:5: syntax error: 'break' outside loop";
+    QTest::newRow("join of ints")
+        << "s = ', '.join([1, 2])\n"
+        << "hostile.py:1:1: sequence item 0: expected str instance, int found";
     QTest::newRow("break outside loop") << "x = 1\nbreak\n"
                                         << "hostile.py:2:1: syntax error: 'break' outside loop";
     QTest::newRow("continue outside loop")

@@ -131,3 +131,39 @@ for x in rebound:
     rebound = [5]
     print(x)
 print(rebound)
+
+# A loop's else runs when the loop ends without break (also when it never ran); a continue in
+# it belongs to the loop around it.
+for x in []:
+    pass
+else:
+    print("empty for: else ran")
+k = 0
+while k < 3:
+    k += 1
+else:
+    print("while else", k)
+for i in range(5):
+    if i == 2:
+        break
+else:
+    print("not printed")
+print("broke at", i)
+for i in range(3):
+    for j in range(3):
+        if j == i:
+            break
+    else:
+        continue
+    print("inner broke", i, j)
+
+
+def first_even(xs):
+    for x in xs:
+        if x % 2 == 0:
+            return x
+    else:
+        return None
+
+
+print(first_even([1, 3, 4]), first_even([1]))
