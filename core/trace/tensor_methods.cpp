@@ -154,6 +154,52 @@ Value inPlace(const at::Tensor& x, Args& a, Op op) {
   return tensor(y);
 }
 
+// clamp(min=None, max=None) and clamp_: numbers, at least one, as torch asks.
+std::pair<c10::optional<at::Scalar>, c10::optional<at::Scalar>> clampBounds(Args& a,
+                                                                            const char* fn) {
+  const auto bound = [&](size_t at, const char* name) -> c10::optional<at::Scalar> {
+    const Value* v = a.get(at, name);
+    if (!v || (*v)->type == Type::None) return c10::nullopt;
+    if ((*v)->type == Type::Float) return at::Scalar(asNumber(*v, name));
+    return at::Scalar(int64_t(asInt(*v, name)));  // an int bound keeps an int tensor int
+  };
+  auto lo = bound(0, "min");
+  auto hi = bound(1, "max");
+  if (!lo && !hi)
+    throw RuntimeFailure(std::string(fn) + "(): at least one of 'min' or 'max' must not be None");
+  return {lo, hi};
+}
+
+// add(other, alpha=1) / sub and their in-place forms: torch's promotion of a Python number.
+at::Scalar alphaOf(Args& a) {
+  const Value* alpha = a.keyword("alpha");
+  if (!alpha) return at::Scalar(int64_t(1));
+  // An int stays an int: torch refuses a float alpha for an int tensor.
+  return (*alpha)->type == Type::Float ? at::Scalar(asNumber(*alpha, "alpha"))
+                                       : at::Scalar(int64_t(asInt(*alpha, "alpha")));
+}
+
+// An elementwise method of one operand (eq, mul, div, ...): `other` a tensor or a number.
+template <typename Op>
+TensorMethod elementwise(const char* shown, Op op) {
+  return TensorMethod{builtin_args::Takes{1, {"other"}, 1},
+                      [shown, op](const at::Tensor& x, Args& a) {
+                        return tensor(op(x, operandTensor(arg(a, 0, "other", shown), x)));
+                      }};
+}
+
+// The parts of split(split_size_or_sections, dim=0): one size, or a list of sizes.
+Value splitParts(const at::Tensor& x, Args& a) {
+  const Value sizes = arg(a, 0, "split_size_or_sections", "Tensor.split");
+  const int64_t dim = dimArg(a, 1, 0);
+  const std::vector<at::Tensor> parts = sizes->type == Type::List || sizes->type == Type::Tuple
+                                            ? x.split_with_sizes(shapeArgs(a, 0), dim)
+                                            : x.split(asInt(sizes, "split_size_or_sections"), dim);
+  std::vector<Value> out;
+  for (const auto& p : parts) out.push_back(tensor(p));
+  return tuple(out);
+}
+
 using M = TensorMethod;
 using T = builtin_args::Takes;
 
@@ -317,9 +363,84 @@ const std::map<std::string, TensorMethod>& methods() {
        }}},
       {"add_", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
          const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.add_"), x);
-         const Value* alpha = a.keyword("alpha");
-         const at::Scalar scale = alpha ? at::Scalar(asNumber(*alpha, "alpha")) : at::Scalar(1);
+         const at::Scalar scale = alphaOf(a);
          return inPlace(x, a, [&](at::Tensor& y) { y.add_(other, scale); });
+       }}},
+      {"sub_", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
+         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.sub_"), x);
+         const at::Scalar scale = alphaOf(a);
+         return inPlace(x, a, [&](at::Tensor& y) { y.sub_(other, scale); });
+       }}},
+      {"div_", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
+         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.div_"), x);
+         return inPlace(x, a, [&other](at::Tensor& y) { y.div_(other); });
+       }}},
+      {"clamp_", M{T{2, {"min", "max"}}, [](const at::Tensor& x, Args& a) {
+         const auto [lo, hi] = clampBounds(a, "Tensor.clamp_");
+         return inPlace(x, a, [&, lo = lo, hi = hi](at::Tensor& y) { y.clamp_(lo, hi); });
+       }}},
+      {"clamp", M{T{2, {"min", "max"}}, [](const at::Tensor& x, Args& a) {
+         const auto [lo, hi] = clampBounds(a, "Tensor.clamp");
+         return tensor(x.clamp(lo, hi));
+       }}},
+      {"add", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.add(operandTensor(arg(a, 0, "other", "Tensor.add"), x), alphaOf(a)));
+       }}},
+      {"sub", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.sub(operandTensor(arg(a, 0, "other", "Tensor.sub"), x), alphaOf(a)));
+       }}},
+      {"mul", elementwise("Tensor.mul", [](const at::Tensor& x, const at::Tensor& y) {
+         return x.mul(y);
+       })},
+      {"div", elementwise("Tensor.div", [](const at::Tensor& x, const at::Tensor& y) {
+         return x.div(y);
+       })},
+      {"eq", elementwise("Tensor.eq", [](const at::Tensor& x, const at::Tensor& y) { return x.eq(y); })},
+      {"ne", elementwise("Tensor.ne", [](const at::Tensor& x, const at::Tensor& y) { return x.ne(y); })},
+      {"gt", elementwise("Tensor.gt", [](const at::Tensor& x, const at::Tensor& y) { return x.gt(y); })},
+      {"ge", elementwise("Tensor.ge", [](const at::Tensor& x, const at::Tensor& y) { return x.ge(y); })},
+      {"lt", elementwise("Tensor.lt", [](const at::Tensor& x, const at::Tensor& y) { return x.lt(y); })},
+      {"le", elementwise("Tensor.le", [](const at::Tensor& x, const at::Tensor& y) { return x.le(y); })},
+      {"neg", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.neg()); }}},
+      {"square", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.square()); }}},
+      {"sin", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sin()); }}},
+      {"cos", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.cos()); }}},
+      {"isnan", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isnan()); }}},
+      {"isinf", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isinf()); }}},
+      {"isfinite", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }}},
+      {"nonzero", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.nonzero()); }}},
+      {"t", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.t()); }}},
+      {"prod", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
+         const auto dtype = dtypeArg(a.keyword("dtype"), "Tensor.prod");
+         const auto dim = optionalDim(a, 0);
+         if (!dim) {
+           if (keepdim(a, 1)) throw RuntimeFailure("Tensor.prod(keepdim=True) needs a dim");
+           return tensor(x.prod(dtype));
+         }
+         return tensor(x.prod(*dim, keepdim(a, 1), dtype));
+       }}},
+      {"amax", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
+         return tensor(x.amax(dims, keepdim(a, 1)));
+       }}},
+      {"amin", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
+         const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
+         return tensor(x.amin(dims, keepdim(a, 1)));
+       }}},
+      {"argsort", M{T{2, {"dim", "descending"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.argsort(dimArg(a, 0, -1), flag(a, 1, "descending", false)));
+       }}},
+      {"split", M{T{2, {"split_size_or_sections", "dim"}, 1}, splitParts}},
+      {"unbind", M{T{1, {"dim"}}, [](const at::Tensor& x, Args& a) {
+         std::vector<Value> parts;
+         for (const auto& p : x.unbind(dimArg(a, 0, 0))) parts.push_back(tensor(p));
+         return tuple(parts);
+       }}},
+      {"expand", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.expand(shapeArgs(a, 0)));
+       }}},
+      {"repeat", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.repeat(shapeArgs(a, 0)));
        }}},
       {"masked_fill", M{T{2, {"mask", "value"}, 2}, [](const at::Tensor& x, Args& a) {
          return tensor(x.masked_fill(toTensor(arg(a, 0, "mask", "Tensor.masked_fill")),

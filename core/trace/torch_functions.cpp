@@ -85,15 +85,25 @@ Value filledLike(Args& a, const std::string& fn, double value) {
   return tensor(at::full_like(x, value, o));
 }
 
-// arange(end) or arange(start, end, step=1): ints, as int64 unless dtype= says otherwise.
+// arange(end) or arange(start, end, step=1): int64 from ints, float32 (torch's default dtype)
+// when any of them is a float, unless dtype= says otherwise.
 Value arange(Args& a) {
   const bool endOnly = a.positional.size() == 1 && !a.keyword("end");
-  const int64_t start = endOnly ? 0 : asInt(optional(a, 0, "start", integer(0)), "start");
-  const int64_t end = asInt(endOnly ? a.positional[0] : arg(a, 1, "end", "torch.arange"), "end");
-  const int64_t step = asInt(optional(a, 2, "step", integer(1)), "step");
-  if (step == 0) throw RuntimeFailure("torch.arange(): step must not be zero");
-  const auto dtype = dtypeArg(a.keyword("dtype"), "torch.arange").value_or(at::kLong);
-  return tensor(at::arange(start, end, step,
+  const Value bounds[3] = {endOnly ? integer(0) : optional(a, 0, "start", integer(0)),
+                           endOnly ? a.positional[0] : arg(a, 1, "end", "torch.arange"),
+                           optional(a, 2, "step", integer(1))};
+  const char* names[3] = {"start", "end", "step"};
+  bool anyFloat = false;
+  at::Scalar s[3];
+  for (int i = 0; i < 3; ++i) {
+    anyFloat |= bounds[i]->type == Type::Float;
+    s[i] = bounds[i]->type == Type::Float ? at::Scalar(asNumber(bounds[i], names[i]))
+                                          : at::Scalar(int64_t(asInt(bounds[i], names[i])));
+  }
+  if (s[2].toDouble() == 0) throw RuntimeFailure("torch.arange(): step must not be zero");
+  const auto dtype =
+      dtypeArg(a.keyword("dtype"), "torch.arange").value_or(anyFloat ? at::kFloat : at::kLong);
+  return tensor(at::arange(s[0], s[1], s[2],
                            at::TensorOptions().device(deviceOf(a, "torch.arange")).dtype(dtype)));
 }
 
@@ -151,10 +161,14 @@ Value torchNamespace() {
         at::stack(tensorList(arg(a, 0, "tensors", "torch.stack"), "torch.stack"), dimArg(a, 1, 0)));
   });
   for (const char* method :
-       {"matmul", "softmax", "log_softmax",  "argmax",      "argmin", "topk", "sort",
-        "norm",   "gather",  "index_select", "masked_fill", "sum",    "mean", "std",
-        "var",    "max",     "min",          "cumsum",      "exp",    "log",  "abs",
-        "sqrt",   "sigmoid", "tanh",         "relu"})
+       {"matmul",  "softmax", "log_softmax",  "argmax",      "argmin", "topk",  "sort",
+        "norm",    "gather",  "index_select", "masked_fill", "sum",    "mean",  "std",
+        "var",     "max",     "min",          "cumsum",      "exp",    "log",   "abs",
+        "sqrt",    "sigmoid", "tanh",         "relu",        "clamp",  "prod",  "amax",
+        "amin",    "argsort", "split",        "unbind",      "isnan",  "isinf", "isfinite",
+        "nonzero", "neg",     "square",       "sin",         "cos",    "add",   "sub",
+        "mul",     "div",     "eq",           "ne",          "gt",     "ge",    "lt",
+        "le",      "t"})
     torch[method] = fromMethod(std::string("torch.") + method, method);
   torch["allclose"] = strictBuiltin(
       "torch.allclose", {5, {"input", "other", "rtol", "atol", "equal_nan"}, 2}, [](Args& a) {
