@@ -12,6 +12,16 @@ Interpreter& interpreterOf(const Args& a) {
   return *a.interpreter;
 }
 
+void requestTensor(const Args& a, c10::ArrayRef<int64_t> sizes, at::ScalarType dtype) {
+  constexpr int64_t kHuge = int64_t(1) << 60;  // past any memory; far from overflowing a sum
+  int64_t bytes = int64_t(c10::elementSize(dtype));
+  for (const int64_t n : sizes) {
+    if (n <= 0) return;  // an empty tensor (torch refuses a negative size itself)
+    if (__builtin_mul_overflow(bytes, n, &bytes) || bytes > kHuge) bytes = kHuge;
+  }
+  interpreterOf(a).requestMemory(bytes);
+}
+
 namespace {
 
 // "a, b, c": the names a function takes, for its error messages.

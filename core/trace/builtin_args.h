@@ -47,6 +47,10 @@ Value strictBuiltin(std::string name, size_t positional, std::vector<const char*
 Value arg(const Args& a, size_t i, const char* name, const std::string& fn);
 // Argument i (or keyword `name`), `dflt` when it is missing.
 Value optional(const Args& a, size_t i, const char* name, Value dflt);
+// Asks the caller's memory budget for a tensor of `dtype` whose element count is the product of
+// `sizes`, before it is made (torch.zeros(10**10) would otherwise allocate first); a count that
+// overflows is refused too.
+void requestTensor(const Args& a, c10::ArrayRef<int64_t> sizes, at::ScalarType dtype);
 // A shape from the arguments from `from` on: one tuple, list or Size, or the dimensions one by one.
 std::vector<int64_t> shapeArgs(const Args& a, size_t from);
 // The tensors of a list or tuple argument of fn().

@@ -108,6 +108,9 @@ Value listMethod(const Value& obj, const std::string& name) {
     Value extend = boundMethod(obj, "extend", [](const Value& self, CallArgs& a) {
       // A copy, so `x.extend(x)` is safe; any iterable extends, as in Python (`x.extend("ab")`).
       const std::vector<Value> added = elementsOf(a.required(0));
+      // Asked for before it grows, as `+=` does: `x.extend(x)` forty times took the machine's
+      // memory past any budget (no new value is made, so nothing else charged it).
+      a.interpreter->requestMemory(int64_t((self->items.size() + added.size()) * sizeof(Value)));
       self->items.insert(self->items.end(), added.begin(), added.end());
       return none();
     });

@@ -98,7 +98,9 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
   // Measuring walks every value held: measure again only after half as much again was created,
   // so a block that grows a long list pays a walk per doubling, not per append.
   measureEvery_ = std::max(measureEvery_, lastHeld_ / 2);
-  return lastHeld_ > limit_ ? exceeded(lastHeld_) : "";
+  // The value being charged is not yet bound to a name, so the walk did not see it: a 360 MB
+  // tensor made under a 64 MB budget went uncounted until something else was charged.
+  return lastHeld_ + bytes > limit_ ? exceeded(lastHeld_ + bytes) : "";
 }
 
 std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>& held) {

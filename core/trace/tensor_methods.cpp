@@ -440,7 +440,11 @@ const std::map<std::string, TensorMethod>& methods() {
          return tensor(x.expand(shapeArgs(a, 0)));
        }}},
       {"repeat", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.repeat(shapeArgs(a, 0)));
+         const std::vector<int64_t> times = shapeArgs(a, 0);
+         std::vector<int64_t> factors = {x.numel()};  // the result's elements: x's, times each
+         factors.insert(factors.end(), times.begin(), times.end());
+         requestTensor(a, factors, x.scalar_type());
+         return tensor(x.repeat(times));
        }}},
       {"masked_fill", M{T{2, {"mask", "value"}, 2}, [](const at::Tensor& x, Args& a) {
          return tensor(x.masked_fill(toTensor(arg(a, 0, "mask", "Tensor.masked_fill")),

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,7 +75,9 @@ at::Device deviceOf(const Args& a, const std::string& fn) {
 Value filled(Args& a, const std::string& fn, double value) {
   at::TensorOptions o = at::TensorOptions().device(deviceOf(a, fn));
   o = o.dtype(dtypeArg(a.keyword("dtype"), fn).value_or(at::kFloat));
-  return tensor(at::full(sizeArg(a, fn), value, o));
+  const std::vector<int64_t> sizes = sizeArg(a, fn);
+  requestTensor(a, sizes, o.dtype().toScalarType());
+  return tensor(at::full(sizes, value, o));
 }
 
 Value filledLike(Args& a, const std::string& fn, double value) {
@@ -82,6 +85,7 @@ Value filledLike(Args& a, const std::string& fn, double value) {
   at::TensorOptions o = x.options();
   if (const auto dtype = dtypeArg(a.keyword("dtype"), fn)) o = o.dtype(*dtype);
   if (const auto device = deviceArg(a.keyword("device"), fn)) o = o.device(*device);
+  requestTensor(a, x.sizes(), o.dtype().toScalarType());
   return tensor(at::full_like(x, value, o));
 }
 
@@ -103,6 +107,8 @@ Value arange(Args& a) {
   if (s[2].toDouble() == 0) throw RuntimeFailure("torch.arange(): step must not be zero");
   const auto dtype =
       dtypeArg(a.keyword("dtype"), "torch.arange").value_or(anyFloat ? at::kFloat : at::kLong);
+  const double length = std::ceil((s[1].toDouble() - s[0].toDouble()) / s[2].toDouble());
+  if (length > 0) requestTensor(a, {int64_t(std::min(length, 1e18))}, dtype);
   return tensor(at::arange(s[0], s[1], s[2],
                            at::TensorOptions().device(deviceOf(a, "torch.arange")).dtype(dtype)));
 }

@@ -44,6 +44,21 @@ class TestScriptSafety : public QObject {
                                               << "hostile.py:3:5: memory budget of 64.0 MiB";
     QTest::newRow("list extended by itself") << "x = [1]\nfor _ in range(40):\n    x += x\n"
                                              << "hostile.py:3:5: memory budget of 64.0 MiB";
+    QTest::newRow("list extended with itself") << "x = [1]\nfor _ in range(40):\n    x.extend(x)\n"
+                                               << "hostile.py:3:5: memory budget of 64.0 MiB";
+    // Tensors asked for before they are made (they were allocated first, then charged) ...
+    QTest::newRow("huge zeros") << "x = torch.zeros(10 ** 10)\n"
+                                << "hostile.py:1:1: memory budget of 64.0 MiB exceeded: this "
+                                   "operation would create 38147.0 MiB";
+    QTest::newRow("huge repeat") << "x = torch.ones(10).repeat(10 ** 9, 10 ** 9)\n"
+                                 << "this operation would create";
+    QTest::newRow("huge arange") << "x = torch.arange(0, 10 ** 12)\n"
+                                 << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
+    // ... and one made by an op that cannot ask counts when charged (it was not yet bound to a
+    // name, so the walk left it out and an 80 MB cat passed a 64 MB budget).
+    QTest::newRow("tensor past the budget in one op")
+        << "a = torch.ones(2000, 2000)\nb = torch.cat([a, a, a, a, a])\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this block's values hold";
     QTest::newRow("string repeated") << "s = 'ab' * 10 ** 15\n"
                                      << "hostile.py:1:1: memory budget of 64.0 MiB";
     QTest::newRow("repeat count overflows") << "s = [1, 2] * (2 ** 62)\n"
