@@ -401,6 +401,26 @@ std::vector<Value> keysOf(const Args& a, const std::vector<Value>& vs) {
   return keys;
 }
 
+}  // namespace
+
+std::vector<Value> sortedByKey(const CallArgs& a, const std::vector<Value>& vs) {
+  const std::vector<Value> keys = keysOf(a, vs);
+  Interpreter& in = interpreterOf(a);
+  // Python's reverse=True keeps equal keys in their order: sort descending, stably.
+  const Value* rev = a.keyword("reverse");
+  const bool descending = rev && truthy(*rev);
+  std::vector<size_t> order(vs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return descending ? in.less(keys[y], keys[x]) : in.less(keys[x], keys[y]);
+  });
+  std::vector<Value> sorted;
+  for (size_t i : order) sorted.push_back(vs[i]);
+  return sorted;
+}
+
+namespace {
+
 // len, range, the conversions (repr, str, bool, int, float) and abs.
 void installScalarsAndConversions(Environment& env) {
   env.set("len", strictBuiltin("len", 1, {"obj"}, [](Args& a) {
@@ -554,20 +574,7 @@ void installContainersAndReductions(Environment& env) {
   env.set("max", strictBuiltin("max", kVarargs, {"key", "default"}, extreme(true)));
   env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
   env.set("sorted", strictBuiltin("sorted", 1, {"iterable", "key", "reverse"}, [](Args& a) {
-            const std::vector<Value> vs = elementsOf(arg(a, 0, "iterable", "sorted"));
-            const std::vector<Value> keys = keysOf(a, vs);
-            Interpreter& in = interpreterOf(a);
-            // Python's reverse=True keeps equal keys in their order: sort descending, stably.
-            const Value* rev = a.keyword("reverse");
-            const bool descending = rev && truthy(*rev);
-            std::vector<size_t> order(vs.size());
-            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-            std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-              return descending ? in.less(keys[y], keys[x]) : in.less(keys[x], keys[y]);
-            });
-            std::vector<Value> sorted;
-            for (size_t i : order) sorted.push_back(vs[i]);
-            return list(sorted);
+            return list(sortedByKey(a, elementsOf(arg(a, 0, "iterable", "sorted"))));
           }));
   env.set("round", strictBuiltin("round", 2, {"number", "ndigits"}, [](Args& a) {
             const Value x = arg(a, 0, "number", "round");

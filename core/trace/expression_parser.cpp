@@ -421,8 +421,14 @@ ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocati
     ExpressionParser sub(tokenize("(" + inner + ")", file_), file_, "", nesting_);
     return sub.standaloneExpression();
   } catch (const ScriptError& error) {
+    // At the closing parenthesis added above: the user wrote none, the field ended too early.
+    const SourceLocation at = error.location();
+    const bool atAddedParen =
+        inner.find('\n') == std::string::npos && at.line == 1 && at.column == int(inner.size()) + 2;
     throw ScriptError(file_, loc, lineText(loc.line),
-                      error.message() + " (in the f-string's field '{" + inner + "}')");
+                      (atAddedParen ? std::string("syntax error: the expression is incomplete")
+                                    : error.message()) +
+                          " (in the f-string's field '{" + inner + "}')");
   }
 }
 

@@ -69,8 +69,8 @@ void Interpreter::failInternal(const std::string& detail) const {
       detail);
 }
 
-int64_t Interpreter::heldBytes() const {
-  return trace::heldBytes(*env_, builtinScope().get());
+int64_t Interpreter::heldBytes(const Value& made) const {
+  return trace::heldBytes(*env_, builtinScope().get(), made);
 }
 
 void Interpreter::requestMemory(int64_t bytes) {
@@ -82,7 +82,9 @@ Value Interpreter::charged(Value v) {
   int64_t bytes = 64;  // the value object itself
   if (v->type == Type::Tensor && v->tensor.defined()) bytes += int64_t(v->tensor.nbytes());
   bytes += int64_t(v->str.size() + (v->items.size() + v->dict.size() * 2) * sizeof(Value));
-  const std::string error = memory_.charge(bytes, [this] { return heldBytes(); });
+  // With v itself: not yet bound to a name, the walk would leave it out (an 80 MB torch.cat
+  // passed a 64 MB budget); its storage counts once if a held tensor shares it.
+  const std::string error = memory_.charge(bytes, [this, &v] { return heldBytes(v); });
   if (!error.empty()) fail(error);
   return v;
 }

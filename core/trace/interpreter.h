@@ -146,6 +146,12 @@ class Interpreter {
   // it. Every deferred op is computed first: the script may edit the tensor in place next, and an
   // op made before the edit must not see it.
   void force(const Value& v, bool deep = false);
+  // Notes that `stored` was put into `container` (a cycle candidate when it holds values): the
+  // container methods that store (dict.update) call it.
+  void noteStored(const Value& container, const Value& stored);
+  // `v` as an f-string field formats it: `format` is what followed the expression ("", "!r",
+  // ":>8.2f", "!s:^5"); str.format's fields too.
+  Value formatValue(const Value& v, const std::string& format);
 
  private:
   void tick();
@@ -166,14 +172,11 @@ class Interpreter {
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);
   Value callFunction(const FunctionDef& f, CallArgs& args);
-  // Notes that `stored` was put into `container` (a cycle candidate when it holds values).
-  void noteStored(const Value& container, const Value& stored);
   Value compare(CompareOp op, const Value& a, const Value& b);
-  Value formatValue(const Value& v, const std::string& format);
   Value arithmetic(BinaryOp op, const Value& a, const Value& b);
   Value save(const Expr& receiver);
   bool holdsModelMemory(const Value& v) const;
-  int64_t heldBytes() const;
+  int64_t heldBytes(const Value& made = nullptr) const;
 
   std::shared_ptr<const Program> program_;
   Host& host_;
@@ -221,6 +224,8 @@ Value snapshot(const Value& v);
 // The values iterating `v` yields (a sequence's items, a range's ints, a dict's keys, a string's
 // characters, a tensor's rows); an error for a value that is not iterable.
 std::vector<Value> elementsOf(const Value& v);
+// `vs` in the order sorted(vs, key=..., reverse=...) gives, with a's key= and reverse=.
+std::vector<Value> sortedByKey(const CallArgs& a, const std::vector<Value>& vs);
 // Converts a value to a tensor (numbers, nested lists) on `like`'s device and dtype if given.
 at::Tensor toTensor(const Value& v, const at::Tensor* like = nullptr);
 // The other operand of an operator on tensor `like`: a Python number as torch takes one, a 0-d

@@ -277,10 +277,12 @@ bool sameObject(const Value& a, const Value& b) {
 namespace {
 
 // The int a value equals, if any, for `in range(...)`: ints and bools as they are, an integral
-// float within the ints' span; a tensor as asInt reads it (or its error).
+// float (or a one-element float tensor) within the ints' span; another tensor as asInt reads it.
 std::optional<long long> rangeMember(const Value& v) {
-  if (v->type == Type::Float) {
-    const double f = v->floatValue;
+  const bool real = v->type == Type::Float || (v->type == Type::Tensor && v->tensor.numel() == 1 &&
+                                               v->tensor.is_floating_point());
+  if (real) {
+    const double f = asNumber(v, "value");
     if (!std::isfinite(f) || f != std::floor(f) || f < -9.2e18 || f > 9.2e18) return std::nullopt;
     return static_cast<long long>(f);
   }

@@ -1,8 +1,10 @@
 // Interpreter, objects: attributes of values (methods of list, tuple, dict and str; module,
 // tracer and tensor attributes through the host and builtins) and subscripts (indexing, slicing,
 // item and slice assignment, deletion), with Python's semantics.
+#include "builtin_args.h"
 #include "dict_view.h"
 #include "interpreter.h"
+#include "str_methods.h"
 #include "trace_device.h"
 
 #include <c10/util/Exception.h>
@@ -94,6 +96,51 @@ Value sequenceSearch(const Value& receiver, const std::string& name) {
   });
 }
 
+// insert, remove, sort, reverse, clear and copy, as Python's list has them; null for another name.
+Value listEdit(const Value& obj, const std::string& name) {
+  using builtin_args::checkArguments;
+  using builtin_args::Takes;
+  if (name == "insert") {
+    return boundMethod(obj, "insert", [](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{2, {"index", "object"}, 2}, "list.insert");
+      a.interpreter->requestMemory(int64_t((self->items.size() + 1) * sizeof(Value)));
+      const long long n = (long long)self->items.size();
+      long long i = asInt(a.positional[0], "index");  // clamped as Python's, never out of range
+      if (i < 0) i = std::max(0LL, i + n);
+      self->items.insert(self->items.begin() + std::min(i, n), a.positional[1]);
+      return none();
+    });
+  }
+  if (name == "remove") {
+    return boundMethod(obj, "remove", [](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{1, {"value"}, 1}, "list.remove");
+      auto& items = self->items;
+      const auto it = std::find_if(items.begin(), items.end(),
+                                   [&](const Value& v) { return equal(v, a.positional[0]); });
+      if (it == items.end()) throw RuntimeFailure("list.remove(x): x not in list");
+      items.erase(it);
+      return none();
+    });
+  }
+  if (name == "sort") {
+    return boundMethod(obj, "sort", [](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{0, {"key", "reverse"}}, "list.sort");
+      self->items = sortedByKey(a, self->items);
+      return none();
+    });
+  }
+  if (name == "reverse" || name == "clear" || name == "copy") {
+    return boundMethod(obj, name, [name](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{}, "list." + name);
+      if (name == "copy") return list(self->items);
+      if (name == "reverse") std::reverse(self->items.begin(), self->items.end());
+      if (name == "clear") self->items.clear();
+      return none();
+    });
+  }
+  return nullptr;
+}
+
 // The list methods scripts use; null for a name that is none.
 Value listMethod(const Value& obj, const std::string& name) {
   if (name == "append") {
@@ -128,6 +175,108 @@ Value listMethod(const Value& obj, const std::string& name) {
       return v;
     });
   }
+  return listEdit(obj, name);
+}
+
+// The entry of `key` in dict d, or end().
+std::vector<std::pair<Value, Value>>::iterator entryOf(Object& d, const Value& key) {
+  return std::find_if(d.dict.begin(), d.dict.end(),
+                      [&](const auto& kv) { return equal(kv.first, key); });
+}
+
+// d[key] = v as item assignment does it: in place for a key it has, else at the end.
+void putEntry(Object& d, const Value& key, const Value& v) {
+  const auto it = entryOf(d, key);
+  if (it != d.dict.end()) {
+    it->second = v;
+    return;
+  }
+  d.dict.emplace_back(key, v);
+  ++d.keyEdits;
+}
+
+// update, pop, setdefault, popitem, clear and copy, as Python's dict has them; null for another.
+Value dictEdit(const Value& obj, const std::string& name) {
+  using builtin_args::checkArguments;
+  using builtin_args::Takes;
+  if (name == "update") {
+    return boundMethod(obj, "update", [](const Value& self, CallArgs& a) {
+      if (a.positional.size() > 1)  // and any keywords: d.update(a=1)
+        throw RuntimeFailure("dict.update() expected at most 1 argument, got " +
+                             std::to_string(a.positional.size()));
+      std::vector<std::pair<Value, Value>> added;
+      if (!a.positional.empty()) {
+        const Value& other = a.positional[0];
+        if (other->type == Type::Dict) {
+          added = other->dict;
+        } else {
+          for (const Value& pair : elementsOf(other)) {  // an iterable of (key, value) pairs
+            const std::vector<Value> kv = elementsOf(pair);
+            if (kv.size() != 2)
+              throw RuntimeFailure("dictionary update sequence element has length " +
+                                   std::to_string(kv.size()) + "; 2 is required");
+            added.emplace_back(kv[0], kv[1]);
+          }
+        }
+      }
+      for (const auto& [k, v] : a.keywords) added.emplace_back(string(k), v);
+      a.interpreter->requestMemory(int64_t((self->dict.size() + added.size()) * 2 * sizeof(Value)));
+      for (const auto& [k, v] : added) {
+        a.interpreter->noteStored(self, k);
+        a.interpreter->noteStored(self, v);
+        putEntry(*self, k, v);
+      }
+      return none();
+    });
+  }
+  if (name == "pop") {
+    return boundMethod(obj, "pop", [](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{2, {"key", "default"}, 1}, "dict.pop");
+      const auto it = entryOf(*self, a.positional[0]);
+      if (it == self->dict.end()) {
+        if (a.positional.size() > 1) return a.positional[1];
+        throw RuntimeFailure("KeyError: " + repr(a.positional[0]));
+      }
+      Value v = it->second;
+      self->dict.erase(it);
+      ++self->keyEdits;
+      return v;
+    });
+  }
+  if (name == "setdefault") {
+    return boundMethod(obj, "setdefault", [](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{2, {"key", "default"}, 1}, "dict.setdefault");
+      const auto it = entryOf(*self, a.positional[0]);
+      if (it != self->dict.end()) return it->second;
+      const Value v = a.positional.size() > 1 ? a.positional[1] : none();
+      putEntry(*self, a.positional[0], v);
+      return v;
+    });
+  }
+  if (name == "popitem") {
+    return boundMethod(obj, "popitem", [](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{}, "dict.popitem");
+      if (self->dict.empty()) throw RuntimeFailure("KeyError: 'popitem(): dictionary is empty'");
+      auto [k, v] = self->dict.back();  // the last added, as Python's
+      self->dict.pop_back();
+      ++self->keyEdits;
+      return tuple({k, v});
+    });
+  }
+  if (name == "clear" || name == "copy") {
+    return boundMethod(obj, name, [name](const Value& self, CallArgs& a) {
+      checkArguments(a, Takes{}, "dict." + name);
+      if (name == "copy") {
+        auto c = std::make_shared<Object>();
+        c->type = Type::Dict;
+        c->dict = self->dict;
+        return Value(c);
+      }
+      if (!self->dict.empty()) ++self->keyEdits;
+      self->dict.clear();
+      return none();
+    });
+  }
   return nullptr;
 }
 
@@ -148,97 +297,7 @@ Value dictMethod(const Value& obj, const std::string& name) {
       return a.positional.size() > 1 ? a.positional[1] : none();
     });
   }
-  return nullptr;
-}
-
-// A str method's argument i, which must be a str (Python refuses other types too).
-const std::string& textArg(const CallArgs& a, size_t i, const char* name) {
-  const Value& v = a.required(i, name);
-  if (v->type != Type::Str)
-    throw RuntimeFailure(a.callee + "() argument '" + name + "' must be a str, got " +
-                         typeName(v->type));
-  return v->str;
-}
-
-// str.replace(old, new[, count]): the first `count` occurrences (all when count is missing or
-// negative), left to right; an empty `old` matches before every character and at the end.
-Value replaced(const Value& obj, const CallArgs& a) {
-  const std::string &from = textArg(a, 0, "old"), &to = textArg(a, 1, "new");
-  const Value* countArg = a.get(2, "count");
-  long long left = countArg ? asInt(*countArg, "count") : -1;
-  const std::string& s = obj->str;
-  std::string out;
-  size_t at = 0;
-  while (left != 0 && at <= s.size()) {
-    const size_t p = from.empty() ? at : s.find(from, at);
-    if (p == std::string::npos) break;
-    out += s.substr(at, p - at) + to;
-    if (from.empty()) {
-      if (p < s.size()) out += s[p];
-      at = p + 1;
-    } else {
-      at = p + from.size();
-    }
-    --left;
-  }
-  if (at < s.size()) out += s.substr(at);
-  return string(out);
-}
-
-// The str methods scripts use; null for a name that is none.
-Value strMethod(const Value& obj, const std::string& name) {
-  if (name == "join") {
-    return builtin("join", [obj](CallArgs& a) {
-      std::string s;
-      const std::vector<Value> items = elementsOf(a.required(0));  // `" ".join("abc")` too
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (items[i]->type != Type::Str)  // as Python: no silent str() of a number
-          throw RuntimeFailure("sequence item " + std::to_string(i) + ": expected str instance, " +
-                               typeName(items[i]->type) + " found");
-        s += (i ? obj->str : "") + items[i]->str;
-      }
-      return string(s);
-    });
-  }
-  if (name == "upper" || name == "lower") {
-    return builtin(name, [obj, name](CallArgs&) {
-      std::string s = obj->str;
-      for (auto& c : s) c = char(name == "upper" ? std::toupper(c) : std::tolower(c));
-      return string(s);
-    });
-  }
-  if (name == "strip") {
-    return builtin("strip", [obj](CallArgs& a) {
-      // strip(chars) removes those characters; strip() or strip(None) removes whitespace.
-      const Value* chars = a.get(0, "chars");
-      const std::string set = chars && (*chars)->type != Type::None ? textArg(a, 0, "chars")
-                                                                    : std::string(" \t\n\r\f\v");
-      const std::string& s = obj->str;
-      const auto b = s.find_first_not_of(set), e = s.find_last_not_of(set);
-      return string(b == std::string::npos ? "" : s.substr(b, e - b + 1));
-    });
-  }
-  if (name == "startswith" || name == "endswith") {
-    return builtin(name, [obj, name](CallArgs& a) {
-      // The prefix (suffix) may be a tuple of them: true when any matches.
-      const Value& arg = a.required(0, name == "startswith" ? "prefix" : "suffix");
-      const std::vector<Value> options = arg->type == Type::Tuple ? arg->items : std::vector{arg};
-      const std::string& s = obj->str;
-      for (const Value& option : options) {
-        if (option->type != Type::Str)
-          throw RuntimeFailure(name + "() takes a str or a tuple of str, got " +
-                               typeName(option->type));
-        const std::string& p = option->str;
-        if (s.size() >= p.size() &&
-            (name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                  : s.compare(s.size() - p.size(), p.size(), p) == 0))
-          return boolean(true);
-      }
-      return boolean(false);
-    });
-  }
-  if (name == "replace") return builtin("replace", [obj](CallArgs& a) { return replaced(obj, a); });
-  return nullptr;
+  return dictEdit(obj, name);
 }
 
 }  // namespace
@@ -279,7 +338,7 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       if (Value method = boundMethodOf(obj, name)) return method;
       break;
     case Type::Str:
-      if (Value method = strMethod(obj, name)) return method;
+      if (Value method = strMethodOf(obj, name)) return method;
       break;
     default:
       break;

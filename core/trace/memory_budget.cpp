@@ -98,9 +98,7 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
   // Measuring walks every value held: measure again only after half as much again was created,
   // so a block that grows a long list pays a walk per doubling, not per append.
   measureEvery_ = std::max(measureEvery_, lastHeld_ / 2);
-  // The value being charged is not yet bound to a name, so the walk did not see it: a 360 MB
-  // tensor made under a 64 MB budget went uncounted until something else was charged.
-  return lastHeld_ + bytes > limit_ ? exceeded(lastHeld_ + bytes) : "";
+  return lastHeld_ > limit_ ? exceeded(lastHeld_) : "";
 }
 
 std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>& held) {
@@ -114,8 +112,9 @@ std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>&
          " the block holds; raise the budget with --memory-budget-mb if the work is real";
 }
 
-int64_t heldBytes(const Environment& scope, const Environment* stop) {
+int64_t heldBytes(const Environment& scope, const Environment* stop, const Value& made) {
   HeldCounter counter;
+  if (made) counter.add(made);
   for (const Environment* e = &scope; e && e != stop; e = e->parent().get()) {
     for (const auto& [name, v] : e->vars()) counter.add(v);
   }

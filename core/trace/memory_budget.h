@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -19,6 +20,8 @@
 namespace shardscope::trace {
 
 class Environment;
+struct Object;
+using Value = std::shared_ptr<Object>;
 
 class MemoryBudget {
  public:
@@ -48,9 +51,10 @@ class MemoryBudget {
   int64_t lastHeld_ = 0;
 };
 
-// Bytes held by the values reachable from `scope` and its parents up to (not including) `stop`:
-// tensor storages counted once, containers and strings by their size.
-int64_t heldBytes(const Environment& scope, const Environment* stop);
+// Bytes held by the values reachable from `scope` and its parents up to (not including) `stop`,
+// and from `made` (a value just made, not yet bound to a name; may be null): tensor storages
+// counted once (a view of a held tensor adds nothing), containers and strings by their size.
+int64_t heldBytes(const Environment& scope, const Environment* stop, const Value& made = nullptr);
 
 // The default budget for blocks whose tensors live on `deviceType` ("cpu" or "cuda"): half of the
 // memory free there now.

@@ -160,7 +160,9 @@ std::pair<c10::optional<at::Scalar>, c10::optional<at::Scalar>> clampBounds(Args
   const auto bound = [&](size_t at, const char* name) -> c10::optional<at::Scalar> {
     const Value* v = a.get(at, name);
     if (!v || (*v)->type == Type::None) return c10::nullopt;
-    if ((*v)->type == Type::Float) return at::Scalar(asNumber(*v, name));
+    const bool real = (*v)->type == Type::Float ||
+                      ((*v)->type == Type::Tensor && (*v)->tensor.is_floating_point());
+    if (real) return at::Scalar(asNumber(*v, name));
     return at::Scalar(int64_t(asInt(*v, name)));  // an int bound keeps an int tensor int
   };
   auto lo = bound(0, "min");
@@ -186,18 +188,6 @@ TensorMethod elementwise(const char* shown, Op op) {
                       [shown, op](const at::Tensor& x, Args& a) {
                         return tensor(op(x, operandTensor(arg(a, 0, "other", shown), x)));
                       }};
-}
-
-// The parts of split(split_size_or_sections, dim=0): one size, or a list of sizes.
-Value splitParts(const at::Tensor& x, Args& a) {
-  const Value sizes = arg(a, 0, "split_size_or_sections", "Tensor.split");
-  const int64_t dim = dimArg(a, 1, 0);
-  const std::vector<at::Tensor> parts = sizes->type == Type::List || sizes->type == Type::Tuple
-                                            ? x.split_with_sizes(shapeArgs(a, 0), dim)
-                                            : x.split(asInt(sizes, "split_size_or_sections"), dim);
-  std::vector<Value> out;
-  for (const auto& p : parts) out.push_back(tensor(p));
-  return tuple(out);
 }
 
 using M = TensorMethod;
@@ -430,7 +420,10 @@ const std::map<std::string, TensorMethod>& methods() {
       {"argsort", M{T{2, {"dim", "descending"}}, [](const at::Tensor& x, Args& a) {
          return tensor(x.argsort(dimArg(a, 0, -1), flag(a, 1, "descending", false)));
        }}},
-      {"split", M{T{2, {"split_size_or_sections", "dim"}, 1}, splitParts}},
+      // Tensor.split names its first argument split_size; torch.split, split_size_or_sections.
+      {"split", M{T{2, {"split_size", "dim"}, 1}, [](const at::Tensor& x, Args& a) {
+         return splitTensor(x, arg(a, 0, "split_size", "Tensor.split"), dimArg(a, 1, 0));
+       }}},
       {"unbind", M{T{1, {"dim"}}, [](const at::Tensor& x, Args& a) {
          std::vector<Value> parts;
          for (const auto& p : x.unbind(dimArg(a, 0, 0))) parts.push_back(tensor(p));
@@ -441,6 +434,7 @@ const std::map<std::string, TensorMethod>& methods() {
        }}},
       {"repeat", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          const std::vector<int64_t> times = shapeArgs(a, 0);
+         if (times.size() < size_t(x.dim())) return tensor(x.repeat(times));  // torch's error
          std::vector<int64_t> factors = {x.numel()};  // the result's elements: x's, times each
          factors.insert(factors.end(), times.begin(), times.end());
          requestTensor(a, factors, x.scalar_type());
@@ -455,6 +449,20 @@ const std::map<std::string, TensorMethod>& methods() {
 }
 
 }  // namespace
+
+Value splitTensor(const at::Tensor& x, const Value& sizes, int64_t dim) {
+  std::vector<at::Tensor> parts;
+  if (sizes->type == Type::List || sizes->type == Type::Tuple) {
+    std::vector<int64_t> each;
+    for (const Value& s : sizes->items) each.push_back(asInt(s, "split sizes"));
+    parts = x.split_with_sizes(each, dim);
+  } else {
+    parts = x.split(asInt(sizes, "split_size"), dim);
+  }
+  std::vector<Value> out;
+  for (const auto& p : parts) out.push_back(tensor(p));
+  return tuple(out);
+}
 
 const TensorMethod* tensorMethod(const std::string& name) {
   const auto it = methods().find(name);

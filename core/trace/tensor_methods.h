@@ -20,6 +20,8 @@ struct TensorMethod {
 
 // The method `name` ("sum"), nullptr when tensors have none of that name.
 const TensorMethod* tensorMethod(const std::string& name);
+// x.split(sizes, dim) and torch.split: `sizes` one size or a list of sizes; a tuple of views.
+Value splitTensor(const at::Tensor& x, const Value& sizes, int64_t dim);
 // "shape, dtype, ..., zero_": the properties and methods, for the error naming an unknown one.
 std::string tensorAttributeNames();
 

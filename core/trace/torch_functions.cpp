@@ -167,15 +167,20 @@ Value torchNamespace() {
         at::stack(tensorList(arg(a, 0, "tensors", "torch.stack"), "torch.stack"), dimArg(a, 1, 0)));
   });
   for (const char* method :
-       {"matmul",  "softmax", "log_softmax",  "argmax",      "argmin", "topk",  "sort",
-        "norm",    "gather",  "index_select", "masked_fill", "sum",    "mean",  "std",
-        "var",     "max",     "min",          "cumsum",      "exp",    "log",   "abs",
-        "sqrt",    "sigmoid", "tanh",         "relu",        "clamp",  "prod",  "amax",
-        "amin",    "argsort", "split",        "unbind",      "isnan",  "isinf", "isfinite",
-        "nonzero", "neg",     "square",       "sin",         "cos",    "add",   "sub",
-        "mul",     "div",     "eq",           "ne",          "gt",     "ge",    "lt",
-        "le",      "t"})
+       {"matmul", "softmax", "log_softmax",  "argmax",      "argmin", "topk",     "sort",
+        "norm",   "gather",  "index_select", "masked_fill", "sum",    "mean",     "std",
+        "var",    "max",     "min",          "cumsum",      "exp",    "log",      "abs",
+        "sqrt",   "sigmoid", "tanh",         "relu",        "clamp",  "prod",     "amax",
+        "amin",   "argsort", "unbind",       "isnan",       "isinf",  "isfinite", "nonzero",
+        "neg",    "square",  "sin",          "cos",         "add",    "sub",      "mul",
+        "div",    "eq",      "ne",           "gt",          "ge",     "lt",       "le",
+        "t"})
     torch[method] = fromMethod(std::string("torch.") + method, method);
+  torch["split"] = strictBuiltin(
+      "torch.split", {3, {"tensor", "split_size_or_sections", "dim"}, 2}, [](Args& a) {
+        return splitTensor(toTensor(arg(a, 0, "tensor", "torch.split")),
+                           arg(a, 1, "split_size_or_sections", "torch.split"), dimArg(a, 2, 0));
+      });
   torch["allclose"] = strictBuiltin(
       "torch.allclose", {5, {"input", "other", "rtol", "atol", "equal_nan"}, 2}, [](Args& a) {
         return boolean(at::allclose(toTensor(arg(a, 0, "input", "torch.allclose")),

@@ -141,12 +141,39 @@ class TestScriptLanguage : public QObject {
     // which runs on the model's ranks apart from the driver's loops and functions.
     // An f-string field's syntax error is reported at the f-string (it was at line 1 of the
     // field's own text); an empty field is Python's error.
-    QTest::newRow("f-string field") << "x = 1\n\nprint(f'a {x +} b')\n"
-                                    << "hostile.py:3:8: syntax error: unexpected ')' (in the "
-                                       "f-string's field '{x +}')\n    print(f'a {x +} b')";
+    QTest::newRow("f-string field")
+        << "x = 1\n\nprint(f'a {x +} b')\n"
+        << "hostile.py:3:8: syntax error: the expression is incomplete (in the "
+           "f-string's field '{x +}')\n    print(f'a {x +} b')";
     QTest::newRow("empty f-string field")
         << "print(f'{ }')\n"
         << "hostile.py:1:8: syntax error: f-string: empty expression not allowed";
+    // The str, list and dict methods' errors are Python's.
+    QTest::newRow("split on empty") << "x = 'a'.split('')\n"
+                                    << "hostile.py:1:1: empty separator";
+    QTest::newRow("index not found") << "x = 'abc'.index('z')\n"
+                                     << "hostile.py:1:1: substring not found";
+    QTest::newRow("str method argument") << "x = 'abc'.find(1)\n"
+                                         << "str.find() argument 'sub' must be str, not int";
+    QTest::newRow("str method keyword") << "x = 'abc'.split(sepp=',')\n"
+                                        << "str.split() got an unexpected keyword argument 'sepp'";
+    QTest::newRow("format index") << "x = '{} {}'.format(1)\n"
+                                  << "Replacement index 1 out of range for positional args tuple";
+    QTest::newRow("format numbering") << "x = '{0} {}'.format(1, 2)\n"
+                                      << "cannot switch from manual field specification";
+    QTest::newRow("format key") << "x = '{a}'.format(b=1)\n"
+                                << "hostile.py:1:1: KeyError: 'a'";
+    QTest::newRow("list remove") << "l = [1]\nl.remove(2)\n"
+                                 << "hostile.py:2:1: list.remove(x): x not in list";
+    QTest::newRow("dict pop") << "d = {}\nd.pop('x')\n"
+                              << "hostile.py:2:1: KeyError: 'x'";
+    QTest::newRow("dict popitem") << "d = {}\nd.popitem()\n"
+                                  << "KeyError: 'popitem(): dictionary is empty'";
+    QTest::newRow("dict update pairs") << "d = {}\nd.update([(1, 2, 3)])\n"
+                                       << "dictionary update sequence element has length 3";
+    QTest::newRow("dict pop in a loop")
+        << "d = {'a': 1, 'b': 2}\nfor k in d:\n    d.pop('b')\n"
+        << "hostile.py:2:1: dictionary changed size during iteration";
     QTest::newRow("break in a loop's else") << "for i in range(2):\n    pass\nelse:\n    break\n"
                                             << "hostile.py:4:5: syntax error: 'break' outside loop";
     QTest::newRow("join of ints")

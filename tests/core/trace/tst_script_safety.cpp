@@ -232,6 +232,31 @@ class TestScriptSafety : public QObject {
         "stop=3");
   }
 
+  // What a block already holds counts once: a view, an expand, an in-place op or a lookup of a
+  // 38 MiB tensor, each charged when made, passes a 64 MiB budget (counted twice, each failed
+  // with "hold 76.3 MiB"; the expand with "hold 251.0 MiB"), in the driver and in a block.
+  void heldTensorsCountOnce() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, 2);
+    const std::string body =
+        "x = torch.zeros(10_000_000)\n"
+        "y = x.view(-1)\n"
+        "x.add_(1)\n"
+        "y = x.contiguous()\n"
+        "d = {'w': x}\n"
+        "w = d.get('w')\n"
+        "kv = torch.zeros(2, 1, 1000, 128).expand(2, 256, 1000, 128)\n"
+        "print(float(w.sum()), kv.shape[1])\n";
+    runner->run(body, "views.py");
+    QCOMPARE(lines.back(), std::string("10000000.0 256"));
+    std::string inBlock = "model = VLLM(\"demo\")\nwith model.trace(\"Hi\"):\n";
+    size_t from = 0;
+    for (size_t to; (to = body.find('\n', from)) != std::string::npos; from = to + 1)
+      inBlock += "    " + body.substr(from, to - from + 1);
+    runner->run(inBlock, "views_in_a_block.py");
+    QCOMPARE(lines.back(), std::string("10000000.0 256"));
+  }
+
   void blocksHaveAMemoryBudget() {
     std::vector<std::string> lines;
     auto runner = makeRunner(&lines, 2);
