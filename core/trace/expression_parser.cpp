@@ -390,6 +390,7 @@ ExprPtr ExpressionParser::atom() {
     default:
       break;
   }
+  if (atOp("*")) unsupported("starred expressions (`first, *rest = items`, `[*a, *b]`)");
   fail("unexpected " + describe(t));
 }
 

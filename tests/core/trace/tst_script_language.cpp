@@ -148,6 +148,9 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("empty f-string field")
         << "print(f'{ }')\n"
         << "hostile.py:1:8: syntax error: f-string: empty expression not allowed";
+    QTest::newRow("starred assignment") << "first, *rest = [1, 2, 3]\n"
+                                        << "hostile.py:1:8: starred expressions (`first, *rest = "
+                                           "items`, `[*a, *b]`): not supported";
     // The str, list and dict methods' errors are Python's.
     QTest::newRow("split on empty") << "x = 'a'.split('')\n"
                                     << "hostile.py:1:1: empty separator";
