@@ -497,7 +497,8 @@ void installScalarsAndConversions(Environment& env) {
             const Value v = arg(a, 0, "x", "abs");
             if (v->type == Type::Tensor) return tensor(v->tensor.abs());
             if (v->type == Type::Float) return floating(std::abs(v->floatValue));
-            return integer(std::llabs(asInt(v, "x")));
+            // The smallest int is its own llabs: an error, as any result past 64 bits.
+            return interpreterOf(a).binary(BinaryOp::Mul, v, integer(asInt(v, "x") < 0 ? -1 : 1));
           }));
 }
 

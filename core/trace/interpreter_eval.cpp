@@ -30,6 +30,9 @@ long long checkedInt(long long a, long long b, BinaryOp op) {
 
 long long floorDiv(long long a, long long b) {
   if (b == 0) throw RuntimeFailure("integer division or modulo by zero");
+  // The one quotient past 64 bits; the CPU traps on it (SIGFPE ended the process).
+  if (a == LLONG_MIN && b == -1)
+    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " // -1 (ints are 64-bit)");
   long long q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -402,6 +405,7 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
       if (op == BinaryOp::FloorDiv) return integer(floorDiv(x, y));
       if (op == BinaryOp::Mod) {
         if (y == 0) fail("integer division or modulo by zero");
+        if (y == -1) return integer(0);  // also for the smallest int, whose // -1 overflows
         return integer(x - floorDiv(x, y) * y);
       }
       if (op == BinaryOp::Div) {

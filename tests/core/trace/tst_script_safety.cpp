@@ -72,6 +72,16 @@ class TestScriptSafety : public QObject {
                                     << "negative shift count";
     QTest::newRow("power overflow") << "x = 3 ** 1000\n"
                                     << "integer overflow";
+    // The smallest int // -1 trapped (SIGFPE ended the process); abs() of it stayed negative.
+    QTest::newRow("smallest int // -1")
+        << "x = (-2 ** 62 - 2 ** 62) // -1\n"
+        << "hostile.py:1:1: integer overflow in -9223372036854775808 // -1";
+    QTest::newRow("divmod of the smallest int by -1")
+        << "x = divmod(-2 ** 62 - 2 ** 62, -1)\n"
+        << "hostile.py:1:1: integer overflow in -9223372036854775808 // -1";
+    QTest::newRow("abs of the smallest int")
+        << "x = abs(-2 ** 62 - 2 ** 62)\n"
+        << "hostile.py:1:1: integer overflow in -9223372036854775808 * -1";
     // sum() adds with the script's `+`: it wrapped to a negative number.
     QTest::newRow("sum overflow")
         << "x = sum([2 ** 62, 2 ** 62])\n"

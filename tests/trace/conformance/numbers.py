@@ -82,3 +82,6 @@ neg = int("-5")
 print(small is also_small, large is also_large, large is not also_large, neg is -5 + int("0"))
 empty, other, f = [], [], float(small)
 print(None is None, (1 == 1) is True, (1 == 2) is not False, empty is other, small is f)
+
+# Modulo by -1 is 0 for every int, the smallest included (its // -1 is past 64 bits: an error).
+print((-2**62 - 2**62) % -1, 7 % -1, -7 // -1, 7 // -1, abs(-2**62), abs(True))
