@@ -178,13 +178,18 @@ __device__ __forceinline__ void gridBarrier(unsigned* count, unsigned target) {
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kThreads, 2) phaseKernel(Args a, int layer, int i) {
+// Phase i of a layer as its own kernel's work: its first weights loaded before the wait.
+__device__ __forceinline__ void runPhase(const Args& a, int layer, int i) {
   const Phase& p = a.layers[layer].phase[i];
   Preload pre = preload(p, int(blockIdx.x));
   waitForPreviousKernel();
   allowNextKernel();
   const int d = layer * kPhases + i;
   compute(p, pre, a, d == 0 ? a.dep + kLayers * kPhases : a.dep + d - 1, a.dep + d);
+}
+
+__global__ void __launch_bounds__(kThreads, 2) phaseKernel(Args a, int layer, int i) {
+  runPhase(a, layer, i);
 }
 
 // Phase i, then phase i + 1 in the same kernel by the blocks that finish phase i last: each block
@@ -194,12 +199,8 @@ __global__ void __launch_bounds__(kThreads, 2) phaseKernel(Args a, int layer, in
 // waits for one that has not started: the grid's other blocks have left their SMs by then.
 __global__ void __launch_bounds__(kThreads, 2)
     phaseWithTailKernel(Args a, int layer, int i, unsigned* done) {
-  const Phase& p = a.layers[layer].phase[i];
-  Preload pre = preload(p, int(blockIdx.x));
-  waitForPreviousKernel();
-  allowNextKernel();
+  runPhase(a, layer, i);
   const int d = layer * kPhases + i;
-  compute(p, pre, a, d == 0 ? a.dep + kLayers * kPhases : a.dep + d - 1, a.dep + d);
   const Phase& t = a.layers[layer].phase[i + 1];
   __shared__ unsigned ticket;
   __syncthreads();
