@@ -271,6 +271,12 @@ void Interpreter::execAugAssign(const Stmt& s) {
       case BinaryOp::BitXor:
         x.bitwise_xor_(r);
         break;
+      case BinaryOp::LShift:
+        x.__ilshift__(r);
+        break;
+      case BinaryOp::RShift:
+        x.__irshift__(r);
+        break;
       default:
         return store(binary(s.augOp, current, rhs));
     }

@@ -243,7 +243,8 @@ class Parser : public ExpressionParser {
     }
     auto s = make(StmtKind::Expr);
     ExprPtr first = testList();
-    static const std::set<std::string> aug = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "@="};
+    static const std::set<std::string> aug = {
+        "+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", "<<=", ">>="};
     if (peek().kind == TokenKind::Op && aug.count(peek().text)) {
       s->kind = StmtKind::AugAssign;
       s->augOp = *binaryOpOf(std::string_view(peek().text).substr(0, peek().text.size() - 1));

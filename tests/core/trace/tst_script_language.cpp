@@ -812,7 +812,8 @@ class TestScriptLanguage : public QObject {
   // a tensor indexed with a list or a mask written back (it was a copy, and the write was lost:
   // `t[[0, 2]] += 1` left t as it was), in a port value too, where it must equal the same write
   // through a view of the same elements; a list slice too (`l[0:2] += [9]`). `**=`, `//=` and
-  // `%=` on a tensor are in place, as torch's (a second name saw the old tensor).
+  // `%=` on a tensor are in place, as torch's (a second name saw the old tensor); so are `<<=`,
+  // `>>=`, `&=`, `|=` and `^=`, which the parser refused before (on ints too).
   void augmentedAssignmentToASubscript_data() { addTpRows(); }
   void augmentedAssignmentToASubscript() {
     QFETCH(int, tp);
@@ -828,6 +829,8 @@ class TestScriptLanguage : public QObject {
                 "print(log, x, d, t.tolist(), u.tolist(), w.tolist())\n"
                 "l = [1, 2, 3]\nl[0:2] += [9]\na = torch.tensor([2])\nb = a\na **= 2\n"
                 "c = torch.tensor([11])\nk = c\nc //= 2\nc %= 3\nprint(l, b.tolist(), k.tolist())\n"
+                "s = torch.tensor([1, 2])\nr = s\ns <<= 2\ns >>= 1\ns &= 6\ns |= 1\ns ^= 8\n"
+                "n = 5\nn &= 3\nn |= 8\nn ^= 1\nn <<= 3\nn >>= 1\nprint(r.tolist(), n)\n"
                 "with model.trace('hi'):\n    model.model.layers[0].mlp.output[:, [0, 2]] += 1.0\n"
                 "    a = model.logits.save()\n"
                 "with model.trace('hi'):\n    model.model.layers[0].mlp.output[:, 0:3:2] += 1.0\n"
@@ -835,10 +838,11 @@ class TestScriptLanguage : public QObject {
                 "with model.trace('hi'):\n    c = model.logits.save()\n"
                 "print(torch.equal(a, b), torch.equal(a, c))\n");
     QCOMPARE(e, std::string("no error"));
-    QCOMPARE(lines, (std::vector<std::string>{"[0, {'a': [1, 2]}] [6, 7] {'a': [1, 2]} [1.0, 0.0, "
-                                              "1.0, 0.0] [0.0, -2.0, 0.0, -2.0] [0.0, 3.0, 3.0, "
-                                              "0.0]",
-                                              "[1, 2, 9, 3] [4] [2]", "True False"}));
+    QCOMPARE(lines,
+             (std::vector<std::string>{"[0, {'a': [1, 2]}] [6, 7] {'a': [1, 2]} [1.0, 0.0, "
+                                       "1.0, 0.0] [0.0, -2.0, 0.0, -2.0] [0.0, 3.0, 3.0, "
+                                       "0.0]",
+                                       "[1, 2, 9, 3] [4] [2]", "[11, 13] 32", "True False"}));
   }
 
   // Every expression of tests/golden/tensor_repr/cases.txt prints as PyTorch's print() showed it

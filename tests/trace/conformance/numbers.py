@@ -85,3 +85,12 @@ print(None is None, (1 == 1) is True, (1 == 2) is not False, empty is other, sma
 
 # Modulo by -1 is 0 for every int, the smallest included (its // -1 is past 64 bits: an error).
 print((-2**62 - 2**62) % -1, 7 % -1, -7 // -1, 7 // -1, abs(-2**62), abs(True))
+
+# Augmented bit operators on ints.
+n = 5
+n &= 3
+n |= 8
+n ^= 1
+n <<= 3
+n >>= 1
+print(n)
