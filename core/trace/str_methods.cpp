@@ -53,11 +53,17 @@ std::pair<long long, long long> searchBounds(const Args& a, size_t n) {
   return {bound(1, "start", 0), bound(2, "end", (long long)n)};
 }
 
+// A start past the string's end: CPython's find, count, startswith and endswith match nothing
+// there, not even "" (the clamped bounds alone would let "" match at the end).
+bool startsPastEnd(const Args& a, size_t n) {
+  const Value* from = a.get(1, "start");
+  return from && (*from)->type != Type::None && asInt(*from, "start") > (long long)n;
+}
+
 // find / rfind: the lowest (highest) index of sub within [start, end), or -1.
 long long findIn(const std::string& s, const std::string& sub, const Args& a, bool last) {
   const auto [start, end] = searchBounds(a, s.size());
-  const Value* from = a.get(1, "start");  // a start past the end finds nothing, "" included
-  if (from && (*from)->type != Type::None && asInt(*from, "start") > (long long)s.size()) return -1;
+  if (startsPastEnd(a, s.size())) return -1;
   if (end - start < (long long)sub.size()) return -1;
   const size_t p = last ? s.rfind(sub, size_t(end) - sub.size()) : s.find(sub, size_t(start));
   if (p == std::string::npos || (long long)p < start || (long long)(p + sub.size()) > end)
@@ -183,13 +189,15 @@ bool casedAs(const std::string& s, bool upper) {
   return cased;
 }
 
-std::string recased(std::string s, const std::string& how) {
+enum class Recase { Capitalize, Title, Swap };
+
+std::string recased(std::string s, Recase how) {
   bool afterLetter = false;
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (how == "capitalize") {
+    if (how == Recase::Capitalize) {
       s[i] = char(i == 0 ? std::toupper(c) : std::tolower(c));
-    } else if (how == "title") {
+    } else if (how == Recase::Title) {
       s[i] = char(afterLetter ? std::tolower(c) : std::toupper(c));
       afterLetter = std::isalpha(c) != 0;
     } else {  // swapcase
@@ -200,13 +208,14 @@ std::string recased(std::string s, const std::string& how) {
 }
 
 // center / ljust / rjust(width, fillchar=' ') and zfill(width).
-std::string padded(const std::string& s, const Args& a, const std::string& how,
-                   const std::string& fn) {
+enum class Pad { Center, Left, Right, Zeros };
+
+std::string padded(const std::string& s, const Args& a, Pad how, const std::string& fn) {
   const long long width = asInt(arg(a, 0, "width", fn), "width");
   if (width <= (long long)s.size()) return s;
   interpreterOf(a).requestMemory(width);  // "ab".center(10**12) is refused, not allocated
   const size_t margin = size_t(width) - s.size();
-  if (how == "zfill") {
+  if (how == Pad::Zeros) {
     const bool signed_ = !s.empty() && (s[0] == '+' || s[0] == '-');
     return (signed_ ? s.substr(0, 1) : "") + std::string(margin, '0') + s.substr(signed_ ? 1 : 0);
   }
@@ -217,9 +226,9 @@ std::string padded(const std::string& s, const Args& a, const std::string& how,
     fill = (*f)->str;
   }
   // CPython's center: the odd character goes left when the width is odd.
-  const size_t left = how == "ljust"   ? 0
-                      : how == "rjust" ? margin
-                                       : margin / 2 + (margin & size_t(width) & 1);
+  const size_t left = how == Pad::Left    ? 0
+                      : how == Pad::Right ? margin
+                                          : margin / 2 + (margin & size_t(width) & 1);
   return std::string(left, fill[0]) + s + std::string(margin - left, fill[0]);
 }
 
@@ -250,9 +259,7 @@ std::string replaced(const std::string& s, const std::string& from, const std::s
 bool affixed(const std::string& s, Args& a, bool atStart, const std::string& fn) {
   const Value whole = arg(a, 0, atStart ? "prefix" : "suffix", fn);
   const std::vector<Value> options = whole->type == Type::Tuple ? whole->items : std::vector{whole};
-  const Value* from = a.get(1, "start");
-  if (from && (*from)->type != Type::None && asInt(*from, "start") > (long long)s.size())
-    return false;
+  if (startsPastEnd(a, s.size())) return false;
   const auto [start, end] = searchBounds(a, s.size());
   const std::string part = start < end ? s.substr(size_t(start), size_t(end - start)) : "";
   for (const Value& option : options) {
@@ -520,37 +527,37 @@ const std::map<std::string, StrMethod>& strMethods() {
       {"capitalize",
        {{},
         [](const std::string& s, Args&, const std::string&) {
-          return string(recased(s, "capitalize"));
+          return string(recased(s, Recase::Capitalize));
         }}},
       {"title",
        {{},
         [](const std::string& s, Args&, const std::string&) {
-          return string(recased(s, "title"));
+          return string(recased(s, Recase::Title));
         }}},
       {"swapcase",
        {{},
         [](const std::string& s, Args&, const std::string&) {
-          return string(recased(s, "swapcase"));
+          return string(recased(s, Recase::Swap));
         }}},
       {"center",
        {{2, {"width", "fillchar"}, 1},
         [](const std::string& s, Args& a, const std::string& fn) {
-          return string(padded(s, a, "center", fn));
+          return string(padded(s, a, Pad::Center, fn));
         }}},
       {"ljust",
        {{2, {"width", "fillchar"}, 1},
         [](const std::string& s, Args& a, const std::string& fn) {
-          return string(padded(s, a, "ljust", fn));
+          return string(padded(s, a, Pad::Left, fn));
         }}},
       {"rjust",
        {{2, {"width", "fillchar"}, 1},
         [](const std::string& s, Args& a, const std::string& fn) {
-          return string(padded(s, a, "rjust", fn));
+          return string(padded(s, a, Pad::Right, fn));
         }}},
       {"zfill",
        {{1, {"width"}, 1},
         [](const std::string& s, Args& a, const std::string& fn) {
-          return string(padded(s, a, "zfill", fn));
+          return string(padded(s, a, Pad::Zeros, fn));
         }}},
   };
   return table;
