@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "../error.h"
+#include "result_sizes.h"
 #include "trace_device.h"
 
 namespace shardscope::trace::builtin_args {
@@ -13,13 +14,7 @@ Interpreter& interpreterOf(const Args& a) {
 }
 
 void requestTensor(const Args& a, c10::ArrayRef<int64_t> sizes, at::ScalarType dtype) {
-  constexpr int64_t kHuge = int64_t(1) << 60;  // past any memory; far from overflowing a sum
-  int64_t bytes = int64_t(c10::elementSize(dtype));
-  for (const int64_t n : sizes) {
-    if (n <= 0) return;  // an empty tensor (torch refuses a negative size itself)
-    if (__builtin_mul_overflow(bytes, n, &bytes) || bytes > kHuge) bytes = kHuge;
-  }
-  interpreterOf(a).requestMemory(bytes);
+  interpreterOf(a).requestMemory(tensorBytes(sizes, dtype));
 }
 
 namespace {

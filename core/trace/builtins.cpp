@@ -290,8 +290,10 @@ Value snapshot(const Value& v) {
 // What iterating `v` gives, as a `for` loop sees it (the items of a sequence, a dict's keys, a
 // string's characters, a tensor's rows): shared by the builtins that take an iterable, unpacking
 // and str.join.
-std::vector<Value> elementsOf(const Value& v) {
+std::vector<Value> elementsOf(const Value& v, Interpreter& in) {
+  // The values it makes are asked of the budget first: list(range(10**9)) made them all.
   if (v->type == Type::Range) {
+    in.requestMemory(newValuesBytes(rangeLength(*v)));
     std::vector<Value> out;
     for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop;
          i += v->rangeStep)
@@ -299,6 +301,7 @@ std::vector<Value> elementsOf(const Value& v) {
     return out;
   }
   if (v->type == Type::Tensor) {
+    in.requestMemory(newValuesBytes(v->tensor.size(0)));
     std::vector<Value> out;
     for (int64_t i = 0; i < v->tensor.size(0); ++i) out.push_back(tensor(v->tensor[i]));
     return out;
@@ -310,6 +313,7 @@ std::vector<Value> elementsOf(const Value& v) {
   }
   if (isDictView(v->type)) return viewElements(*v);
   if (v->type == Type::Str) {
+    in.requestMemory(newValuesBytes(int64_t(v->str.size())));
     std::vector<Value> out;
     for (char c : v->str) out.push_back(string(std::string(1, c)));
     return out;
@@ -512,15 +516,17 @@ void installContainersAndReductions(Environment& env) {
                           interpreterOf(a).binary(BinaryOp::Mod, x, y)});
           }));
   env.set("tuple", strictBuiltin("tuple", 1, {}, [](Args& a) {
-            return tuple(a.positional.empty() ? std::vector<Value>{} : elementsOf(a.positional[0]));
+            return tuple(a.positional.empty() ? std::vector<Value>{}
+                                              : elementsOf(a.positional[0], interpreterOf(a)));
           }));
   env.set("list", strictBuiltin("list", 1, {}, [](Args& a) {
-            return list(a.positional.empty() ? std::vector<Value>{} : elementsOf(a.positional[0]));
+            return list(a.positional.empty() ? std::vector<Value>{}
+                                             : elementsOf(a.positional[0], interpreterOf(a)));
           }));
   env.set("enumerate", strictBuiltin("enumerate", 2, {"iterable", "start"}, [](Args& a) {
             std::vector<Value> out;
             long long i = asInt(optional(a, 1, "start", integer(0)), "start");
-            for (const auto& v : elementsOf(arg(a, 0, "iterable", "enumerate")))
+            for (const auto& v : elementsOf(arg(a, 0, "iterable", "enumerate"), interpreterOf(a)))
               out.push_back(tuple({integer(i++), v}));
             return list(out);
           }));
@@ -528,7 +534,7 @@ void installContainersAndReductions(Environment& env) {
             std::vector<std::vector<Value>> seqs;
             size_t n = SIZE_MAX;
             for (const auto& p : a.positional) {
-              seqs.push_back(elementsOf(p));
+              seqs.push_back(elementsOf(p, interpreterOf(a)));
               n = std::min(n, seqs.back().size());
             }
             std::vector<Value> out;
@@ -546,7 +552,7 @@ void installContainersAndReductions(Environment& env) {
             if (acc->type == Type::Str)
               throw RuntimeFailure("sum() can't sum strings [use ''.join(seq) instead]");
             Interpreter& in = interpreterOf(a);
-            for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum")))
+            for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"), interpreterOf(a)))
               acc = in.binary(BinaryOp::Add, acc, v);
             return acc;
           }));
@@ -556,7 +562,7 @@ void installContainersAndReductions(Environment& env) {
     return [wantMax](Args& a) {
       const char* fn = wantMax ? "max" : "min";
       const bool one = a.positional.size() == 1;
-      std::vector<Value> vs = one ? elementsOf(a.positional[0]) : a.positional;
+      std::vector<Value> vs = one ? elementsOf(a.positional[0], interpreterOf(a)) : a.positional;
       const Value* dflt = a.keyword("default");
       if (dflt && !one)
         throw RuntimeFailure(std::string("Cannot specify a default for ") + fn +
@@ -574,9 +580,10 @@ void installContainersAndReductions(Environment& env) {
   };
   env.set("max", strictBuiltin("max", kVarargs, {"key", "default"}, extreme(true)));
   env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
-  env.set("sorted", strictBuiltin("sorted", 1, {"iterable", "key", "reverse"}, [](Args& a) {
-            return list(sortedByKey(a, elementsOf(arg(a, 0, "iterable", "sorted"))));
-          }));
+  env.set(
+      "sorted", strictBuiltin("sorted", 1, {"iterable", "key", "reverse"}, [](Args& a) {
+        return list(sortedByKey(a, elementsOf(arg(a, 0, "iterable", "sorted"), interpreterOf(a))));
+      }));
   env.set("round", strictBuiltin("round", 2, {"number", "ndigits"}, [](Args& a) {
             const Value x = arg(a, 0, "number", "round");
             const Value* ndigits = a.get(1, "ndigits");

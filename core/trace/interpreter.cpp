@@ -287,7 +287,7 @@ void Interpreter::execAugAssign(const Stmt& s) {
       store(current);
   } else if (current->type == Type::List && s.augOp == BinaryOp::Add) {
     // A copy: `x += x` reads what it grows. Any iterable extends, as in Python (`x += "ab"`).
-    const std::vector<Value> added = elementsOf(rhs);
+    const std::vector<Value> added = elementsOf(rhs, *this);
     requestMemory(int64_t((current->items.size() + added.size()) * sizeof(Value)));
     for (const Value& v : added) noteStored(current, v);
     current->items.insert(current->items.end(), added.begin(), added.end());
@@ -445,7 +445,7 @@ void Interpreter::assign(const Expr& target, const Value& v) {
     case ExprKind::List: {
       if (v->type == Type::Tensor && v->tensor.dim() == 0) fail("cannot unpack a 0-d tensor");
       // Any iterable unpacks, as in Python: `a, b = "xy"`, `k1, k2 = d` (a dict's keys).
-      const std::vector<Value> items = elementsOf(v);
+      const std::vector<Value> items = elementsOf(v, *this);
       if (items.size() != target.items.size()) {
         fail("cannot unpack " + std::to_string(items.size()) + " values into " +
              std::to_string(target.items.size()) + " names");

@@ -222,8 +222,9 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
 // A copy of `v` that later in-place edits of model memory cannot change.
 Value snapshot(const Value& v);
 // The values iterating `v` yields (a sequence's items, a range's ints, a dict's keys, a string's
-// characters, a tensor's rows); an error for a value that is not iterable.
-std::vector<Value> elementsOf(const Value& v);
+// characters, a tensor's rows); an error for a value that is not iterable. The values it makes
+// are asked of `in`'s memory budget first.
+std::vector<Value> elementsOf(const Value& v, Interpreter& in);
 // `vs` in the order sorted(vs, key=..., reverse=...) gives, with a's key= and reverse=.
 std::vector<Value> sortedByKey(const CallArgs& a, const std::vector<Value>& vs);
 // Converts a value to a tensor (numbers, nested lists) on `like`'s device and dtype if given.

@@ -229,6 +229,7 @@ at::Tensor Interpreter::runStacked(const DeferredOp& op, const at::Tensor& stack
     return stacked.index(tensorIndices(tuple(items)));
   }
   CallArgs args = op.args;
+  args.interpreter = this;  // the one computing it now (methods ask its memory budget)
   at::Tensor x = stacked;
   if (alongDim().count(op.method)) {
     // Stackable ops (held()) take no argument, a reduction over each block's elements (flattened
@@ -316,6 +317,7 @@ Value Interpreter::deferredMethod(const Value& self, const std::string& name) {
               [&] {
                 resolve(op->parent);
                 CallArgs kept = op->args;
+                kept.interpreter = &in;
                 const Value r = tensorAttribute(in, op->parent, op->method)->builtin(kept);
                 if (r->type != Type::Tensor)
                   throw RuntimeFailure("." + op->method + "() did not return a tensor");

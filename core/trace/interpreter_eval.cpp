@@ -4,6 +4,7 @@
 #include "dict_view.h"
 #include "format_spec.h"
 #include "interpreter.h"
+#include "result_sizes.h"
 
 #include <climits>
 #include <cmath>
@@ -12,6 +13,16 @@
 
 namespace shardscope::trace {
 namespace {
+
+// What `x op y` on tensors will allocate: matmul's shape, else the broadcast in the promoted dtype
+// (true division of integers gives float32).
+int64_t tensorResultBytes(BinaryOp op, const at::Tensor& x, const at::Tensor& y) {
+  if (op == BinaryOp::MatMul) return matmulBytes(x, y);
+  at::ScalarType dtype = at::result_type(x, y);
+  if (op == BinaryOp::Div && !at::isFloatingType(dtype) && !at::isComplexType(dtype))
+    dtype = at::kFloat;
+  return broadcastBytes(x, y, dtype);
+}
 
 long long checkedInt(long long a, long long b, BinaryOp op) {
   long long r = 0;
@@ -333,6 +344,7 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
+    requestMemory(broadcastBytes(x, y, at::kBool));
     if (op == CompareOp::Eq) return tensor(x == y);
     if (op == CompareOp::Ne) return tensor(x != y);
     if (op == CompareOp::Lt) return tensor(x < y);
@@ -383,6 +395,7 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
+    requestMemory(tensorResultBytes(op, x, y));
     if (op == BinaryOp::Add) return tensor(x + y);
     if (op == BinaryOp::Sub) return tensor(x - y);
     if (op == BinaryOp::Mul) return tensor(x * y);

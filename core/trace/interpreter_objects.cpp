@@ -154,7 +154,7 @@ Value listMethod(const Value& obj, const std::string& name) {
   if (name == "extend") {
     Value extend = boundMethod(obj, "extend", [](const Value& self, CallArgs& a) {
       // A copy, so `x.extend(x)` is safe; any iterable extends, as in Python (`x.extend("ab")`).
-      const std::vector<Value> added = elementsOf(a.required(0));
+      const std::vector<Value> added = elementsOf(a.required(0), *a.interpreter);
       // Asked for before it grows, as `+=` does: `x.extend(x)` forty times took the machine's
       // memory past any budget (no new value is made, so nothing else charged it).
       a.interpreter->requestMemory(int64_t((self->items.size() + added.size()) * sizeof(Value)));
@@ -210,8 +210,9 @@ Value dictEdit(const Value& obj, const std::string& name) {
         if (other->type == Type::Dict) {
           added = other->dict;
         } else {
-          for (const Value& pair : elementsOf(other)) {  // an iterable of (key, value) pairs
-            const std::vector<Value> kv = elementsOf(pair);
+          for (const Value& pair :
+               elementsOf(other, *a.interpreter)) {  // an iterable of (key, value) pairs
+            const std::vector<Value> kv = elementsOf(pair, *a.interpreter);
             if (kv.size() != 2)
               throw RuntimeFailure("dictionary update sequence element has length " +
                                    std::to_string(kv.size()) + "; 2 is required");
@@ -476,7 +477,7 @@ void Interpreter::setSlice(const Value& list, const Value& slice, const Value& v
   const SliceBounds b = sliceBounds(slice, list->items.size());
   std::vector<Value> values;
   try {
-    values = elementsOf(v);
+    values = elementsOf(v, *this);
   } catch (const RuntimeFailure&) {
     throw RuntimeFailure(b.step == 1 ? "can only assign an iterable"
                                      : "must assign iterable to extended slice");

@@ -112,6 +112,11 @@ std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>&
          " the block holds; raise the budget with --memory-budget-mb if the work is real";
 }
 
+int64_t newValuesBytes(int64_t count) {
+  constexpr int64_t kEach = kObjectBytes + int64_t(sizeof(Value));
+  return count <= 0 ? 0 : count > (int64_t(1) << 60) / kEach ? int64_t(1) << 60 : count * kEach;
+}
+
 int64_t heldBytes(const Environment& scope, const Environment* stop, const Value& made) {
   HeldCounter counter;
   if (made) counter.add(made);

@@ -51,6 +51,10 @@ class MemoryBudget {
   int64_t lastHeld_ = 0;
 };
 
+// What `count` new values take (each object, its control block, its slot in a list): asked of the
+// budget before a list of them is built (list(range(10**9)) made them all first).
+int64_t newValuesBytes(int64_t count);
+
 // Bytes held by the values reachable from `scope` and its parents up to (not including) `stop`,
 // and from `made` (a value just made, not yet bound to a name; may be null): tensor storages
 // counted once (a view of a held tensor adds nothing), containers and strings by their size.

@@ -351,7 +351,7 @@ const std::map<std::string, StrMethod>& strMethods() {
        {{1, {"iterable"}, 1},
         [](const std::string& s, Args& a, const std::string& fn) {
           std::string out;
-          const std::vector<Value> items = elementsOf(arg(a, 0, "iterable", fn));
+          const std::vector<Value> items = elementsOf(arg(a, 0, "iterable", fn), interpreterOf(a));
           for (size_t i = 0; i < items.size(); ++i) {
             if (items[i]->type != Type::Str)  // as Python: no silent str() of a number
               throw RuntimeFailure("sequence item " + std::to_string(i) +

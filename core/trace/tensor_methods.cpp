@@ -12,6 +12,7 @@
 #include "../error.h"
 #include "builtin_args.h"
 #include "interpreter.h"
+#include "result_sizes.h"
 #include "tensor_methods.h"
 
 namespace shardscope::trace {
@@ -123,13 +124,25 @@ Value norm(const at::Tensor& x, Args& a) {
 // positional is a dtype or a device, as in torch; Takes names it `device` so that
 // x.to('cpu', dtype=torch.float16) is not two values for one argument. The device is 'cpu' or
 // the rank's own (deviceArg).
+// x as `dtype`, or on `device`; x itself when it is there already, as torch gives it. A copy of an
+// expanded view makes each of its elements: they are asked of the budget first.
+at::Tensor castTo(const at::Tensor& x, Args& a, at::ScalarType dtype) {
+  if (x.scalar_type() != dtype && expandedCopyBytes(x) > 0) requestTensor(a, x.sizes(), dtype);
+  return x.to(dtype);
+}
+
+at::Tensor movedTo(const at::Tensor& x, Args& a, const at::Device& device) {
+  if (x.device() != device) interpreterOf(a).requestMemory(expandedCopyBytes(x));
+  return x.to(device);
+}
+
 Value to(const at::Tensor& x, Args& a) {
   at::Tensor y = x;
   if (const Value* d = a.get(0, "device"); d && (*d)->type != Type::None) {
     if (auto dt = asDtype(*d))
-      y = y.to(*dt);
+      y = castTo(y, a, *dt);
     else if ((*d)->type == Type::Str)
-      y = y.to(*deviceArg(d, "Tensor.to"));
+      y = movedTo(y, a, *deviceArg(d, "Tensor.to"));
     else
       throw RuntimeFailure(
           "Tensor.to() expects a dtype such as torch.float32 or a device such "
@@ -140,7 +153,7 @@ Value to(const at::Tensor& x, Args& a) {
     const auto dt = asDtype(*d);
     if (!dt)
       throw RuntimeFailure("Tensor.to() expects dtype= to be a torch dtype, got " + repr(*d));
-    y = y.to(*dt);
+    y = castTo(y, a, *dt);
   }
   return tensor(y);
 }
@@ -181,13 +194,37 @@ at::Scalar alphaOf(Args& a) {
                                        : at::Scalar(int64_t(asInt(*alpha, "alpha")));
 }
 
+// The kind of result an elementwise method gives: the operands' promoted dtype, a float for a
+// true division of integers, or a bool for a comparison.
+enum class ResultKind { Promoted, Divided, Compared };
+
+// `other` as a tensor beside x, once the budget has room for x and it broadcast together.
+at::Tensor broadcastOperand(const at::Tensor& x, Args& a, const char* shown, ResultKind kind) {
+  const at::Tensor y = operandTensor(arg(a, 0, "other", shown), x);
+  at::ScalarType dtype = kind == ResultKind::Compared ? at::kBool : at::result_type(x, y);
+  if (kind == ResultKind::Divided && !at::isFloatingType(dtype) && !at::isComplexType(dtype))
+    dtype = at::kFloat;
+  interpreterOf(a).requestMemory(broadcastBytes(x, y, dtype));
+  return y;
+}
+
 // An elementwise method of one operand (eq, mul, div, ...): `other` a tensor or a number.
 template <typename Op>
-TensorMethod elementwise(const char* shown, Op op) {
+TensorMethod elementwise(const char* shown, Op op, ResultKind kind = ResultKind::Promoted) {
   return TensorMethod{builtin_args::Takes{1, {"other"}, 1},
-                      [shown, op](const at::Tensor& x, Args& a) {
-                        return tensor(op(x, operandTensor(arg(a, 0, "other", shown), x)));
+                      [shown, op, kind](const at::Tensor& x, Args& a) {
+                        return tensor(op(x, broadcastOperand(x, a, shown, kind)));
                       }};
+}
+
+// A method whose result holds a copy of each of x's elements (clone, exp, a cast): an expanded
+// view's elements (x.expand(10**5, 10**5)) are asked of the budget before they are made.
+TensorMethod copying(TensorMethod m) {
+  m.call = [call = std::move(m.call)](const at::Tensor& x, Args& a) {
+    interpreterOf(a).requestMemory(expandedCopyBytes(x));
+    return call(x, a);
+  };
+  return m;
 }
 
 using M = TensorMethod;
@@ -203,30 +240,30 @@ const std::map<std::string, TensorMethod>& methods() {
        }}},
       {"dim", M{T{}, [](const at::Tensor& x, Args&) { return integer(x.dim()); }}},
       {"numel", M{T{}, [](const at::Tensor& x, Args&) { return integer(x.numel()); }}},
-      {"clone", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.clone()); }}},
+      {"clone", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.clone()); }})},
       {"detach", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.detach()); }}},
-      {"cpu", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kCPU)); }}},
-      {"contiguous", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }}},
-      {"float", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kFloat)); }}},
-      {"half", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kHalf)); }}},
-      {"bfloat16", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBFloat16)); }}},
-      {"double", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kDouble)); }}},
-      {"long", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kLong)); }}},
-      {"int", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kInt)); }}},
-      {"bool", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.to(at::kBool)); }}},
+      {"cpu", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(movedTo(x, a, at::kCPU)); }}},
+      {"contiguous", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }})},
+      {"float", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kFloat)); }}},
+      {"half", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kHalf)); }}},
+      {"bfloat16", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kBFloat16)); }}},
+      {"double", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kDouble)); }}},
+      {"long", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kLong)); }}},
+      {"int", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kInt)); }}},
+      {"bool", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kBool)); }}},
       {"to", M{T{1, {"device", "dtype"}}, to}},
       {"view", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.view(shapeArgs(a, 0)));
        }}},
-      {"reshape", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+      {"reshape", copying(M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.reshape(shapeArgs(a, 0)));
-       }}},
+       }})},
       {"permute", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.permute(shapeArgs(a, 0)));
        }}},
-      {"flip", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+      {"flip", copying(M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.flip(shapeArgs(a, 0)));
-       }}},
+       }})},
       {"transpose", M{T{2, {"dim0", "dim1"}, 2}, [](const at::Tensor& x, Args& a) {
          return tensor(x.transpose(asInt(arg(a, 0, "dim0", "Tensor.transpose"), "dim0"),
                                    asInt(arg(a, 1, "dim1", "Tensor.transpose"), "dim1")));
@@ -238,9 +275,9 @@ const std::map<std::string, TensorMethod>& methods() {
          const auto dim = optionalDim(a, 0);
          return tensor(dim ? x.squeeze(*dim) : x.squeeze());
        }}},
-      {"flatten", M{T{2, {"start_dim", "end_dim"}}, [](const at::Tensor& x, Args& a) {
+      {"flatten", copying(M{T{2, {"start_dim", "end_dim"}}, [](const at::Tensor& x, Args& a) {
          return tensor(x.flatten(dimArg(a, 0, 0, "start_dim"), dimArg(a, 1, -1, "end_dim")));
-       }}},
+       }})},
       {"narrow", M{T{3, {"dim", "start", "length"}, 3}, [](const at::Tensor& x, Args& a) {
          return tensor(x.narrow(asInt(arg(a, 0, "dim", "Tensor.narrow"), "dim"),
                                 asInt(arg(a, 1, "start", "Tensor.narrow"), "start"),
@@ -272,41 +309,43 @@ const std::map<std::string, TensorMethod>& methods() {
        }}},
       {"norm", M{T{3, {"p", "dim", "keepdim"}}, norm}},
       // softmax, log_softmax and cumsum need their dim, as in torch (no default to differ from).
-      {"softmax", M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
+      {"softmax", copying(M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(
              at::softmax(x, dimArg(a, 0, -1), dtypeArg(a.get(1, "dtype"), "Tensor.softmax")));
-       }}},
-      {"log_softmax", M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
+       }})},
+      {"log_softmax", copying(M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(at::log_softmax(x, dimArg(a, 0, -1),
                                        dtypeArg(a.get(1, "dtype"), "Tensor.log_softmax")));
-       }}},
+       }})},
       {"topk", M{T{4, {"k", "dim", "largest", "sorted"}, 1}, [](const at::Tensor& x, Args& a) {
          return valuesIndices("topk", x.topk(asInt(arg(a, 0, "k", "Tensor.topk"), "k"), dimArg(a, 1, -1),
                                      flag(a, 2, "largest", true), flag(a, 3, "sorted", true)));
        }}},
-      {"sort", M{T{2, {"dim", "descending", "stable"}}, [](const at::Tensor& x, Args& a) {
+      {"sort", copying(M{T{2, {"dim", "descending", "stable"}}, [](const at::Tensor& x, Args& a) {
          const int64_t dim = dimArg(a, 0, -1);
          const bool descending = flag(a, 1, "descending", false);
          if (const Value* stable = a.keyword("stable"))
            return valuesIndices("sort", x.sort(truthy(*stable), dim, descending));
          return valuesIndices("sort", x.sort(dim, descending));
-       }}},
-      {"cumsum", M{T{1, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
+       }})},
+      {"cumsum", copying(M{T{1, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));
-       }}},
-      {"abs", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.abs()); }}},
-      {"round", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.round()); }}},
-      {"exp", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.exp()); }}},
-      {"log", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.log()); }}},
-      {"sqrt", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }}},
-      {"sigmoid", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }}},
-      {"tanh", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }}},
-      {"relu", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.relu()); }}},
-      {"pow", M{T{1, {"exponent"}, 1}, [](const at::Tensor& x, Args& a) {
+       }})},
+      {"abs", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.abs()); }})},
+      {"round", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.round()); }})},
+      {"exp", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.exp()); }})},
+      {"log", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.log()); }})},
+      {"sqrt", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }})},
+      {"sigmoid", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sigmoid()); }})},
+      {"tanh", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }})},
+      {"relu", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.relu()); }})},
+      {"pow", copying(M{T{1, {"exponent"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(x.pow(asNumber(arg(a, 0, "exponent", "Tensor.pow"), "exponent")));
-       }}},
+       }})},
       {"matmul", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
-         return tensor(at::matmul(x, toTensor(arg(a, 0, "other", "Tensor.matmul"))));
+         const at::Tensor y = toTensor(arg(a, 0, "other", "Tensor.matmul"));
+         interpreterOf(a).requestMemory(matmulBytes(x, y));
+         return tensor(at::matmul(x, y));
        }}},
       {"any", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
          return anyOrAll(x, a, true);
@@ -320,14 +359,23 @@ const std::map<std::string, TensorMethod>& methods() {
                                 std::to_string(x.numel()));
          return fromTensorList(x.reshape({}));
        }}},
-      {"tolist", M{T{}, [](const at::Tensor& x, Args&) { return fromTensorList(x.to(at::kCPU)); }}},
+      {"tolist", M{T{}, [](const at::Tensor& x, Args& a) {
+         interpreterOf(a).requestMemory(newValuesBytes(x.numel()));
+         return fromTensorList(x.to(at::kCPU));
+       }}},
       {"gather", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
          return tensor(x.gather(asInt(arg(a, 0, "dim", "Tensor.gather"), "dim"),
                                 toTensor(arg(a, 1, "index", "Tensor.gather")).to(at::kLong)));
        }}},
       {"index_select", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.index_select(asInt(arg(a, 0, "dim", "Tensor.index_select"), "dim"),
-                                      toTensor(arg(a, 1, "index", "Tensor.index_select"))));
+         const int64_t dim = asInt(arg(a, 0, "dim", "Tensor.index_select"), "dim");
+         const at::Tensor index = toTensor(arg(a, 1, "index", "Tensor.index_select"));
+         if (dim >= -x.dim() && dim < x.dim()) {  // else torch's own error
+           std::vector<int64_t> sizes = x.sizes().vec();
+           sizes[size_t(dim < 0 ? dim + x.dim() : dim)] = index.numel();
+           requestTensor(a, sizes, x.scalar_type());
+         }
+         return tensor(x.index_select(dim, index));
        }}},
       {"chunk", M{T{2, {"chunks", "dim"}, 1}, [](const at::Tensor& x, Args& a) {
          std::vector<Value> parts;
@@ -369,35 +417,37 @@ const std::map<std::string, TensorMethod>& methods() {
          const auto [lo, hi] = clampBounds(a, "Tensor.clamp_");
          return inPlace(x, a, [&, lo = lo, hi = hi](at::Tensor& y) { y.clamp_(lo, hi); });
        }}},
-      {"clamp", M{T{2, {"min", "max"}}, [](const at::Tensor& x, Args& a) {
+      {"clamp", copying(M{T{2, {"min", "max"}}, [](const at::Tensor& x, Args& a) {
          const auto [lo, hi] = clampBounds(a, "Tensor.clamp");
          return tensor(x.clamp(lo, hi));
-       }}},
+       }})},
       {"add", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.add(operandTensor(arg(a, 0, "other", "Tensor.add"), x), alphaOf(a)));
+         const at::Tensor y = broadcastOperand(x, a, "Tensor.add", ResultKind::Promoted);
+         return tensor(x.add(y, alphaOf(a)));
        }}},
       {"sub", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.sub(operandTensor(arg(a, 0, "other", "Tensor.sub"), x), alphaOf(a)));
+         const at::Tensor y = broadcastOperand(x, a, "Tensor.sub", ResultKind::Promoted);
+         return tensor(x.sub(y, alphaOf(a)));
        }}},
       {"mul", elementwise("Tensor.mul", [](const at::Tensor& x, const at::Tensor& y) {
          return x.mul(y);
        })},
       {"div", elementwise("Tensor.div", [](const at::Tensor& x, const at::Tensor& y) {
          return x.div(y);
-       })},
-      {"eq", elementwise("Tensor.eq", [](const at::Tensor& x, const at::Tensor& y) { return x.eq(y); })},
-      {"ne", elementwise("Tensor.ne", [](const at::Tensor& x, const at::Tensor& y) { return x.ne(y); })},
-      {"gt", elementwise("Tensor.gt", [](const at::Tensor& x, const at::Tensor& y) { return x.gt(y); })},
-      {"ge", elementwise("Tensor.ge", [](const at::Tensor& x, const at::Tensor& y) { return x.ge(y); })},
-      {"lt", elementwise("Tensor.lt", [](const at::Tensor& x, const at::Tensor& y) { return x.lt(y); })},
-      {"le", elementwise("Tensor.le", [](const at::Tensor& x, const at::Tensor& y) { return x.le(y); })},
-      {"neg", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.neg()); }}},
-      {"square", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.square()); }}},
-      {"sin", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sin()); }}},
-      {"cos", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.cos()); }}},
-      {"isnan", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isnan()); }}},
-      {"isinf", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isinf()); }}},
-      {"isfinite", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }}},
+       }, ResultKind::Divided)},
+      {"eq", elementwise("Tensor.eq", [](const at::Tensor& x, const at::Tensor& y) { return x.eq(y); }, ResultKind::Compared)},
+      {"ne", elementwise("Tensor.ne", [](const at::Tensor& x, const at::Tensor& y) { return x.ne(y); }, ResultKind::Compared)},
+      {"gt", elementwise("Tensor.gt", [](const at::Tensor& x, const at::Tensor& y) { return x.gt(y); }, ResultKind::Compared)},
+      {"ge", elementwise("Tensor.ge", [](const at::Tensor& x, const at::Tensor& y) { return x.ge(y); }, ResultKind::Compared)},
+      {"lt", elementwise("Tensor.lt", [](const at::Tensor& x, const at::Tensor& y) { return x.lt(y); }, ResultKind::Compared)},
+      {"le", elementwise("Tensor.le", [](const at::Tensor& x, const at::Tensor& y) { return x.le(y); }, ResultKind::Compared)},
+      {"neg", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.neg()); }})},
+      {"square", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.square()); }})},
+      {"sin", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sin()); }})},
+      {"cos", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.cos()); }})},
+      {"isnan", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isnan()); }})},
+      {"isinf", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isinf()); }})},
+      {"isfinite", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }})},
       {"nonzero", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.nonzero()); }}},
       {"t", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.t()); }}},
       {"prod", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
@@ -417,9 +467,9 @@ const std::map<std::string, TensorMethod>& methods() {
          const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
          return tensor(x.amin(dims, keepdim(a, 1)));
        }}},
-      {"argsort", M{T{2, {"dim", "descending"}}, [](const at::Tensor& x, Args& a) {
+      {"argsort", copying(M{T{2, {"dim", "descending"}}, [](const at::Tensor& x, Args& a) {
          return tensor(x.argsort(dimArg(a, 0, -1), flag(a, 1, "descending", false)));
-       }}},
+       }})},
       // Tensor.split names its first argument split_size; torch.split, split_size_or_sections.
       {"split", M{T{2, {"split_size", "dim"}, 1}, [](const at::Tensor& x, Args& a) {
          return splitTensor(x, arg(a, 0, "split_size", "Tensor.split"), dimArg(a, 1, 0));
@@ -441,8 +491,10 @@ const std::map<std::string, TensorMethod>& methods() {
          return tensor(x.repeat(times));
        }}},
       {"masked_fill", M{T{2, {"mask", "value"}, 2}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.masked_fill(toTensor(arg(a, 0, "mask", "Tensor.masked_fill")),
-                                     asNumber(arg(a, 1, "value", "Tensor.masked_fill"), "value")));
+         const at::Tensor mask = toTensor(arg(a, 0, "mask", "Tensor.masked_fill"));
+         interpreterOf(a).requestMemory(broadcastBytes(x, mask, x.scalar_type()));
+         return tensor(
+             x.masked_fill(mask, asNumber(arg(a, 1, "value", "Tensor.masked_fill"), "value")));
        }}},
   };
   return table;

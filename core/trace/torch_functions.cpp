@@ -16,6 +16,7 @@
 #include "../error.h"
 #include "builtin_args.h"
 #include "interpreter.h"
+#include "result_sizes.h"
 #include "tensor_methods.h"
 #include "trace_device.h"
 
@@ -125,6 +126,7 @@ Value einsum(Args& a) {
   } else {
     for (size_t i = 1; i < a.positional.size(); ++i) ops.push_back(toTensor(a.positional[i]));
   }
+  interpreterOf(a).requestMemory(einsumBytes(equation->str, ops));
   return tensor(at::einsum(equation->str, ops));
 }
 
@@ -159,12 +161,14 @@ Value torchNamespace() {
   torch["arange"] =
       strictBuiltin("torch.arange", {3, {"start", "end", "step", "dtype", "device"}}, arange);
   torch["cat"] = strictBuiltin("torch.cat", {2, {"tensors", "dim"}, 1}, [](Args& a) {
-    return tensor(
-        at::cat(tensorList(arg(a, 0, "tensors", "torch.cat"), "torch.cat"), dimArg(a, 1, 0)));
+    const auto parts = tensorList(arg(a, 0, "tensors", "torch.cat"), "torch.cat");
+    interpreterOf(a).requestMemory(concatenatedBytes(parts));
+    return tensor(at::cat(parts, dimArg(a, 1, 0)));
   });
   torch["stack"] = strictBuiltin("torch.stack", {2, {"tensors", "dim"}, 1}, [](Args& a) {
-    return tensor(
-        at::stack(tensorList(arg(a, 0, "tensors", "torch.stack"), "torch.stack"), dimArg(a, 1, 0)));
+    const auto parts = tensorList(arg(a, 0, "tensors", "torch.stack"), "torch.stack");
+    interpreterOf(a).requestMemory(concatenatedBytes(parts));
+    return tensor(at::stack(parts, dimArg(a, 1, 0)));
   });
   for (const char* method :
        {"matmul", "softmax", "log_softmax",  "argmax",      "argmin", "topk",     "sort",
@@ -196,8 +200,10 @@ Value torchNamespace() {
   torch["where"] =
       strictBuiltin("torch.where", {3, {"condition", "input", "other"}, 3}, [](Args& a) {
         const at::Tensor c = toTensor(arg(a, 0, "condition", "torch.where")),
-                         x = toTensor(arg(a, 1, "input", "torch.where"));
-        return tensor(at::where(c, x, toTensor(arg(a, 2, "other", "torch.where"), &x)));
+                         x = toTensor(arg(a, 1, "input", "torch.where")),
+                         y = toTensor(arg(a, 2, "other", "torch.where"), &x);
+        interpreterOf(a).requestMemory(broadcastBytes(c, x, at::result_type(x, y), y));
+        return tensor(at::where(c, x, y));
       });
   torch["einsum"] = strictBuiltin("torch.einsum", kVarargs, {}, einsum);
   torch["no_grad"] = strictBuiltin("torch.no_grad", 0, {}, [](Args&) { return none(); });

@@ -54,11 +54,61 @@ class TestScriptSafety : public QObject {
                                  << "this operation would create";
     QTest::newRow("huge arange") << "x = torch.arange(0, 10 ** 12)\n"
                                  << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
-    // ... and one made by an op that cannot ask counts when charged (it was not yet bound to a
+    // ... and one made by an op that does not ask counts when charged (it was not yet bound to a
     // name, so the walk left it out and an 80 MB cat passed a 64 MB budget).
     QTest::newRow("tensor past the budget in one op")
-        << "a = torch.ones(2000, 2000)\nb = torch.cat([a, a, a, a, a])\n"
+        << "a = torch.ones(5000, 2000)\nb = a.exp()\n"
         << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this block's values hold";
+    // Results that grow past their operands are asked for from their shapes: a broadcast, an outer
+    // product, a copy of an expanded view, a cat of one tensor many times (each was made first).
+    const char* outer = "this operation would create 38147.0 MiB";  // 10**10 float32s
+    QTest::newRow("broadcast outer product")
+        << "x = torch.ones(100000)\ny = x[:, None] * x[None, :]\n"
+        << QString("hostile.py:2:1: memory budget of 64.0 MiB exceeded: ") + outer;
+    QTest::newRow("broadcast comparison") << "x = torch.ones(100000)\ny = x[:, None] < x\n"
+                                          << "this operation would create 9536.7 MiB";
+    QTest::newRow("broadcast by a method") << "x = torch.ones(100000)\ny = x.add(x[:, None])\n"
+                                           << outer;
+    QTest::newRow("matmul outer product") << "x = torch.ones(100000, 1)\ny = x @ x.T\n" << outer;
+    QTest::newRow("einsum outer product")
+        << "x = torch.ones(100000)\ny = torch.einsum('i,j->ij', x, x)\n"
+        << outer;
+    QTest::newRow("einsum implicit output")
+        << "x = torch.ones(100000)\ny = torch.einsum('i,j', x, x)\n"
+        << outer;
+    QTest::newRow("where broadcast")
+        << "c = torch.ones(100000, 1, dtype=torch.bool)\nx = torch.ones(100000)\n"
+           "y = torch.where(c, x, 0.0)\n"
+        << outer;
+    QTest::newRow("masked_fill broadcast")
+        << "x = torch.ones(100000, 1)\nm = torch.ones(100000, dtype=torch.bool)\n"
+           "y = x.masked_fill(m, 0.0)\n"
+        << outer;
+    QTest::newRow("expanded view cloned")
+        << "x = torch.ones(1).expand(100000, 100000).clone()\n"
+        << QString("hostile.py:1:1: memory budget of 64.0 MiB exceeded: ") + outer;
+    QTest::newRow("expanded view exp") << "x = torch.ones(1).expand(100000, 100000).exp()\n"
+                                       << outer;
+    QTest::newRow("expanded view cast") << "x = torch.ones(1).expand(100000, 100000).double()\n"
+                                        << "this operation would create 76293.9 MiB";
+    QTest::newRow("cat of one tensor a hundred times")
+        << "a = torch.ones(1000, 1000)\nb = torch.cat([a] * 100)\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "381.5 MiB";
+    QTest::newRow("index_select of many rows")
+        << "x = torch.ones(1000, 1000)\ni = torch.zeros(100000, dtype=torch.long)\n"
+           "y = x.index_select(0, i)\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "381.5 MiB";
+    // Lists of new values: each value is an object (the range's ints, a tensor's numbers).
+    QTest::newRow("list of a huge range") << "x = list(range(10 ** 9))\n"
+                                          << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
+    QTest::newRow("tolist of a large tensor")
+        << "x = torch.zeros(10 ** 7).tolist()\n"
+        << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
+    QTest::newRow("join of a long string's characters")
+        << "s = 'a' * 10 ** 7\nt = ' '.join(s)\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded";
     QTest::newRow("string repeated") << "s = 'ab' * 10 ** 15\n"
                                      << "hostile.py:1:1: memory budget of 64.0 MiB";
     QTest::newRow("repeat count overflows") << "s = [1, 2] * (2 ** 62)\n"
@@ -265,6 +315,19 @@ class TestScriptSafety : public QObject {
       inBlock += "    " + body.substr(from, to - from + 1);
     runner->run(inBlock, "views_in_a_block.py");
     QCOMPARE(lines.back(), std::string("10000000.0 256"));
+  }
+
+  // An expanded view holds no memory: reducing it, reading it or asking for the dtype it has
+  // passes the budget; only a copy of every element is asked for first (the hostile rows).
+  void expandedViewsPassUntilCopied() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, 1);
+    runner->run(
+        "e = torch.ones(1).expand(10000, 10000)\n"
+        "f = e.float()\n"
+        "print(e.shape[0], bool(f.sum() > 0), float(e[3, 4]), e.t().shape[1])\n",
+        "expanded.py");
+    QCOMPARE(lines.back(), std::string("10000 True 1.0 10000"));
   }
 
   void blocksHaveAMemoryBudget() {

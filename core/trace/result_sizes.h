@@ -1,0 +1,33 @@
+// The bytes a tensor operation's result will take, worked out from its operands before it runs, so
+// the memory budget can refuse a result that does not fit instead of allocating it first: a
+// broadcast or an outer product grows with the product of its operands (`x[:, None] * x[None, :]`
+// on 10**5 values is 40 GB), and an expanded view holds no memory until an op materialises it.
+// Operands that do not fit together give 0: the operation then raises torch's own error.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardscope::trace {
+
+// Bytes of `dtype` for the element count that `sizes` multiply to; past 2**60 (or overflowing) it
+// stays at 2**60, more than any memory and far from overflowing a sum.
+int64_t tensorBytes(c10::IntArrayRef sizes, at::ScalarType dtype);
+// The elementwise result of x and y (and z when defined: torch.where) broadcast together.
+int64_t broadcastBytes(const at::Tensor& x, const at::Tensor& y, at::ScalarType dtype,
+                       const at::Tensor& z = {});
+// x @ y (torch.matmul's rules for 1-D operands and batch dimensions).
+int64_t matmulBytes(const at::Tensor& x, const at::Tensor& y);
+// torch.cat or torch.stack of `parts`: their elements in the widest of their dtypes.
+int64_t concatenatedBytes(const std::vector<at::Tensor>& parts);
+// torch.einsum(equation, operands): the output's labels sized from the operands ("i,j->ij" is an
+// outer product); 0 for an equation this does not read (torch checks it).
+int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& operands);
+// A copy of every element of x: nonzero only for a view with more elements than its storage
+// holds (x.expand(n, n)), whose copy (clone, exp, a cast) would allocate them all.
+int64_t expandedCopyBytes(const at::Tensor& x);
+
+}  // namespace shardscope::trace

@@ -1,0 +1,134 @@
+// The memory budget asks for a tensor op's result before the op runs (result_sizes.h): each
+// prediction here is checked against the bytes of the result ATen then makes, and operands that
+// do not fit together predict 0 where ATen raises its own error.
+#include <QtTest/QtTest>
+
+#include <string>
+#include <vector>
+
+#include "core/trace/result_sizes.h"
+
+using namespace shardscope::trace;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+at::Tensor ones(const Shape& s, at::ScalarType dtype = at::kFloat) {
+  return at::ones(s, at::TensorOptions().dtype(dtype));
+}
+
+std::string shown(const Shape& s) {
+  std::string out = "(";
+  for (const int64_t n : s) out += std::to_string(n) + ",";
+  return out + ")";
+}
+
+}  // namespace
+
+class TestResultSizes : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void broadcastPredictsWhatATenMakes() {
+    struct Case {
+      Shape x, y, z;
+      at::ScalarType dtype;
+    };
+    const std::vector<Case> cases = {
+        {{3, 1}, {1, 4}, {}, at::kFloat},     {{2, 3, 1}, {4}, {}, at::kFloat},
+        {{5}, {}, {}, at::kDouble},           {{0, 3}, {1, 3}, {}, at::kFloat},
+        {{2, 1, 4}, {3, 1}, {1}, at::kFloat}, {{7, 1}, {1, 6}, {7, 6}, at::kBool}};
+    for (const Case& c : cases) {
+      const at::Tensor x = ones(c.x, c.dtype), y = ones(c.y, c.dtype);
+      const bool three = !c.z.empty();
+      const at::Tensor z = three ? ones(c.z, c.dtype) : at::Tensor();
+      const at::Tensor made = three ? at::where(z.to(at::kBool), x, y) : x * y;
+      const std::string what = shown(c.x) + " " + shown(c.y) + " " + shown(c.z);
+      QVERIFY2(broadcastBytes(x, y, made.scalar_type(), z) == int64_t(made.nbytes()), what.c_str());
+    }
+    QCOMPARE(broadcastBytes(ones({3}), ones({4}), at::kFloat), int64_t(0));
+    QVERIFY_THROWS_EXCEPTION(std::exception, ones({3}) * ones({4}));
+  }
+
+  void matmulPredictsWhatATenMakes() {
+    const std::vector<std::pair<Shape, Shape>> cases = {
+        {{3}, {3}},       {{3}, {2, 3, 4}},          {{2, 5, 3}, {3}},
+        {{4, 3}, {3, 6}}, {{2, 1, 5, 3}, {4, 3, 6}}, {{100000, 1}, {1, 3}},
+        {{0, 3}, {3, 2}}};
+    for (const auto& [a, b] : cases) {
+      const at::Tensor x = ones(a), y = ones(b);
+      QVERIFY2(matmulBytes(x, y) == int64_t(at::matmul(x, y).nbytes()),
+               (shown(a) + " @ " + shown(b)).c_str());
+    }
+    for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{
+             {{3}, {4}}, {{2, 3}, {4, 5}}, {{2, 2, 3}, {3, 3, 4}}, {{}, {3}}}) {
+      QCOMPARE(matmulBytes(ones(a), ones(b)), int64_t(0));
+      QVERIFY_THROWS_EXCEPTION(std::exception, at::matmul(ones(a), ones(b)));
+    }
+  }
+
+  void einsumPredictsWhatATenMakes() {
+    struct Case {
+      std::string equation;
+      std::vector<Shape> shapes;
+    };
+    const std::vector<Case> cases = {{"i,j->ij", {{3}, {5}}},
+                                     {"i,j", {{3}, {5}}},
+                                     {"ij,jk", {{3, 4}, {4, 2}}},
+                                     {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+                                     {"ii->i", {{4, 4}}},
+                                     {"ii", {{4, 4}}},
+                                     {"ij->", {{3, 4}}},
+                                     {"ji", {{3, 4}}},
+                                     {"...ij,...jk->...ik", {{2, 3, 4, 5}, {3, 5, 6}}},
+                                     {"i...->...", {{3, 4, 5}}},
+                                     {"...ij", {{2, 3, 4}}},
+                                     {"b i j , b j k -> b i k", {{2, 3, 4}, {2, 4, 5}}},
+                                     {"Ab,bC->AC", {{2, 3}, {3, 4}}}};
+    for (const Case& c : cases) {
+      std::vector<at::Tensor> ops;
+      for (const Shape& s : c.shapes) ops.push_back(ones(s));
+      QVERIFY2(einsumBytes(c.equation, ops) == int64_t(at::einsum(c.equation, ops).nbytes()),
+               c.equation.c_str());
+    }
+    // Equations that do not fit their operands: 0, and ATen's own error.
+    for (const Case& c : std::vector<Case>{
+             {"ij,jk", {{3, 4}}}, {"ijk", {{3, 4}}}, {"i->j", {{3}}}, {"i#", {{3, 4}}}}) {
+      std::vector<at::Tensor> ops;
+      for (const Shape& s : c.shapes) ops.push_back(ones(s));
+      QVERIFY2(einsumBytes(c.equation, ops) == 0, c.equation.c_str());
+      QVERIFY_THROWS_EXCEPTION(std::exception, at::einsum(c.equation, ops));
+    }
+  }
+
+  void catAndStackAskForTheWidestDtype() {
+    const std::vector<at::Tensor> parts = {ones({2, 3}), ones({4, 3}, at::kDouble), ones({1, 3})};
+    QCOMPARE(concatenatedBytes(parts), int64_t(at::cat(parts).nbytes()));
+    const std::vector<at::Tensor> same = {ones({2, 3}), ones({2, 3}, at::kHalf)};
+    QCOMPARE(concatenatedBytes(same), int64_t(at::stack(same).nbytes()));
+  }
+
+  // Only a view with more elements than its storage holds would grow when copied.
+  void expandedViewsAreTheOnlyCopiesThatGrow() {
+    const at::Tensor base = ones({1});
+    const at::Tensor expanded = base.expand({3, 4});
+    QCOMPARE(expandedCopyBytes(expanded), int64_t(expanded.clone().nbytes()));
+    QCOMPARE(expandedCopyBytes(ones({3, 4})), int64_t(0));
+    QCOMPARE(expandedCopyBytes(ones({3, 4}).narrow(0, 1, 2)), int64_t(0));
+    QCOMPARE(expandedCopyBytes(ones({3, 4}).t()), int64_t(0));
+  }
+
+  // Sizes past any memory saturate instead of overflowing (2**60 bytes).
+  void hugeSizesSaturate() {
+    const int64_t huge = int64_t(1) << 60;
+    QCOMPARE(tensorBytes({int64_t(1) << 40, int64_t(1) << 40}, at::kFloat), huge);
+    QCOMPARE(tensorBytes({3, 0, int64_t(1) << 62}, at::kFloat), int64_t(0));
+    QCOMPARE(tensorBytes({}, at::kDouble), int64_t(8));
+    const at::Tensor wide = ones({1}).expand({int64_t(1) << 31, int64_t(1) << 31});
+    QCOMPARE(broadcastBytes(wide, wide, at::kFloat), huge);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestResultSizes)
+#include "tst_result_sizes.moc"
