@@ -293,11 +293,10 @@ Value snapshot(const Value& v) {
 std::vector<Value> elementsOf(const Value& v, Interpreter& in) {
   // The values it makes are asked of the budget first: list(range(10**9)) made them all.
   if (v->type == Type::Range) {
-    in.requestMemory(newValuesBytes(rangeLength(*v)));
+    const long long n = rangeLength(*v);
+    in.requestMemory(newValuesBytes(n));
     std::vector<Value> out;
-    for (long long i = v->rangeStart; v->rangeStep > 0 ? i < v->rangeStop : i > v->rangeStop;
-         i += v->rangeStep)
-      out.push_back(integer(i));
+    for (long long k = 0; k < n; ++k) out.push_back(integer(v->rangeStart + k * v->rangeStep));
     return out;
   }
   if (v->type == Type::Tensor) {
@@ -552,8 +551,16 @@ void installContainersAndReductions(Environment& env) {
             if (acc->type == Type::Str)
               throw RuntimeFailure("sum() can't sum strings [use ''.join(seq) instead]");
             Interpreter& in = interpreterOf(a);
-            for (const auto& v : elementsOf(arg(a, 0, "iterable", "sum"), interpreterOf(a)))
-              acc = in.binary(BinaryOp::Add, acc, v);
+            const Value& items = arg(a, 0, "iterable", "sum");
+            if (items->type == Type::Range) {  // one int at a time: sum(range(10**6)) holds none
+              const Object& r = *items;
+              for (long long k = 0, n = rangeLength(r); k < n; ++k) {
+                in.tick();
+                acc = in.binary(BinaryOp::Add, acc, integer(r.rangeStart + k * r.rangeStep));
+              }
+              return acc;
+            }
+            for (const auto& v : elementsOf(items, in)) acc = in.binary(BinaryOp::Add, acc, v);
             return acc;
           }));
   // Ordered as the script's `<` orders (strings and tuples too) the values' keys (key=, else the

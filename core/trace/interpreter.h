@@ -152,9 +152,11 @@ class Interpreter {
   // `v` as an f-string field formats it: `format` is what followed the expression ("", "!r",
   // ":>8.2f", "!s:^5"); str.format's fields too.
   Value formatValue(const Value& v, const std::string& format);
+  // One evaluation step against the instruction budget (and the stack's headroom): a builtin that
+  // loops without materialising (sum over a range) counts its steps too.
+  void tick();
 
  private:
-  void tick();
   void runBody(const Block& body);
   // exec's longer statements.
   void execAssign(const Stmt& s);

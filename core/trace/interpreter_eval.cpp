@@ -163,9 +163,9 @@ Value Interpreter::evalLazy(const Expr& e) {
       Value v = eval(*e.a);
       if (e.unaryOp == UnaryOp::Not) return boolean(!truthy(v));
       if (v->type == Type::Tensor) {
-        if (e.unaryOp == UnaryOp::Neg) return tensor(-v->tensor);
-        if (e.unaryOp == UnaryOp::Invert) return tensor(~v->tensor);
-        return v;
+        if (e.unaryOp == UnaryOp::Pos) return v;
+        requestMemory(expandedCopyBytes(v->tensor));  // -x.expand(n, n) makes n * n
+        return charged(tensor(e.unaryOp == UnaryOp::Neg ? -v->tensor : ~v->tensor));
       }
       if (e.unaryOp == UnaryOp::Neg)
         return v->type == Type::Float

@@ -4,6 +4,7 @@
 #include "builtin_args.h"
 #include "dict_view.h"
 #include "interpreter.h"
+#include "result_sizes.h"
 #include "str_methods.h"
 #include "trace_device.h"
 
@@ -389,8 +390,14 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
         if (equal(k, index)) return v;
       }
       fail("key " + repr(index) + " not found");
-    case Type::Tensor:
-      return tensor(obj->tensor.index(tensorIndices(index)));
+    case Type::Tensor: {
+      const auto indices = tensorIndices(index);
+      if (indices.size() == 1 && indices[0].is_tensor())  // x[ids]: ids' shape, then x's rows
+        requestMemory(gatheredBytes(obj->tensor, indices[0].tensor()));
+      const at::Tensor r = obj->tensor.index(indices);
+      // Slicing gives a view of x; an index tensor or list gathers a new tensor.
+      return r.is_alias_of(obj->tensor) ? tensor(r) : charged(tensor(r));
+    }
     case Type::Module:
       return host_.moduleIndex(*this, obj, asInt(index, "module index"));
     case Type::IterRange: {

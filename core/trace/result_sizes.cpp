@@ -5,6 +5,9 @@
 #include <map>
 #include <optional>
 
+#include <ATen/InferSize.h>
+#include <ATen/TensorUtils.h>
+
 namespace shardscope::trace {
 namespace {
 
@@ -63,6 +66,67 @@ std::optional<EinsumTerm> readTerm(const std::string& text) {
   return term;
 }
 
+// An einsum equation read against its operands: each operand's labels, the output's labels, and
+// the sizes of both the labels and the dims "..." stands for (broadcast across the operands).
+struct EinsumPlan {
+  std::vector<EinsumTerm> terms;
+  std::string output;
+  bool outputEllipsis = false;
+  std::map<char, int64_t> labelSize;
+  Sizes ellipsis;
+};
+
+std::optional<EinsumPlan> readEinsum(const std::string& equation,
+                                     const std::vector<at::Tensor>& operands) {
+  std::string eq;
+  for (const char c : equation)
+    if (c != ' ') eq += c;
+  const size_t arrow = eq.find("->");
+  const std::string inputs = eq.substr(0, arrow);
+  EinsumPlan plan;
+  for (size_t start = 0;;) {
+    const size_t comma = inputs.find(',', start);
+    const auto term = readTerm(inputs.substr(start, comma - start));
+    if (!term) return std::nullopt;
+    plan.terms.push_back(*term);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (plan.terms.size() != operands.size()) return std::nullopt;
+  std::map<char, int> uses;
+  bool anyEllipsis = false;
+  for (size_t t = 0; t < plan.terms.size(); ++t) {
+    const EinsumTerm& term = plan.terms[t];
+    const c10::IntArrayRef dims = operands[t].sizes();
+    if (term.labels.size() > dims.size() || (!term.ellipsisAt && term.labels.size() != dims.size()))
+      return std::nullopt;
+    const size_t spanned = dims.size() - term.labels.size();  // the dims "..." stands for
+    for (size_t i = 0; i < term.labels.size(); ++i) {
+      const size_t at = term.ellipsisAt && i >= *term.ellipsisAt ? i + spanned : i;
+      plan.labelSize[term.labels[i]] = std::max(plan.labelSize[term.labels[i]], dims[at]);
+      ++uses[term.labels[i]];
+    }
+    if (!term.ellipsisAt) continue;
+    anyEllipsis = true;
+    const auto b = broadcast(plan.ellipsis, dims.slice(*term.ellipsisAt, spanned));
+    if (!b) return std::nullopt;
+    plan.ellipsis = *b;
+  }
+  if (arrow == std::string::npos) {  // implicit: the labels used once, in alphabetical order
+    plan.outputEllipsis = anyEllipsis;
+    for (const auto& [label, n] : uses)
+      if (n == 1) plan.output += label;
+    return plan;
+  }
+  const auto term = readTerm(eq.substr(arrow + 2));
+  if (!term) return std::nullopt;
+  for (const char label : term->labels)
+    if (!plan.labelSize.count(label)) return std::nullopt;
+  plan.output = term->labels;
+  plan.outputEllipsis = term->ellipsisAt.has_value();
+  return plan;
+}
+
 }  // namespace
 
 int64_t tensorBytes(c10::IntArrayRef sizes, at::ScalarType dtype) {
@@ -87,65 +151,68 @@ int64_t matmulBytes(const at::Tensor& x, const at::Tensor& y) {
 }
 
 int64_t concatenatedBytes(const std::vector<at::Tensor>& parts) {
-  int64_t elements = 0, widest = 1;
+  if (parts.empty()) return 0;
+  int64_t elements = 0;
+  at::ScalarType dtype = parts.front().scalar_type();
   for (const at::Tensor& p : parts) {
     if (__builtin_add_overflow(elements, p.numel(), &elements)) return kHuge;
-    widest = std::max<int64_t>(widest, p.element_size());
+    dtype = c10::promoteTypes(dtype, p.scalar_type());
   }
-  return elements > kHuge / widest ? kHuge : elements * widest;
+  return tensorBytes({elements}, dtype);
 }
 
 int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& operands) {
-  std::string eq;
-  for (const char c : equation)
-    if (c != ' ') eq += c;
-  const size_t arrow = eq.find("->");
-  const std::string inputs = eq.substr(0, arrow);
-  std::vector<EinsumTerm> terms;
-  for (size_t start = 0;;) {
-    const size_t comma = inputs.find(',', start);
-    const auto term = readTerm(inputs.substr(start, comma - start));
-    if (!term) return 0;
-    terms.push_back(*term);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  const auto plan = readEinsum(equation, operands);
+  if (!plan) return 0;
+  at::ScalarType dtype = operands.front().scalar_type();
+  for (const at::Tensor& t : operands) dtype = c10::promoteTypes(dtype, t.scalar_type());
+  // ATen contracts the operands left to right; having combined the first i+1 (i >= 1) it holds the
+  // labels seen so far that the output or a later operand still needs ('i,j,j->i' holds an (i, j)
+  // product).
+  int64_t widest = 0;
+  std::string seen = plan->terms.front().labels;
+  for (size_t i = 1; i + 1 < plan->terms.size(); ++i) {
+    seen += plan->terms[i].labels;
+    std::string needed = plan->output;
+    for (size_t j = i + 1; j < plan->terms.size(); ++j) needed += plan->terms[j].labels;
+    Sizes held = plan->ellipsis;
+    std::string kept;
+    for (const char label : seen)
+      if (needed.find(label) != std::string::npos && kept.find(label) == std::string::npos) {
+        kept += label;
+        held.push_back(plan->labelSize.at(label));
+      }
+    widest = std::max(widest, tensorBytes(held, dtype));
   }
-  if (terms.size() != operands.size()) return 0;
-  std::map<char, int64_t> labelSize;
-  std::map<char, int> uses;
-  Sizes ellipsis;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    const EinsumTerm& term = terms[t];
-    const c10::IntArrayRef dims = operands[t].sizes();
-    if (term.labels.size() > dims.size() || (!term.ellipsisAt && term.labels.size() != dims.size()))
-      return 0;
-    const size_t spanned = dims.size() - term.labels.size();  // the dims "..." stands for
-    for (size_t i = 0; i < term.labels.size(); ++i) {
-      const size_t at = term.ellipsisAt && i >= *term.ellipsisAt ? i + spanned : i;
-      labelSize[term.labels[i]] = std::max(labelSize[term.labels[i]], dims[at]);
-      ++uses[term.labels[i]];
-    }
-    if (term.ellipsisAt) {
-      const auto b = broadcast(ellipsis, dims.slice(*term.ellipsisAt, spanned));
-      if (!b) return 0;
-      ellipsis = *b;
-    }
-  }
-  Sizes out = ellipsis;
-  if (arrow == std::string::npos) {  // implicit: the labels used once, in alphabetical order
-    for (const auto& [label, n] : uses)
-      if (n == 1) out.push_back(labelSize[label]);
-  } else {
-    const auto term = readTerm(eq.substr(arrow + 2));
-    if (!term) return 0;
-    if (!term->ellipsisAt) out.clear();
-    for (const char label : term->labels) {
-      if (!labelSize.count(label)) return 0;
-      out.push_back(labelSize[label]);
-    }
-  }
-  at::ScalarType dtype = operands.empty() ? at::kFloat : operands[0].scalar_type();
-  return tensorBytes(out, dtype);
+  Sizes out = plan->outputEllipsis ? plan->ellipsis : Sizes{};
+  for (const char label : plan->output) out.push_back(plan->labelSize.at(label));
+  return std::max(widest, tensorBytes(out, dtype));
+}
+
+int64_t reshapedBytes(const at::Tensor& x, c10::IntArrayRef shape) {
+  const std::vector<int64_t> sizes = at::infer_size(shape, x.numel());  // torch's error if invalid
+  const auto strides = at::detail::computeStride(x.sizes(), x.strides(), c10::IntArrayRef(sizes));
+  return strides ? 0 : tensorBytes(sizes, x.scalar_type());
+}
+
+int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end) {
+  const int64_t n = std::max<int64_t>(x.dim(), 1);
+  if (start < -n || start >= n || end < -n || end >= n) return 0;
+  start = start < 0 ? start + n : start;
+  end = end < 0 ? end + n : end;
+  if (x.dim() == 0 || start >= end) return 0;  // a view (or torch's error)
+  Sizes sizes(x.sizes().begin(), x.sizes().begin() + start);
+  sizes.push_back(1);
+  for (int64_t d = start; d <= end; ++d) sizes.back() *= x.size(d);
+  sizes.insert(sizes.end(), x.sizes().begin() + end + 1, x.sizes().end());
+  return reshapedBytes(x, sizes);
+}
+
+int64_t gatheredBytes(const at::Tensor& x, const at::Tensor& index) {
+  if (x.dim() == 0 || !at::isIntegralType(index.scalar_type(), /*includeBool=*/false)) return 0;
+  Sizes sizes = index.sizes().vec();
+  sizes.insert(sizes.end(), x.sizes().begin() + 1, x.sizes().end());
+  return tensorBytes(sizes, x.scalar_type());
 }
 
 int64_t expandedCopyBytes(const at::Tensor& x) {

@@ -26,6 +26,13 @@ int64_t concatenatedBytes(const std::vector<at::Tensor>& parts);
 // torch.einsum(equation, operands): the output's labels sized from the operands ("i,j->ij" is an
 // outer product); 0 for an equation this does not read (torch checks it).
 int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& operands);
+// x.reshape(shape) (one -1 inferred): 0 where torch gives a view, else the copy's bytes.
+int64_t reshapedBytes(const at::Tensor& x, c10::IntArrayRef shape);
+// x.flatten(start, end): likewise (0 for dims it cannot flatten: torch's own error).
+int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end);
+// x[index] with one integer index tensor: the index's shape, then x's later dims; 0 for a bool
+// mask, which selects at most x's elements.
+int64_t gatheredBytes(const at::Tensor& x, const at::Tensor& index);
 // A copy of every element of x: nonzero only for a view with more elements than its storage
 // holds (x.expand(n, n)), whose copy (clone, exp, a cast) would allocate them all.
 int64_t expandedCopyBytes(const at::Tensor& x);

@@ -86,6 +86,7 @@ Value extreme(const at::Tensor& x, Args& a, bool max) {
       throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
                            "(other) is elementwise and takes no dim or keepdim");
     const at::Tensor y = toTensor(*other);
+    interpreterOf(a).requestMemory(broadcastBytes(x, y, at::result_type(x, y)));
     return tensor(max ? at::maximum(x, y) : at::minimum(x, y));
   }
   const auto dim = optionalDim(a, 0);
@@ -124,10 +125,11 @@ Value norm(const at::Tensor& x, Args& a) {
 // positional is a dtype or a device, as in torch; Takes names it `device` so that
 // x.to('cpu', dtype=torch.float16) is not two values for one argument. The device is 'cpu' or
 // the rank's own (deviceArg).
-// x as `dtype`, or on `device`; x itself when it is there already, as torch gives it. A copy of an
-// expanded view makes each of its elements: they are asked of the budget first.
+// x as `dtype`, or on `device`; x itself when it is there already, as torch gives it. A copy is
+// asked of the budget first: a cast to a wider dtype grows, and so does a copy of an expanded
+// view (each of its elements).
 at::Tensor castTo(const at::Tensor& x, Args& a, at::ScalarType dtype) {
-  if (x.scalar_type() != dtype && expandedCopyBytes(x) > 0) requestTensor(a, x.sizes(), dtype);
+  if (x.scalar_type() != dtype) requestTensor(a, x.sizes(), dtype);
   return x.to(dtype);
 }
 
@@ -217,11 +219,22 @@ TensorMethod elementwise(const char* shown, Op op, ResultKind kind = ResultKind:
                       }};
 }
 
-// A method whose result holds a copy of each of x's elements (clone, exp, a cast): an expanded
+// What a method that copies each of x's elements makes of them: values like x's, bools (isnan),
+// int64 indices (argsort), or both (sort).
+enum class CopyOf { Values, Bools, Indices, ValuesAndIndices };
+
+// A method whose result holds a copy of each of x's elements (clone, exp, sort): an expanded
 // view's elements (x.expand(10**5, 10**5)) are asked of the budget before they are made.
-TensorMethod copying(TensorMethod m) {
-  m.call = [call = std::move(m.call)](const at::Tensor& x, Args& a) {
-    interpreterOf(a).requestMemory(expandedCopyBytes(x));
+TensorMethod copying(TensorMethod m, CopyOf made = CopyOf::Values) {
+  m.call = [call = std::move(m.call), made](const at::Tensor& x, Args& a) {
+    if (expandedCopyBytes(x) > 0) {
+      const bool values = made == CopyOf::Values || made == CopyOf::ValuesAndIndices;
+      const bool indices = made == CopyOf::Indices || made == CopyOf::ValuesAndIndices;
+      int64_t bytes = made == CopyOf::Bools ? tensorBytes(x.sizes(), at::kBool) : 0;
+      if (values) bytes += tensorBytes(x.sizes(), x.scalar_type());
+      if (indices) bytes += tensorBytes(x.sizes(), at::kLong);
+      interpreterOf(a).requestMemory(bytes);
+    }
     return call(x, a);
   };
   return m;
@@ -255,9 +268,11 @@ const std::map<std::string, TensorMethod>& methods() {
       {"view", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.view(shapeArgs(a, 0)));
        }}},
-      {"reshape", copying(M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.reshape(shapeArgs(a, 0)));
-       }})},
+      {"reshape", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
+         const std::vector<int64_t> shape = shapeArgs(a, 0);
+         interpreterOf(a).requestMemory(reshapedBytes(x, shape));  // 0 for a view
+         return tensor(x.reshape(shape));
+       }}},
       {"permute", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
          return tensor(x.permute(shapeArgs(a, 0)));
        }}},
@@ -275,9 +290,11 @@ const std::map<std::string, TensorMethod>& methods() {
          const auto dim = optionalDim(a, 0);
          return tensor(dim ? x.squeeze(*dim) : x.squeeze());
        }}},
-      {"flatten", copying(M{T{2, {"start_dim", "end_dim"}}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.flatten(dimArg(a, 0, 0, "start_dim"), dimArg(a, 1, -1, "end_dim")));
-       }})},
+      {"flatten", M{T{2, {"start_dim", "end_dim"}}, [](const at::Tensor& x, Args& a) {
+         const int64_t start = dimArg(a, 0, 0, "start_dim"), end = dimArg(a, 1, -1, "end_dim");
+         interpreterOf(a).requestMemory(flattenedBytes(x, start, end));  // 0 for a view
+         return tensor(x.flatten(start, end));
+       }}},
       {"narrow", M{T{3, {"dim", "start", "length"}, 3}, [](const at::Tensor& x, Args& a) {
          return tensor(x.narrow(asInt(arg(a, 0, "dim", "Tensor.narrow"), "dim"),
                                 asInt(arg(a, 1, "start", "Tensor.narrow"), "start"),
@@ -327,7 +344,7 @@ const std::map<std::string, TensorMethod>& methods() {
          if (const Value* stable = a.keyword("stable"))
            return valuesIndices("sort", x.sort(truthy(*stable), dim, descending));
          return valuesIndices("sort", x.sort(dim, descending));
-       }})},
+       }}, CopyOf::ValuesAndIndices)},
       {"cumsum", copying(M{T{1, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));
        }})},
@@ -445,9 +462,9 @@ const std::map<std::string, TensorMethod>& methods() {
       {"square", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.square()); }})},
       {"sin", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sin()); }})},
       {"cos", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.cos()); }})},
-      {"isnan", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isnan()); }})},
-      {"isinf", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isinf()); }})},
-      {"isfinite", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }})},
+      {"isnan", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isnan()); }}, CopyOf::Bools)},
+      {"isinf", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isinf()); }}, CopyOf::Bools)},
+      {"isfinite", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }}, CopyOf::Bools)},
       {"nonzero", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.nonzero()); }}},
       {"t", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.t()); }}},
       {"prod", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
@@ -469,7 +486,7 @@ const std::map<std::string, TensorMethod>& methods() {
        }}},
       {"argsort", copying(M{T{2, {"dim", "descending"}}, [](const at::Tensor& x, Args& a) {
          return tensor(x.argsort(dimArg(a, 0, -1), flag(a, 1, "descending", false)));
-       }})},
+       }}, CopyOf::Indices)},
       // Tensor.split names its first argument split_size; torch.split, split_size_or_sections.
       {"split", M{T{2, {"split_size", "dim"}, 1}, [](const at::Tensor& x, Args& a) {
          return splitTensor(x, arg(a, 0, "split_size", "Tensor.split"), dimArg(a, 1, 0));

@@ -133,6 +133,10 @@ Value einsum(Args& a) {
 Value cosineSimilarity(Args& a) {
   const at::Tensor x = toTensor(arg(a, 0, "x1", "torch.cosine_similarity")),
                    y = toTensor(arg(a, 1, "x2", "torch.cosine_similarity"));
+  // ATen broadcasts both inputs and keeps a few temporaries of that shape (the product, the
+  // squares): pairwise similarity of (n, 1, d) and (1, n, d) takes about three n * n * d.
+  const int64_t temporary = broadcastBytes(x, y, at::result_type(x, y));
+  interpreterOf(a).requestMemory(temporary > (int64_t(1) << 60) / 3 ? temporary : 3 * temporary);
   return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
                                       asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
 }
@@ -154,7 +158,9 @@ Value torchNamespace() {
   torch["ones_like"] = strictBuiltin("torch.ones_like", {1, {"input", "dtype", "device"}, 1},
                                      [](Args& a) { return filledLike(a, "torch.ones_like", 1.0); });
   torch["tensor"] = strictBuiltin("torch.tensor", {1, {"data", "dtype", "device"}, 1}, [](Args& a) {
-    at::Tensor t = toTensor(arg(a, 0, "data", "torch.tensor")).clone();
+    const at::Tensor data = toTensor(arg(a, 0, "data", "torch.tensor"));
+    interpreterOf(a).requestMemory(expandedCopyBytes(data));
+    at::Tensor t = data.clone();
     if (const auto dtype = dtypeArg(a.keyword("dtype"), "torch.tensor")) t = t.to(*dtype);
     return tensor(t.to(deviceOf(a, "torch.tensor")));
   });

@@ -107,6 +107,60 @@ class TestResultSizes : public QObject {
     QCOMPARE(concatenatedBytes(parts), int64_t(at::cat(parts).nbytes()));
     const std::vector<at::Tensor> same = {ones({2, 3}), ones({2, 3}, at::kHalf)};
     QCOMPARE(concatenatedBytes(same), int64_t(at::stack(same).nbytes()));
+    // long and float32 promote to float32, not to the wider int64
+    const std::vector<at::Tensor> mixed = {ones({3, 2}, at::kLong), ones({3, 2})};
+    QCOMPARE(concatenatedBytes(mixed), int64_t(at::cat(mixed).nbytes()));
+  }
+
+  // ATen contracts einsum's operands left to right, holding what a later operand still needs:
+  // 'i,j,j->i' holds an (i, j) product before the last operand sums j away.
+  void einsumAsksForItsLargestIntermediate() {
+    const std::vector<at::Tensor> x = {ones({12}), ones({12}), ones({12})};
+    QCOMPARE(einsumBytes("i,j,j->i", x), int64_t(12 * 12 * 4));
+    QCOMPARE(einsumBytes("i,i,j->j", x), int64_t(12 * 4));  // i is summed before j comes
+    const std::vector<at::Tensor> mixed = {ones({3}, at::kHalf), ones({5})};
+    QCOMPARE(einsumBytes("i,j->ij", mixed), int64_t(at::einsum("i,j->ij", mixed).nbytes()));
+  }
+
+  // A reshape or flatten asks for nothing where torch gives a view, and for the copy otherwise.
+  void reshapeAsksOnlyForCopies() {
+    const at::Tensor mask = ones({4, 4}, at::kBool)
+                                .index({at::indexing::None, at::indexing::None})
+                                .expand({2, 3, 4, 4});
+    struct Case {
+      at::Tensor x;
+      Shape shape;
+    };
+    const std::vector<Case> cases = {{mask, {6, 4, 4}},
+                                     {mask, {2, 3, 16}},
+                                     {mask, {-1}},
+                                     {ones({3, 4}).t(), {12}},
+                                     {ones({3, 4}), {2, 6}},
+                                     {ones({1}).expand({5, 5}), {25}},
+                                     {ones({2, 3, 4}).transpose(0, 1), {3, 8}}};
+    for (const Case& c : cases) {
+      const at::Tensor made = c.x.reshape(c.shape);
+      const int64_t predicted = reshapedBytes(c.x, c.shape);
+      QVERIFY2((predicted == 0) == made.is_alias_of(c.x), shown(c.shape).c_str());
+      if (predicted) QCOMPARE(predicted, int64_t(made.nbytes()));
+    }
+    for (const auto& [start, end] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, 1}, {1, 2}, {0, -1}, {2, 3}, {-2, -1}, {1, 1}}) {
+      const at::Tensor made = mask.flatten(start, end);
+      const int64_t predicted = flattenedBytes(mask, start, end);
+      const std::string what = std::to_string(start) + " " + std::to_string(end);
+      QVERIFY2((predicted == 0) == made.is_alias_of(mask), what.c_str());
+      if (predicted) QCOMPARE(predicted, int64_t(made.nbytes()));
+    }
+    QCOMPARE(flattenedBytes(mask, 0, 7), int64_t(0));  // torch's own error
+  }
+
+  // x[ids] gathers ids' shape of x's rows; a bool mask selects at most x's elements.
+  void gatherAsksForTheIndexShape() {
+    const at::Tensor x = ones({5, 3, 2});
+    const at::Tensor ids = at::zeros({4, 7}, at::TensorOptions().dtype(at::kLong));
+    QCOMPARE(gatheredBytes(x, ids), int64_t(x.index({ids}).nbytes()));
+    QCOMPARE(gatheredBytes(x, ones({5}, at::kBool)), int64_t(0));
   }
 
   // Only a view with more elements than its storage holds would grow when copied.

@@ -100,6 +100,34 @@ class TestScriptSafety : public QObject {
            "y = x.index_select(0, i)\n"
         << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: this operation would create "
            "381.5 MiB";
+    QTest::newRow("einsum intermediate")  // ATen multiplies i by j before the last j sums
+        << "x = torch.ones(12000)\ny = torch.einsum('i,j,j->i', x, x, x)\n"
+        << "this operation would create 549.3 MiB";
+    QTest::newRow("pairwise cosine similarity")
+        << "a = torch.ones(400, 1, 512)\nb = torch.ones(1, 400, 512)\n"
+           "c = torch.cosine_similarity(a, b, dim=-1)\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "937.5 MiB";
+    const char* square = "this operation would create 381.5 MiB";  // 10**8 float32s
+    QTest::newRow("negated expanded view") << "n = -torch.ones(1).expand(10000, 10000)\n" << square;
+    QTest::newRow("elementwise max broadcast")
+        << "x = torch.ones(10000)\ny = torch.max(x[:, None], x[None, :])\n"
+        << square;
+    QTest::newRow("torch.tensor of an expanded view")
+        << "t = torch.tensor(torch.ones(1).expand(10000, 10000))\n"
+        << square;
+    QTest::newRow("gather by an index tensor")
+        << "x = torch.ones(1000, 1000)\ni = torch.zeros(100000, dtype=torch.long)\ny = x[i]\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: " + QString(square);
+    QTest::newRow("sort of an expanded view")  // values and int64 indices
+        << "s = torch.ones(1).expand(10000, 10000).sort()\n"
+        << "this operation would create 1144.4 MiB";
+    QTest::newRow("cast to a wider dtype")
+        << "m = torch.ones(30 * 2 ** 20, dtype=torch.bool)\nd = m.double()\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "240.0 MiB";
+    QTest::newRow("sum over a huge range") << "x = sum(range(10 ** 12))\n"
+                                           << "hostile.py:1:1: instruction budget";
     // Lists of new values: each value is an object (the range's ints, a tensor's numbers).
     QTest::newRow("list of a huge range") << "x = list(range(10 ** 9))\n"
                                           << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
@@ -317,17 +345,29 @@ class TestScriptSafety : public QObject {
     QCOMPARE(lines.back(), std::string("10000000.0 256"));
   }
 
-  // An expanded view holds no memory: reducing it, reading it or asking for the dtype it has
-  // passes the budget; only a copy of every element is asked for first (the hostile rows).
-  void expandedViewsPassUntilCopied() {
+  // What the budget asks for before an op is what the op makes, no more: an expanded view held,
+  // reduced, read, kept in its dtype, or reshaped where torch gives a view passes; so do results
+  // in their own dtype (a bool mask of an expanded view, a cat that promotes to float32) and a
+  // sum over a range, which holds one int at a time.
+  void resultsThatFitPass() {
     std::vector<std::string> lines;
     auto runner = makeRunner(&lines, 1);
     runner->run(
         "e = torch.ones(1).expand(10000, 10000)\n"
         "f = e.float()\n"
-        "print(e.shape[0], bool(f.sum() > 0), float(e[3, 4]), e.t().shape[1])\n",
-        "expanded.py");
-    QCOMPARE(lines.back(), std::string("10000 True 1.0 10000"));
+        "print(e.shape[0], bool(f.sum() > 0), float(e[3, 4]), e.t().shape[1])\n"
+        "m = (torch.ones(2048, 2048) > 0)[None, None].expand(4, 8, 2048, 2048)\n"
+        "print(m.reshape(32, 2048, 2048).shape[0], m.flatten(0, 1).shape[0])\n"
+        "print(torch.ones(1).expand(5000, 4000).isnan().shape[1])\n"
+        "a = torch.zeros(3000, 1000, dtype=torch.long)\n"
+        "b = torch.ones(3000, 1000)\n"
+        "print(torch.cat([a, b]).dtype, sum(range(200000)))\n",
+        "fits.py");
+    QCOMPARE(lines.size(), size_t(4));
+    QCOMPARE(lines[0], std::string("10000 True 1.0 10000"));
+    QCOMPARE(lines[1], std::string("32 32"));
+    QCOMPARE(lines[2], std::string("4000"));
+    QCOMPARE(lines[3], std::string("torch.float32 19999900000"));
   }
 
   void blocksHaveAMemoryBudget() {
