@@ -187,13 +187,17 @@ std::pair<c10::optional<at::Scalar>, c10::optional<at::Scalar>> clampBounds(Args
   return {lo, hi};
 }
 
-// add(other, alpha=1) / sub and their in-place forms: torch's promotion of a Python number.
+// A Python number as torch takes it: an int stays an int (torch refuses a float alpha for an int
+// tensor, and an int tensor to an int power stays an int tensor).
+at::Scalar numberScalar(const Value& v, const char* what) {
+  return v->type == Type::Float ? at::Scalar(asNumber(v, what))
+                                : at::Scalar(int64_t(asInt(v, what)));
+}
+
+// add(other, alpha=1) / sub and their in-place forms.
 at::Scalar alphaOf(Args& a) {
   const Value* alpha = a.keyword("alpha");
-  if (!alpha) return at::Scalar(int64_t(1));
-  // An int stays an int: torch refuses a float alpha for an int tensor.
-  return (*alpha)->type == Type::Float ? at::Scalar(asNumber(*alpha, "alpha"))
-                                       : at::Scalar(int64_t(asInt(*alpha, "alpha")));
+  return alpha ? numberScalar(*alpha, "alpha") : at::Scalar(int64_t(1));
 }
 
 // The kind of result an elementwise method gives: the operands' promoted dtype, a float for a
@@ -357,7 +361,11 @@ const std::map<std::string, TensorMethod>& methods() {
       {"tanh", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.tanh()); }})},
       {"relu", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.relu()); }})},
       {"pow", copying(M{T{1, {"exponent"}, 1}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.pow(asNumber(arg(a, 0, "exponent", "Tensor.pow"), "exponent")));
+         const Value& exponent = arg(a, 0, "exponent", "Tensor.pow");
+         if (exponent->type != Type::Tensor) return tensor(x.pow(numberScalar(exponent, "exponent")));
+         interpreterOf(a).requestMemory(
+             broadcastBytes(x, exponent->tensor, at::result_type(x, exponent->tensor)));
+         return tensor(x.pow(exponent->tensor));
        }})},
       {"matmul", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
          const at::Tensor y = toTensor(arg(a, 0, "other", "Tensor.matmul"));

@@ -39,7 +39,9 @@ Value makeNamespace(const std::string& name, std::map<std::string, Value> member
 Value fromMethod(const std::string& shown, const char* method) {
   const TensorMethod* m = tensorMethod(method);
   SS_ASSERT(m, shown + "() names no tensor method '" + method + "'");
-  Takes takes{m->takes.positional + 1, {"input"}, m->takes.required + 1};
+  // A shape given dimension by dimension (reshape, permute) stays any number of arguments.
+  const size_t positional = m->takes.positional == kVarargs ? kVarargs : m->takes.positional + 1;
+  Takes takes{positional, {"input"}, m->takes.required + 1};
   takes.keywords.insert(takes.keywords.end(), m->takes.keywords.begin(), m->takes.keywords.end());
   return strictBuiltin(shown, std::move(takes), [m, shown](Args& a) {
     const at::Tensor input = toTensor(arg(a, 0, "input", shown));
@@ -177,14 +179,16 @@ Value torchNamespace() {
     return tensor(at::stack(parts, dimArg(a, 1, 0)));
   });
   for (const char* method :
-       {"matmul", "softmax", "log_softmax",  "argmax",      "argmin", "topk",     "sort",
-        "norm",   "gather",  "index_select", "masked_fill", "sum",    "mean",     "std",
-        "var",    "max",     "min",          "cumsum",      "exp",    "log",      "abs",
-        "sqrt",   "sigmoid", "tanh",         "relu",        "clamp",  "prod",     "amax",
-        "amin",   "argsort", "unbind",       "isnan",       "isinf",  "isfinite", "nonzero",
-        "neg",    "square",  "sin",          "cos",         "add",    "sub",      "mul",
-        "div",    "eq",      "ne",           "gt",          "ge",     "lt",       "le",
-        "t"})
+       {"matmul", "softmax",   "log_softmax",  "argmax",      "argmin",  "topk",     "sort",
+        "norm",   "gather",    "index_select", "masked_fill", "sum",     "mean",     "std",
+        "var",    "max",       "min",          "cumsum",      "exp",     "log",      "abs",
+        "sqrt",   "sigmoid",   "tanh",         "relu",        "clamp",   "prod",     "amax",
+        "amin",   "argsort",   "unbind",       "isnan",       "isinf",   "isfinite", "nonzero",
+        "neg",    "square",    "sin",          "cos",         "add",     "sub",      "mul",
+        "div",    "eq",        "ne",           "gt",          "ge",      "lt",       "le",
+        "t",      "pow",       "round",        "clone",       "detach",  "reshape",  "permute",
+        "flip",   "transpose", "unsqueeze",    "squeeze",     "flatten", "narrow",   "chunk",
+        "any",    "all",       "numel"})
     torch[method] = fromMethod(std::string("torch.") + method, method);
   torch["split"] = strictBuiltin(
       "torch.split", {3, {"tensor", "split_size_or_sections", "dim"}, 2}, [](Args& a) {
