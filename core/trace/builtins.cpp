@@ -194,8 +194,10 @@ std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
   const auto one = [&](const Value& v) {
     switch (v->type) {
       case Type::Int:
-      case Type::Bool:
         out.emplace_back(asInt(v, "index"));
+        break;
+      case Type::Bool:  // torch's: a new dim of 1 (True) or 0 (False) entries, not row 1 or 0
+        out.emplace_back(v->boolValue);
         break;
       case Type::None:
         out.emplace_back(None);

@@ -34,10 +34,11 @@ std::vector<int64_t> allDims(const at::Tensor& x) {
   return dims;
 }
 
-// The dimensions a reduction's `dim` (argument 0) and `keepdim` (argument keepAt) name; nullopt
-// for a reduction of every element to a 0-d tensor.
-std::optional<std::vector<int64_t>> reduced(const at::Tensor& x, Args& a, size_t keepAt) {
-  if (auto dims = dimsArg(a, 0)) return dims;
+// The dimensions a reduction's `dim` (argument dimAt: 0 but for norm's, after p) and `keepdim`
+// (argument keepAt) name; nullopt for a reduction of every element to a 0-d tensor.
+std::optional<std::vector<int64_t>> reduced(const at::Tensor& x, Args& a, size_t keepAt,
+                                            size_t dimAt = 0) {
+  if (auto dims = dimsArg(a, dimAt)) return dims;
   if (keepdim(a, keepAt)) return allDims(x);
   return std::nullopt;
 }
@@ -116,15 +117,11 @@ Value norm(const at::Tensor& x, Args& a) {
       throw RuntimeFailure("Tensor.norm(): p must be a number or 'fro', got " + repr(*v));
     if ((*v)->type != Type::Str) p = asNumber(*v, "p");
   }
-  const auto dims = reduced(x, a, 2);
+  const auto dims = reduced(x, a, 2, 1);  // x.norm(1) is the 1-norm of every element, not dim 1's
   if (!dims) return tensor(at::norm(x, p));
   return tensor(at::norm(x, p, at::IntArrayRef(*dims), keepdim(a, 2)));
 }
 
-// to(dtype) / to('cpu') / to('cpu', dtype=...), also as keywords dtype= and device=. The first
-// positional is a dtype or a device, as in torch; Takes names it `device` so that
-// x.to('cpu', dtype=torch.float16) is not two values for one argument. The device is 'cpu' or
-// the rank's own (deviceArg).
 // x as `dtype`, or on `device`; x itself when it is there already, as torch gives it. A copy is
 // asked of the budget first: a cast to a wider dtype grows, and so does a copy of an expanded
 // view (each of its elements).
@@ -138,6 +135,10 @@ at::Tensor movedTo(const at::Tensor& x, Args& a, const at::Device& device) {
   return x.to(device);
 }
 
+// to(dtype) / to('cpu') / to('cpu', dtype=...), also as keywords dtype= and device=. The first
+// positional is a dtype or a device, as in torch; Takes names it `device` so that
+// x.to('cpu', dtype=torch.float16) is not two values for one argument. The device is 'cpu' or
+// the rank's own (deviceArg).
 Value to(const at::Tensor& x, Args& a) {
   at::Tensor y = x;
   if (const Value* d = a.get(0, "device"); d && (*d)->type != Type::None) {

@@ -24,22 +24,27 @@ class TestTorchArguments : public QObject {
     QTest::addColumn<QString>("expression");
     QTest::addColumn<QString>("printed");
     // An int exponent keeps an int tensor int, as torch's Python number does (it gave floats).
-    QTest::newRow("pow keeps ints") << "torch.arange(4).pow(2)" << "tensor([0, 1, 4, 9])";
+    QTest::newRow("pow keeps ints") << "torch.arange(4).pow(2)"
+                                    << "tensor([0, 1, 4, 9])";
     QTest::newRow("pow of a tensor exponent")
-        << "torch.arange(4).pow(torch.tensor([1, 2, 1, 2])).tolist()" << "[0, 1, 2, 9]";
-    QTest::newRow("torch.pow") << "torch.pow(torch.arange(4), 3).tolist()" << "[0, 1, 8, 27]";
+        << "torch.arange(4).pow(torch.tensor([1, 2, 1, 2])).tolist()"
+        << "[0, 1, 2, 9]";
+    QTest::newRow("torch.pow") << "torch.pow(torch.arange(4), 3).tolist()"
+                               << "[0, 1, 8, 27]";
     // torch functions of tensor methods that take a shape dimension by dimension or as a tuple.
     QTest::newRow("torch.reshape") << "torch.reshape(torch.arange(6), (3, 2)).shape"
                                    << "torch.Size([3, 2])";
     QTest::newRow("torch.permute") << "torch.permute(torch.ones(2, 3, 4), (2, 0, 1)).shape"
                                    << "torch.Size([4, 2, 3])";
-    QTest::newRow("torch.flip") << "torch.flip(torch.arange(3), (0,)).tolist()" << "[2, 1, 0]";
+    QTest::newRow("torch.flip") << "torch.flip(torch.arange(3), (0,)).tolist()"
+                                << "[2, 1, 0]";
     QTest::newRow("torch.flatten start_dim") << "torch.flatten(torch.ones(2, 3, 4), 1).shape"
                                              << "torch.Size([2, 12])";
     QTest::newRow("torch.transpose") << "torch.transpose(torch.ones(2, 3), 0, 1).shape"
                                      << "torch.Size([3, 2])";
     QTest::newRow("torch.squeeze and unsqueeze")
-        << "torch.squeeze(torch.unsqueeze(torch.ones(2), 0), dim=0).shape" << "torch.Size([2])";
+        << "torch.squeeze(torch.unsqueeze(torch.ones(2), 0), dim=0).shape"
+        << "torch.Size([2])";
     QTest::newRow("torch.narrow and chunk")
         << "torch.chunk(torch.narrow(torch.arange(6), 0, 1, 4), 2)"
         << "(tensor([1, 2]), tensor([3, 4]))";
@@ -47,6 +52,19 @@ class TestTorchArguments : public QObject {
         << "(torch.any(torch.arange(3) > 1), torch.all(torch.arange(3) > 1), "
            "torch.numel(torch.ones(2, 3)), torch.round(torch.tensor([0.5, 1.5])).tolist())"
         << "(tensor(True), tensor(False), 6, [0.0, 2.0])";
+    // norm's first argument is p: x.norm(1) summed along dim 1 instead (the 2-norm of each row).
+    QTest::newRow("norm p by position") << "torch.arange(6).reshape(2, 3).float().norm(1)"
+                                        << "tensor(15.)";
+    QTest::newRow("norm p and dim by position")
+        << "torch.arange(6).reshape(2, 3).float().norm(1, 1).tolist()"
+        << "[3.0, 12.0]";
+    QTest::newRow("torch.norm p") << "torch.norm(torch.tensor([3.0, -4.0]), 1)"
+                                  << "tensor(7.)";
+    // A bool index is torch's (a new dim of one or no entries), not row 1 or row 0.
+    QTest::newRow("index True") << "torch.arange(6).reshape(2, 3)[True].shape"
+                                << "torch.Size([1, 2, 3])";
+    QTest::newRow("index False") << "torch.arange(6).reshape(2, 3)[False].shape"
+                                 << "torch.Size([0, 2, 3])";
     QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
                                      << "torch.Size([2, 1])";
     QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"
