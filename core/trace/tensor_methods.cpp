@@ -354,7 +354,10 @@ const std::map<std::string, TensorMethod>& methods() {
          return tensor(x.cumsum(dimArg(a, 0, 0), dtypeArg(a.keyword("dtype"), "Tensor.cumsum")));
        }})},
       {"abs", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.abs()); }})},
-      {"round", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.round()); }})},
+      {"round", copying(M{T{0, {"decimals"}}, [](const at::Tensor& x, Args& a) {
+         const Value* decimals = a.keyword("decimals");  // keyword-only, as in torch
+         return tensor(decimals ? x.round(asInt(*decimals, "decimals")) : x.round());
+       }})},
       {"exp", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.exp()); }})},
       {"log", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.log()); }})},
       {"sqrt", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.sqrt()); }})},

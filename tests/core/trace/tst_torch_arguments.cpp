@@ -65,6 +65,10 @@ class TestTorchArguments : public QObject {
                                 << "torch.Size([1, 2, 3])";
     QTest::newRow("index False") << "torch.arange(6).reshape(2, 3)[False].shape"
                                  << "torch.Size([0, 2, 3])";
+    QTest::newRow("round decimals") << "torch.tensor([1.234567, 1234.5]).round(decimals=2).tolist()"
+                                    << "[1.2300000190734863, 1234.5]";
+    QTest::newRow("torch.round decimals")
+        << "torch.round(torch.tensor([1234.5]), decimals=-2).tolist()" << "[1200.0]";
     QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
                                      << "torch.Size([2, 1])";
     QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"
