@@ -14,6 +14,19 @@
 namespace shardscope::trace {
 namespace {
 
+// A list, tuple or torch.Size of `items`, as `kind` says; a Size holds only ints, as torch's.
+Value sequenceLike(Type kind, std::vector<Value> items) {
+  if (kind == Type::List) return list(std::move(items));
+  Value t = tuple(std::move(items));
+  if (kind != Type::Size) return t;
+  for (size_t i = 0; i < t->items.size(); ++i)
+    if (t->items[i]->type != Type::Int)
+      throw RuntimeFailure("torch.Size() takes an iterable of 'int' (item " + std::to_string(i) +
+                           " is '" + typeName(t->items[i]->type) + "')");
+  t->type = Type::Size;
+  return t;
+}
+
 // What `x op y` on tensors will allocate: matmul's shape, else the broadcast in the promoted dtype
 // (true division of integers gives float32).
 int64_t tensorResultBytes(BinaryOp op, const at::Tensor& x, const at::Tensor& y) {
@@ -336,11 +349,14 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
   }
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     const Value& other = a->type == Type::Tensor ? b : a;
-    const bool comparable = other->type == Type::Tensor || isNumber(other) ||
-                            other->type == Type::List || other->type == Type::Tuple;
-    // Python's fallback where torch has no answer: `x == None` is False, `x != 'a'` True.
+    const bool comparable = other->type == Type::Tensor || isNumber(other);
+    // Python's fallback where torch has no answer: `x == None` and `x == [1, 2]` are False,
+    // `x != 'a'` True; an ordering is a TypeError.
     if (!comparable && (op == CompareOp::Eq || op == CompareOp::Ne))
       return boolean(op == CompareOp::Ne);
+    if (!comparable)
+      fail(std::string("'") + symbol(op) + "' not supported between instances of '" +
+           typeName(a->type) + "' and '" + typeName(b->type) + "'");
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
@@ -392,6 +408,11 @@ Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {
 
 Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
+    // torch takes a tensor or a number beside a tensor: `x + [1, 2]` is a TypeError there.
+    const Value& other = a->type == Type::Tensor ? b : a;
+    if (other->type != Type::Tensor && !isNumber(other))
+      fail(std::string("unsupported operand type(s) for ") + symbol(op) + ": '" +
+           typeName(a->type) + "' and '" + typeName(b->type) + "'");
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
@@ -464,18 +485,22 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     requestMemory(int64_t(a->str.size() + b->str.size()));
     return string(a->str + b->str);
   }
-  if (op == BinaryOp::Add && (a->type == Type::List || a->type == Type::Tuple) &&
-      a->type == b->type) {
+  // torch.Size is a tuple of ints: it joins tuples and repeats as one, and stays a Size where it
+  // leads (`x.shape + (1,)`, `x.shape * 2`; `(1,) + x.shape` is a tuple), as in torch.
+  const auto tupleLike = [](const Value& v) {
+    return v->type == Type::Tuple || v->type == Type::Size;
+  };
+  if (op == BinaryOp::Add &&
+      ((a->type == Type::List && b->type == Type::List) || (tupleLike(a) && tupleLike(b)))) {
     requestMemory(int64_t((a->items.size() + b->items.size()) * sizeof(Value)));
     std::vector<Value> items = a->items;
     items.insert(items.end(), b->items.begin(), b->items.end());
-    return a->type == Type::List ? list(items) : tuple(items);
+    return sequenceLike(a->type, std::move(items));
   }
   if (op == BinaryOp::Mul && a->type == Type::Int &&
-      (b->type == Type::Str || b->type == Type::List || b->type == Type::Tuple))
+      (b->type == Type::Str || b->type == Type::List || tupleLike(b)))
     return arithmetic(op, b, a);  // `3 * "ab"` repeats as `"ab" * 3` does
-  if (op == BinaryOp::Mul &&
-      (a->type == Type::Str || a->type == Type::List || a->type == Type::Tuple) &&
+  if (op == BinaryOp::Mul && (a->type == Type::Str || a->type == Type::List || tupleLike(a)) &&
       b->type == Type::Int) {
     const long long times = std::max(0LL, b->intValue);
     const size_t length = a->type == Type::Str ? a->str.size() : a->items.size();
@@ -495,7 +520,7 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     items.reserve(size_t(bytes) / sizeof(Value));
     for (long long i = 0; i < times && length; ++i)
       items.insert(items.end(), a->items.begin(), a->items.end());
-    return a->type == Type::List ? list(items) : tuple(items);
+    return sequenceLike(a->type, std::move(items));
   }
   if (op == BinaryOp::Mod && a->type == Type::Str)
     fail("'%' string formatting is not supported; use an f-string");

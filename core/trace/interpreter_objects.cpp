@@ -310,6 +310,18 @@ Value boundMethodOf(const Value& receiver, const std::string& name) {
       return listMethod(receiver, name);
     case Type::Tuple:
       return name == "index" || name == "count" ? sequenceSearch(receiver, name) : nullptr;
+    case Type::Size:  // a tuple of ints, and its product
+      if (name == "numel")
+        return boundMethod(receiver, "numel", [](const Value& self, CallArgs& a) {
+          if (!a.positional.empty() || !a.keywords.empty())
+            throw RuntimeFailure("torch.Size.numel() takes no arguments");
+          long long n = 1;
+          for (const Value& d : self->items)
+            if (__builtin_mul_overflow(n, asInt(d, "dimension"), &n))
+              throw RuntimeFailure("torch.Size.numel(): the product overflows 64 bits");
+          return integer(n);
+        });
+      return name == "index" || name == "count" ? sequenceSearch(receiver, name) : nullptr;
     case Type::Dict:
       return dictMethod(receiver, name);
     default:
@@ -331,6 +343,7 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
       return tensorAttribute(*this, obj, name);
     case Type::List:
     case Type::Tuple:
+    case Type::Size:
     case Type::Dict:
       if (obj->fields) {  // torch.return_types: `.values`, `.indices`
         const auto& f = *obj->fields;

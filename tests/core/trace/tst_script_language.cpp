@@ -72,6 +72,16 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("extended slice of another length")
         << "a = [1, 2, 3]\na[::2] = [7, 8, 9]\n"
         << "hostile.py:2:1: attempt to assign sequence of size 3 to extended slice of size 2";
+    // torch takes a tensor or a number beside a tensor (the list was made a tensor).
+    QTest::newRow("tensor plus a list")
+        << "x = torch.ones(2)\ny = x + [1, 2]\n"
+        << "hostile.py:2:1: unsupported operand type(s) for +: 'Tensor' and 'list'";
+    QTest::newRow("tensor ordered against a list")
+        << "x = torch.ones(2)\ny = x < (1, 2)\n"
+        << "hostile.py:2:1: '<' not supported between instances of 'Tensor' and 'tuple'";
+    QTest::newRow("torch.Size of a str")
+        << "s = torch.ones(2).shape + ('a',)\n"
+        << "hostile.py:1:1: torch.Size() takes an iterable of 'int' (item 1 is 'str')";
     QTest::newRow("slice assigned a non-iterable") << "a = [1, 2]\na[0:1] = 5\n"
                                                    << "hostile.py:2:1: can only assign an iterable";
     QTest::newRow("extended slice assigned a non-iterable")

@@ -68,7 +68,20 @@ class TestTorchArguments : public QObject {
     QTest::newRow("round decimals") << "torch.tensor([1.234567, 1234.5]).round(decimals=2).tolist()"
                                     << "[1.2300000190734863, 1234.5]";
     QTest::newRow("torch.round decimals")
-        << "torch.round(torch.tensor([1234.5]), decimals=-2).tolist()" << "[1200.0]";
+        << "torch.round(torch.tensor([1234.5]), decimals=-2).tolist()"
+        << "[1200.0]";
+    // torch.Size is a tuple of ints that stays a Size where it leads, as torch's.
+    QTest::newRow("Size joins a tuple") << "torch.ones(2, 3).shape + (1,)"
+                                        << "torch.Size([2, 3, 1])";
+    QTest::newRow("tuple joins a Size") << "(1,) + torch.ones(2, 3).shape"
+                                        << "(1, 2, 3)";
+    QTest::newRow("Size repeated") << "(torch.ones(2).shape * 2, 2 * torch.ones(3).shape)"
+                                   << "(torch.Size([2, 2]), torch.Size([3, 3]))";
+    QTest::newRow("Size numel") << "(torch.ones(2, 3).shape.numel(), torch.ones(()).shape.numel())"
+                                << "(6, 1)";
+    // A tensor equals no list (Python's fallback: torch has no answer), as in torch.
+    QTest::newRow("tensor == list") << "(torch.tensor([1, 2]) == [1, 2], torch.ones(1) != (1,))"
+                                    << "(False, True)";
     QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
                                      << "torch.Size([2, 1])";
     QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"
