@@ -106,14 +106,15 @@ const std::map<std::string, at::ScalarType>& dtypes() {
       {"half", at::kHalf},     {"bfloat16", at::kBFloat16}, {"float64", at::kDouble},
       {"double", at::kDouble}, {"int64", at::kLong},        {"long", at::kLong},
       {"int32", at::kInt},     {"int", at::kInt},           {"bool", at::kBool},
-      {"uint8", at::kByte}};
+      {"uint8", at::kByte},    {"int8", at::kChar},         {"int16", at::kShort},
+      {"short", at::kShort}};
   return m;
 }
 
 Value dtypeValue(at::ScalarType t) {
   for (const auto& [name, s] : dtypes()) {
     if (s == t && name != "float" && name != "half" && name != "double" && name != "long" &&
-        name != "int") {
+        name != "int" && name != "short") {
       auto v = std::make_shared<Object>();
       v->type = Type::Namespace;
       v->str = "torch." + name;

@@ -548,6 +548,10 @@ Value Interpreter::formatValue(const Value& v, const std::string& format) {
       fail("f-string field: expected ':' or '}' after '" + conversion + "', got '" + spec + "'");
   }
   if (!spec.empty()) spec = spec.substr(1);  // the ':'
+  // A 0-d tensor formats as its element, as torch's Tensor.__format__ does: f"{x}" is
+  // "3.141590118408203", where print(x) shows "tensor(3.1416)".
+  if (value->type == Type::Tensor && value->tensor.dim() == 0)
+    value = builtin_args::fromTensorList(value->tensor);
   if (spec.empty()) return string(str(value));
   const FormatSpec parsed = parseFormatSpec(spec);
   if (value->type == Type::Tensor && value->tensor.numel() == 1)  // as torch: the element's format

@@ -82,6 +82,13 @@ class TestTorchArguments : public QObject {
     // A tensor equals no list (Python's fallback: torch has no answer), as in torch.
     QTest::newRow("tensor == list") << "(torch.tensor([1, 2]) == [1, 2], torch.ones(1) != (1,))"
                                     << "(False, True)";
+    // A 0-d tensor formats as its element, as torch's Tensor.__format__ does.
+    QTest::newRow("f-string of 0-d tensors")
+        << "f'{torch.tensor(0.1)}|{torch.tensor(5)}|{torch.tensor(True)}|{torch.tensor(0.5):.2f}'"
+        << "0.10000000149011612|5|True|0.50";
+    QTest::newRow("int8 and int16")
+        << "(torch.tensor([1, -1], dtype=torch.int8), torch.ones(1, dtype=torch.short).dtype)"
+        << "(tensor([ 1, -1], dtype=torch.int8), torch.int16)";
     QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
                                      << "torch.Size([2, 1])";
     QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"
