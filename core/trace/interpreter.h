@@ -152,6 +152,9 @@ class Interpreter {
   // `v` as an f-string field formats it: `format` is what followed the expression ("", "!r",
   // ":>8.2f", "!s:^5"); str.format's fields too.
   Value formatValue(const Value& v, const std::string& format);
+  // Python's `item is x or item == x`, as `in`, list.index, count and remove search a sequence: a
+  // tensor compares by its `==` (one element's truth; more elements are ambiguous, an error).
+  bool searchEquals(const Value& item, const Value& x);
   // One evaluation step against the instruction budget (and the stack's headroom): a builtin that
   // loops without materialising (sum over a range) counts its steps too.
   void tick();

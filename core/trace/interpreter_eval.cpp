@@ -333,7 +333,13 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     } else if (isDictView(b->type)) {
       found = viewContains(*b, a);
     } else if (b->type == Type::Tuple || b->type == Type::List || b->type == Type::Size) {
-      for (const auto& i : b->items) found |= equal(i, a);
+      for (size_t i = 0; i < b->items.size() && !found; ++i) found = searchEquals(b->items[i], a);
+    } else if (b->type == Type::Tensor) {  // torch's Tensor.__contains__: any element equal
+      if (a->type != Type::Tensor && !isNumber(a))
+        fail(std::string(
+                 "Tensor.__contains__ only supports Tensor or scalar, but you passed in a ") +
+             typeName(a->type));
+      found = compare(CompareOp::Eq, b, a)->tensor.any().item<bool>();
     } else if (b->type == Type::Range) {
       // Python compares a value that is not an int with each item: a float is found where it
       // equals one (`3.0 in range(5)`), anything else never is.
@@ -400,6 +406,12 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
   if (op == CompareOp::Le) return boolean(c <= 0);
   if (op == CompareOp::Gt) return boolean(c > 0);
   return boolean(c >= 0);
+}
+
+bool Interpreter::searchEquals(const Value& item, const Value& x) {
+  if (item == x) return true;
+  if (item->type != Type::Tensor && x->type != Type::Tensor) return equal(item, x);
+  return truthy(compare(CompareOp::Eq, item, x));
 }
 
 Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {

@@ -79,8 +79,9 @@ Value sequenceSearch(const Value& receiver, const std::string& name) {
     const Value& x = a.required(0, "value");
     const auto& items = seq->items;
     if (name == "count") {
-      return integer((long long)std::count_if(items.begin(), items.end(),
-                                              [&](const Value& v) { return equal(v, x); }));
+      return integer((long long)std::count_if(items.begin(), items.end(), [&](const Value& v) {
+        return a.interpreter->searchEquals(v, x);
+      }));
     }
     const long long n = (long long)items.size();
     const auto bound = [n](const Value* v, long long dflt) {
@@ -91,7 +92,7 @@ Value sequenceSearch(const Value& receiver, const std::string& name) {
     };
     const long long start = bound(a.get(1, "start"), 0), end = bound(a.get(2, "end"), n);
     for (long long i = start; i < end; ++i) {
-      if (equal(items[size_t(i)], x)) return integer(i);
+      if (a.interpreter->searchEquals(items[size_t(i)], x)) return integer(i);
     }
     throw RuntimeFailure(repr(x) + " is not in " + typeName(seq->type));
   });
@@ -116,8 +117,9 @@ Value listEdit(const Value& obj, const std::string& name) {
     return boundMethod(obj, "remove", [](const Value& self, CallArgs& a) {
       checkArguments(a, Takes{1, {"value"}, 1}, "list.remove");
       auto& items = self->items;
-      const auto it = std::find_if(items.begin(), items.end(),
-                                   [&](const Value& v) { return equal(v, a.positional[0]); });
+      const auto it = std::find_if(items.begin(), items.end(), [&](const Value& v) {
+        return a.interpreter->searchEquals(v, a.positional[0]);
+      });
       if (it == items.end()) throw RuntimeFailure("list.remove(x): x not in list");
       items.erase(it);
       return none();

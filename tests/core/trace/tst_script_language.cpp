@@ -79,6 +79,13 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("tensor ordered against a list")
         << "x = torch.ones(2)\ny = x < (1, 2)\n"
         << "hostile.py:2:1: '<' not supported between instances of 'Tensor' and 'tuple'";
+    QTest::newRow("a list searched for a tensor of many elements")  // Python's bool(t1 == t2)
+        << "l = [torch.tensor([1, 2]), 3]\nfound = 3 in l\n"
+        << "hostile.py:2:1: the truth value of a tensor with 2 elements is ambiguous";
+    QTest::newRow("a str in a tensor") << "x = 'a' in torch.ones(2)\n"
+                                       << "hostile.py:1:1: Tensor.__contains__ only supports "
+                                          "Tensor or scalar, but you passed in a "
+                                          "str";
     QTest::newRow("torch.Size of a str")
         << "s = torch.ones(2).shape + ('a',)\n"
         << "hostile.py:1:1: torch.Size() takes an iterable of 'int' (item 1 is 'str')";

@@ -89,6 +89,16 @@ class TestTorchArguments : public QObject {
     QTest::newRow("int8 and int16")
         << "(torch.tensor([1, -1], dtype=torch.int8), torch.ones(1, dtype=torch.short).dtype)"
         << "(tensor([ 1, -1], dtype=torch.int8), torch.int16)";
+    // `in` on a tensor is torch's __contains__; a list's search compares a tensor by its `==`, as
+    // Python does (a list holding tensor(2) did not contain another tensor(2), nor 2).
+    QTest::newRow("in a tensor")
+        << "(2 in torch.tensor([1, 2]), 5 in torch.arange(3), "
+           "torch.tensor(1) in torch.arange(3), 2.0 not in torch.arange(3))"
+        << "(True, False, True, False)";
+    QTest::newRow("tensor in a list")
+        << "(torch.tensor(2) in [torch.tensor(1), torch.tensor(2)], 2 in [torch.tensor(2)], "
+           "[torch.tensor(1), 3].index(3), [torch.tensor(1), torch.tensor(1)].count(1))"
+        << "(True, True, 1, 2)";
     QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
                                      << "torch.Size([2, 1])";
     QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"
