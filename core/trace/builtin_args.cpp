@@ -92,6 +92,17 @@ std::vector<int64_t> shapeArgs(const Args& a, size_t from) {
   return shape;
 }
 
+std::vector<int64_t> shapeArg(const Args& a, const char* keyword, const std::string& fn) {
+  const Value* given = a.keyword(keyword);
+  if (!given) return shapeArgs(a, 0);
+  if (!a.positional.empty())
+    throw RuntimeFailure(fn + "() got multiple values for argument '" + keyword +
+                         "': it is also given by position");
+  Args one;
+  one.positional = {*given};
+  return shapeArgs(one, 0);
+}
+
 std::vector<at::Tensor> tensorList(const Value& v, const char* fn) {
   if (v->type != Type::Tuple && v->type != Type::List)
     throw RuntimeFailure(std::string(fn) + "() expects a list of tensors");

@@ -53,6 +53,9 @@ Value optional(const Args& a, size_t i, const char* name, Value dflt);
 void requestTensor(const Args& a, c10::ArrayRef<int64_t> sizes, at::ScalarType dtype);
 // A shape from the arguments from `from` on: one tuple, list or Size, or the dimensions one by one.
 std::vector<int64_t> shapeArgs(const Args& a, size_t from);
+// A shape given one by one, as a tuple, list or Size, or by the keyword `keyword` (zeros(size=),
+// x.view(size=), x.reshape(shape=), x.permute(dims=), x.flip(dims=)), as torch takes it.
+std::vector<int64_t> shapeArg(const Args& a, const char* keyword, const std::string& fn);
 // The tensors of a list or tuple argument of fn().
 std::vector<at::Tensor> tensorList(const Value& v, const char* fn);
 // torch's dtype names ("float32", "half", ...) and what they mean.

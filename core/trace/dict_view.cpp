@@ -41,11 +41,11 @@ bool viewContains(const Object& view, const Value& x) {
     case Type::DictKeys:
       return has([&](const auto& kv) { return equal(kv.first, x); });
     case Type::DictValues:
-      return has([&](const auto& kv) { return equal(kv.second, x); });
+      return has([&](const auto& kv) { return pythonEquals(kv.second, x); });
     default:  // items: a (key, value) tuple whose key maps to that value
       if (x->type != Type::Tuple || x->items.size() != 2) return false;
       return has([&](const auto& kv) {
-        return equal(kv.first, x->items[0]) && equal(kv.second, x->items[1]);
+        return equal(kv.first, x->items[0]) && pythonEquals(kv.second, x->items[1]);
       });
   }
 }

@@ -331,6 +331,8 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     } else if (b->type == Type::Dict) {
       for (const auto& kv : b->dict) found |= equal(kv.first, a);
     } else if (isDictView(b->type)) {
+      force(a, true);
+      force(b, true);
       found = viewContains(*b, a);
     } else if (b->type == Type::Tuple || b->type == Type::List || b->type == Type::Size) {
       for (size_t i = 0; i < b->items.size() && !found; ++i) found = searchEquals(b->items[i], a);
@@ -374,8 +376,11 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
     if (op == CompareOp::Gt) return tensor(x > y);
     return tensor(x >= y);
   }
-  if (op == CompareOp::Eq) return boolean(equal(a, b));
-  if (op == CompareOp::Ne) return boolean(!equal(a, b));
+  if (op == CompareOp::Eq || op == CompareOp::Ne) {
+    force(a, true);  // a list's items may be computed later (deferred module calls)
+    force(b, true);
+    return boolean(pythonEquals(a, b) == (op == CompareOp::Eq));
+  }
   int c = 0;
   if (isNumber(a) && isNumber(b)) {
     const std::optional<int> ordered = compareNumbers(a, b);
@@ -390,8 +395,7 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
         "in comparison: two values that contain themselves, or that nest lists or tuples too "
         "deeply (1000 levels at most), cannot be ordered");
     size_t i = 0;
-    while (i < a->items.size() && i < b->items.size() &&
-           (a->items[i] == b->items[i] || equal(a->items[i], b->items[i])))
+    while (i < a->items.size() && i < b->items.size() && searchEquals(a->items[i], b->items[i]))
       ++i;
     if (i < a->items.size() && i < b->items.size()) return compare(op, a->items[i], b->items[i]);
     c = a->items.size() < b->items.size() ? -1 : a->items.size() > b->items.size() ? 1 : 0;
@@ -410,8 +414,9 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
 
 bool Interpreter::searchEquals(const Value& item, const Value& x) {
   if (item == x) return true;
-  if (item->type != Type::Tensor && x->type != Type::Tensor) return equal(item, x);
-  return truthy(compare(CompareOp::Eq, item, x));
+  force(item, true);  // a list's items may be computed later (deferred module calls)
+  force(x, true);
+  return pythonEquals(item, x);
 }
 
 Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {
@@ -419,6 +424,19 @@ Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {
 }
 
 Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
+  const auto sequence = [](const Value& v) {
+    return v->type == Type::Str || v->type == Type::List || v->type == Type::Tuple ||
+           v->type == Type::Size;
+  };
+  if (op == BinaryOp::Mul && (sequence(a) || sequence(b))) {
+    // A sequence repeats by an integer tensor of one element, as by its int (its __index__).
+    const Value& count = sequence(a) ? b : a;
+    if (count->type == Type::Tensor && count->tensor.numel() == 1 &&
+        at::isIntegralType(count->tensor.scalar_type(), /*includeBool=*/true)) {
+      const Value n = integer(count->tensor.item<int64_t>());
+      return sequence(a) ? arithmetic(op, a, n) : arithmetic(op, n, b);
+    }
+  }
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     // torch takes a tensor or a number beside a tensor: `x + [1, 2]` is a TypeError there.
     const Value& other = a->type == Type::Tensor ? b : a;
@@ -509,12 +527,11 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     items.insert(items.end(), b->items.begin(), b->items.end());
     return sequenceLike(a->type, std::move(items));
   }
-  if (op == BinaryOp::Mul && a->type == Type::Int &&
-      (b->type == Type::Str || b->type == Type::List || tupleLike(b)))
+  const auto count = [](const Value& v) { return v->type == Type::Int || v->type == Type::Bool; };
+  if (op == BinaryOp::Mul && count(a) && sequence(b))
     return arithmetic(op, b, a);  // `3 * "ab"` repeats as `"ab" * 3` does
-  if (op == BinaryOp::Mul && (a->type == Type::Str || a->type == Type::List || tupleLike(a)) &&
-      b->type == Type::Int) {
-    const long long times = std::max(0LL, b->intValue);
+  if (op == BinaryOp::Mul && sequence(a) && count(b)) {
+    const long long times = std::max(0LL, b->type == Type::Bool ? b->boolValue : b->intValue);
     const size_t length = a->type == Type::Str ? a->str.size() : a->items.size();
     const size_t unit = a->type == Type::Str ? 1 : sizeof(Value);
     long long bytes = 0;

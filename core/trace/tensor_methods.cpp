@@ -270,19 +270,19 @@ const std::map<std::string, TensorMethod>& methods() {
       {"int", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kInt)); }}},
       {"bool", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kBool)); }}},
       {"to", M{T{1, {"device", "dtype"}}, to}},
-      {"view", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.view(shapeArgs(a, 0)));
+      {"view", M{T{kVarargs, {"size"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.view(shapeArg(a, "size", "Tensor.view")));
        }}},
-      {"reshape", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
-         const std::vector<int64_t> shape = shapeArgs(a, 0);
+      {"reshape", M{T{kVarargs, {"shape"}}, [](const at::Tensor& x, Args& a) {
+         const std::vector<int64_t> shape = shapeArg(a, "shape", "Tensor.reshape");
          interpreterOf(a).requestMemory(reshapedBytes(x, shape));  // 0 for a view
          return tensor(x.reshape(shape));
        }}},
-      {"permute", M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.permute(shapeArgs(a, 0)));
+      {"permute", M{T{kVarargs, {"dims"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.permute(shapeArg(a, "dims", "Tensor.permute")));
        }}},
-      {"flip", copying(M{T{kVarargs}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.flip(shapeArgs(a, 0)));
+      {"flip", copying(M{T{kVarargs, {"dims"}}, [](const at::Tensor& x, Args& a) {
+         return tensor(x.flip(shapeArg(a, "dims", "Tensor.flip")));
        }})},
       {"transpose", M{T{2, {"dim0", "dim1"}, 2}, [](const at::Tensor& x, Args& a) {
          return tensor(x.transpose(asInt(arg(a, 0, "dim0", "Tensor.transpose"), "dim0"),

@@ -57,19 +57,6 @@ Value fromMethod(const std::string& shown, const char* method) {
   });
 }
 
-// The shape of zeros(*size) and ones(*size): the dimensions one by one, a tuple or list, or size=.
-std::vector<int64_t> sizeArg(const Args& a, const std::string& fn) {
-  const Value* size = a.keyword("size");
-  if (!size) return shapeArgs(a, 0);
-  if (!a.positional.empty())
-    throw RuntimeFailure(fn +
-                         "() got multiple values for argument 'size': it is also given by "
-                         "position");
-  Args one;
-  one.positional = {*size};
-  return shapeArgs(one, 0);
-}
-
 // New tensors are made on the rank's device unless device='cpu' says otherwise (deviceArg).
 at::Device deviceOf(const Args& a, const std::string& fn) {
   return deviceArg(a.keyword("device"), fn).value_or(currentDevice());
@@ -78,7 +65,7 @@ at::Device deviceOf(const Args& a, const std::string& fn) {
 Value filled(Args& a, const std::string& fn, double value) {
   at::TensorOptions o = at::TensorOptions().device(deviceOf(a, fn));
   o = o.dtype(dtypeArg(a.keyword("dtype"), fn).value_or(at::kFloat));
-  const std::vector<int64_t> sizes = sizeArg(a, fn);
+  const std::vector<int64_t> sizes = shapeArg(a, "size", fn);
   requestTensor(a, sizes, o.dtype().toScalarType());
   return tensor(at::full(sizes, value, o));
 }

@@ -391,16 +391,39 @@ const char* const kInComparison =
     "in comparison: two values that contain themselves, or that nest lists, tuples or dicts too "
     "deeply (1000 levels at most), cannot be compared";
 
+// How tensors compare: by identity as dict keys (a tensor hashes by its id), by their `==` where
+// Python asks `a == b` (a list's ==, `in`, index).
+enum class Tensors { ByIdentity, ByValue };
+
+bool equalAs(const Value& a, const Value& b, Tensors tensors);
+
 // How Python compares the items of two containers (PyObject_RichCompareBool): an object equals
 // itself before anything else is asked, so `a == a` holds for `a = []; a.append(a)`, and
 // `[x] == [x]` for x = float('nan').
-bool sameOrEqual(const Value& a, const Value& b) {
-  return a == b || equal(a, b);
+bool sameOrEqual(const Value& a, const Value& b, Tensors tensors) {
+  return a == b || equalAs(a, b, tensors);
 }
 
-}  // namespace
+// bool(a == b) with a tensor on either side: torch's elementwise `==` and its truth (one
+// element's; more are the ambiguity error); anything but a tensor or a number is unequal.
+bool tensorEquals(const Value& a, const Value& b) {
+  const auto operand = [](const Value& v) {
+    return v->type == Type::Tensor || v->type == Type::Int || v->type == Type::Float ||
+           v->type == Type::Bool;
+  };
+  if (!operand(a) || !operand(b)) return false;
+  const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
+  const at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
+  const at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
+  Value eq = std::make_shared<Object>();
+  eq->type = Type::Tensor;
+  eq->tensor = x == y;
+  return truthy(eq);
+}
 
-bool equal(const Value& a, const Value& b) {
+bool equalAs(const Value& a, const Value& b, Tensors tensors) {
+  if (tensors == Tensors::ByValue && (a->type == Type::Tensor || b->type == Type::Tensor))
+    return tensorEquals(a, b);
   const auto numeric = [](const Value& v) {
     return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
   };
@@ -414,7 +437,7 @@ bool equal(const Value& a, const Value& b) {
     if (a->items.empty()) return true;
     NestingGuard nest(kInComparison);
     for (size_t i = 0; i < a->items.size(); ++i) {
-      if (!sameOrEqual(a->items[i], b->items[i])) return false;
+      if (!sameOrEqual(a->items[i], b->items[i], tensors)) return false;
     }
     return true;
   }
@@ -440,15 +463,27 @@ bool equal(const Value& a, const Value& b) {
       NestingGuard nest(kInComparison);
       for (const auto& entry : a->dict) {
         const Value& key = entry.first;
-        const auto other = std::find_if(b->dict.begin(), b->dict.end(),
-                                        [&](const auto& kv) { return sameOrEqual(kv.first, key); });
-        if (other == b->dict.end() || !sameOrEqual(other->second, entry.second)) return false;
+        const auto other = std::find_if(b->dict.begin(), b->dict.end(), [&](const auto& kv) {
+          return sameOrEqual(kv.first, key, Tensors::ByIdentity);  // keys hash by id
+        });
+        if (other == b->dict.end() || !sameOrEqual(other->second, entry.second, tensors))
+          return false;
       }
       return true;
     }
     default:
       return a == b;
   }
+}
+
+}  // namespace
+
+bool equal(const Value& a, const Value& b) {
+  return equalAs(a, b, Tensors::ByIdentity);
+}
+
+bool pythonEquals(const Value& a, const Value& b) {
+  return equalAs(a, b, Tensors::ByValue);  // no identity first: `nan == nan` is False
 }
 
 }  // namespace shardscope::trace

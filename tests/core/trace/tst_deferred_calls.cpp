@@ -482,6 +482,29 @@ class TestDeferredCalls : public QObject {
       QVERIFY2(test::closeToScale(batched.tensor(name), single.tensor(name)), name);
   }
 
+  // A list's items computed later (held module calls) are computed when a search compares them:
+  // `in`, count and index saw the held item, not its value, and found nothing.
+  void aListSearchComputesItsHeldItems() {
+    trace::RunOptions o;
+    o.modelDirs["demo"] = ensureDemoModel().string();
+    o.device = test::deviceKind();
+    o.dtype = DType::F32;
+    const test::ScriptRun r =
+        test::runBody(o, "demo",
+                      "with model.trace(\"Hello\"):\n"
+                      "    o = model.model.layers[1].output\n"
+                      "    h = model.model.norm(o[0] + o[1])\n"
+                      "    tops = []\n"
+                      "    tops.append(model.logits_processor(model.lm_head, h)[-1].argmax())\n"
+                      "    tops.append(model.logits_processor(model.lm_head, h)[-1].argmax())\n"
+                      "    top = model.logits_processor(model.lm_head, h)[-1].argmax().item()\n"
+                      "    print(top in tops, tops.count(top), tops.index(torch.tensor(top)), "
+                      "[top] == tops[:1])\n",
+                      "search.py");
+    QCOMPARE(r.lines.size(), size_t(1));
+    QCOMPARE(r.lines[0], std::string("True 2 0 True"));
+  }
+
   void layersHaveALengthAndIterate() {
     // nnsight's idioms: `len(model.model.layers)` and `for layer in model.model.layers`, in the
     // driver and in a block; a module that is not a list has no len().

@@ -99,6 +99,24 @@ class TestTorchArguments : public QObject {
         << "(torch.tensor(2) in [torch.tensor(1), torch.tensor(2)], 2 in [torch.tensor(2)], "
            "[torch.tensor(1), 3].index(3), [torch.tensor(1), torch.tensor(1)].count(1))"
         << "(True, True, 1, 2)";
+    // Inside containers a tensor compares by its `==` too (dict keys stay by identity: a tensor
+    // hashes by its id).
+    QTest::newRow("tensors inside containers")
+        << "([torch.tensor(1)] == [torch.tensor(1)], (torch.tensor(1), 2) in "
+           "[(torch.tensor(1), 2)], torch.tensor(1) in {'k': torch.tensor(1)}.values(), "
+           "torch.tensor(1) in {torch.tensor(1): 0}, [torch.tensor(1)] < [torch.tensor(2)])"
+        << "(True, True, True, False, tensor(True))";
+    // A sequence repeats by an integer tensor of one element, or a bool, as by an int.
+    QTest::newRow("repeat by a tensor or a bool")
+        << "([1, 2] * torch.tensor(2), torch.tensor(2) * 'ab', torch.ones(2).shape * True, [1] * "
+           "False)"
+        << "([1, 2, 1, 2], 'abab', torch.Size([2]), [])";
+    // The shape methods' keywords, as torch names them.
+    QTest::newRow("shape keywords")
+        << "(torch.flip(torch.arange(3), dims=[0]).tolist(), torch.ones(2, 3).permute(dims=(1, "
+           "0)).shape, torch.ones(6).reshape(shape=(2, 3)).shape, torch.ones(6).view(size=(3, "
+           "2)).shape)"
+        << "([2, 1, 0], torch.Size([3, 2]), torch.Size([2, 3]), torch.Size([3, 2]))";
     QTest::newRow("sum dim keepdim") << "torch.ones(2, 3).sum(dim=1, keepdim=True).shape"
                                      << "torch.Size([2, 1])";
     QTest::newRow("sum over a tuple of dims") << "torch.ones(2, 3, 4).sum((0, 2)).tolist()"

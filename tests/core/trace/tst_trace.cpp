@@ -364,9 +364,12 @@ class TestTrace : public QObject {
         << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).topk(1, 0, True, True, 5)\n"
         << "bad.py:2:1: Tensor.topk() takes at most 4 positional arguments (5 given)";
     QTest::newRow("tensor method without keywords")
-        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).view(3, 2, dtype=torch.float16)\n"
-        << "Tensor.view() got an unexpected keyword argument 'dtype'; it takes no keyword "
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).t(dtype=torch.float16)\n"
+        << "Tensor.t() got an unexpected keyword argument 'dtype'; it takes no keyword "
            "arguments";
+    QTest::newRow("tensor method with another keyword")
+        << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).view(3, 2, dtype=torch.float16)\n"
+        << "Tensor.view() got an unexpected keyword argument 'dtype'; it takes size";
     QTest::newRow("keyword also given by position")
         << "model = VLLM(\"demo\")\nx = torch.ones(2, 3).sum(1, dim=0)\n"
         << "bad.py:2:1: Tensor.sum() got multiple values for argument 'dim'";
