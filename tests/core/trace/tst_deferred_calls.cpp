@@ -30,6 +30,16 @@ using namespace shardscope;
 
 namespace {
 
+// The demo model in fp32 on the test's device; tp > 0 overrides the script's tensor parallelism.
+trace::RunOptions demoInF32(int tp = 0) {
+  trace::RunOptions o;
+  o.modelDirs["demo"] = ensureDemoModel().string();
+  o.tp = tp;
+  o.device = test::deviceKind();
+  o.dtype = DType::F32;
+  return o;
+}
+
 // A row-wise module: probe(x, shift) = x * 2 + shift, summed over the group (so a call pairs a
 // collective across ranks, as the logits processor's all-gather does). It counts its calls.
 class RowProbe : public Module {
@@ -458,10 +468,7 @@ class TestDeferredCalls : public QObject {
   void aSavedListWithAPortViewKeepsItsHeldValues() {
     // Saving a list that views model memory copies it (a snapshot) in the block; its held values
     // must stay the objects the block's end computes, or the driver finds them uncomputed.
-    trace::RunOptions o;
-    o.modelDirs["demo"] = ensureDemoModel().string();
-    o.device = test::deviceKind();
-    o.dtype = DType::F32;
+    const trace::RunOptions o = demoInF32();
     const auto held = [&](bool batched) {
       const BatchCalls mode(batched);
       return test::runBody(o, "demo",
@@ -485,10 +492,7 @@ class TestDeferredCalls : public QObject {
   // A list's items computed later (held module calls) are computed when a search compares them:
   // `in`, count and index saw the held item, not its value, and found nothing.
   void aListSearchComputesItsHeldItems() {
-    trace::RunOptions o;
-    o.modelDirs["demo"] = ensureDemoModel().string();
-    o.device = test::deviceKind();
-    o.dtype = DType::F32;
+    const trace::RunOptions o = demoInF32();
     const test::ScriptRun r =
         test::runBody(o, "demo",
                       "with model.trace(\"Hello\"):\n"
@@ -508,10 +512,7 @@ class TestDeferredCalls : public QObject {
   void layersHaveALengthAndIterate() {
     // nnsight's idioms: `len(model.model.layers)` and `for layer in model.model.layers`, in the
     // driver and in a block; a module that is not a list has no len().
-    trace::RunOptions o;
-    o.modelDirs["demo"] = ensureDemoModel().string();
-    o.device = test::deviceKind();
-    o.dtype = DType::F32;
+    const trace::RunOptions o = demoInF32();
     const test::ScriptRun r =
         test::runBody(o, "demo",
                       "for layer in model.model.layers:\n"
@@ -547,11 +548,7 @@ class TestDeferredCalls : public QObject {
     QFETCH(int, tp);
     if (test::backend() == "nccl" && int(at::getNumGPUs()) < tp)
       QSKIP("NCCL needs one GPU per rank");
-    trace::RunOptions o;
-    o.modelDirs["demo"] = ensureDemoModel().string();
-    o.tp = tp;
-    o.device = test::deviceKind();
-    o.dtype = DType::F32;
+    trace::RunOptions o = demoInF32(tp);
     o.backend = test::groupBackend();
     const auto lens = [&](bool batched) {
       const BatchCalls mode(batched);
