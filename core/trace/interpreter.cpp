@@ -235,6 +235,11 @@ void Interpreter::execAugAssign(const Stmt& s) {
   };
   Value rhs = eval(*s.value);
   if (current->type == Type::Tensor) {
+    // torch takes a tensor or a number, as for `x + [1, 2]` (binary()).
+    const Type k = rhs->type;
+    if (k != Type::Tensor && k != Type::Int && k != Type::Float && k != Type::Bool)
+      fail(std::string("unsupported operand type(s) for ") + symbol(s.augOp) + "=: 'Tensor' and '" +
+           typeName(rhs->type) + "'");
     noteTensorWrite();
     // In place, as torch does (a name that shares the tensor sees it): edits through a port view
     // are writes. `@=` rebinds, as torch has no in-place matmul.

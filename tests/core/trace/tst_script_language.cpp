@@ -76,6 +76,9 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("tensor plus a list")
         << "x = torch.ones(2)\ny = x + [1, 2]\n"
         << "hostile.py:2:1: unsupported operand type(s) for +: 'Tensor' and 'list'";
+    QTest::newRow("tensor extended in place by a list")
+        << "x = torch.ones(2)\nx += [1, 2]\n"
+        << "hostile.py:2:1: unsupported operand type(s) for +=: 'Tensor' and 'list'";
     QTest::newRow("tensor ordered against a list")
         << "x = torch.ones(2)\ny = x < (1, 2)\n"
         << "hostile.py:2:1: '<' not supported between instances of 'Tensor' and 'tuple'";
