@@ -236,8 +236,7 @@ void Interpreter::execAugAssign(const Stmt& s) {
   Value rhs = eval(*s.value);
   if (current->type == Type::Tensor) {
     // torch takes a tensor or a number, as for `x + [1, 2]` (binary()).
-    const Type k = rhs->type;
-    if (k != Type::Tensor && k != Type::Int && k != Type::Float && k != Type::Bool)
+    if (rhs->type != Type::Tensor && !isNumber(rhs))
       fail(std::string("unsupported operand type(s) for ") + symbol(s.augOp) + "=: 'Tensor' and '" +
            typeName(rhs->type) + "'");
     noteTensorWrite();

@@ -87,10 +87,6 @@ std::pair<double, double> floatDivmod(double x, double y, BinaryOp op) {
   return {floored, mod};
 }
 
-bool isNumber(const Value& v) {
-  return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
-}
-
 }  // namespace
 
 Value Interpreter::eval(const Expr& e) {

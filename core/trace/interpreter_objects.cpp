@@ -315,8 +315,7 @@ Value boundMethodOf(const Value& receiver, const std::string& name) {
     case Type::Size:  // a tuple of ints, and its product
       if (name == "numel")
         return boundMethod(receiver, "numel", [](const Value& self, CallArgs& a) {
-          if (!a.positional.empty() || !a.keywords.empty())
-            throw RuntimeFailure("torch.Size.numel() takes no arguments");
+          builtin_args::checkArguments(a, builtin_args::Takes{}, "torch.Size.numel");
           long long n = 1;
           for (const Value& d : self->items)
             if (__builtin_mul_overflow(n, asInt(d, "dimension"), &n))

@@ -21,12 +21,14 @@ int64_t broadcastBytes(const at::Tensor& x, const at::Tensor& y, at::ScalarType 
                        const at::Tensor& z = {});
 // x @ y (torch.matmul's rules for 1-D operands and batch dimensions).
 int64_t matmulBytes(const at::Tensor& x, const at::Tensor& y);
-// torch.cat or torch.stack of `parts`: their elements in the widest of their dtypes.
+// torch.cat or torch.stack of `parts`: their elements in the dtype they promote to.
 int64_t concatenatedBytes(const std::vector<at::Tensor>& parts);
-// torch.einsum(equation, operands): the output's labels sized from the operands ("i,j->ij" is an
-// outer product); 0 for an equation this does not read (torch checks it).
+// torch.einsum(equation, operands): the larger of the output (its labels sized from the operands:
+// "i,j->ij" is an outer product) and the largest intermediate of ATen's left-to-right
+// contraction ("i,j,j->i" holds (i, j)); 0 for an equation this does not read (torch checks it).
 int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& operands);
-// x.reshape(shape) (one -1 inferred): 0 where torch gives a view, else the copy's bytes.
+// x.reshape(shape) (one -1 inferred): 0 where torch gives a view, else the copy's bytes; a shape
+// that does not fit x's elements raises torch's own error here.
 int64_t reshapedBytes(const at::Tensor& x, c10::IntArrayRef shape);
 // x.flatten(start, end): likewise (0 for dims it cannot flatten: torch's own error).
 int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end);

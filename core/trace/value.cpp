@@ -312,6 +312,23 @@ long long rangeLength(const Object& r) {
   return span <= 0 ? 0 : (span - 1) / step + 1;
 }
 
+bool isNumber(const Value& v) {
+  return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
+}
+
+namespace {
+
+// A tensor's truth, as torch's bool(): one element's value; more are ambiguous.
+bool tensorTruth(const at::Tensor& t) {
+  if (t.numel() != 1) {
+    throw RuntimeFailure("the truth value of a tensor with " + std::to_string(t.numel()) +
+                         " elements is ambiguous; use .any() or .all()");
+  }
+  return t.item<double>() != 0;
+}
+
+}  // namespace
+
 bool truthy(const Value& v) {
   switch (v->type) {
     case Type::None:
@@ -337,12 +354,7 @@ bool truthy(const Value& v) {
     case Type::Range:
       return rangeLength(*v) > 0;
     case Type::Tensor:
-      if (v->tensor.numel() != 1) {
-        throw RuntimeFailure("the truth value of a tensor with " +
-                             std::to_string(v->tensor.numel()) +
-                             " elements is ambiguous; use .any() or .all()");
-      }
-      return v->tensor.item<double>() != 0;
+      return tensorTruth(v->tensor);
     default:
       return true;
   }
@@ -407,27 +419,18 @@ bool sameOrEqual(const Value& a, const Value& b, Tensors tensors) {
 // bool(a == b) with a tensor on either side: torch's elementwise `==` and its truth (one
 // element's; more are the ambiguity error); anything but a tensor or a number is unequal.
 bool tensorEquals(const Value& a, const Value& b) {
-  const auto operand = [](const Value& v) {
-    return v->type == Type::Tensor || v->type == Type::Int || v->type == Type::Float ||
-           v->type == Type::Bool;
-  };
+  const auto operand = [](const Value& v) { return v->type == Type::Tensor || isNumber(v); };
   if (!operand(a) || !operand(b)) return false;
   const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
   const at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
   const at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
-  Value eq = std::make_shared<Object>();
-  eq->type = Type::Tensor;
-  eq->tensor = x == y;
-  return truthy(eq);
+  return tensorTruth(x == y);
 }
 
 bool equalAs(const Value& a, const Value& b, Tensors tensors) {
   if (tensors == Tensors::ByValue && (a->type == Type::Tensor || b->type == Type::Tensor))
     return tensorEquals(a, b);
-  const auto numeric = [](const Value& v) {
-    return v->type == Type::Int || v->type == Type::Float || v->type == Type::Bool;
-  };
-  if (numeric(a) && numeric(b)) {
+  if (isNumber(a) && isNumber(b)) {
     const std::optional<int> c = compareNumbers(a, b);
     return c && *c == 0;
   }

@@ -181,13 +181,15 @@ std::string repr(const Value& v);
 std::string str(const Value& v);
 // As torch prints it (tensor_repr.cpp).
 std::string formatTensor(const at::Tensor& t);
+// An int, float or bool: what torch takes beside a tensor as a Python number.
+bool isNumber(const Value& v);
 // Whether two values are one dict key: numbers by value (1 == 1.0 == True), containers item by
 // item, a tensor by identity (it hashes by its id).
 bool equal(const Value& a, const Value& b);
 // Python's bool(a == b) (items of containers by PyObject_RichCompareBool, identity first): as
-// `equal`, but a tensor
-// compares by its `==` (one element's truth; more elements are torch's ambiguity error), inside
-// containers too ([t1] == [t2], `t in [t2]`, `(t,) in pairs`). Deferred values must be computed.
+// `equal`, but a tensor compares by its `==` (one element's truth; more elements are torch's
+// ambiguity error), inside containers too ([t1] == [t2], `t in [t2]`, `(t,) in pairs`). Deferred
+// values must be computed first.
 bool pythonEquals(const Value& a, const Value& b);
 // For two numbers (int, bool, float): -1, 0 or 1 as a < b, a == b, a > b, compared by their exact
 // values as Python does (an int is not rounded to a double first: 2**53 + 1 > 2**53); nullopt when
