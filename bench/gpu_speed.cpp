@@ -13,10 +13,14 @@
 // --timeline DIR measures nothing: it records the kernels of a 16-step decode at batch 1, plain,
 // with the read and with the head write (not with --timeline-decode-only), as Chrome traces in
 // DIR (bench/report_timeline.py); --timeline-prefill N records a prefill of N tokens instead.
+// --profile-decode N measures nothing either: it runs N decode steps at batch 1 between
+// cudaProfilerStart and Stop, for Nsight Compute's --profile-from-start off (scripts/gpu/
+// decode-profile): the profiler then replays only the decode's kernels, not the weights' making.
 //
 //   gpu_speed --model DIR [--steps 64] [--tp 1] [--pp 1] [--eager] [--scaling] > ours.json
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <cuda_profiler_api.h>
 
 #include <algorithm>
 #include <chrono>
@@ -183,6 +187,26 @@ void recordTimelines(Engine& e, const std::string& dir, bool decodeOnly, int64_t
   }
 }
 
+// --profile-decode: `steps` decode steps at batch 1 after a 5-token prompt inside the profiler's
+// range, after two unprofiled runs (graphs recorded); the prompt's prefill runs before the range.
+void profileDecode(Engine& e, int64_t steps) {
+  const auto prompt = promptIds(5, e.info().vocabSize, 0);
+  generateSeconds(e, {prompt}, steps + 1, 1);
+  generateSeconds(e, {prompt}, steps + 1, 1);
+  deviceSync();
+  const auto check = [](cudaError_t r, const char* what) {
+    if (r != cudaSuccess)
+      throw std::runtime_error(
+          std::string(what) + " failed: " + cudaGetErrorString(r) +
+          " (run under ncu --profile-from-start off, or not under a profiler)");
+  };
+  check(cudaProfilerStart(), "cudaProfilerStart");
+  generateSeconds(e, {prompt}, steps + 1, 1);
+  deviceSync();
+  check(cudaProfilerStop(), "cudaProfilerStop");
+  std::fprintf(stderr, "profiled %lld decode steps\n", static_cast<long long>(steps));
+}
+
 // A decode step's matmuls alone at batch 1: each weight shape of layer 0 once per layer, then the
 // LM head; LibTorch's matmul against `linearForward` (the GEMV kernel where it applies). One
 // layer's weights serve every layer: at ~400 MB they leave the GPU's L2 between uses.
@@ -237,7 +261,7 @@ json decodeMatmuls(const ModelInfo& info, double bandwidth) {
 
 int main(int argc, char** argv) {
   std::string model, timelineDir;
-  int64_t steps = 64, timelinePrefill = 0;
+  int64_t steps = 64, timelinePrefill = 0, profileSteps = 0;
   int tp = 1;
   int pp = 1;
   bool eager = false, scaling = false, expertParallel = false, timelineDecodeOnly = false;
@@ -263,13 +287,15 @@ int main(int argc, char** argv) {
     if (a == "--prefills") prefillList = parseList(argv[i + 1]);
     if (a == "--timeline") timelineDir = argv[i + 1];
     if (a == "--timeline-prefill") timelinePrefill = std::stoll(argv[i + 1]);
+    if (a == "--profile-decode") profileSteps = std::stoll(argv[i + 1]);
   }
   if (model.empty()) {
     std::fprintf(
         stderr,
         "usage: gpu_speed --model DIR|random:CONFIG.json@SEED [--steps 64] [--tp 1] [--pp 1] "
         "[--eager] [--scaling] [--expert-parallel] [--batches 1,16] [--prefills 2048] "
-        "[--timeline DIR [--timeline-decode-only | --timeline-prefill N]]\n");
+        "[--timeline DIR [--timeline-decode-only | --timeline-prefill N]] "
+        "[--profile-decode STEPS]\n");
     return 2;
   }
   json out;
@@ -347,6 +373,10 @@ int main(int argc, char** argv) {
   if (!timelineDir.empty()) {
     std::filesystem::create_directories(timelineDir);
     recordTimelines(e, timelineDir, timelineDecodeOnly, timelinePrefill);
+    return 0;
+  }
+  if (profileSteps > 0) {
+    profileDecode(e, profileSteps);
     return 0;
   }
   if (!scaling && tp == 1)
