@@ -155,8 +155,9 @@ c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
   // any CUDA device names the rank's own, and the message names no rank's device.
   const c10::Device here = currentDevice();
   const std::string works = here.is_cpu() ? "'cpu'" : "'cpu' or 'cuda' (the rank's GPU)";
-  if ((*v)->type != Type::Str)
-    throw RuntimeFailure(fn + "(): device must be a string such as " + works + ", got " + repr(*v));
+  if ((*v)->type != Type::Str && (*v)->type != Type::Device)
+    throw RuntimeFailure(fn + "(): device must be a torch.device or a string such as " + works +
+                         ", got " + repr(*v));
   const std::string& name = (*v)->str;
   if (name == "cpu") return c10::Device(c10::kCPU);
   const bool cudaIndex = name.size() > 5 && name.rfind("cuda:", 0) == 0 &&

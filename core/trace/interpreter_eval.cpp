@@ -555,8 +555,14 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     fail(std::string("set operations on dict views (") + symbol(op) +
          ") are not supported in trace scripts (there are no sets); compare keys with `in` or "
          "build the list you need");
-  fail(std::string("unsupported operand types for ") + symbol(op) + ": " + typeName(a->type) +
-       " and " + typeName(b->type));
+  if (op == BinaryOp::Add && (a->type == Type::Str || a->type == Type::List || tupleLike(a))) {
+    const std::string kind = a->type == Type::Str    ? "str"
+                             : a->type == Type::List ? "list"
+                                                     : "tuple";
+    fail("can only concatenate " + kind + " (not \"" + typeName(b->type) + "\") to " + kind);
+  }
+  fail(std::string("unsupported operand type(s) for ") + symbol(op) + ": '" + typeName(a->type) +
+       "' and '" + typeName(b->type) + "'");
 }
 
 Value Interpreter::formatValue(const Value& v, const std::string& format) {

@@ -356,6 +356,12 @@ Value Interpreter::getAttr(const Value& obj, const std::string& name) {
     case Type::Str:
       if (Value method = strMethodOf(obj, name)) return method;
       break;
+    case Type::Device: {
+      const c10::Device d(obj->str);
+      if (name == "type") return string(c10::DeviceTypeName(d.type(), /*lower_case=*/true));
+      if (name == "index") return d.has_index() ? integer(d.index()) : none();
+      fail("'torch.device' object has no attribute '" + name + "' (it has: type, index)");
+    }
     default:
       break;
   }

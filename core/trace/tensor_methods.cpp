@@ -144,12 +144,12 @@ Value to(const at::Tensor& x, Args& a) {
   if (const Value* d = a.get(0, "device"); d && (*d)->type != Type::None) {
     if (auto dt = asDtype(*d))
       y = castTo(y, a, *dt);
-    else if ((*d)->type == Type::Str)
+    else if ((*d)->type == Type::Str || (*d)->type == Type::Device)
       y = movedTo(y, a, *deviceArg(d, "Tensor.to"));
     else
       throw RuntimeFailure(
           "Tensor.to() expects a dtype such as torch.float32 or a device such "
-          "as 'cpu', got " +
+          "as 'cpu' or x.device, got " +
           repr(*d));
   }
   if (const Value* d = a.keyword("dtype"); d && (*d)->type != Type::None) {
@@ -560,7 +560,7 @@ Value tensorAttribute(Interpreter& in, const Value& self, const std::string& nam
   const at::Tensor& t = self->tensor;
   if (name == "shape") return sizeOf(t);
   if (name == "dtype") return dtypeValue(t.scalar_type());
-  if (name == "device") return string(t.device().str());
+  if (name == "device") return deviceValue(t.device());
   if (name == "ndim") return integer(t.dim());
   if (name == "T") return tensor(t.t());
   const TensorMethod* m = tensorMethod(name);

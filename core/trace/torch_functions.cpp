@@ -62,6 +62,37 @@ at::Device deviceOf(const Args& a, const std::string& fn) {
   return deviceArg(a.keyword("device"), fn).value_or(currentDevice());
 }
 
+// torch.device('cuda'), torch.device('cuda:0'), torch.device('cuda', 0), torch.device(d): the
+// devices tensors live on here, CPU and CUDA (deviceArg maps any CUDA index to the rank's GPU).
+Value makeDevice(Args& a) {
+  const Value& what = arg(a, 0, "type", "torch.device");
+  const Value* index = a.get(1, "index");
+  if (what->type == Type::Device && !index) return what;
+  if (what->type != Type::Str)
+    throw RuntimeFailure("torch.device() expects a string such as 'cpu', 'cuda' or 'cuda:0', got " +
+                         repr(what));
+  const std::string& name = what->str;
+  const size_t colon = name.find(':');
+  const std::string type = name.substr(0, colon);
+  const bool digits = colon != std::string::npos && colon + 1 < name.size() &&
+                      name.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+  if ((type != "cpu" && type != "cuda") || (colon != std::string::npos && !digits))
+    throw RuntimeFailure("torch.device(): '" + name +
+                         "' is not a device tensors live on here: 'cpu', 'cuda' or 'cuda:N'");
+  std::string full = name;
+  if (index && (*index)->type != Type::None) {
+    if (colon != std::string::npos)
+      throw RuntimeFailure("torch.device(): '" + name +
+                           "' names its index already: give it once, 'cuda:0' or ('cuda', 0)");
+    const long long i = asInt(*index, "index");
+    if (i < 0)
+      throw RuntimeFailure("torch.device(): the index must not be negative, got " +
+                           std::to_string(i));
+    full += ":" + std::to_string(i);
+  }
+  return deviceValue(c10::Device(full));
+}
+
 Value filled(Args& a, const std::string& fn, double value) {
   at::TensorOptions o = at::TensorOptions().device(deviceOf(a, fn));
   o = o.dtype(dtypeArg(a.keyword("dtype"), fn).value_or(at::kFloat));
@@ -137,6 +168,7 @@ Value torchNamespace() {
   for (const auto& [name, t] : dtypes()) torch[name] = dtypeValue(t);
   // What each takes is PyTorch's signature, cut to what is implemented: (positional, keywords,
   // required), the positional ones' names first.
+  torch["device"] = strictBuiltin("torch.device", {2, {"type", "index"}, 1}, makeDevice);
   torch["zeros"] = strictBuiltin("torch.zeros", {kVarargs, {"size", "dtype", "device"}},
                                  [](Args& a) { return filled(a, "torch.zeros", 0.0); });
   torch["ones"] = strictBuiltin("torch.ones", {kVarargs, {"size", "dtype", "device"}},

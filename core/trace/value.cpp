@@ -61,6 +61,8 @@ const char* typeName(Type t) {
       return "dict_values";
     case Type::DictItems:
       return "dict_items";
+    case Type::Device:
+      return "torch.device";
   }
   return "?";
 }
@@ -184,6 +186,11 @@ Value floating(double d) {
 Value string(std::string s) {
   Value v = make(Type::Str);
   v->str = std::move(s);
+  return v;
+}
+Value deviceValue(const c10::Device& d) {
+  Value v = make(Type::Device);
+  v->str = d.str();
   return v;
 }
 Value tuple(std::vector<Value> items) {
@@ -455,6 +462,7 @@ bool equalAs(const Value& a, const Value& b, Tensors tensors) {
     case Type::Str:
       return a->str == b->str;
     case Type::Module:
+    case Type::Device:
       return a->str == b->str;
     case Type::Namespace: {  // a dtype equals its aliases (torch.float == torch.float32)
       const auto x = builtin_args::asDtype(a), y = builtin_args::asDtype(b);

@@ -47,7 +47,8 @@ enum class Type {
   Deferred,  // a tensor not computed yet (a batched module call, DeferredCalls); reads as a Tensor
   DictKeys,  // d.keys(), d.values(), d.items(): views of the dict in items[0] (dict_view.h)
   DictValues,
-  DictItems
+  DictItems,
+  Device  // torch.device: str holds c10's name of it ('cpu', 'cuda', 'cuda:0')
 };
 
 const char* typeName(Type t);
@@ -128,6 +129,7 @@ Value tuple(std::vector<Value> items);
 Value list(std::vector<Value> items);
 Value tensor(at::Tensor t);
 Value sizeOf(const at::Tensor& t);
+Value deviceValue(const c10::Device& d);
 Value builtin(std::string name, BuiltinFn fn);
 // Makes builtin `v` fail with the script's error, not a crash, when called after `block` (a trace
 // block's interpreter, mediator or interleaver, which its function reaches) is gone, or from

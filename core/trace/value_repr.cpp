@@ -110,6 +110,11 @@ std::string reprOf(const Value& v) {
       return v->attributes.empty() ? v->str : "<module '" + v->str + "'>";  // dtypes print bare
     case Type::Ellipsis:
       return "Ellipsis";
+    case Type::Device: {  // device(type='cuda', index=0), as torch prints one
+      const c10::Device d(v->str);
+      return "device(type='" + c10::DeviceTypeName(d.type(), /*lower_case=*/true) + "'" +
+             (d.has_index() ? ", index=" + std::to_string(d.index()) : "") + ")";
+    }
     case Type::Unsaved:
       return "<unsaved " + v->str + ">";
     case Type::ResultObject: {
@@ -151,7 +156,7 @@ std::string repr(const Value& v) {
 }
 
 std::string str(const Value& v) {
-  return v->type == Type::Str ? v->str : repr(v);
+  return v->type == Type::Str || v->type == Type::Device ? v->str : repr(v);
 }
 
 }  // namespace shardscope::trace

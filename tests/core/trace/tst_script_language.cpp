@@ -85,6 +85,29 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("a list searched for a tensor of many elements")  // Python's bool(t1 == t2)
         << "l = [torch.tensor([1, 2]), 3]\nfound = 3 in l\n"
         << "hostile.py:2:1: the truth value of a tensor with 2 elements is ambiguous";
+    QTest::newRow("a device's unknown attribute")
+        << "d = torch.ones(2).device.kind\n"
+        << "hostile.py:1:1: 'torch.device' object has no attribute 'kind' (it has: type, index)";
+    QTest::newRow("a device's index given twice")
+        << "d = torch.device('cuda:0', 1)\n"
+        << "hostile.py:1:1: torch.device(): 'cuda:0' names its index already: give it once, "
+           "'cuda:0' or ('cuda', 0)";
+    QTest::newRow("a device tensors do not live on")
+        << "d = torch.device('tpu')\n"
+        << "hostile.py:1:1: torch.device(): 'tpu' is not a device tensors live on here: 'cpu', "
+           "'cuda' or 'cuda:N'";
+    QTest::newRow("a device's name added to a str")  // torch.device is not a str
+        << "s = 'on ' + torch.ones(2).device\n"
+        << "hostile.py:1:1: can only concatenate str (not \"torch.device\") to str";
+    QTest::newRow("a str and an int added") << "s = 'n' + 1\n"
+                                            << "hostile.py:1:1: can only concatenate str (not "
+                                               "\"int\") to str";
+    QTest::newRow("a Size and a list added") << "s = torch.ones(2).shape + [1]\n"
+                                             << "hostile.py:1:1: can only concatenate tuple (not "
+                                                "\"list\") to tuple";
+    QTest::newRow("an int and a str added")
+        << "s = 1 + 'n'\n"
+        << "hostile.py:1:1: unsupported operand type(s) for +: 'int' and 'str'";
     QTest::newRow("a str in a tensor") << "x = 'a' in torch.ones(2)\n"
                                        << "hostile.py:1:1: Tensor.__contains__ only supports "
                                           "Tensor or scalar, but you passed in a "

@@ -206,6 +206,28 @@ class TestTorchArguments : public QObject {
                                    << "[0, 1, 2]";
     QTest::newRow("tensor device") << "torch.tensor([1, 2], device='cpu').device"
                                    << "cpu";
+    // A tensor's .device is a torch.device, as in torch: its type and index, its repr, equal to a
+    // device of the same name and not to the string (torch.device('cpu') == 'cpu' is False).
+    QTest::newRow("device type and index")
+        << "torch.zeros(2).device.type, torch.zeros(2).device.index"
+        << "cpu None";
+    QTest::newRow("device repr") << "[torch.zeros(2).device, torch.device('cuda', 1)]"
+                                 << "[device(type='cpu'), device(type='cuda', index=1)]";
+    QTest::newRow("device of a name with an index") << "torch.device('cuda:3').index"
+                                                    << "3";
+    QTest::newRow("device equality")
+        << "torch.zeros(2).device == torch.device('cpu'), torch.zeros(2).device == 'cpu'"
+        << "True False";
+    QTest::newRow("device in a list")
+        << "torch.zeros(2).device in [torch.device('cpu')], torch.device('cpu') in ['cpu']"
+        << "True False";
+    QTest::newRow("device as a dict key") << "{torch.zeros(1).device: 5}[torch.device('cpu')]"
+                                          << "5";
+    QTest::newRow("to a tensor's device") << "torch.zeros(2).to(torch.ones(1).device).tolist()"
+                                          << "[0.0, 0.0]";
+    QTest::newRow("device= a tensor's device")
+        << "torch.zeros(2, device=torch.ones(1).device).device, f'{torch.device(\"cpu\")}'"
+        << "cpu cpu";
     // dtypes are one object each in torch (torch.float is torch.float32): `is` compares them.
     QTest::newRow("dtype is") << "torch.zeros(2, dtype=torch.float16).dtype is torch.float16"
                               << "True";
