@@ -17,7 +17,9 @@
 // Before them: the synchronisation alone (empty kernels, empty grid barriers, cooperative groups'
 // grid.sync()), then each phase alone, and gate_up and down with their rows known only after one
 // dependent read or (gate_up) after chooseInBlock, the choice ShardScope's one-token expert
-// kernels make (RESULTS run 19).
+// kernels make (RESULTS run 19). Last, the router computed inside gate_up's kernel by clusters of
+// 16 blocks that share its 128 logits through distributed shared memory (five kernels a layer),
+// against the router as its own kernel, gate_up choosing in both.
 // The floor is the bytes over the bandwidth a plain read of the same weights reaches in the call.
 // Prints one line per way: microseconds a layer and the ratio to the floor.
 //
@@ -100,18 +102,23 @@ __device__ __forceinline__ Preload preload(const Phase& p, int block) {
 }
 
 // The phase's rows for this warp (its first in pre, then every warps-th): two rounds in flight.
+// `made`: the choice this block made already (the router in gate_up's kernel), else null.
 __device__ __forceinline__ void compute(const Phase& p, Preload& pre, const Args& a,
-                                        const float* depIn, float* depOut) {
+                                        const float* depIn, float* depOut,
+                                        const shardscope::kernels::BlockChoice* made = nullptr) {
   __shared__ shardscope::kernels::BlockChoice choice;
   int chosenShift = 0;
   if (p.rows_known == Phase::Rows::kChosen) {  // every thread of the block takes part
-    shardscope::kernels::FusedMoeArgs f;
-    f.dtype = shardscope::kernels::DType::BFloat16;
-    f.select.logits = a.logits;
-    f.select.experts = 128;
-    f.topK = 8;
-    shardscope::kernels::chooseInBlock<__nv_bfloat16, false>(f, choice);
-    chosenShift = min(choice.chosen[(threadIdx.x / 32) % 8], 0);  // 0, unknown to the compiler
+    if (!made) {
+      shardscope::kernels::FusedMoeArgs f;
+      f.dtype = shardscope::kernels::DType::BFloat16;
+      f.select.logits = a.logits;
+      f.select.experts = 128;
+      f.topK = 8;
+      shardscope::kernels::chooseInBlock<__nv_bfloat16, false>(f, choice);
+      made = &choice;
+    }
+    chosenShift = min(made->chosen[(threadIdx.x / 32) % 8], 0);  // 0, unknown to the compiler
   }
   if (pre.row >= p.rows) return;
   const int lane = threadIdx.x % 32;
@@ -190,6 +197,57 @@ __device__ __forceinline__ void runPhase(const Args& a, int layer, int i) {
 
 __global__ void __launch_bounds__(kThreads, 2) phaseKernel(Args a, int layer, int i) {
   runPhase(a, layer, i);
+}
+
+// The router and gate_up (phases 3 and 4, gate_up's rows after the choice) in one kernel launched
+// as clusters of kRouterCluster blocks: block r of a cluster computes the logits of experts
+// r * 8 .. r * 8 + 7 (a warp each, its router row loaded before the wait), writes each into every
+// block of its cluster (distributed shared memory), and after the cluster's barrier every block
+// chooses from them (chooseInBlock) and streams its gate_up rows. One kernel boundary and the
+// logits' round trip through global memory fewer than the router as its own kernel.
+// Bounded to three blocks an SM, as the phase kernels' 78-80 registers allow them.
+constexpr int kRouterCluster = 16;
+__global__ void __launch_bounds__(kThreads, 3) routerGateUpKernel(Args a, int layer) {
+  namespace kn = shardscope::kernels;
+  const Phase& router = a.layers[layer].phase[3];
+  const Phase& gateUp = a.layers[layer].phase[4];
+  __shared__ kn::BlockChoice made;
+  const unsigned rank = cooperative_groups::this_cluster().block_rank();
+  const int lane = threadIdx.x % 32;
+  const int64_t e = int64_t(rank) * kWarps + threadIdx.x / 32, k0 = int64_t(lane) * 8;
+  int4 w[8];  // the router row's 2048 elements: 8 loads a lane
+#pragma unroll
+  for (int u = 0; u < 8; ++u) w[u] = loadStreaming(router.w + e * router.k + k0 + u * 256);
+  Preload pre = preload(gateUp, int(blockIdx.x));  // nothing: its rows come after the choice
+  // Every block of the cluster has started before any writes into another's shared memory.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  waitForPreviousKernel();
+  allowNextKernel();
+  const int d = layer * kPhases + 3;
+  const float base = __ldcg(a.dep + d - 1);
+  float acc = 0.f;
+#pragma unroll
+  for (int u = 0; u < 8; ++u)
+    acc = dot8(w[u], __ldg(reinterpret_cast<const int4*>(a.x + k0 + u * 256)), acc);
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  const float logit = __bfloat162float(__float2bfloat16(acc + base));
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  if (lane == 0) {
+    for (int r = 0; r < kRouterCluster; ++r)
+      cooperative_groups::this_cluster().map_shared_rank(made.p, r)[e] = logit;
+    if (blockIdx.x < kRouterCluster) {
+      a.out[e] = logit;
+      if (e == 0) a.dep[d] = logit * 1e-6f + base;
+    }
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  kn::FusedMoeArgs f;
+  f.dtype = kn::DType::BFloat16;
+  f.select.experts = 128;
+  f.topK = 8;
+  kn::chooseInBlock<__nv_bfloat16, false, true>(f, made);
+  compute(gateUp, pre, a, a.dep + d - 1, a.dep + d + 1, &made);
 }
 
 // Phase i, then phase i + 1 in the same kernel by the blocks that finish phase i last: each block
@@ -507,6 +565,57 @@ int main(int argc, char** argv) {
              const cudaLaunchConfig_t c = configOf(dim3(unsigned(grid)), stream, attrs, true);
              check(cudaLaunchKernelEx(&c, wholeKernel, args), "whole kernel");
            }));
+  }
+  // The router in gate_up's kernel (clusters of kRouterCluster) against the router as its own
+  // kernel, gate_up's rows after the choice in both, over the same blocks (a multiple of 16).
+  const int clusterGrid = grid / kRouterCluster * kRouterCluster;
+  check(cudaFuncSetAttribute(routerGateUpKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+        "cluster size 16");
+  cudaLaunchAttribute clusterAttrs[2];
+  const auto clusterConfig = [&] {
+    cudaLaunchConfig_t c = configOf(dim3(unsigned(clusterGrid)), stream, attrs, false);
+    clusterAttrs[0] = attrs[0];
+    clusterAttrs[1].id = cudaLaunchAttributeClusterDimension;
+    clusterAttrs[1].val.clusterDim.x = kRouterCluster;
+    clusterAttrs[1].val.clusterDim.y = 1;
+    clusterAttrs[1].val.clusterDim.z = 1;
+    c.attrs = clusterAttrs;
+    c.numAttrs = 2;
+    return c;
+  };
+  {
+    cudaLaunchConfig_t c = clusterConfig();
+    c.attrs = clusterAttrs + 1;  // the occupancy query takes the cluster's shape only
+    c.numAttrs = 1;
+    int clusters = 0;
+    check(cudaOccupancyMaxActiveClusters(&clusters, routerGateUpKernel, &c), "active clusters");
+    std::printf("router in gate_up: grid %d in clusters of %d, %d clusters resident at once\n",
+                clusterGrid, kRouterCluster, clusters);
+  }
+  for (auto& layer : host) layer.phase[4].blocks = clusterGrid;
+  setRows({4}, Phase::Rows::kChosen);
+  // `phases` of every layer as kernels, with -1 for the router and gate_up in one kernel.
+  const auto withFused = [&](const char* way, std::initializer_list<int> phases) {
+    report(way, capture([&] {
+             for (int l = 0; l < kLayers; ++l) {
+               for (int i : phases) {
+                 if (i >= 0) {
+                   const cudaLaunchConfig_t c =
+                       configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
+                   check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
+                   continue;
+                 }
+                 const cudaLaunchConfig_t c = clusterConfig();
+                 check(cudaLaunchKernelEx(&c, routerGateUpKernel, args, l), "router in gate_up");
+               }
+             }
+           }));
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    withFused("alone: router, then gate_up after the choice", {3, 4});
+    withFused("alone: router in gate_up's clusters", {-1});
+    withFused("kernels, gate_up after the choice", {0, 1, 2, 3, 4, 5});
+    withFused("kernels, router in gate_up's clusters (five kernels)", {0, 1, 2, -1, 5});
   }
   float last = 0.f;
   check(cudaMemcpy(&last, dep + kLayers * kPhases - 1, sizeof(float), cudaMemcpyDeviceToHost),
