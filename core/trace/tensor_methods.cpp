@@ -205,9 +205,31 @@ at::Scalar alphaOf(Args& a) {
 // true division of integers, or a bool for a comparison.
 enum class ResultKind { Promoted, Divided, Compared };
 
+// nonzero(as_tuple=False): the indices of the nonzero elements, a row each, or (as_tuple) a
+// tensor of them a dimension, as torch.where(condition) gives them.
+Value nonzero(const at::Tensor& x, Args& a) {
+  const Value* asTuple = a.keyword("as_tuple");
+  if (!asTuple || !truthy(*asTuple)) return tensor(x.nonzero());
+  std::vector<Value> items;
+  for (const at::Tensor& i : at::nonzero_numpy(x)) items.push_back(tensor(i));
+  return tuple(std::move(items));
+}
+
+// An elementwise method's `other`: a tensor or a number, as torch's methods take it (a list or a
+// tuple is torch's TypeError, where the operators' `x + [1, 2]` is also refused).
+at::Tensor otherOperand(const Args& a, const at::Tensor& x, const char* shown) {
+  const Value other = arg(a, 0, "other", shown);
+  if (other->type != Type::Tensor && other->type != Type::Deferred && !isNumber(other)) {
+    const std::string name = std::string(shown).substr(std::string(shown).rfind('.') + 1);
+    throw RuntimeFailure(name + "(): argument 'other' (position 1) must be Tensor, not " +
+                         typeName(other->type));
+  }
+  return operandTensor(other, x);
+}
+
 // `other` as a tensor beside x, once the budget has room for x and it broadcast together.
 at::Tensor broadcastOperand(const at::Tensor& x, Args& a, const char* shown, ResultKind kind) {
-  const at::Tensor y = operandTensor(arg(a, 0, "other", shown), x);
+  const at::Tensor y = otherOperand(a, x, shown);
   at::ScalarType dtype = kind == ResultKind::Compared ? at::kBool : at::result_type(x, y);
   if (kind == ResultKind::Divided && !at::isFloatingType(dtype) && !at::isComplexType(dtype))
     dtype = at::kFloat;
@@ -425,21 +447,21 @@ const std::map<std::string, TensorMethod>& methods() {
          return inPlace(x, a, [&src](at::Tensor& y) { y.copy_(src); });
        }}},
       {"mul_", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
-         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.mul_"), x);
+         const at::Tensor other = otherOperand(a, x, "Tensor.mul_");
          return inPlace(x, a, [&other](at::Tensor& y) { y.mul_(other); });
        }}},
       {"add_", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
-         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.add_"), x);
+         const at::Tensor other = otherOperand(a, x, "Tensor.add_");
          const at::Scalar scale = alphaOf(a);
          return inPlace(x, a, [&](at::Tensor& y) { y.add_(other, scale); });
        }}},
       {"sub_", M{T{1, {"other", "alpha"}, 1}, [](const at::Tensor& x, Args& a) {
-         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.sub_"), x);
+         const at::Tensor other = otherOperand(a, x, "Tensor.sub_");
          const at::Scalar scale = alphaOf(a);
          return inPlace(x, a, [&](at::Tensor& y) { y.sub_(other, scale); });
        }}},
       {"div_", M{T{1, {"other"}, 1}, [](const at::Tensor& x, Args& a) {
-         const at::Tensor other = operandTensor(arg(a, 0, "other", "Tensor.div_"), x);
+         const at::Tensor other = otherOperand(a, x, "Tensor.div_");
          return inPlace(x, a, [&other](at::Tensor& y) { y.div_(other); });
        }}},
       {"clamp_", M{T{2, {"min", "max"}}, [](const at::Tensor& x, Args& a) {
@@ -477,7 +499,7 @@ const std::map<std::string, TensorMethod>& methods() {
       {"isnan", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isnan()); }}, CopyOf::Bools)},
       {"isinf", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isinf()); }}, CopyOf::Bools)},
       {"isfinite", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }}, CopyOf::Bools)},
-      {"nonzero", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.nonzero()); }}},
+      {"nonzero", M{T{0, {"as_tuple"}}, nonzero}},
       {"t", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.t()); }}},
       {"prod", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
          const auto dtype = dtypeArg(a.keyword("dtype"), "Tensor.prod");

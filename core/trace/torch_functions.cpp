@@ -39,8 +39,9 @@ Value makeNamespace(const std::string& name, std::map<std::string, Value> member
 Value fromMethod(const std::string& shown, const char* method) {
   const TensorMethod* m = tensorMethod(method);
   SS_ASSERT(m, shown + "() names no tensor method '" + method + "'");
-  // A shape given dimension by dimension (reshape, permute) stays any number of arguments.
-  const size_t positional = m->takes.positional == kVarargs ? kVarargs : m->takes.positional + 1;
+  // A method that takes its shape dimension by dimension (reshape, permute) takes it whole here,
+  // as torch.reshape(input, shape) does: two positional arguments.
+  const size_t positional = m->takes.positional == kVarargs ? 2 : m->takes.positional + 1;
   Takes takes{positional, {"input"}, m->takes.required + 1};
   takes.keywords.insert(takes.keywords.end(), m->takes.keywords.begin(), m->takes.keywords.end());
   return strictBuiltin(shown, std::move(takes), [m, shown](Args& a) {
@@ -226,10 +227,17 @@ Value torchNamespace() {
     return boolean(at::equal(toTensor(arg(a, 0, "input", "torch.equal")),
                              toTensor(arg(a, 1, "other", "torch.equal"))));
   });
+  // where(condition, input, other), or where(condition): the indices where it holds, a tensor a
+  // dimension (condition.nonzero(as_tuple=True)).
   torch["where"] =
-      strictBuiltin("torch.where", {3, {"condition", "input", "other"}, 3}, [](Args& a) {
-        const at::Tensor c = toTensor(arg(a, 0, "condition", "torch.where")),
-                         x = toTensor(arg(a, 1, "input", "torch.where")),
+      strictBuiltin("torch.where", {3, {"condition", "input", "other"}, 1}, [](Args& a) {
+        const at::Tensor c = toTensor(arg(a, 0, "condition", "torch.where"));
+        if (!a.get(1, "input") && !a.get(2, "other")) {
+          std::vector<Value> items;
+          for (const at::Tensor& i : at::nonzero_numpy(c)) items.push_back(tensor(i));
+          return tuple(std::move(items));
+        }
+        const at::Tensor x = toTensor(arg(a, 1, "input", "torch.where")),
                          y = toTensor(arg(a, 2, "other", "torch.where"), &x);
         interpreterOf(a).requestMemory(broadcastBytes(c, x, at::result_type(x, y), y));
         return tensor(at::where(c, x, y));

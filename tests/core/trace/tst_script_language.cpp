@@ -108,6 +108,15 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("an int and a str added")
         << "s = 1 + 'n'\n"
         << "hostile.py:1:1: unsupported operand type(s) for +: 'int' and 'str'";
+    QTest::newRow("a tensor method's other a list")  // torch's methods take a tensor or a number
+        << "y = torch.ones(2).add([1, 2])\n"
+        << "hostile.py:1:1: add(): argument 'other' (position 1) must be Tensor, not list";
+    QTest::newRow("an in-place method's other a tuple")
+        << "x = torch.ones(2)\nx.mul_((1, 2))\n"
+        << "hostile.py:2:1: mul_(): argument 'other' (position 1) must be Tensor, not tuple";
+    QTest::newRow("torch.reshape's shape dimension by dimension")
+        << "y = torch.reshape(torch.arange(6), 2, 3)\n"
+        << "hostile.py:1:1: torch.reshape() takes at most 2 positional arguments (3 given)";
     QTest::newRow("a str in a tensor") << "x = 'a' in torch.ones(2)\n"
                                        << "hostile.py:1:1: Tensor.__contains__ only supports "
                                           "Tensor or scalar, but you passed in a "

@@ -38,8 +38,8 @@ class TestScriptSafety : public QObject {
         << "t = torch.zeros(2, 3)\nt.transpose(0)\n"
         << "hostile.py:2:1: Tensor.transpose() is missing its 'dim1' (argument 2)";
     QTest::newRow("missing argument of a torch function")
-        << "torch.where(torch.zeros(2) > 0)\n"
-        << "hostile.py:1:1: torch.where() is missing its 'input' (argument 2)";
+        << "torch.where(torch.zeros(2) > 0, torch.ones(2))\n"
+        << "hostile.py:1:1: torch.where() is missing its 'other' (argument 3)";
     QTest::newRow("list doubled forty times") << "x = [1]\nfor _ in range(40):\n    x = x + x\n"
                                               << "hostile.py:3:5: memory budget of 64.0 MiB";
     QTest::newRow("list extended by itself") << "x = [1]\nfor _ in range(40):\n    x += x\n"

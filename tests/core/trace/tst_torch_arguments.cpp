@@ -206,6 +206,15 @@ class TestTorchArguments : public QObject {
                                    << "[0, 1, 2]";
     QTest::newRow("tensor device") << "torch.tensor([1, 2], device='cpu').device"
                                    << "cpu";
+    QTest::newRow("where of a condition alone")
+        << "torch.where(torch.tensor([[True, False], [False, True]]))"
+        << "(tensor([0, 1]), tensor([0, 1]))";
+    QTest::newRow("nonzero as a tuple") << "torch.tensor([0, 3, 0, 5]).nonzero(as_tuple=True)"
+                                        << "(tensor([1, 3]),)";
+    QTest::newRow("torch.reshape with its shape whole")
+        << "torch.reshape(torch.arange(6), (2, 3)).shape, torch.permute(torch.zeros(2, 3), "
+           "dims=(1, 0)).shape"
+        << "torch.Size([2, 3]) torch.Size([3, 2])";
     // A tensor's .device is a torch.device, as in torch: its type and index, its repr, equal to a
     // device of the same name and not to the string (torch.device('cpu') == 'cpu' is False).
     QTest::newRow("device type and index")
