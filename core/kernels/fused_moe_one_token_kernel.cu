@@ -1,7 +1,10 @@
 
+#include <cooperative_groups.h>
+
 #include "block_choice.cuh"
 #include "core/runtime_switches.h"
 #include "fused_moe_one_token.cuh"
+#include "norm_rows.cuh"
 
 // Why: at batch 1 the three-kernel path spent its time in latency, not bytes. The router kernel's
 // last block chose, built lists through global memory and zeroed counts; gate_up and down read
@@ -20,14 +23,11 @@ constexpr int kDownRows = 8;  // output rows a block (one wave of 256 blocks at 
 // h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j = blockIdx.x
 // of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g, with
 // GateUp::kAhead loads of each of its 2 kRows weight rows in flight.
+// x: the token's (normed) row, in global or this block's shared memory.
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
-    gateUpOneTokenKernel(FusedMoeArgs a) {
+__device__ __forceinline__ void gateUpRows(const FusedMoeArgs& a, const BlockChoice& choice,
+                                           const T* x) {
   constexpr int R = GateUp::kRows;
-  __shared__ BlockChoice choice;
-  waitForPreviousKernel();  // the logits
-  allowNextKernel();
-  chooseInBlock<T, false>(a, choice);
   const int lane = threadIdx.x % 32, j = int(blockIdx.x);
   const int64_t expert = int64_t(choice.chosen[j]) - a.firstExpert;
   const int64_t i0 = (int64_t(blockIdx.y) * kWarps + threadIdx.x / 32) * R;
@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
   const T* gateUp[2 * R];
   gateUpRowPointers<T, R>(static_cast<const T*>(a.w13) + expert * 2 * a.inter * a.hidden, i0,
                           a.inter, a.hidden, gateUp);
-  const T* rows[1] = {static_cast<const T*>(a.x)};
+  const T* rows[1] = {x};
   float acc[2 * R][1] = {};
   dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
   if (lane != 0) return;
@@ -45,6 +45,89 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
     if (i >= a.inter) break;
     static_cast<T*>(a.h)[j * a.inter + i] = swiGlu<T>(acc[2 * g][0], acc[2 * g + 1][0]);
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
+    gateUpOneTokenKernel(FusedMoeArgs a) {
+  __shared__ BlockChoice choice;
+  waitForPreviousKernel();  // the logits
+  allowNextKernel();
+  chooseInBlock<T, false>(a, choice);
+  gateUpRows<T>(a, choice, static_cast<const T*>(a.x));
+}
+
+// The router and gate_up in one kernel (SHARDSCOPE_MOE_ROUTER_IN_GATE_UP=1): one kernel boundary
+// and the logits' round trip through global memory fewer than routerKernel before
+// gateUpOneTokenKernel. Launched in clusters of routerCluster(a) blocks along y. Block r of a
+// cluster computes the logits of experts r * kWarps + w (warp w) exactly as routerKernel does
+// (its row loaded before the wait, x normed first with NORM, the same adds and rounding: the
+// logits equal fused::gemv's) and writes each into the choice of every block of its cluster
+// (distributed shared memory); after the cluster's barrier every block chooses from them and
+// streams its rows of gate_up from x. The first cluster writes the logits to routerLogits, for
+// down's choice, and fences before any block lets down start.
+template <typename T, bool NORM>
+__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
+    routerGateUpOneTokenKernel(FusedMoeArgs a) {
+  extern __shared__ __align__(16) unsigned char normedShared[];
+  constexpr int VEC = 16 / sizeof(T), kRound = 8;  // routerKernel's loads in flight per lane
+  constexpr int64_t kChunk = 32 * VEC;
+  __shared__ BlockChoice choice;
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const unsigned rank = cluster.block_rank(), size = cluster.num_blocks();
+  const int lane = threadIdx.x % 32;
+  const int64_t e = int64_t(rank) * kWarps + threadIdx.x / 32;
+  const bool mine = e < a.select.experts;
+  const T* w = static_cast<const T*>(a.routerWeight) + (mine ? e : 0) * a.hidden;
+  int64_t k0 = int64_t(lane) * VEC;
+  Vec<T, VEC> wv[kRound];
+  const auto loadRound = [&] {
+#pragma unroll
+    for (int u = 0; u < kRound; ++u) {
+      if (k0 + u * kChunk < a.hidden) wv[u] = load<T, VEC>(w + k0 + u * kChunk);
+    }
+  };
+  if (mine) loadRound();  // the router's weights do not depend on the kernel before
+  int4 normWeight{};
+  if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(a.norm);
+  clusterArrive<false>();
+  waitForPreviousKernel();  // x (and its residual)
+  T* xs = reinterpret_cast<T*>(normedShared);
+  const T* x = NORM ? xs : static_cast<const T*>(a.x);
+  if constexpr (NORM) {
+    NormRowsArgs norm = a.norm;
+    if (blockIdx.x != 0 || blockIdx.y != 0) norm.residualOut = nullptr;  // one block writes it
+    normRows<T, VEC>(norm, 1, xs, normWeight);  // ends with a barrier: xs is whole
+  }
+  float acc = 0.f;
+  while (mine && k0 < a.hidden) {
+#pragma unroll
+    for (int u = 0; u < kRound; ++u) {
+      const int64_t k = k0 + u * kChunk;
+      if (k >= a.hidden) break;
+      const Vec<T, VEC> xv = load<T, VEC>(x + k);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) acc = __fmaf_rn(toFloat(wv[u].v[j]), toFloat(xv.v[j]), acc);
+    }
+    k0 += kRound * kChunk;
+    if (k0 < a.hidden) loadRound();
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFull, acc, o);
+  const bool first = blockIdx.x == 0 && blockIdx.y < size;
+  clusterWait();  // every block of the cluster has started
+  if (mine && lane == 0) {
+    const T logit = fromFloat<T>(acc);
+    for (unsigned r = 0; r < size; ++r) cluster.map_shared_rank(choice.p, r)[e] = toFloat(logit);
+    if (first) {
+      static_cast<T*>(a.routerLogits)[e] = logit;
+      __threadfence();  // down chooses from these once every block has let it start
+    }
+  }
+  clusterArrive<true>();
+  clusterWait();
+  allowNextKernel();
+  chooseInBlock<T, false, true>(a, choice);
+  gateUpRows<T>(a, choice, x);
 }
 
 // y[o] for the kDownRows rows o of block b: warp w computes choice j = w (then w + kWarps, ...)
@@ -143,6 +226,61 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
 
 namespace shardscope::kernels {
 
+namespace {
+
+constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;  // intermediate rows a block
+constexpr unsigned kMaxRouterCluster = 16;  // the most blocks a cluster holds on sm_90
+
+dim3 gateUpGrid(const FusedMoeArgs& a) {
+  return dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange));
+}
+
+// routerGateUpOneTokenKernel's cluster: a warp an expert, in a power of two of blocks.
+unsigned routerCluster(const FusedMoeArgs& a) {
+  const int64_t blocks = (a.select.experts + kWarps - 1) / kWarps;
+  unsigned size = 1;
+  while (size < blocks) size *= 2;
+  return size;
+}
+
+cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
+  return dispatch(a.dtype, [&](auto t) -> cudaError_t {
+    return launchKernel(downOneTokenKernel<decltype(t)>,
+                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), dim3(kWarps * 32),
+                        0, stream, a);
+  });
+}
+
+}  // namespace
+
+bool routerInGateUpTakes(const FusedMoeArgs& a) {
+  const unsigned size = routerCluster(a);
+  return RuntimeSwitches::current().moeRouterInGateUp && oneTokenExpertsTake(a) && a.routerWeight &&
+         a.routerLogits && a.select.logits == a.routerLogits && size <= kMaxRouterCluster &&
+         gateUpGrid(a).y % size == 0 &&
+         moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
+                            a.norm.normWeight != nullptr) <= kMoeRouterMaxShared;
+}
+
+cudaError_t launchRouterInGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
+  if (!routerInGateUpTakes(a)) return cudaErrorInvalidValue;
+  const cudaError_t gateUp = dispatch(a.dtype, [&](auto t) -> cudaError_t {
+    using T = decltype(t);
+    const bool norm = a.norm.normWeight != nullptr;
+    const auto kernel =
+        norm ? routerGateUpOneTokenKernel<T, true> : routerGateUpOneTokenKernel<T, false>;
+    const unsigned size = routerCluster(a);
+    if (size > 8) {  // 16 blocks: past the portable cluster size, which the kernel must allow
+      const cudaError_t allowed =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+      if (allowed != cudaSuccess) return allowed;
+    }
+    return launchKernelIn(dim3(1, size, 1), kernel, gateUpGrid(a), dim3(kWarps * 32),
+                          moeRouterNormBytes(sizeof(T), 1, a.hidden, norm), stream, a);
+  });
+  return gateUp != cudaSuccess ? gateUp : launchDown(a, stream);
+}
+
 bool oneTokenExpertsTake(const FusedMoeArgs& a) {
   return RuntimeSwitches::current().moeOneToken && a.tokens == 1 && a.select.logits &&
          a.select.ids && a.select.weights && a.select.experts >= a.topK &&
@@ -151,19 +289,11 @@ bool oneTokenExpertsTake(const FusedMoeArgs& a) {
 
 cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
   if (!oneTokenExpertsTake(a)) return cudaErrorInvalidValue;
-  return dispatch(a.dtype, [&](auto t) -> cudaError_t {
-    using T = decltype(t);
-    constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
-    const dim3 threads(kWarps * 32);
-    const cudaError_t gateUp =
-        launchKernel(gateUpOneTokenKernel<T>,
-                     dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
-                     threads, 0, stream, a);
-    if (gateUp != cudaSuccess) return gateUp;
-    return launchKernel(downOneTokenKernel<T>,
-                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
-                        a);
+  const cudaError_t gateUp = dispatch(a.dtype, [&](auto t) -> cudaError_t {
+    return launchKernel(gateUpOneTokenKernel<decltype(t)>, gateUpGrid(a), dim3(kWarps * 32), 0,
+                        stream, a);
   });
+  return gateUp != cudaSuccess ? gateUp : launchDown(a, stream);
 }
 
 }  // namespace shardscope::kernels

@@ -170,22 +170,58 @@ __device__ __forceinline__ void allowNextKernel() {
 #endif
 }
 
-// Launches `kernel` on `stream`, allowed to overlap the kernel before it (see above).
+// A thread block cluster's barrier in two halves (Hopper): every thread of every block of the
+// cluster arrives, then waits until all have. RELEASE/ACQUIRE order the shared-memory writes into
+// other blocks of the cluster before the barrier against the reads after it; a relaxed arrive
+// (and its wait) only says every block has started, which writing into another block's shared
+// memory requires.
+template <bool RELEASE>
+__device__ __forceinline__ void clusterArrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (RELEASE)
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  else
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void clusterWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// Launches `kernel` on `stream`, allowed to overlap the kernel before it (see above); with
+// `cluster` (not 0 x 0 x 0), in thread block clusters of that shape.
 template <typename... Params, typename... Args>
-cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
-                         cudaStream_t stream, Args&&... args) {
+cudaError_t launchKernelIn(dim3 cluster, void (*kernel)(Params...), dim3 grid, dim3 block,
+                           size_t shared, cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attribute[2];
+  int n = 0;
+  if (RuntimeSwitches::current().programmaticLaunch) {
+    attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 0) {
+    attribute[n].id = cudaLaunchAttributeClusterDimension;
+    attribute[n].val.clusterDim.x = cluster.x;
+    attribute[n].val.clusterDim.y = cluster.y;
+    attribute[n++].val.clusterDim.z = cluster.z;
+  }
   config.attrs = attribute;
-  config.numAttrs = RuntimeSwitches::current().programmaticLaunch ? 1 : 0;
+  config.numAttrs = unsigned(n);
   const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   return launched != cudaSuccess ? launched : cudaGetLastError();
+}
+template <typename... Params, typename... Args>
+cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                         cudaStream_t stream, Args&&... args) {
+  return launchKernelIn(dim3(0, 0, 0), kernel, grid, block, shared, stream,
+                        std::forward<Args>(args)...);
 }
 
 // Calls f(group, headDim) with the query group (query heads a KV head) and the head size as

@@ -8,6 +8,7 @@
 
 #include "common/kernel_checks.h"
 #include "common/moe_reference.h"
+#include "common/scoped_switch.h"
 #include "core/kernels/fused_ops.h"
 #include "core/model/layers/grouped_experts.h"
 
@@ -329,6 +330,14 @@ class TestMoeKernels : public QObject {
     QVERIFY2(at::equal(r2, sum), "x + residual differs from addRmsNorm's");
     QVERIFY2(at::equal(y, fused::fusedMoe(normed, routerW, done, r, w13, w2, first)),
              "the norm inside the router's kernel differs from addRmsNorm before it");
+    if (tokens == 1) {  // the router inside gate_up's kernel: the same bits, norm or not
+      const test::ScopedSwitch inGateUp("SHARDSCOPE_MOE_ROUTER_IN_GATE_UP", "1");
+      QVERIFY2(at::equal(fused::fusedMoe(x, routerW, done, r, w13, w2, first), fromWeight),
+               "the router in gate_up's kernel differs from the router kernel");
+      auto [yIn, sumIn] = fused::fusedMoeAfterNorm(h, norm, routerW, done, r, w13, w2, first);
+      QVERIFY2(at::equal(sumIn, sum), "x + residual differs with the router in gate_up's kernel");
+      QVERIFY2(at::equal(yIn, y), "the norm and router in gate_up's kernel differ");
+    }
     norm.residual = at::Tensor();
     auto [yAlone, same] = fused::fusedMoeAfterNorm(h, norm, routerW, done, r, w13, w2, first);
     QVERIFY(yAlone.defined() && same.is_same(h));
