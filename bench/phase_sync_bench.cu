@@ -240,6 +240,7 @@ __global__ void __launch_bounds__(kThreads, 3) routerGateUpKernel(Args a, int la
       if (e == 0) a.dep[d] = logit * 1e-6f + base;
     }
   }
+  __syncwarp();  // the barrier is .aligned: every lane of the warp reaches it together
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
   kn::FusedMoeArgs f;

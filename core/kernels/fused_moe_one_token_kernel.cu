@@ -119,10 +119,15 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
     const T logit = fromFloat<T>(acc);
     for (unsigned r = 0; r < size; ++r) cluster.map_shared_rank(choice.p, r)[e] = toFloat(logit);
     if (first) {
+      // Down chooses from these before its wait, once every block of this grid has let it start
+      // (below). The fence makes them visible to the whole GPU before this thread's block passes
+      // the cluster's barrier and lets down start; PTX promises a later kernel the writes only
+      // after its wait, so this leans on the fence and on down reading through L2 (__ldcg).
       static_cast<T*>(a.routerLogits)[e] = logit;
-      __threadfence();  // down chooses from these once every block has let it start
+      __threadfence();
     }
   }
+  __syncwarp();  // the barrier is .aligned: every lane of the warp reaches it together
   clusterArrive<true>();
   clusterWait();
   allowNextKernel();
@@ -138,7 +143,8 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // step 2.92-2.96 ms on H100s, 2.98-2.99 before). Three chunks a pass (128 registers), or 64
 // registers so that a block fits on an SM beside gate_up's two, were slower (RESULTS run 18).
 // The choice and the warp's first pass come before the wait on gate_up: neither depends on it
-// (the logits are two kernels back, complete before gate_up let this one start).
+// (the logits are two kernels back, complete before gate_up let this one start; with the router
+// inside gate_up, written and fenced before any gate_up block lets this one start).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
   // One chunk a pass, written as passes because this is the code measured: the same loop written

@@ -268,6 +268,12 @@ class TestMoeKernels : public QObject {
       // down's 8 slots about 8 times.
       QTest::addRow("%s T=1 E=16 k=8 H=4096 I=768", d)
           << t << 1 << false << 16 << 8 << 4096 << 768 << (t == int(at::kFloat) ? 1e-6 : 1.0 / 256);
+      // Shapes whose router runs inside gate_up (SHARDSCOPE_MOE_ROUTER_IN_GATE_UP) in clusters of
+      // 8 blocks (61 experts: the last block's last three warps have none) and of 16 with four
+      // idle (96 experts); 128 experts above take 16 whole, 32 take 4 and 16 take 2.
+      QTest::addRow("%s T=1 E=61 k=5 I=192", d) << t << 1 << false << 61 << 5 << 256 << 192 << 0.0;
+      QTest::addRow("%s T=1 E=96 k=6 H=264 I=384", d)
+          << t << 1 << false << 96 << 6 << 264 << 384 << 0.0;
     }
   }
   void fusedMoeFromRouter() {
