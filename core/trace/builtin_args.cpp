@@ -159,10 +159,13 @@ c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
     throw RuntimeFailure(fn + "(): device must be a torch.device or a string such as " + works +
                          ", got " + repr(*v));
   const std::string& name = (*v)->str;
-  if (name == "cpu") return c10::Device(c10::kCPU);
-  const bool cudaIndex = name.size() > 5 && name.rfind("cuda:", 0) == 0 &&
-                         name.find_first_not_of("0123456789", 5) == std::string::npos;
-  if (here.is_cuda() && (name == "cuda" || cudaIndex)) return here;
+  const auto indexed = [&](const char* type) {  // 'cpu:0', 'cuda:1': digits after the colon
+    const size_t n = std::char_traits<char>::length(type);
+    return name.size() > n + 1 && name.compare(0, n, type) == 0 && name[n] == ':' &&
+           name.find_first_not_of("0123456789", n + 1) == std::string::npos;
+  };
+  if (name == "cpu" || indexed("cpu")) return c10::Device(c10::kCPU);
+  if (here.is_cuda() && (name == "cuda" || indexed("cuda"))) return here;
   throw RuntimeFailure(fn + "(): device='" + name +
                        "' is not where this script's tensors live: device= takes " + works);
 }

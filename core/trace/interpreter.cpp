@@ -81,6 +81,12 @@ void Interpreter::requestMemory(int64_t bytes) {
 Value Interpreter::charged(Value v) {
   int64_t bytes = 64;  // the value object itself
   if (v->type == Type::Tensor && v->tensor.defined()) bytes += int64_t(v->tensor.nbytes());
+  if (v->type == Type::Tuple || v->type == Type::List) {  // topk's pair, nonzero's tuple
+    for (const Value& item : v->items) {
+      if (item->type == Type::Tensor && item->tensor.defined() && !item->tensor.is_view())
+        bytes += int64_t(item->tensor.nbytes());
+    }
+  }
   bytes += int64_t(v->str.size() + (v->items.size() + v->dict.size() * 2) * sizeof(Value));
   // With v itself: not yet bound to a name, the walk would leave it out (an 80 MB torch.cat
   // passed a 64 MB budget); its storage counts once if a held tensor shares it.

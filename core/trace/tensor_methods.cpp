@@ -208,11 +208,7 @@ enum class ResultKind { Promoted, Divided, Compared };
 // nonzero(as_tuple=False): the indices of the nonzero elements, a row each, or (as_tuple) a
 // tensor of them a dimension, as torch.where(condition) gives them.
 Value nonzero(const at::Tensor& x, Args& a) {
-  const Value* asTuple = a.keyword("as_tuple");
-  if (!asTuple || !truthy(*asTuple)) return tensor(x.nonzero());
-  std::vector<Value> items;
-  for (const at::Tensor& i : at::nonzero_numpy(x)) items.push_back(tensor(i));
-  return tuple(std::move(items));
+  return nonzeroIndices(interpreterOf(a), x, flag(a, 0, "as_tuple", false));
 }
 
 // An elementwise method's `other`: a tensor or a number, as torch's methods take it (a list or a
@@ -552,6 +548,17 @@ const std::map<std::string, TensorMethod>& methods() {
 }
 
 }  // namespace
+
+Value nonzeroIndices(Interpreter& in, const at::Tensor& x, bool asTuple) {
+  // How many there are decides the result's size: counted first (nonzero waits for the device
+  // anyway), so that the budget refuses an index list past it before it is made.
+  const int64_t count = x.count_nonzero().item<int64_t>();
+  in.requestMemory(tensorBytes({count, std::max<int64_t>(x.dim(), 1)}, at::kLong));
+  if (!asTuple) return tensor(x.nonzero());
+  std::vector<Value> items;
+  for (const at::Tensor& i : at::nonzero_numpy(x)) items.push_back(tensor(i));
+  return tuple(std::move(items));
+}
 
 Value splitTensor(const at::Tensor& x, const Value& sizes, int64_t dim) {
   std::vector<at::Tensor> parts;

@@ -20,6 +20,9 @@ struct TensorMethod {
 
 // The method `name` ("sum"), nullptr when tensors have none of that name.
 const TensorMethod* tensorMethod(const std::string& name);
+// x.nonzero() and torch.where(x): the indices of x's nonzero elements, a row each, or (asTuple) a
+// tensor of them a dimension; the budget is asked for them first.
+Value nonzeroIndices(Interpreter& in, const at::Tensor& x, bool asTuple);
 // x.split(sizes, dim) and torch.split: `sizes` one size or a list of sizes; a tuple of views.
 Value splitTensor(const at::Tensor& x, const Value& sizes, int64_t dim);
 // "shape, dtype, ..., zero_": the properties and methods, for the error naming an unknown one.

@@ -69,6 +69,17 @@ Value makeDevice(Args& a) {
   const Value& what = arg(a, 0, "type", "torch.device");
   const Value* index = a.get(1, "index");
   if (what->type == Type::Device && !index) return what;
+  if (what->type == Type::Int && !index) {  // torch.device(0) is the first GPU
+    Args named = a;
+    named.positional = {string("cuda"), what};
+    return makeDevice(named);
+  }
+  if (what->type == Type::Int && !index) {  // torch.device(0) is the first GPU
+    if (what->intValue < 0)
+      throw RuntimeFailure("torch.device(): a device index must not be negative, got " +
+                           std::to_string(what->intValue));
+    return deviceValue(c10::Device("cuda:" + std::to_string(what->intValue)));
+  }
   if (what->type != Type::Str)
     throw RuntimeFailure("torch.device() expects a string such as 'cpu', 'cuda' or 'cuda:0', got " +
                          repr(what));
@@ -85,12 +96,16 @@ Value makeDevice(Args& a) {
     if (colon != std::string::npos)
       throw RuntimeFailure("torch.device(): '" + name +
                            "' names its index already: give it once, 'cuda:0' or ('cuda', 0)");
-    const long long i = asInt(*index, "index");
-    if (i < 0)
-      throw RuntimeFailure("torch.device(): the index must not be negative, got " +
-                           std::to_string(i));
-    full += ":" + std::to_string(i);
+    if ((*index)->type != Type::Int)
+      throw RuntimeFailure("torch.device(): the index must be an int, got " + repr(*index));
+    full += ":" + std::to_string((*index)->intValue);
   }
+  // c10's device index is a small int: 0..127.
+  const size_t at = full.find(':');
+  if (at != std::string::npos &&
+      (full.find_first_not_of("0123456789", at + 1) != std::string::npos ||
+       full.size() - at - 1 > 3 || std::stoi(full.substr(at + 1)) > 127))
+    throw RuntimeFailure("torch.device(): the index must be in 0..127, got " + full.substr(at + 1));
   return deviceValue(c10::Device(full));
 }
 
@@ -231,12 +246,13 @@ Value torchNamespace() {
   // dimension (condition.nonzero(as_tuple=True)).
   torch["where"] =
       strictBuiltin("torch.where", {3, {"condition", "input", "other"}, 1}, [](Args& a) {
-        const at::Tensor c = toTensor(arg(a, 0, "condition", "torch.where"));
-        if (!a.get(1, "input") && !a.get(2, "other")) {
-          std::vector<Value> items;
-          for (const at::Tensor& i : at::nonzero_numpy(c)) items.push_back(tensor(i));
-          return tuple(std::move(items));
-        }
+        const Value condition = arg(a, 0, "condition", "torch.where");
+        if (condition->type != Type::Tensor)
+          throw RuntimeFailure("where(): argument 'condition' (position 1) must be Tensor, not " +
+                               std::string(typeName(condition->type)));
+        const at::Tensor c = condition->tensor;
+        if (!a.get(1, "input") && !a.get(2, "other"))
+          return nonzeroIndices(interpreterOf(a), c, true);
         const at::Tensor x = toTensor(arg(a, 1, "input", "torch.where")),
                          y = toTensor(arg(a, 2, "other", "torch.where"), &x);
         interpreterOf(a).requestMemory(broadcastBytes(c, x, at::result_type(x, y), y));

@@ -92,6 +92,12 @@ class TestScriptLanguage : public QObject {
         << "d = torch.device('cuda:0', 1)\n"
         << "hostile.py:1:1: torch.device(): 'cuda:0' names its index already: give it once, "
            "'cuda:0' or ('cuda', 0)";
+    QTest::newRow("where's condition a bool")
+        << "i = torch.where(True)\n"
+        << "hostile.py:1:1: where(): argument 'condition' (position 1) must be Tensor, not bool";
+    QTest::newRow("a device index past c10's")
+        << "d = torch.device('cuda', 200)\n"
+        << "hostile.py:1:1: torch.device(): the index must be in 0..127, got 200";
     QTest::newRow("a device tensors do not live on")
         << "d = torch.device('tpu')\n"
         << "hostile.py:1:1: torch.device(): 'tpu' is not a device tensors live on here: 'cpu', "

@@ -119,6 +119,15 @@ class TestScriptSafety : public QObject {
     QTest::newRow("gather by an index tensor")
         << "x = torch.ones(1000, 1000)\ni = torch.zeros(100000, dtype=torch.long)\ny = x[i]\n"
         << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: " + QString(square);
+    // Indices of nonzero elements: int64 [count, ndim], counted before they are made (a mask of
+    // 10**8 true values asks for 1.5 GB); torch.where of the condition alone is the same.
+    QTest::newRow("nonzero of an expanded mask")
+        << "m = torch.tensor([True]).expand(10000, 10000)\ni = m.nonzero()\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "1525.9 MiB";
+    QTest::newRow("where of a condition alone")
+        << "m = torch.tensor([True]).expand(10000, 10000)\ni = torch.where(m)\n"
+        << "this operation would create 1525.9 MiB";
     QTest::newRow("sort of an expanded view")  // values and int64 indices
         << "s = torch.ones(1).expand(10000, 10000).sort()\n"
         << "this operation would create 1144.4 MiB";

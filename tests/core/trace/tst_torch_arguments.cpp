@@ -234,6 +234,12 @@ class TestTorchArguments : public QObject {
                                           << "5";
     QTest::newRow("to a tensor's device") << "torch.zeros(2).to(torch.ones(1).device).tolist()"
                                           << "[0.0, 0.0]";
+    QTest::newRow("device with a cpu index")
+        << "torch.zeros(1, device=torch.device('cpu', 0)).device, "
+           "torch.zeros(1, device='cpu:0').device"
+        << "cpu cpu";
+    QTest::newRow("device of an int") << "torch.device(1)"
+                                      << "cuda:1";
     QTest::newRow("device= a tensor's device")
         << "torch.zeros(2, device=torch.ones(1).device).device, f'{torch.device(\"cpu\")}'"
         << "cpu cpu";
