@@ -419,16 +419,41 @@ Value Interpreter::binary(BinaryOp op, const Value& a, const Value& b) {
   return charged(arithmetic(op, a, b));
 }
 
+namespace {
+
+bool isSequence(const Value& v) {
+  return v->type == Type::Str || v->type == Type::List || v->type == Type::Tuple ||
+         v->type == Type::Size;
+}
+
+// Python's TypeError for operands an operator does not take: a sequence joins only its own kind
+// and repeats only by an int; anything else names both types.
+std::string operandsRefused(BinaryOp op, const Value& a, const Value& b) {
+  if (op == BinaryOp::Add && isSequence(a)) {
+    const std::string kind = a->type == Type::Str    ? "str"
+                             : a->type == Type::List ? "list"
+                                                     : "tuple";
+    return "can only concatenate " + kind + " (not \"" + typeName(b->type) + "\") to " + kind;
+  }
+  if (op == BinaryOp::Mul && (isSequence(a) || isSequence(b)) && b->type != Type::Tensor &&
+      a->type != Type::Tensor)
+    return std::string("can't multiply sequence by non-int of type '") +
+           typeName((isSequence(a) ? b : a)->type) + "'";
+  return std::string("unsupported operand type(s) for ") + symbol(op) + ": '" + typeName(a->type) +
+         "' and '" + typeName(b->type) + "'";
+}
+
+}  // namespace
+
 Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
-  const auto sequence = [](const Value& v) {
-    return v->type == Type::Str || v->type == Type::List || v->type == Type::Tuple ||
-           v->type == Type::Size;
-  };
+  const auto sequence = isSequence;
   if (op == BinaryOp::Mul && (sequence(a) || sequence(b))) {
     // A sequence repeats by an integer tensor of one element, as by its int (its __index__).
     const Value& count = sequence(a) ? b : a;
-    if (count->type == Type::Tensor && count->tensor.numel() == 1 &&
-        at::isIntegralType(count->tensor.scalar_type(), /*includeBool=*/true)) {
+    if (count->type == Type::Tensor) {
+      if (count->tensor.numel() != 1 ||
+          !at::isIntegralType(count->tensor.scalar_type(), /*includeBool=*/true))
+        fail("only integer tensors of a single element can be converted to an index");
       const Value n = integer(count->tensor.item<int64_t>());
       return sequence(a) ? arithmetic(op, a, n) : arithmetic(op, n, b);
     }
@@ -436,9 +461,7 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
     // torch takes a tensor or a number beside a tensor: `x + [1, 2]` is a TypeError there.
     const Value& other = a->type == Type::Tensor ? b : a;
-    if (other->type != Type::Tensor && !isNumber(other))
-      fail(std::string("unsupported operand type(s) for ") + symbol(op) + ": '" +
-           typeName(a->type) + "' and '" + typeName(b->type) + "'");
+    if (other->type != Type::Tensor && !isNumber(other)) fail(operandsRefused(op, a, b));
     const at::Tensor& like = a->type == Type::Tensor ? a->tensor : b->tensor;
     at::Tensor x = a->type == Type::Tensor ? a->tensor : operandTensor(a, like);
     at::Tensor y = b->type == Type::Tensor ? b->tensor : operandTensor(b, like);
@@ -555,14 +578,7 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     fail(std::string("set operations on dict views (") + symbol(op) +
          ") are not supported in trace scripts (there are no sets); compare keys with `in` or "
          "build the list you need");
-  if (op == BinaryOp::Add && (a->type == Type::Str || a->type == Type::List || tupleLike(a))) {
-    const std::string kind = a->type == Type::Str    ? "str"
-                             : a->type == Type::List ? "list"
-                                                     : "tuple";
-    fail("can only concatenate " + kind + " (not \"" + typeName(b->type) + "\") to " + kind);
-  }
-  fail(std::string("unsupported operand type(s) for ") + symbol(op) + ": '" + typeName(a->type) +
-       "' and '" + typeName(b->type) + "'");
+  fail(operandsRefused(op, a, b));
 }
 
 Value Interpreter::formatValue(const Value& v, const std::string& format) {

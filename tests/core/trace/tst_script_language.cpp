@@ -111,6 +111,15 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("a Size and a list added") << "s = torch.ones(2).shape + [1]\n"
                                              << "hostile.py:1:1: can only concatenate tuple (not "
                                                 "\"list\") to tuple";
+    QTest::newRow("a str and a tensor added")  // Tensor.__radd__ gives way to str's error
+        << "s = 'n' + torch.ones(2)\n"
+        << "hostile.py:1:1: can only concatenate str (not \"Tensor\") to str";
+    QTest::newRow("a list repeated by a float")
+        << "l = [1] * 1.5\n"
+        << "hostile.py:1:1: can't multiply sequence by non-int of type 'float'";
+    QTest::newRow("a list repeated by a tensor of two")
+        << "l = [1] * torch.tensor([1, 2])\n"
+        << "hostile.py:1:1: only integer tensors of a single element can be converted to an index";
     QTest::newRow("an int and a str added")
         << "s = 1 + 'n'\n"
         << "hostile.py:1:1: unsupported operand type(s) for +: 'int' and 'str'";
