@@ -187,7 +187,11 @@ struct ScriptRunner::Impl : public Host {
       if (k == "tensor_parallel_size") o.tp = int(asInt(v, "tensor_parallel_size"));
       if (k == "pipeline_parallel_size") o.pp = int(asInt(v, "pipeline_parallel_size"));
       if (k == "dtype") o.dtype = scriptOption(in, k, [&] { return parseModelDtype(str(v)); });
-      if (k == "device") o.device = scriptOption(in, k, [&] { return parseDeviceKind(str(v)); });
+      if (k == "device") {  // 'cuda' or torch.device('cuda:0'): the kind of device the ranks use
+        const std::string name =
+            v->type == Type::Device ? v->str.substr(0, v->str.find(':')) : str(v);
+        o.device = scriptOption(in, k, [&] { return parseDeviceKind(name); });
+      }
       if (k == "enforce_eager") o.cudaGraphs = !truthy(v);
       if (k == "enable_expert_parallel") o.expertParallel = truthy(v);
       if (k == "decode_context_parallel_size")

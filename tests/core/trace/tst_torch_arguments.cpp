@@ -275,27 +275,28 @@ class TestTorchArguments : public QObject {
 
   // In a block, new tensors are made on the rank's device unless device= says 'cpu'; 'cuda' and
   // any 'cuda:N' name each rank's own GPU, so every rank answers alike (on the CPU both lines
-  // read 'cpu' and a CUDA name is refused).
+  // read 'cpu' and a CUDA name is refused). VLLM(device=) takes a torch.device too.
   void deviceKeywordsMakeTensorsWhereTheySay() {
     const bool gpu = test::deviceKind() == DeviceKind::Cuda;
     std::vector<std::string> lines;
     auto runner = makeRunner(&lines, 2);
     const std::string e =
-        errorOf(*runner,
-                "model = VLLM(\"demo\")\n"
-                "with model.trace(\"Hi\"):\n"
-                "    here = model.logits.device\n"
-                "    a = torch.zeros(2, device='cpu').device.save()\n"
-                "    b = torch.ones(2, device=here).device == here\n"
-                "    b = b.save()\n"
-                "    c = torch.arange(2).device == here\n"
-                "    c = c.save()\n"
-                "print(a, b, c)\n" +
-                    std::string(gpu ? "with model.trace(\"Hi\"):\n"
-                                      "    d = (torch.zeros(1, device='cuda:5').device == "
-                                      "model.logits.device).save()\n"
-                                      "print(d)\n"
-                                    : ""));
+        errorOf(*runner, std::string("model = VLLM(\"demo\", device=torch.device('") +
+                             (gpu ? "cuda" : "cpu") +
+                             "'))\n"
+                             "with model.trace(\"Hi\"):\n"
+                             "    here = model.logits.device\n"
+                             "    a = torch.zeros(2, device='cpu').device.save()\n"
+                             "    b = torch.ones(2, device=here).device == here\n"
+                             "    b = b.save()\n"
+                             "    c = torch.arange(2).device == here\n"
+                             "    c = c.save()\n"
+                             "print(a, b, c)\n" +
+                             std::string(gpu ? "with model.trace(\"Hi\"):\n"
+                                               "    d = (torch.zeros(1, device='cuda:5').device == "
+                                               "model.logits.device).save()\n"
+                                               "print(d)\n"
+                                             : ""));
     QCOMPARE(e, std::string("no error"));
     QCOMPARE(lines.front(), std::string("cpu True True"));
     if (gpu) QCOMPARE(lines.back(), std::string("True"));
