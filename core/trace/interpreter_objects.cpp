@@ -412,8 +412,7 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
       fail("key " + repr(index) + " not found");
     case Type::Tensor: {
       const auto indices = tensorIndices(index);
-      if (indices.size() == 1 && indices[0].is_tensor())  // x[ids]: ids' shape, then x's rows
-        requestMemory(gatheredBytes(obj->tensor, indices[0].tensor()));
+      requestMemory(indexedBytes(obj->tensor, indices));  // what index tensors gather
       const at::Tensor r = obj->tensor.index(indices);
       // Slicing gives a view of x; an index tensor or list gathers a new tensor.
       return r.is_alias_of(obj->tensor) ? tensor(r) : charged(tensor(r));

@@ -208,11 +208,26 @@ int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end) {
   return reshapedBytes(x, sizes);
 }
 
-int64_t gatheredBytes(const at::Tensor& x, const at::Tensor& index) {
-  if (x.dim() == 0 || !at::isIntegralType(index.scalar_type(), /*includeBool=*/false)) return 0;
-  Sizes sizes = index.sizes().vec();
-  sizes.insert(sizes.end(), x.sizes().begin() + 1, x.sizes().end());
-  return tensorBytes(sizes, x.scalar_type());
+int64_t indexedBytes(const at::Tensor& x, c10::ArrayRef<at::indexing::TensorIndex> indices) {
+  std::vector<at::indexing::TensorIndex> onMeta;
+  bool gathers = false;
+  for (const auto& i : indices) {
+    if (!i.is_tensor()) {
+      onMeta.push_back(i);
+      continue;
+    }
+    const at::Tensor& t = i.tensor();
+    if (!at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) return 0;  // a bool mask
+    gathers = true;
+    onMeta.emplace_back(at::empty(t.sizes(), t.options().device(at::kMeta)));
+  }
+  if (!gathers) return 0;
+  try {
+    const at::Tensor r = at::empty(x.sizes(), x.options().device(at::kMeta)).index(onMeta);
+    return tensorBytes(r.sizes(), x.scalar_type());
+  } catch (const c10::Error&) {  // indices torch refuses: the real op raises the same error
+    return 0;
+  }
 }
 
 int64_t expandedCopyBytes(const at::Tensor& x) {

@@ -155,12 +155,30 @@ class TestResultSizes : public QObject {
     QCOMPARE(flattenedBytes(mask, 0, 7), int64_t(0));  // torch's own error
   }
 
-  // x[ids] gathers ids' shape of x's rows; a bool mask selects at most x's elements.
+  // Index tensors gather a new tensor, whose shape torch's advanced indexing gives (the indices'
+  // broadcast shape where they stand together, first when a slice parts them); slices alone are
+  // a view; a bool mask selects at most x's elements.
   void gatherAsksForTheIndexShape() {
+    using namespace at::indexing;
     const at::Tensor x = ones({5, 3, 2});
-    const at::Tensor ids = at::zeros({4, 7}, at::TensorOptions().dtype(at::kLong));
-    QCOMPARE(gatheredBytes(x, ids), int64_t(x.index({ids}).nbytes()));
-    QCOMPARE(gatheredBytes(x, ones({5}, at::kBool)), int64_t(0));
+    const auto longs = at::TensorOptions().dtype(at::kLong);
+    const at::Tensor ids = at::zeros({4, 7}, longs), i = at::zeros({6}, longs),
+                     j = at::ones({6}, longs), column = at::zeros({6, 1}, longs);
+    const auto asATenMakes = [&](c10::ArrayRef<TensorIndex> index) {
+      QCOMPARE(indexedBytes(x, index), int64_t(x.index(index).nbytes()));
+    };
+    asATenMakes({ids});
+    asATenMakes({i, j});
+    asATenMakes({Slice(), i});
+    asATenMakes({i, Slice(), j});
+    asATenMakes({i, j, Slice(None, 1)});
+    asATenMakes({Ellipsis, i});
+    asATenMakes({None, i, column});
+    asATenMakes({column, j});
+    asATenMakes({at::tensor(int64_t(2)), i});
+    QCOMPARE(indexedBytes(x, {Slice(), 1}), int64_t(0));  // a view
+    QCOMPARE(indexedBytes(x, {ones({5}, at::kBool)}), int64_t(0));
+    QCOMPARE(indexedBytes(x, {i, j, i, j}), int64_t(0));  // too many indices: torch's error
   }
 
   // Only a view with more elements than its storage holds would grow when copied.

@@ -128,6 +128,13 @@ class TestScriptSafety : public QObject {
     QTest::newRow("where of a condition alone")
         << "m = torch.tensor([True]).expand(10000, 10000)\ni = torch.where(m)\n"
         << "this operation would create 1525.9 MiB";
+    QTest::newRow("gather by two index tensors")  // their broadcast shape: 10**8 floats
+        << "x = torch.ones(1000, 1000)\ni = torch.zeros(10000, 1, dtype=torch.long)\n"
+           "y = x[i, i.t()]\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: " + QString(square);
+    QTest::newRow("gather along a later dim")
+        << "x = torch.ones(1000, 1000)\ni = torch.zeros(100000, dtype=torch.long)\ny = x[:, i]\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: " + QString(square);
     QTest::newRow("sort of an expanded view")  // values and int64 indices
         << "s = torch.ones(1).expand(10000, 10000).sort()\n"
         << "this operation would create 1144.4 MiB";
