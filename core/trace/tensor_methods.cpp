@@ -3,6 +3,8 @@
 // an argument a method does not take (x.sum(dims=1) does not quietly sum everything).
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -246,18 +248,26 @@ TensorMethod elementwise(const char* shown, Op op, ResultKind kind = ResultKind:
 // int64 indices (argsort), or both (sort).
 enum class CopyOf { Values, Bools, Indices, ValuesAndIndices };
 
-// A method whose result holds a copy of each of x's elements (clone, exp, sort): an expanded
-// view's elements (x.expand(10**5, 10**5)) are asked of the budget before they are made.
+// A method whose result holds a copy of each of x's elements (clone, exp, sort): the copy is
+// asked of the budget before it is made, whether x holds its elements or is an expanded view of
+// fewer (x.expand(10**5, 10**5)); values in the dtype= the method takes, when given
+// (softmax(x, 0, dtype=torch.float64)).
 TensorMethod copying(TensorMethod m, CopyOf made = CopyOf::Values) {
-  m.call = [call = std::move(m.call), made](const at::Tensor& x, Args& a) {
-    if (expandedCopyBytes(x) > 0) {
-      const bool values = made == CopyOf::Values || made == CopyOf::ValuesAndIndices;
-      const bool indices = made == CopyOf::Indices || made == CopyOf::ValuesAndIndices;
-      int64_t bytes = made == CopyOf::Bools ? tensorBytes(x.sizes(), at::kBool) : 0;
-      if (values) bytes += tensorBytes(x.sizes(), x.scalar_type());
-      if (indices) bytes += tensorBytes(x.sizes(), at::kLong);
-      interpreterOf(a).requestMemory(bytes);
+  const auto& names = m.takes.keywords;
+  const auto dtypeAt = std::find_if(names.begin(), names.end(),
+                                    [](const char* k) { return std::string(k) == "dtype"; });
+  const size_t dtypePosition = dtypeAt == names.end() ? SIZE_MAX : size_t(dtypeAt - names.begin());
+  m.call = [call = std::move(m.call), made, dtypePosition](const at::Tensor& x, Args& a) {
+    at::ScalarType valuesType = x.scalar_type();
+    if (dtypePosition != SIZE_MAX) {
+      if (const auto d = dtypeArg(a.get(dtypePosition, "dtype"), "Tensor")) valuesType = *d;
     }
+    const bool values = made == CopyOf::Values || made == CopyOf::ValuesAndIndices;
+    const bool indices = made == CopyOf::Indices || made == CopyOf::ValuesAndIndices;
+    int64_t bytes = made == CopyOf::Bools ? tensorBytes(x.sizes(), at::kBool) : 0;
+    if (values) bytes += tensorBytes(x.sizes(), valuesType);
+    if (indices) bytes += tensorBytes(x.sizes(), at::kLong);
+    interpreterOf(a).requestMemory(bytes);
     return call(x, a);
   };
   return m;
@@ -279,7 +289,10 @@ const std::map<std::string, TensorMethod>& methods() {
       {"clone", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.clone()); }})},
       {"detach", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.detach()); }}},
       {"cpu", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(movedTo(x, a, at::kCPU)); }}},
-      {"contiguous", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.contiguous()); }})},
+      {"contiguous", M{T{}, [](const at::Tensor& x, Args& a) {  // x itself when it already is
+         if (!x.is_contiguous()) interpreterOf(a).requestMemory(tensorBytes(x.sizes(), x.scalar_type()));
+         return tensor(x.contiguous());
+       }}},
       {"float", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kFloat)); }}},
       {"half", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kHalf)); }}},
       {"bfloat16", M{T{}, [](const at::Tensor& x, Args& a) { return tensor(castTo(x, a, at::kBFloat16)); }}},

@@ -54,10 +54,11 @@ class TestScriptSafety : public QObject {
                                  << "this operation would create";
     QTest::newRow("huge arange") << "x = torch.arange(0, 10 ** 12)\n"
                                  << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
-    // ... and one made by an op that does not ask counts when charged (it was not yet bound to a
-    // name, so the walk left it out and an 80 MB cat passed a 64 MB budget).
+    // ... and one made by an op that does not ask (a bool mask's selection: its size depends on the
+    // values) counts when charged (it was not yet bound to a name, so the walk left it out and an
+    // 80 MB cat passed a 64 MB budget).
     QTest::newRow("tensor past the budget in one op")
-        << "a = torch.ones(5000, 2000)\nb = a.exp()\n"
+        << "a = torch.ones(5000, 2000)\nb = a[a > 0]\n"
         << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this block's values hold";
     // Results that grow past their operands are asked for from their shapes: a broadcast, an outer
     // product, a copy of an expanded view, a cat of one tensor many times (each was made first).
@@ -135,6 +136,15 @@ class TestScriptSafety : public QObject {
     QTest::newRow("gather along a later dim")
         << "x = torch.ones(1000, 1000)\ni = torch.zeros(100000, dtype=torch.long)\ny = x[:, i]\n"
         << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: " + QString(square);
+    // A held tensor's elementwise copy is asked for before it is made, in the dtype= it is made in.
+    QTest::newRow("exp of a held tensor")  // 48 MiB held, 48 more asked
+        << "x = torch.ones(12 * 2 ** 20)\ny = x.exp()\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "48.0 MiB";
+    QTest::newRow("softmax in float64")  // 24 MiB of float32 held: 48 MiB of float64 asked
+        << "x = torch.ones(6 * 2 ** 20)\ny = x.softmax(0, dtype=torch.float64)\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "48.0 MiB";
     QTest::newRow("sort of an expanded view")  // values and int64 indices
         << "s = torch.ones(1).expand(10000, 10000).sort()\n"
         << "this operation would create 1144.4 MiB";
