@@ -44,8 +44,19 @@ Value fromMethod(const std::string& shown, const char* method) {
   const size_t positional = m->takes.positional == kVarargs ? 2 : m->takes.positional + 1;
   Takes takes{positional, {"input"}, m->takes.required + 1};
   takes.keywords.insert(takes.keywords.end(), m->takes.keywords.begin(), m->takes.keywords.end());
-  return strictBuiltin(shown, std::move(takes), [m, shown](Args& a) {
+  const bool wholeShape = m->takes.positional == kVarargs;
+  const std::string shapeName = m->takes.keywords.empty() ? "shape" : m->takes.keywords.front();
+  return strictBuiltin(shown, std::move(takes), [m, shown, wholeShape, shapeName](Args& a) {
     const at::Tensor input = toTensor(arg(a, 0, "input", shown));
+    if (wholeShape) {  // torch.reshape(x, 6) is torch's TypeError, where x.reshape(6) is not
+      const Value* shape = a.get(1, shapeName);
+      const bool sequence = shape && ((*shape)->type == Type::Tuple ||
+                                      (*shape)->type == Type::List || (*shape)->type == Type::Size);
+      if (shape && !sequence)
+        throw RuntimeFailure(shown.substr(shown.rfind('.') + 1) + "(): argument '" + shapeName +
+                             "' (position 2) must be tuple of ints, not " +
+                             typeName((*shape)->type));
+    }
     Args rest = a;  // the method's own arguments: without `input`
     if (!rest.positional.empty()) {
       rest.positional.erase(rest.positional.begin());

@@ -129,6 +129,9 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("an in-place method's other a tuple")
         << "x = torch.ones(2)\nx.mul_((1, 2))\n"
         << "hostile.py:2:1: mul_(): argument 'other' (position 1) must be Tensor, not tuple";
+    QTest::newRow("torch.flip's dims an int")  // x.flip(0) takes it; torch.flip wants a tuple
+        << "y = torch.flip(torch.arange(6), 0)\n"
+        << "hostile.py:1:1: flip(): argument 'dims' (position 2) must be tuple of ints, not int";
     QTest::newRow("torch.reshape's shape dimension by dimension")
         << "y = torch.reshape(torch.arange(6), 2, 3)\n"
         << "hostile.py:1:1: torch.reshape() takes at most 2 positional arguments (3 given)";
