@@ -149,6 +149,18 @@ c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn) {
                        repr(*v));
 }
 
+c10::optional<c10::Device> deviceNamed(const std::string& name) {
+  const size_t colon = name.find(':');
+  const std::string type = name.substr(0, colon);
+  if (type != "cpu" && type != "cuda") return c10::nullopt;
+  if (colon == std::string::npos) return c10::Device(type);
+  const std::string index = name.substr(colon + 1);
+  if (index.empty() || index.size() > 3 ||
+      index.find_first_not_of("0123456789") != std::string::npos || std::stoi(index) > 127)
+    return c10::nullopt;
+  return c10::Device(name);
+}
+
 c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
   if (!v || (*v)->type == Type::None) return c10::nullopt;
   // Every rank answers alike (an error on one rank only would leave the others in a collective):
@@ -159,13 +171,9 @@ c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn) {
     throw RuntimeFailure(fn + "(): device must be a torch.device or a string such as " + works +
                          ", got " + repr(*v));
   const std::string& name = (*v)->str;
-  const auto indexed = [&](const char* type) {  // 'cpu:0', 'cuda:1': digits after the colon
-    const size_t n = std::char_traits<char>::length(type);
-    return name.size() > n + 1 && name.compare(0, n, type) == 0 && name[n] == ':' &&
-           name.find_first_not_of("0123456789", n + 1) == std::string::npos;
-  };
-  if (name == "cpu" || indexed("cpu")) return c10::Device(c10::kCPU);
-  if (here.is_cuda() && (name == "cuda" || indexed("cuda"))) return here;
+  const c10::optional<c10::Device> named = deviceNamed(name);
+  if (named && named->is_cpu()) return c10::Device(c10::kCPU);
+  if (named && here.is_cuda()) return here;
   throw RuntimeFailure(fn + "(): device='" + name +
                        "' is not where this script's tensors live: device= takes " + works);
 }

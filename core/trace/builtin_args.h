@@ -67,9 +67,12 @@ std::optional<at::ScalarType> asDtype(const Value& v);
 // The dtype argument `v` of fn() (a keyword or a position); nullopt when missing or None, an error
 // naming fn for anything but a torch dtype. (c10::optional, what ATen's functions take.)
 c10::optional<at::ScalarType> dtypeArg(const Value* v, const std::string& fn);
-// The device argument `v` of fn(): nullopt when missing or None. A trace's tensors live on its
-// rank's device, so 'cpu' and, on a GPU rank, 'cuda' or any 'cuda:N' (x.device reads as one;
-// each rank's is its own GPU) are taken; any other device is an error naming what works.
+// 'cpu', 'cpu:N', 'cuda' or 'cuda:N' (N in 0..127, c10's device index) as a device; nullopt for
+// any other name (the devices trace tensors may live on).
+c10::optional<c10::Device> deviceNamed(const std::string& name);
+// The device argument `v` of fn() (a torch.device or its name): nullopt when missing or None. A
+// trace's tensors live on its rank's device, so the CPU and, on a GPU rank, 'cuda' or any
+// 'cuda:N' (each rank's is its own GPU) are taken; any other device is an error naming what works.
 c10::optional<c10::Device> deviceArg(const Value* v, const std::string& fn);
 // The `dim` argument (position i or keyword `name`), dflt when missing or None.
 long long dimArg(const Args& a, size_t i, long long dflt, const char* name = "dim");

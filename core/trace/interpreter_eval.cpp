@@ -173,7 +173,8 @@ Value Interpreter::evalLazy(const Expr& e) {
       if (e.unaryOp == UnaryOp::Not) return boolean(!truthy(v));
       if (v->type == Type::Tensor) {
         if (e.unaryOp == UnaryOp::Pos) return v;
-        requestMemory(expandedCopyBytes(v->tensor));  // -x.expand(n, n) makes n * n
+        // A copy of every element, as x.neg() asks (-x.expand(n, n) makes n * n).
+        requestMemory(tensorBytes(v->tensor.sizes(), v->tensor.scalar_type()));
         return charged(tensor(e.unaryOp == UnaryOp::Neg ? -v->tensor : ~v->tensor));
       }
       if (e.unaryOp == UnaryOp::Neg)
@@ -446,16 +447,15 @@ std::string operandsRefused(BinaryOp op, const Value& a, const Value& b) {
 }  // namespace
 
 Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
-  const auto sequence = isSequence;
-  if (op == BinaryOp::Mul && (sequence(a) || sequence(b))) {
+  if (op == BinaryOp::Mul && (isSequence(a) || isSequence(b))) {
     // A sequence repeats by an integer tensor of one element, as by its int (its __index__).
-    const Value& count = sequence(a) ? b : a;
+    const Value& count = isSequence(a) ? b : a;
     if (count->type == Type::Tensor) {
       if (count->tensor.numel() != 1 ||
           !at::isIntegralType(count->tensor.scalar_type(), /*includeBool=*/true))
         fail("only integer tensors of a single element can be converted to an index");
       const Value n = integer(count->tensor.item<int64_t>());
-      return sequence(a) ? arithmetic(op, a, n) : arithmetic(op, n, b);
+      return isSequence(a) ? arithmetic(op, a, n) : arithmetic(op, n, b);
     }
   }
   if (a->type == Type::Tensor || b->type == Type::Tensor) {
@@ -547,9 +547,9 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
     return sequenceLike(a->type, std::move(items));
   }
   const auto count = [](const Value& v) { return v->type == Type::Int || v->type == Type::Bool; };
-  if (op == BinaryOp::Mul && count(a) && sequence(b))
+  if (op == BinaryOp::Mul && count(a) && isSequence(b))
     return arithmetic(op, b, a);  // `3 * "ab"` repeats as `"ab" * 3` does
-  if (op == BinaryOp::Mul && sequence(a) && count(b)) {
+  if (op == BinaryOp::Mul && isSequence(a) && count(b)) {
     const long long times = std::max(0LL, b->type == Type::Bool ? b->boolValue : b->intValue);
     const size_t length = a->type == Type::Str ? a->str.size() : a->items.size();
     const size_t unit = a->type == Type::Str ? 1 : sizeof(Value);

@@ -259,8 +259,8 @@ TensorMethod copying(TensorMethod m, CopyOf made = CopyOf::Values) {
   const size_t dtypePosition = dtypeAt == names.end() ? SIZE_MAX : size_t(dtypeAt - names.begin());
   m.call = [call = std::move(m.call), made, dtypePosition](const at::Tensor& x, Args& a) {
     at::ScalarType valuesType = x.scalar_type();
-    if (dtypePosition != SIZE_MAX) {
-      if (const auto d = dtypeArg(a.get(dtypePosition, "dtype"), "Tensor")) valuesType = *d;
+    if (const Value* d = dtypePosition == SIZE_MAX ? nullptr : a.get(dtypePosition, "dtype")) {
+      if (const auto t = asDtype(*d)) valuesType = *t;  // anything else: the method says why
     }
     const bool values = made == CopyOf::Values || made == CopyOf::ValuesAndIndices;
     const bool indices = made == CopyOf::Indices || made == CopyOf::ValuesAndIndices;

@@ -74,50 +74,35 @@ at::Device deviceOf(const Args& a, const std::string& fn) {
   return deviceArg(a.keyword("device"), fn).value_or(currentDevice());
 }
 
-// torch.device('cuda'), torch.device('cuda:0'), torch.device('cuda', 0), torch.device(d): the
-// devices tensors live on here, CPU and CUDA (deviceArg maps any CUDA index to the rank's GPU).
+// torch.device('cuda'), torch.device('cuda:0'), torch.device('cuda', 0), torch.device(0) (the
+// first GPU), torch.device(d): the devices tensors live on here, CPU and CUDA (deviceArg maps any
+// CUDA index to the rank's GPU).
 Value makeDevice(Args& a) {
   const Value& what = arg(a, 0, "type", "torch.device");
   const Value* index = a.get(1, "index");
-  if (what->type == Type::Device && !index) return what;
-  if (what->type == Type::Int && !index) {  // torch.device(0) is the first GPU
-    Args named = a;
-    named.positional = {string("cuda"), what};
-    return makeDevice(named);
-  }
-  if (what->type == Type::Int && !index) {  // torch.device(0) is the first GPU
-    if (what->intValue < 0)
-      throw RuntimeFailure("torch.device(): a device index must not be negative, got " +
-                           std::to_string(what->intValue));
-    return deviceValue(c10::Device("cuda:" + std::to_string(what->intValue)));
-  }
-  if (what->type != Type::Str)
-    throw RuntimeFailure("torch.device() expects a string such as 'cpu', 'cuda' or 'cuda:0', got " +
-                         repr(what));
-  const std::string& name = what->str;
-  const size_t colon = name.find(':');
-  const std::string type = name.substr(0, colon);
-  const bool digits = colon != std::string::npos && colon + 1 < name.size() &&
-                      name.find_first_not_of("0123456789", colon + 1) == std::string::npos;
-  if ((type != "cpu" && type != "cuda") || (colon != std::string::npos && !digits))
-    throw RuntimeFailure("torch.device(): '" + name +
-                         "' is not a device tensors live on here: 'cpu', 'cuda' or 'cuda:N'");
-  std::string full = name;
-  if (index && (*index)->type != Type::None) {
-    if (colon != std::string::npos)
+  const bool indexed = index && (*index)->type != Type::None;
+  if (what->type == Type::Device && !indexed) return what;
+  std::string name;
+  if (what->type == Type::Int && !indexed) {
+    name = "cuda:" + std::to_string(what->intValue);
+  } else if (what->type == Type::Str) {
+    name = what->str;
+    if (indexed && name.find(':') != std::string::npos)
       throw RuntimeFailure("torch.device(): '" + name +
                            "' names its index already: give it once, 'cuda:0' or ('cuda', 0)");
-    if ((*index)->type != Type::Int)
+    if (indexed && (*index)->type != Type::Int)
       throw RuntimeFailure("torch.device(): the index must be an int, got " + repr(*index));
-    full += ":" + std::to_string((*index)->intValue);
+    if (indexed) name += ":" + std::to_string((*index)->intValue);
+  } else {
+    throw RuntimeFailure("torch.device() expects a string such as 'cpu', 'cuda' or 'cuda:0', got " +
+                         repr(what));
   }
-  // c10's device index is a small int: 0..127.
-  const size_t at = full.find(':');
-  if (at != std::string::npos &&
-      (full.find_first_not_of("0123456789", at + 1) != std::string::npos ||
-       full.size() - at - 1 > 3 || std::stoi(full.substr(at + 1)) > 127))
-    throw RuntimeFailure("torch.device(): the index must be in 0..127, got " + full.substr(at + 1));
-  return deviceValue(c10::Device(full));
+  const c10::optional<c10::Device> d = deviceNamed(name);
+  if (!d)
+    throw RuntimeFailure("torch.device(): '" + name +
+                         "' is not a device tensors live on here: 'cpu', 'cuda' or 'cuda:N' (N "
+                         "in 0..127, c10's device index)");
+  return deviceValue(*d);
 }
 
 Value filled(Args& a, const std::string& fn, double value) {

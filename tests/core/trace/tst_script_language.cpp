@@ -97,11 +97,12 @@ class TestScriptLanguage : public QObject {
         << "hostile.py:1:1: where(): argument 'condition' (position 1) must be Tensor, not bool";
     QTest::newRow("a device index past c10's")
         << "d = torch.device('cuda', 200)\n"
-        << "hostile.py:1:1: torch.device(): the index must be in 0..127, got 200";
+        << "hostile.py:1:1: torch.device(): 'cuda:200' is not a device tensors live on here: "
+           "'cpu', 'cuda' or 'cuda:N' (N in 0..127, c10's device index)";
     QTest::newRow("a device tensors do not live on")
         << "d = torch.device('tpu')\n"
         << "hostile.py:1:1: torch.device(): 'tpu' is not a device tensors live on here: 'cpu', "
-           "'cuda' or 'cuda:N'";
+           "'cuda' or 'cuda:N' (N in 0..127, c10's device index)";
     QTest::newRow("a device's name added to a str")  // torch.device is not a str
         << "s = 'on ' + torch.ones(2).device\n"
         << "hostile.py:1:1: can only concatenate str (not \"torch.device\") to str";
@@ -135,6 +136,10 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("torch.reshape's shape dimension by dimension")
         << "y = torch.reshape(torch.arange(6), 2, 3)\n"
         << "hostile.py:1:1: torch.reshape() takes at most 2 positional arguments (3 given)";
+    QTest::newRow("a dtype that is not one")  // the method names itself, not the budget's ask
+        << "y = torch.ones(3).softmax(0, dtype='f')\n"
+        << "hostile.py:1:1: Tensor.softmax(): dtype must be a torch dtype such as torch.float32, "
+           "got 'f'";
     QTest::newRow("a str in a tensor") << "x = 'a' in torch.ones(2)\n"
                                        << "hostile.py:1:1: Tensor.__contains__ only supports "
                                           "Tensor or scalar, but you passed in a "

@@ -141,6 +141,10 @@ class TestScriptSafety : public QObject {
         << "x = torch.ones(12 * 2 ** 20)\ny = x.exp()\n"
         << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
            "48.0 MiB";
+    QTest::newRow("negation of a held tensor")  // as x.neg() asks
+        << "x = torch.ones(12 * 2 ** 20)\ny = -x\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "48.0 MiB";
     QTest::newRow("softmax in float64")  // 24 MiB of float32 held: 48 MiB of float64 asked
         << "x = torch.ones(6 * 2 ** 20)\ny = x.softmax(0, dtype=torch.float64)\n"
         << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
