@@ -90,4 +90,61 @@ using NarrowDown = WarpRows<1, 4, kTokenRows, 3>;
 using WideGateUp = WarpRows<3, 2, 1, 2>;
 using WideDown = WarpRows<8, 1, 1, 2>;
 
+// One warp's row of the router's logits: expert e's weight row dotted with up to TR token rows,
+// each lane adding its elements in increasing order, then the lanes in a butterfly (fused::gemv's
+// order, so the logits are its bits). The first kRound 16-byte loads a lane are issued when made,
+// before the kernel waits on the one before (the weights do not depend on it); a warp past the
+// experts (not `mine`) loads nothing and sums to zero. Shared by routerKernel and the router in
+// gate_up, so the two give the same logits.
+template <typename T, int TR>
+struct RouterRowDot {
+  static constexpr int VEC = 16 / sizeof(T), kRound = 8;
+  static constexpr int64_t kChunk = 32 * VEC;
+  const FusedMoeArgs& a;
+  const bool mine;
+  const T* w;
+  int64_t k0;
+  Vec<T, VEC> wv[kRound];
+
+  __device__ __forceinline__ RouterRowDot(const FusedMoeArgs& args, int64_t e)
+      : a(args),
+        mine(e < args.select.experts),
+        w(static_cast<const T*>(args.routerWeight) + (mine ? e : 0) * args.hidden),
+        k0(int64_t(threadIdx.x % 32) * VEC) {
+    if (mine) loadRound();
+  }
+  __device__ __forceinline__ void loadRound() {
+#pragma unroll
+    for (int u = 0; u < kRound; ++u) {
+      if (k0 + u * kChunk < a.hidden) wv[u] = load<T, VEC>(w + k0 + u * kChunk);
+    }
+  }
+  // acc[m] = the row . x[m * hidden ..) for the `tokens` (<= TR) rows of x, whole in every lane.
+  __device__ __forceinline__ void dot(const T* x, int64_t tokens, float (&acc)[TR]) {
+#pragma unroll
+    for (int m = 0; m < TR; ++m) acc[m] = 0.f;
+    while (mine && k0 < a.hidden) {
+#pragma unroll
+      for (int u = 0; u < kRound; ++u) {
+        const int64_t k = k0 + u * kChunk;
+        if (k >= a.hidden) break;
+#pragma unroll
+        for (int m = 0; m < TR; ++m) {
+          if (m >= tokens) break;
+          const Vec<T, VEC> xv = load<T, VEC>(x + m * a.hidden + k);
+#pragma unroll
+          for (int j = 0; j < VEC; ++j)
+            acc[m] = __fmaf_rn(toFloat(wv[u].v[j]), toFloat(xv.v[j]), acc[m]);
+        }
+      }
+      k0 += kRound * kChunk;
+      if (k0 < a.hidden) loadRound();
+    }
+#pragma unroll
+    for (int m = 0; m < TR; ++m) {
+      for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(kFull, acc[m], o);
+    }
+  }
+};
+
 }  // namespace shardscope::kernels

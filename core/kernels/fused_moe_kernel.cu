@@ -127,23 +127,13 @@ template <typename T, bool NORM, bool ROUTE>
 __global__ void routerKernel(FusedMoeArgs a) {
   extern __shared__ __align__(16) unsigned char routerShared[];
   int* counts = reinterpret_cast<int*>(routerShared + routerNormBytes<T>(a));
-  constexpr int VEC = 16 / sizeof(T), kRound = 8;  // 16-byte loads in flight per lane
-  constexpr int64_t kChunk = 32 * VEC;
+  constexpr int VEC = 16 / sizeof(T);
   const int lane = threadIdx.x % 32;
   const int64_t e = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
-  const bool mine = e < a.select.experts;
-  const T* w = static_cast<const T*>(a.routerWeight) + (mine ? e : 0) * a.hidden;
+  RouterRowDot<T, kTokenRows> row(a, e);
+  const bool mine = row.mine;
   T* xs = reinterpret_cast<T*>(routerShared);
   const T* x = NORM ? xs : static_cast<const T*>(a.x);
-  int64_t k0 = int64_t(lane) * VEC;
-  Vec<T, VEC> wv[kRound];
-  const auto loadRound = [&] {
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      if (k0 + u * kChunk < a.hidden) wv[u] = load<T, VEC>(w + k0 + u * kChunk);
-    }
-  };
-  if (mine) loadRound();  // the weights do not depend on the kernel before
   int4 normWeight{};
   if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(a.norm);
   waitForPreviousKernel();
@@ -155,28 +145,8 @@ __global__ void routerKernel(FusedMoeArgs a) {
         store<T, VEC>(static_cast<T*>(a.normed) + i, load<T, VEC>(xs + i));
     }
   }
-  float acc[kTokenRows] = {};
-  while (mine && k0 < a.hidden) {
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      const int64_t k = k0 + u * kChunk;
-      if (k >= a.hidden) break;
-#pragma unroll
-      for (int m = 0; m < kTokenRows; ++m) {
-        if (m >= a.tokens) break;
-        const Vec<T, VEC> xv = load<T, VEC>(x + m * a.hidden + k);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-          acc[m] = __fmaf_rn(toFloat(wv[u].v[j]), toFloat(xv.v[j]), acc[m]);
-      }
-    }
-    k0 += kRound * kChunk;
-    if (k0 < a.hidden) loadRound();
-  }
-#pragma unroll
-  for (int m = 0; m < kTokenRows; ++m) {
-    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(kFull, acc[m], o);
-  }
+  float acc[kTokenRows];
+  row.dot(x, a.tokens, acc);
   if (mine && lane == 0) {
     for (int m = 0; m < int(a.tokens); ++m)
       static_cast<T*>(a.routerLogits)[m * a.select.experts + e] = fromFloat<T>(acc[m]);

@@ -17,8 +17,9 @@ cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream);
 
 // Whether launchRouterInGateUp takes a: as oneTokenExpertsTake, with the router's weights
 // (a.routerWeight, its logits written to a.routerLogits = a.select.logits), at most 16 x 8
-// experts, and switched on with SHARDSCOPE_MOE_ROUTER_IN_GATE_UP=1 (off by default until an H200
-// times it; the same bits either way).
+// experts, on a device whose SMs hold its clusters (sm_90 on), and switched on with
+// SHARDSCOPE_MOE_ROUTER_IN_GATE_UP=1 (off by default until an H200 times it; the same bits
+// either way).
 bool routerInGateUpTakes(const FusedMoeArgs& a);
 
 // The router's GEMV (after the post-attention norm when a.norm.normWeight is set: a.x is then

@@ -1,6 +1,10 @@
 
 #include <cooperative_groups.h>
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "block_choice.cuh"
 #include "core/runtime_switches.h"
 #include "fused_moe_one_token.cuh"
@@ -70,24 +74,14 @@ template <typename T, bool NORM>
 __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
     routerGateUpOneTokenKernel(FusedMoeArgs a) {
   extern __shared__ __align__(16) unsigned char normedShared[];
-  constexpr int VEC = 16 / sizeof(T), kRound = 8;  // routerKernel's loads in flight per lane
-  constexpr int64_t kChunk = 32 * VEC;
+  constexpr int VEC = 16 / sizeof(T);
   __shared__ BlockChoice choice;
   const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const unsigned rank = cluster.block_rank(), size = cluster.num_blocks();
   const int lane = threadIdx.x % 32;
   const int64_t e = int64_t(rank) * kWarps + threadIdx.x / 32;
-  const bool mine = e < a.select.experts;
-  const T* w = static_cast<const T*>(a.routerWeight) + (mine ? e : 0) * a.hidden;
-  int64_t k0 = int64_t(lane) * VEC;
-  Vec<T, VEC> wv[kRound];
-  const auto loadRound = [&] {
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      if (k0 + u * kChunk < a.hidden) wv[u] = load<T, VEC>(w + k0 + u * kChunk);
-    }
-  };
-  if (mine) loadRound();  // the router's weights do not depend on the kernel before
+  RouterRowDot<T, 1> row(a, e);
+  const bool mine = row.mine;
   int4 normWeight{};
   if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(a.norm);
   clusterArrive<false>();
@@ -99,24 +93,12 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
     if (blockIdx.x != 0 || blockIdx.y != 0) norm.residualOut = nullptr;  // one block writes it
     normRows<T, VEC>(norm, 1, xs, normWeight);  // ends with a barrier: xs is whole
   }
-  float acc = 0.f;
-  while (mine && k0 < a.hidden) {
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      const int64_t k = k0 + u * kChunk;
-      if (k >= a.hidden) break;
-      const Vec<T, VEC> xv = load<T, VEC>(x + k);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) acc = __fmaf_rn(toFloat(wv[u].v[j]), toFloat(xv.v[j]), acc);
-    }
-    k0 += kRound * kChunk;
-    if (k0 < a.hidden) loadRound();
-  }
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFull, acc, o);
+  float acc[1];
+  row.dot(x, 1, acc);
   const bool first = blockIdx.x == 0 && blockIdx.y < size;
   clusterWait();  // every block of the cluster has started
   if (mine && lane == 0) {
-    const T logit = fromFloat<T>(acc);
+    const T logit = fromFloat<T>(acc[0]);
     for (unsigned r = 0; r < size; ++r) cluster.map_shared_rank(choice.p, r)[e] = toFloat(logit);
     if (first) {
       // Down chooses from these before its wait, once every block of this grid has let it start
@@ -249,6 +231,62 @@ unsigned routerCluster(const FusedMoeArgs& a) {
   return size;
 }
 
+using MoeKernel = void (*)(FusedMoeArgs);
+
+template <typename T>
+MoeKernel routerGateUpFor(bool norm) {
+  return norm ? routerGateUpOneTokenKernel<T, true> : routerGateUpOneTokenKernel<T, false>;
+}
+// routerGateUpOneTokenKernel for a's element type, norming x first when a.norm asks.
+MoeKernel routerGateUpKernel(const FusedMoeArgs& a) {
+  const bool norm = a.norm.normWeight != nullptr;
+  switch (a.dtype) {
+    case DType::Float:
+      return routerGateUpFor<float>(norm);
+    case DType::BFloat16:
+      return routerGateUpFor<__nv_bfloat16>(norm);
+    case DType::Half:
+      return routerGateUpFor<__half>(norm);
+  }
+  return nullptr;
+}
+
+// Whether the current device runs `kernel` in clusters of `size` blocks along y with `shared`
+// bytes of dynamic shared memory a block: not before sm_90, nor where a partition (MPS, MIG)
+// leaves too few SMs a GPC. Past 8 blocks the kernel must first allow a non-portable size.
+// Asked once a device and shape (the answer does not change; the launch path is hot).
+bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
+  using Key = std::tuple<MoeKernel, int, unsigned, unsigned, size_t>;
+  static std::mutex mutex;
+  static std::map<Key, bool> known;
+  int device = 0;
+  if (!kernel || cudaGetDevice(&device) != cudaSuccess) return false;
+  const Key key{kernel, device, grid.y, size, shared};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  cudaError_t e = cudaSuccess;
+  if (size > 8) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e == cudaSuccess && shared > 48 * 1024)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  int clusters = 0;
+  if (e == cudaSuccess) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = dim3(kWarps * 32);
+    config.dynamicSmemBytes = shared;
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = size;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+  }
+  if (e != cudaSuccess) (void)cudaGetLastError();  // a refusal here is an answer, not an error
+  return known[key] = e == cudaSuccess && clusters > 0;
+}
+
 cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
     return launchKernel(downOneTokenKernel<decltype(t)>,
@@ -261,29 +299,20 @@ cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
 
 bool routerInGateUpTakes(const FusedMoeArgs& a) {
   const unsigned size = routerCluster(a);
+  const size_t shared = moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
+                                           a.norm.normWeight != nullptr);
   return RuntimeSwitches::current().moeRouterInGateUp && oneTokenExpertsTake(a) && a.routerWeight &&
          a.routerLogits && a.select.logits == a.routerLogits && size <= kMaxRouterCluster &&
-         gateUpGrid(a).y % size == 0 &&
-         moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
-                            a.norm.normWeight != nullptr) <= kMoeRouterMaxShared;
+         gateUpGrid(a).y % size == 0 && shared <= kMoeRouterMaxShared &&
+         clustersFit(routerGateUpKernel(a), gateUpGrid(a), size, shared);
 }
 
 cudaError_t launchRouterInGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
   if (!routerInGateUpTakes(a)) return cudaErrorInvalidValue;
-  const cudaError_t gateUp = dispatch(a.dtype, [&](auto t) -> cudaError_t {
-    using T = decltype(t);
-    const bool norm = a.norm.normWeight != nullptr;
-    const auto kernel =
-        norm ? routerGateUpOneTokenKernel<T, true> : routerGateUpOneTokenKernel<T, false>;
-    const unsigned size = routerCluster(a);
-    if (size > 8) {  // 16 blocks: past the portable cluster size, which the kernel must allow
-      const cudaError_t allowed =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-      if (allowed != cudaSuccess) return allowed;
-    }
-    return launchKernelIn(dim3(1, size, 1), kernel, gateUpGrid(a), dim3(kWarps * 32),
-                          moeRouterNormBytes(sizeof(T), 1, a.hidden, norm), stream, a);
-  });
+  const size_t shared = moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
+                                           a.norm.normWeight != nullptr);
+  const cudaError_t gateUp = launchKernelIn(dim3(1, routerCluster(a), 1), routerGateUpKernel(a),
+                                            gateUpGrid(a), dim3(kWarps * 32), shared, stream, a);
   return gateUp != cudaSuccess ? gateUp : launchDown(a, stream);
 }
 
