@@ -217,8 +217,20 @@ int64_t indexedBytes(const at::Tensor& x, c10::ArrayRef<at::indexing::TensorInde
       continue;
     }
     const at::Tensor& t = i.tensor();
-    if (!at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) return 0;  // a bool mask
+    if ((t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) && t.dim() == 0) {
+      onMeta.emplace_back(at::indexing::None);  // x[True] is x[None]; x[False] is empty
+      continue;
+    }
     gathers = true;
+    if (t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) {
+      // A mask selects as its nonzero() would index: one list of its true count a dim it covers.
+      // Counted here (the selection waits for the device to count anyway).
+      const int64_t count = t.count_nonzero().item<int64_t>();
+      for (int64_t d = 0; d < t.dim(); ++d)
+        onMeta.emplace_back(at::empty({count}, t.options().dtype(at::kLong).device(at::kMeta)));
+      continue;
+    }
+    if (!at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) return 0;  // torch refuses
     onMeta.emplace_back(at::empty(t.sizes(), t.options().device(at::kMeta)));
   }
   if (!gathers) return 0;

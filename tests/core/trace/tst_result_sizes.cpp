@@ -157,7 +157,7 @@ class TestResultSizes : public QObject {
 
   // Index tensors gather a new tensor, whose shape torch's advanced indexing gives (the indices'
   // broadcast shape where they stand together, first when a slice parts them); slices alone are
-  // a view; a bool mask selects at most x's elements.
+  // a view; a mask selects its true count.
   void gatherAsksForTheIndexShape() {
     using namespace at::indexing;
     const at::Tensor x = ones({5, 3, 2});
@@ -177,7 +177,15 @@ class TestResultSizes : public QObject {
     asATenMakes({column, j});
     asATenMakes({at::tensor(int64_t(2)), i});
     QCOMPARE(indexedBytes(x, {Slice(), 1}), int64_t(0));  // a view
-    QCOMPARE(indexedBytes(x, {ones({5}, at::kBool)}), int64_t(0));
+    // Masks select their true count (x's dims they cover become one), beside slices and ids.
+    const at::Tensor some = at::tensor({1, 0, 1, 1, 0}) > 0, grid = at::rand({3, 2}) > 0.5;
+    asATenMakes({some});
+    asATenMakes({Slice(), grid});
+    asATenMakes({some, Slice(), at::zeros({1}, longs)});
+    asATenMakes({Ellipsis, at::tensor({0, 1}) > 0});
+    asATenMakes({at::zeros({5}, at::kBool)});
+    asATenMakes({some.to(at::kByte)});
+    QCOMPARE(indexedBytes(x, {ones({}, at::kBool)}), int64_t(0));  // x[True]: a view, as x[None]
     QCOMPARE(indexedBytes(x, {i, j, i, j}), int64_t(0));  // too many indices: torch's error
   }
 

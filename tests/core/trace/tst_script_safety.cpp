@@ -54,12 +54,19 @@ class TestScriptSafety : public QObject {
                                  << "this operation would create";
     QTest::newRow("huge arange") << "x = torch.arange(0, 10 ** 12)\n"
                                  << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
-    // ... and one made by an op that does not ask (a bool mask's selection: its size depends on the
-    // values) counts when charged (it was not yet bound to a name, so the walk left it out and an
-    // 80 MB cat passed a 64 MB budget).
+    // ... and one made by an op that does not ask (topk: its values and indices) counts when
+    // charged (it was not yet bound to a name, so the walk left it out and an 80 MB cat passed a
+    // 64 MB budget).
     QTest::newRow("tensor past the budget in one op")
-        << "a = torch.ones(5000, 2000)\nb = a[a > 0]\n"
+        << "a = torch.ones(5000, 2000)\nb = torch.topk(a, 2000).values\n"
         << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this block's values hold";
+    // A mask's selection: its true values counted, then asked for (it was charged once made).
+    QTest::newRow("mask selection") << "a = torch.ones(5000, 2000)\nb = a[a > 0]\n"
+                                    << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this "
+                                       "operation would create 38.1 MiB";
+    QTest::newRow("mask selection of an expanded view")
+        << "a = torch.ones(1).expand(10 ** 8)\nm = torch.tensor([True]).expand(10 ** 8)\nb = a[m]\n"
+        << "this operation would create 381.5 MiB";
     // Results that grow past their operands are asked for from their shapes: a broadcast, an outer
     // product, a copy of an expanded view, a cat of one tensor many times (each was made first).
     const char* outer = "this operation would create 38147.0 MiB";  // 10**10 float32s
