@@ -127,8 +127,10 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // The choice and the warp's first pass come before the wait on gate_up: neither depends on it
 // (the logits are two kernels back, complete before gate_up let this one start; with the router
 // inside gate_up, written and fenced before any gate_up block lets this one start).
+// With weightsToL2, each warp asks L2 for its first expert's rows before the wait, too.
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    downOneTokenKernel(FusedMoeArgs a, bool weightsToL2) {
   // One chunk a pass, written as passes because this is the code measured: the same loop written
   // a chunk at a time compiles to 94 registers (ptxas), not run on a GPU.
   constexpr int kHeld = 1;
@@ -162,6 +164,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArg
   if (firstE >= 0) {
     w = rowsOf(firstE);
     loadPass(k0);
+    if (weightsToL2) warpPrefetchToL2(w, (lastRow + 1) * a.inter * int64_t(sizeof(T)));
   }
   waitForPreviousKernel();  // h
   allowNextKernel();
@@ -289,9 +292,11 @@ bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
 
 cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
-    return launchKernel(downOneTokenKernel<decltype(t)>,
+    using T = decltype(t);
+    const int64_t bytes = a.topK * a.hidden * a.inter * int64_t(sizeof(T));  // the chosen experts'
+    return launchKernel(downOneTokenKernel<T>,
                         dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), dim3(kWarps * 32),
-                        0, stream, a);
+                        0, stream, a, weightsFitL2(bytes));
   });
 }
 

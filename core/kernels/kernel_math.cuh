@@ -170,6 +170,27 @@ __device__ __forceinline__ void allowNextKernel() {
 #endif
 }
 
+// Asks L2 for the 128-byte lines of [p, p + bytes), the lanes of a warp taking every 32nd line: a
+// hint (no wait, no register). A kernel that waits on the one before asks for the weights it will
+// stream after the wait, so that DRAM works through the wait (SHARDSCOPE_WEIGHTS_TO_L2=1).
+__device__ __forceinline__ void warpPrefetchToL2(const void* p, int64_t bytes) {
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(127);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
+  for (uintptr_t c = first + uintptr_t(threadIdx.x % 32) * 128; c < end; c += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c));
+}
+
+// Whether SHARDSCOPE_WEIGHTS_TO_L2 asks L2 for `bytes` of weights ahead: when it is on and they
+// take at most half the current device's L2 (an LM head's would evict their own first lines).
+inline bool weightsFitL2(int64_t bytes) {
+  if (!RuntimeSwitches::current().weightsToL2) return false;
+  int device = 0, l2 = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess)
+    return false;
+  return bytes <= int64_t(l2) / 2;
+}
+
 // A thread block cluster's barrier in two halves (Hopper): every thread of every block of the
 // cluster arrives, then waits until all have. RELEASE/ACQUIRE order the shared-memory writes into
 // other blocks of the cluster before the barrier against the reads after it; a relaxed arrive

@@ -45,6 +45,7 @@ class TestRuntimeSwitches : public QObject {
     QVERIFY(s.fusedDecode && s.fusedAttention && s.fusedMoeNorm && s.moeOneToken && s.moeWide);
     QVERIFY(s.programmaticLaunch);
     QVERIFY(!s.fullNormGemvGrid && !s.groupAttentionBlocks && !s.moeRouterInGateUp);
+    QVERIFY(!s.weightsToL2);
     QCOMPARE(s.graphWarmups, 0);
     QCOMPARE(s.collectiveTimeoutSeconds, 0.0);
     QVERIFY(s.captureStream == CaptureStreamSource::Leased);
@@ -101,6 +102,11 @@ class TestRuntimeSwitches : public QObject {
       QVERIFY(RuntimeSwitches::current().moeRouterInGateUp);
     }
     QVERIFY(!RuntimeSwitches::current().moeRouterInGateUp);
+    {
+      const ScopedSwitch s("SHARDSCOPE_WEIGHTS_TO_L2", "1");
+      QVERIFY(RuntimeSwitches::current().weightsToL2);
+    }
+    QVERIFY(!RuntimeSwitches::current().weightsToL2);
     for (AllReduceAlgorithm a : {AllReduceAlgorithm::Auto, AllReduceAlgorithm::Peer,
                                  AllReduceAlgorithm::Nccl, AllReduceAlgorithm::NcclSymmetric}) {
       const ScopedSwitch s("SHARDSCOPE_ALL_REDUCE", toString(a));

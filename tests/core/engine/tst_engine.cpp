@@ -129,8 +129,10 @@ class TestEngine : public QObject {
   // (SHARDSCOPE_FUSED_ATTENTION) on the demo model and on the tiny Qwen3-MoE, whose
   // post-attention norm also runs inside the router's kernel (SHARDSCOPE_FUSED_MOE_NORM) and whose
   // single request's experts take the one-token kernels (SHARDSCOPE_MOE_ONE_TOKEN), whose router
-  // may also run inside gate_up's kernel (SHARDSCOPE_MOE_ROUTER_IN_GATE_UP). Each switch is on
-  // when unset but the last, which `on` turns on.
+  // may also run inside gate_up's kernel (SHARDSCOPE_MOE_ROUTER_IN_GATE_UP); and the GEMVs and
+  // down asking L2 for their weights before their wait (SHARDSCOPE_WEIGHTS_TO_L2: a hint, so this
+  // checks that it faults nothing). Each switch is on when unset but the last two, which `on`
+  // turns on.
   void decodeFusionsKeepTheBits_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("dtype");
@@ -148,6 +150,10 @@ class TestEngine : public QObject {
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ONE_TOKEN" << 1 << "";
       QTest::addRow("moe %s router in gate_up", dtype)
           << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_MOE_ROUTER_IN_GATE_UP" << 1 << "1";
+      QTest::addRow("demo %s weights to L2", dtype)
+          << "demo" << dtype << "SHARDSCOPE_WEIGHTS_TO_L2" << 3 << "1";
+      QTest::addRow("moe %s weights to L2", dtype)
+          << "qwen3-moe-tiny" << dtype << "SHARDSCOPE_WEIGHTS_TO_L2" << 1 << "1";
     }
   }
   void decodeFusionsKeepTheBits() {
