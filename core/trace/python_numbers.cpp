@@ -1,6 +1,7 @@
 #include "python_numbers.h"
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -114,6 +115,56 @@ double roundFloat(double x, long long ndigits) {
   std::vector<char> text(size_t(std::snprintf(nullptr, 0, "%.*f", int(ndigits), x)) + 1);
   std::snprintf(text.data(), text.size(), "%.*f", int(ndigits), x);
   return std::strtod(text.data(), nullptr);
+}
+
+long long checkedInt(long long a, long long b, BinaryOp op) {
+  long long r = 0;
+  bool overflow = false;
+  if (op == BinaryOp::Add)
+    overflow = __builtin_add_overflow(a, b, &r);
+  else if (op == BinaryOp::Sub)
+    overflow = __builtin_sub_overflow(a, b, &r);
+  else if (op == BinaryOp::Mul)
+    overflow = __builtin_mul_overflow(a, b, &r);
+  if (overflow)
+    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " " + symbol(op) + " " +
+                         std::to_string(b) + " (ints are 64-bit)");
+  return r;
+}
+
+long long floorDiv(long long a, long long b) {
+  if (b == 0) throw RuntimeFailure("integer division or modulo by zero");
+  // The one quotient past 64 bits; the CPU traps on it (SIGFPE ended the process).
+  if (a == LLONG_MIN && b == -1)
+    throw RuntimeFailure("integer overflow in " + std::to_string(a) + " // -1 (ints are 64-bit)");
+  long long q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// Python's float divmod: the remainder is fmod's, moved to the divisor's sign, and the quotient is
+// computed from it, so that `1 // 0.1` is 9.0 and `1 % 0.1` about 0.1 (floor(1 / 0.1) would say
+// 10.0, as 1 / 0.1 rounds up to exactly 10.0) and `q * y + r` stays close to x.
+std::pair<double, double> floatDivmod(double x, double y, BinaryOp op) {
+  if (y == 0)
+    throw RuntimeFailure(op == BinaryOp::Mod ? "float modulo by zero"
+                                             : "float floor division by zero");
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, y);
+  }
+  double floored = std::copysign(0.0, x / y);
+  if (div != 0) {
+    floored = std::floor(div);
+    if (div - floored > 0.5) floored += 1.0;
+  }
+  return {floored, mod};
 }
 
 }  // namespace shardscope::trace
