@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +14,7 @@
 #include "interpreter.h"
 #include "result_sizes.h"
 #include "tensor_methods.h"
+#include "tensor_reductions.h"
 
 namespace shardscope::trace {
 
@@ -27,101 +26,6 @@ namespace {
 void wrote(Args& a) {
   SS_ASSERT(a.interpreter, "an in-place tensor method was called without its interpreter");
   a.interpreter->noteTensorWrite();
-}
-
-// Every dimension of x: a reduction over all of them that keeps them (x.sum(keepdim=True)).
-std::vector<int64_t> allDims(const at::Tensor& x) {
-  std::vector<int64_t> dims(size_t(x.dim()));
-  for (size_t i = 0; i < dims.size(); ++i) dims[i] = int64_t(i);
-  return dims;
-}
-
-// The dimensions a reduction's `dim` (argument dimAt: 0 but for norm's, after p) and `keepdim`
-// (argument keepAt) name; nullopt for a reduction of every element to a 0-d tensor.
-std::optional<std::vector<int64_t>> reduced(const at::Tensor& x, Args& a, size_t keepAt,
-                                            size_t dimAt = 0) {
-  if (auto dims = dimsArg(a, dimAt)) return dims;
-  if (keepdim(a, keepAt)) return allDims(x);
-  return std::nullopt;
-}
-
-// sum(dim=None, keepdim=False, *, dtype=None) and mean, alike.
-Value sumOrMean(const at::Tensor& x, Args& a, bool mean) {
-  const auto dtype = dtypeArg(a.keyword("dtype"), mean ? "Tensor.mean" : "Tensor.sum");
-  const auto dims = reduced(x, a, 1);
-  if (!dims) return tensor(mean ? x.mean(dtype) : x.sum(dtype));
-  const at::IntArrayRef d(*dims);
-  return tensor(mean ? x.mean(d, keepdim(a, 1), dtype) : x.sum(d, keepdim(a, 1), dtype));
-}
-
-// The divisor's correction of std and var: unbiased=True (the default) is correction=1,
-// unbiased=False correction=0; torch takes one or the other.
-int64_t correctionOf(const Args& a, const char* fn) {
-  const Value* correction = a.keyword("correction");
-  if (!correction || (*correction)->type == Type::None) return flag(a, 1, "unbiased", true) ? 1 : 0;
-  if (a.get(1, "unbiased"))
-    throw RuntimeFailure(std::string(fn) +
-                         "() takes unbiased= or correction=, not both: unbiased=False is "
-                         "correction=0");
-  return asInt(*correction, "correction");
-}
-
-// std(dim=None, unbiased=True, keepdim=False, *, correction=1) and var, alike: ATen's own
-// correction overload (the divisor max(0, N - correction)), which unbiased= also runs.
-Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
-  const c10::optional<int64_t> correction = correctionOf(a, var ? "Tensor.var" : "Tensor.std");
-  const auto dims = reduced(x, a, 2);
-  const at::OptionalIntArrayRef d =
-      dims ? at::OptionalIntArrayRef(*dims) : at::OptionalIntArrayRef(c10::nullopt);
-  const bool keep = dims && keepdim(a, 2);
-  return tensor(var ? x.var(d, correction, keep) : x.std(d, correction, keep));
-}
-
-// max(dim=None, keepdim=False) and min: with a dim, (values, indices).
-Value extreme(const at::Tensor& x, Args& a, bool max) {
-  // max(other) with a tensor (torch.max(a, b)) is the elementwise maximum, as in torch.
-  const Value* other = a.keyword("other");
-  const bool otherByPosition =
-      !other && !a.positional.empty() && a.positional[0]->type == Type::Tensor;
-  if (otherByPosition) other = &a.positional[0];
-  if (other) {
-    if (a.positional.size() > size_t(otherByPosition) || a.keyword("dim") || a.keyword("keepdim"))
-      throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
-                           "(other) is elementwise and takes no dim or keepdim");
-    const at::Tensor y = toTensor(*other);
-    interpreterOf(a).requestMemory(broadcastBytes(x, y, at::result_type(x, y)));
-    return tensor(max ? at::maximum(x, y) : at::minimum(x, y));
-  }
-  const auto dim = optionalDim(a, 0);
-  if (!dim) {
-    if (keepdim(a, 1))
-      throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
-                           "(keepdim=True) needs a dim");
-    return tensor(max ? x.max() : x.min());
-  }
-  return valuesIndices(max ? "max" : "min",
-                       max ? x.max(*dim, keepdim(a, 1)) : x.min(*dim, keepdim(a, 1)));
-}
-
-// any(dim=None, keepdim=False) and all.
-Value anyOrAll(const at::Tensor& x, Args& a, bool any) {
-  const auto dim = optionalDim(a, 0);
-  if (dim) return tensor(any ? x.any(*dim, keepdim(a, 1)) : x.all(*dim, keepdim(a, 1)));
-  const at::Tensor r = any ? x.any() : x.all();
-  return tensor(keepdim(a, 1) ? r.reshape(std::vector<int64_t>(size_t(x.dim()), 1)) : r);
-}
-
-// norm(p='fro', dim=None, keepdim=False): p a number or 'fro' (the 2-norm of the elements).
-Value norm(const at::Tensor& x, Args& a) {
-  double p = 2;
-  if (const Value* v = a.get(0, "p"); v && (*v)->type != Type::None) {
-    if ((*v)->type == Type::Str && (*v)->str != "fro")
-      throw RuntimeFailure("Tensor.norm(): p must be a number or 'fro', got " + repr(*v));
-    if ((*v)->type != Type::Str) p = asNumber(*v, "p");
-  }
-  const auto dims = reduced(x, a, 2, 1);  // x.norm(1) is the 1-norm of every element, not dim 1's
-  if (!dims) return tensor(at::norm(x, p));
-  return tensor(at::norm(x, p, at::IntArrayRef(*dims), keepdim(a, 2)));
 }
 
 // x as `dtype`, or on `device`; x itself when it is there already, as torch gives it. A copy is
@@ -360,7 +264,7 @@ const std::map<std::string, TensorMethod>& methods() {
       {"argmin", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
          return tensor(x.argmin(optionalDim(a, 0), keepdim(a, 1)));
        }}},
-      {"norm", M{T{3, {"p", "dim", "keepdim"}}, norm}},
+      {"norm", M{T{3, {"p", "dim", "keepdim"}}, normOf}},
       // softmax, log_softmax and cumsum need their dim, as in torch (no default to differ from).
       {"softmax", copying(M{T{2, {"dim", "dtype"}, 1}, [](const at::Tensor& x, Args& a) {
          return tensor(
