@@ -1,6 +1,6 @@
-// The script suites' helpers (tst_script_safety, tst_script_language): a runner on the demo
-// model with a small memory budget, the error a script ends with, a host without a model, and the
-// check that a data row's script fails with its message while the runner works on.
+// The script suites' helpers (tst_script_safety, tst_script_language, tst_script_scopes): a runner
+// on the demo model with a small memory budget, the error a script ends with, a host without a
+// model, and the check that a data row's script fails with its message while the runner works on.
 #pragma once
 
 #include <QtTest/QtTest>
