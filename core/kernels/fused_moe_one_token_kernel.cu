@@ -257,8 +257,12 @@ MoeKernel routerGateUpKernel(const FusedMoeArgs& a) {
 // Whether the current device runs `kernel` in clusters of `size` blocks along y with `shared`
 // bytes of dynamic shared memory a block: not before sm_90, nor where a partition (MPS, MIG)
 // leaves too few SMs a GPC. Past 8 blocks the kernel must first allow a non-portable size.
-// Asked once a device and shape (the answer does not change; the launch path is hot).
+// Asked once a device and shape (the answer does not change; the launch path is hot). An error
+// that is not such a refusal (one an earlier launch left) is left for the next launch to report,
+// and nothing is remembered.
 bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
+  static_assert(kMoeRouterMaxShared + sizeof(BlockChoice) <= 48 * 1024,
+                "past 48 KB of shared memory the kernel must first be allowed it");
   using Key = std::tuple<MoeKernel, int, unsigned, unsigned, size_t>;
   static std::mutex mutex;
   static std::map<Key, bool> known;
@@ -269,8 +273,6 @@ bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
   if (const auto it = known.find(key); it != known.end()) return it->second;
   cudaError_t e = cudaSuccess;
   if (size > 8) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  if (e == cudaSuccess && shared > 48 * 1024)
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   int clusters = 0;
   if (e == cudaSuccess) {
     cudaLaunchConfig_t config = {};
@@ -286,8 +288,13 @@ bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
     config.numAttrs = 1;
     e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
   }
-  if (e != cudaSuccess) (void)cudaGetLastError();  // a refusal here is an answer, not an error
-  return known[key] = e == cudaSuccess && clusters > 0;
+  if (e == cudaSuccess) return known[key] = clusters > 0;
+  const bool refused = e == cudaErrorInvalidValue || e == cudaErrorNotSupported ||
+                       e == cudaErrorInvalidClusterSize || e == cudaErrorNoKernelImageForDevice ||
+                       e == cudaErrorInvalidDeviceFunction;
+  if (!refused) return false;
+  (void)cudaGetLastError();  // the refusal is the answer, not a failure to report
+  return known[key] = false;
 }
 
 cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {

@@ -208,24 +208,47 @@ int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end) {
   return reshapedBytes(x, sizes);
 }
 
+namespace {
+
+// A mask's true values, counted on one copy of each dimension an expanded view repeats (on CUDA,
+// count_nonzero makes a temporary of every element first).
+int64_t trueCount(const at::Tensor& mask) {
+  at::Tensor base = mask;
+  int64_t repeats = 1;
+  for (int64_t d = 0; d < mask.dim(); ++d) {
+    if (mask.stride(d) != 0 || mask.size(d) < 2) continue;
+    repeats *= mask.size(d);
+    base = base.narrow(d, 0, 1);
+  }
+  return base.count_nonzero().item<int64_t>() * repeats;
+}
+
+}  // namespace
+
 int64_t indexedBytes(const at::Tensor& x, c10::ArrayRef<at::indexing::TensorIndex> indices) {
   std::vector<at::indexing::TensorIndex> onMeta;
   bool gathers = false;
   for (const auto& i : indices) {
+    if (i.is_boolean()) {  // x[True] gathers x whole under a new dim (x[False]: none of it)
+      gathers = true;
+      onMeta.push_back(i);
+      continue;
+    }
     if (!i.is_tensor()) {
       onMeta.push_back(i);
       continue;
     }
     const at::Tensor& t = i.tensor();
-    if ((t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) && t.dim() == 0) {
-      onMeta.emplace_back(at::indexing::None);  // x[True] is x[None]; x[False] is empty
+    const bool mask = t.scalar_type() == at::kBool || t.scalar_type() == at::kByte;
+    gathers = true;
+    if (mask && t.dim() == 0) {  // as the bool it holds
+      onMeta.emplace_back(t.item<int64_t>() != 0);
       continue;
     }
-    gathers = true;
-    if (t.scalar_type() == at::kBool || t.scalar_type() == at::kByte) {
+    if (mask) {
       // A mask selects as its nonzero() would index: one list of its true count a dim it covers.
       // Counted here (the selection waits for the device to count anyway).
-      const int64_t count = t.count_nonzero().item<int64_t>();
+      const int64_t count = trueCount(t);
       for (int64_t d = 0; d < t.dim(); ++d)
         onMeta.emplace_back(at::empty({count}, t.options().dtype(at::kLong).device(at::kMeta)));
       continue;

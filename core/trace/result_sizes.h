@@ -32,11 +32,12 @@ int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& 
 int64_t reshapedBytes(const at::Tensor& x, c10::IntArrayRef shape);
 // x.flatten(start, end): likewise (0 for dims it cannot flatten: torch's own error).
 int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end);
-// x[indices] where integer index tensors or masks gather, in any mix with slices, ints, None
-// and Ellipsis (x[ids], x[i, j], x[:, ids], x[x > 0]): the result's bytes, its shape worked out
-// on the meta device (no memory, no copy) after counting each mask's true values (a wait for the
-// device, as the selection's own). 0 where nothing gathers (a view) and for indices torch
-// refuses (torch then says why when the real op runs).
+// x[indices] where integer index tensors, masks or bools gather, in any mix with slices, ints,
+// None and Ellipsis (x[ids], x[i, j], x[:, ids], x[x > 0], x[True]): the result's bytes, its
+// shape worked out on the meta device (no memory, no copy) after counting each mask's true values
+// (a wait for the device, as the selection's own). 0 where nothing gathers (a view) and for
+// indices torch refuses (torch then says why when the real op runs; a mask whose shape does not
+// fit x is counted first, so past the budget that error comes before torch's).
 int64_t indexedBytes(const at::Tensor& x, c10::ArrayRef<at::indexing::TensorIndex> indices);
 // A copy of every element of x: nonzero only for a view with more elements than its storage
 // holds (x.expand(n, n)), whose copy (clone, exp, a cast) would allocate them all.

@@ -185,7 +185,16 @@ class TestResultSizes : public QObject {
     asATenMakes({Ellipsis, at::tensor({0, 1}) > 0});
     asATenMakes({at::zeros({5}, at::kBool)});
     asATenMakes({some.to(at::kByte)});
-    QCOMPARE(indexedBytes(x, {ones({}, at::kBool)}), int64_t(0));  // x[True]: a view, as x[None]
+    asATenMakes({ones({}, at::kBool)});  // x[True] gathers x under a new dim, a copy
+    asATenMakes({true});
+    asATenMakes({false, Slice()});
+    asATenMakes({ones({}, at::kBool), i});
+    asATenMakes({Slice(), at::zeros({}, at::kByte)});
+    // An expanded mask is counted without a copy of its repeats, and selects as a whole one.
+    const at::Tensor wide =
+        (at::tensor({1, 0, 1}) > 0).expand({5, 3}).unsqueeze(2).expand({5, 3, 2});
+    asATenMakes({wide});
+    asATenMakes({wide.select(2, 0)});
     QCOMPARE(indexedBytes(x, {i, j, i, j}), int64_t(0));  // too many indices: torch's error
   }
 

@@ -67,6 +67,10 @@ class TestScriptSafety : public QObject {
     QTest::newRow("mask selection of an expanded view")
         << "a = torch.ones(1).expand(10 ** 8)\nm = torch.tensor([True]).expand(10 ** 8)\nb = a[m]\n"
         << "this operation would create 381.5 MiB";
+    QTest::newRow("x[True] of an expanded view")  // a copy of every element under a new dim
+        << "a = torch.ones(1).expand(10 ** 8)\nb = a[True]\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "381.5 MiB";
     // Results that grow past their operands are asked for from their shapes: a broadcast, an outer
     // product, a copy of an expanded view, a cat of one tensor many times (each was made first).
     const char* outer = "this operation would create 38147.0 MiB";  // 10**10 float32s
