@@ -39,7 +39,8 @@ enum class ExprKind {
   Or,
   IfElse,
   Lambda,
-  Ellipsis
+  Ellipsis,
+  Comprehension  // [x for ...], {k: v for ...}, (x for ...): a function of its first iterable
 };
 
 struct Param {
@@ -55,14 +56,15 @@ struct Expr {
   double floatValue = 0;       // Float
   ExprPtr a, b, c;             // operands; Attribute/Subscript/Call object in a
   std::vector<ExprPtr> items;  // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
-  std::vector<ExprPtr> values;        // Dict values
-  std::vector<std::string> names;     // Call keyword names (parallel to values),
-                                      // FString literal parts (items.size() + 1)
-  UnaryOp unaryOp = UnaryOp::Not;     // Unary
-  BinaryOp binaryOp = BinaryOp::Add;  // Binary
-  std::vector<CompareOp> compareOps;  // Compare (between items)
-  std::vector<std::string> formats;   // FString: "!r", ":.3f" per expression
-  std::vector<Param> params;          // Lambda
+  std::vector<ExprPtr> values;              // Dict values
+  std::vector<std::string> names;           // Call keyword names (parallel to values),
+                                            // FString literal parts (items.size() + 1)
+  UnaryOp unaryOp = UnaryOp::Not;           // Unary
+  BinaryOp binaryOp = BinaryOp::Add;        // Binary
+  std::vector<CompareOp> compareOps;        // Compare (between items)
+  std::vector<std::string> formats;         // FString: "!r", ":.3f" per expression
+  std::vector<Param> params;                // Lambda; Comprehension: its one parameter
+  std::vector<std::shared_ptr<Stmt>> body;  // Comprehension: the loops that build its result
 };
 
 enum class StmtKind {

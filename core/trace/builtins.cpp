@@ -452,6 +452,21 @@ void installContainersAndReductions(Environment& env) {
             for (const auto& v : elementsOf(items, in)) acc = in.binary(BinaryOp::Add, acc, v);
             return acc;
           }));
+  // any(iterable) and all(iterable): the first item that decides, by its truth as `if` reads it
+  // (a tensor of one element; more are ambiguous, as in torch).
+  const auto truthOfItems = [](bool wantAny) {
+    return [wantAny](Args& a) {
+      Interpreter& in = interpreterOf(a);
+      for (const Value& v : elementsOf(arg(a, 0, "iterable", wantAny ? "any" : "all"), in)) {
+        in.tick();
+        in.force(v);
+        if (truthy(v) == wantAny) return boolean(wantAny);
+      }
+      return boolean(!wantAny);
+    };
+  };
+  env.set("any", strictBuiltin("any", 1, {}, truthOfItems(true)));
+  env.set("all", strictBuiltin("all", 1, {}, truthOfItems(false)));
   // Ordered as the script's `<` orders (strings and tuples too) the values' keys (key=, else the
   // values); the first of equal keys wins; default= for an empty iterable, as Python's.
   const auto extreme = [](bool wantMax) {

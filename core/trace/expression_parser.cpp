@@ -247,6 +247,11 @@ ExprPtr ExpressionParser::trailers(ExprPtr e) {
         } else {
           if (!c->names.empty()) fail("positional argument after keyword argument");
           c->items.push_back(test());
+          if (atName("for")) {  // f(x for x in xs): a generator, the call's one argument
+            if (c->items.size() != 1) fail("Generator expression must be parenthesized");
+            c->items.back() = comprehension(c->items.back(), nullptr, c->items.back()->at);
+            if (!atOp(")")) fail("Generator expression must be parenthesized");
+          }
         }
         if (!acceptOp(",")) break;
       }
@@ -349,7 +354,11 @@ ExprPtr ExpressionParser::atom() {
         ++i_;
         if (acceptOp(")")) return makeExpr(ExprKind::Tuple, t.at);
         ExprPtr first = test();
-        if (atName("for")) unsupported("generator expressions");
+        if (atName("for")) {  // a generator expression, made whole at once (a list)
+          ExprPtr made = comprehension(first, nullptr, t.at);
+          expectOp(")");
+          return made;
+        }
         if (acceptOp(")")) return first;
         auto tup = makeExpr(ExprKind::Tuple, t.at);
         tup->items.push_back(first);
@@ -365,7 +374,11 @@ ExprPtr ExpressionParser::atom() {
         auto list = makeExpr(ExprKind::List, t.at);
         while (!atOp("]")) {
           list->items.push_back(test());
-          if (atName("for")) unsupported("list comprehensions");
+          if (atName("for") && list->items.size() == 1) {
+            ExprPtr made = comprehension(list->items[0], nullptr, t.at);
+            expectOp("]");
+            return made;
+          }
           if (!acceptOp(",")) break;
         }
         expectOp("]");
@@ -379,7 +392,11 @@ ExprPtr ExpressionParser::atom() {
           if (!atOp(":")) unsupported("set literals");
           ++i_;
           dict->values.push_back(test());
-          if (atName("for")) unsupported("dict comprehensions");
+          if (atName("for") && dict->items.size() == 1) {
+            ExprPtr made = comprehension(dict->items[0], dict->values[0], t.at);
+            expectOp("}");
+            return made;
+          }
           if (!acceptOp(",")) break;
         }
         expectOp("}");
@@ -392,6 +409,84 @@ ExprPtr ExpressionParser::atom() {
   }
   if (atOp("*")) unsupported("starred expressions (`first, *rest = items`, `[*a, *b]`)");
   fail("unexpected " + describe(t));
+}
+
+// A comprehension after its element (and a dict's value) was read, at its first `for`: its
+// clauses (`for targets in iterable`, `if condition`, in any number after the first `for`) become
+// the body of a function Python would make of it, called with the first iterable (evaluated where
+// the comprehension stands; the rest in the function, so its loop names do not leak):
+//   .result = [] (or {})
+//   for targets in .0:            # then each further clause, nested
+//       if condition:
+//           .result.append(element)   (a dict: .result[element] = value)
+//   return .result
+// A generator expression is made the same way, whole at once: a list.
+ExprPtr ExpressionParser::comprehension(ExprPtr element, ExprPtr value, SourceLocation at) {
+  const auto name = [&](const char* text, SourceLocation loc) {
+    auto n = makeExpr(ExprKind::Name, loc);
+    n->text = text;
+    return n;
+  };
+  const auto stmt = [&](StmtKind kind, SourceLocation loc) {
+    auto s = std::make_shared<Stmt>();
+    s->kind = kind;
+    s->at = loc;
+    s->source = lineText(loc.line);
+    return s;
+  };
+  auto made = makeExpr(ExprKind::Comprehension, at);
+  made->text = value ? "<dictcomp>" : "<listcomp>";
+  made->params.push_back(Param{".0", nullptr});
+  std::vector<StmtPtr> clauses;  // outermost first
+  while (atName("for") || (!clauses.empty() && atName("if"))) {
+    const SourceLocation loc = peek().at;
+    if (atName("if")) {
+      ++i_;
+      auto s = stmt(StmtKind::If, loc);
+      s->value = orTest();  // Python's comp_if: no conditional expression without parentheses
+      clauses.push_back(s);
+      continue;
+    }
+    ++i_;
+    auto s = stmt(StmtKind::For, loc);
+    s->targets.push_back(targetList());
+    if (!atName("in")) fail("expected 'in' in the comprehension");
+    ++i_;
+    s->value = orTest();
+    if (clauses.empty()) {
+      made->a = s->value;
+      s->value = name(".0", loc);
+    }
+    clauses.push_back(s);
+  }
+  auto store = stmt(value ? StmtKind::Assign : StmtKind::Expr, element->at);
+  if (value) {
+    auto slot = makeExpr(ExprKind::Subscript, element->at);
+    slot->a = name(".result", element->at);
+    slot->b = element;
+    store->targets.push_back(slot);
+    store->value = value;
+  } else {
+    auto append = makeExpr(ExprKind::Attribute, element->at);
+    append->a = name(".result", element->at);
+    append->text = "append";
+    auto call = makeExpr(ExprKind::Call, element->at);
+    call->a = append;
+    call->items.push_back(element);
+    store->value = call;
+  }
+  StmtPtr inner = store;
+  for (auto it = clauses.rbegin(); it != clauses.rend(); ++it) {
+    (*it)->body.push_back(inner);
+    inner = *it;
+  }
+  auto start = stmt(StmtKind::Assign, at);
+  start->targets.push_back(name(".result", at));
+  start->value = makeExpr(value ? ExprKind::Dict : ExprKind::List, at);
+  auto done = stmt(StmtKind::Return, at);
+  done->value = name(".result", at);
+  made->body = {start, inner, done};
+  return made;
 }
 
 std::string ExpressionParser::escapeBraces(const std::string& s) {

@@ -40,6 +40,7 @@ class ExpressionParser : protected TokenCursor {
   ExprPtr subscriptList();
   ExprPtr subscript();
   ExprPtr atom();
+  ExprPtr comprehension(ExprPtr element, ExprPtr value, SourceLocation at);
   static std::string escapeBraces(const std::string& s);
   static std::string unescapeBraces(const std::string& s);
   ExprPtr fstring(const std::string& text, SourceLocation loc);

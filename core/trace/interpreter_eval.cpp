@@ -137,6 +137,11 @@ Value Interpreter::evalLazy(const Expr& e) {
       return truthy(eval(*e.b)) ? eval(*e.a) : eval(*e.c);
     case ExprKind::Lambda:
       return makeFunction("<lambda>", e.params, {}, e.a);
+    case ExprKind::Comprehension: {  // as Python: a function of the first iterable, called here
+      CallArgs first;
+      first.positional.push_back(eval(*e.a));
+      return call(makeFunction(e.text, e.params, e.body, nullptr), first);
+    }
   }
   fail("unsupported expression");
 }

@@ -20,6 +20,7 @@ void addNames(const ExprPtr& e, std::set<std::string>& out) {
   for (const auto& i : e->items) addNames(i, out);
   for (const auto& v : e->values) addNames(v, out);
   addParams(e->params, out);
+  addNamesMentioned(e->body, out);
 }
 
 }  // namespace

@@ -223,6 +223,20 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("starred assignment") << "first, *rest = [1, 2, 3]\n"
                                         << "hostile.py:1:8: starred expressions (`first, *rest = "
                                            "items`, `[*a, *b]`): not supported";
+    // A comprehension runs as Python's: its own scope (its loop names do not leak), errors at the
+    // clause or element that raised them, and Python's syntax errors for its forms.
+    QTest::newRow("comprehension's loop name") << "y = [i for i in range(3)]\nprint(i)\n"
+                                               << "hostile.py:2:7: name 'i' is not defined";
+    QTest::newRow("comprehension's element raises")
+        << "y = [1 // x for x in [1, 0]]\n"
+        << "hostile.py:1:8: integer division or modulo by zero";
+    QTest::newRow("generator beside another argument")
+        << "s = sum(x for x in [1], 1)\n"
+        << "hostile.py:1:23: syntax error: Generator expression must be parenthesized";
+    QTest::newRow("comprehension without in") << "y = [x for x]\n"
+                                              << "syntax error: expected 'in' in the comprehension";
+    QTest::newRow("comprehension over an int") << "y = {x: 1 for x in 5}\n"
+                                               << "hostile.py:1:11: cannot iterate over int";
     // The str, list and dict methods' errors are Python's.
     QTest::newRow("split on empty") << "x = 'a'.split('')\n"
                                     << "hostile.py:1:1: empty separator";

@@ -303,6 +303,41 @@ class TestScriptScopes : public QObject {
   // A RequestOutput the driver saved from one trace is copied to each rank of the next, as lists
   // are: an append to its token ids stays in the rank (it reached the driver's object, from both
   // ranks' threads at tp=2).
+  // A comprehension in a block runs on each rank as the loop it stands for: it reads the modules'
+  // whole outputs and calls modules (batched as a loop's calls are), a driver name it mentions
+  // (`scale`) is captured, its saved list and dict reach
+  // the driver, and they equal the explicit loop's values (in a second trace of the same prompt)
+  // bit for bit, at tp=1 as at tp=2.
+  void aComprehensionInABlockIsItsLoop_data() { addTpRows(); }
+  void aComprehensionInABlockIsItsLoop() {
+    QFETCH(int, tp);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, tp);
+    const std::string e =
+        errorOf(*runner,
+                "model = VLLM('demo')\nscale = 2.0\n"
+                "with model.trace('Hello world'):\n"
+                "    hs = [model.model.layers[i].output[0] for i in range(2)]\n"
+                "    made = [h.norm() * scale for h in hs].save()\n"
+                "    signs = {i: bool(o > 0) for i, o in enumerate(made)}.save()\n"
+                "    total = sum(o for o in made).save()\n"
+                "    mlps = [model.model.layers[1].mlp(model.model.norm(h)) for h in hs].save()\n"
+                "    apart = []\n"
+                "    for h in hs:\n"
+                "        apart.append(model.model.layers[1].mlp(model.model.norm(h)))\n"
+                "    apart = apart.save()\n"
+                "with model.trace('Hello world'):\n"
+                "    looped = []\n"
+                "    for i in range(2):\n"
+                "        looped.append(model.model.layers[i].output[0].norm() * scale)\n"
+                "    looped = looped.save()\n"
+                "print(len(made), all(torch.equal(a, b) for a, b in zip(made, looped)), signs,\n"
+                "      torch.equal(total, made[0] + made[1]),\n"
+                "      all(torch.equal(a, b) for a, b in zip(mlps, apart)))\n");
+    QCOMPARE(e, std::string("no error"));
+    QCOMPARE(lines, std::vector<std::string>{"2 True {0: True, 1: True} True True"});
+  }
+
   void aSavedResultIsCopiedToEachRank_data() { addTpRows(); }
   void aSavedResultIsCopiedToEachRank() {
     QFETCH(int, tp);
