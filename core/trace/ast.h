@@ -85,10 +85,20 @@ enum class StmtKind {
   Del
 };
 
+// Line `line` (from 1) of `lines` without its indentation; "" past them.
+inline std::string lineText(const std::vector<std::string>& lines, int line) {
+  if (line < 1 || line > int(lines.size())) return "";
+  std::string l = lines[size_t(line - 1)];
+  l.erase(0, l.find_first_not_of(" \t"));
+  return l;
+}
+
 struct Stmt {
   StmtKind kind;
   SourceLocation at;
-  std::string source;              // the statement's first line, for error messages
+  // The program's lines, shared by its statements (a copy each grew with the square of a line
+  // that holds many), for errors: source() is the statement's first line.
+  std::shared_ptr<const std::vector<std::string>> lines;
   std::vector<ExprPtr> targets;    // Assign (a = b = v), For target, With "as" target, Del
   ExprPtr value;                   // expression, condition, iterable, with-expression, return value
   ExprPtr message;                 // Assert
@@ -97,6 +107,8 @@ struct Stmt {
   std::vector<std::string> names;  // Import: imported names
   std::vector<Param> params;       // Def
   Block body, orElse;
+
+  std::string source() const { return lines ? lineText(*lines, at.line) : std::string(); }
 };
 
 struct Program {

@@ -453,11 +453,21 @@ void installContainersAndReductions(Environment& env) {
             return acc;
           }));
   // any(iterable) and all(iterable): the first item that decides, by its truth as `if` reads it
-  // (a tensor of one element; more are ambiguous, as in torch).
+  // (a tensor of one element; more are ambiguous, as in torch). A range is walked an int at a
+  // time, up to that item (any(range(10 ** 9)) holds none).
   const auto truthOfItems = [](bool wantAny) {
     return [wantAny](Args& a) {
       Interpreter& in = interpreterOf(a);
-      for (const Value& v : elementsOf(arg(a, 0, "iterable", wantAny ? "any" : "all"), in)) {
+      const Value& items = arg(a, 0, "iterable", wantAny ? "any" : "all");
+      if (items->type == Type::Range) {
+        const Object& r = *items;
+        for (long long k = 0, n = rangeLength(r); k < n; ++k) {
+          in.tick();
+          if ((r.rangeStart + k * r.rangeStep != 0) == wantAny) return boolean(wantAny);
+        }
+        return boolean(!wantAny);
+      }
+      for (const Value& v : elementsOf(items, in)) {
         in.tick();
         in.force(v);
         if (truthy(v) == wantAny) return boolean(wantAny);

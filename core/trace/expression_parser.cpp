@@ -389,7 +389,7 @@ ExprPtr ExpressionParser::atom() {
         auto dict = makeExpr(ExprKind::Dict, t.at);
         while (!atOp("}")) {
           dict->items.push_back(test());
-          if (!atOp(":")) unsupported("set literals");
+          if (!atOp(":")) unsupported(atName("for") ? "set comprehensions" : "set literals");
           ++i_;
           dict->values.push_back(test());
           if (atName("for") && dict->items.size() == 1) {
@@ -431,14 +431,16 @@ ExprPtr ExpressionParser::comprehension(ExprPtr element, ExprPtr value, SourceLo
     auto s = std::make_shared<Stmt>();
     s->kind = kind;
     s->at = loc;
-    s->source = lineText(loc.line);
+    s->lines = lines_;
     return s;
   };
   auto made = makeExpr(ExprKind::Comprehension, at);
   made->text = value ? "<dictcomp>" : "<listcomp>";
   made->params.push_back(Param{".0", nullptr});
   std::vector<StmtPtr> clauses;  // outermost first
+  const int outer = nesting_;    // each clause nests the loop one level deeper
   while (atName("for") || (!clauses.empty() && atName("if"))) {
+    deeper();
     const SourceLocation loc = peek().at;
     if (atName("if")) {
       ++i_;
@@ -459,6 +461,7 @@ ExprPtr ExpressionParser::comprehension(ExprPtr element, ExprPtr value, SourceLo
     }
     clauses.push_back(s);
   }
+  nesting_ = outer;
   auto store = stmt(value ? StmtKind::Assign : StmtKind::Expr, element->at);
   if (value) {
     auto slot = makeExpr(ExprKind::Subscript, element->at);

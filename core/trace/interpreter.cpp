@@ -59,7 +59,7 @@ Interpreter::Interpreter(std::shared_ptr<const Program> program, Host& host,
       memory_(std::move(memory)) {}
 
 void Interpreter::fail(const std::string& message) const {
-  throw ScriptError(program_->file, at_, stmt_ ? stmt_->source : "", message);
+  throw ScriptError(program_->file, at_, stmt_ ? stmt_->source() : "", message);
 }
 
 void Interpreter::failInternal(const std::string& detail) const {

@@ -359,7 +359,7 @@ struct ScriptRunner::Impl : public Host {
         try {
           prompts = normalizePrompts(prompt, engine.tokenizer());
         } catch (const RuntimeFailure& e) {  // named at the invoke, not at the trace
-          throw ScriptError(in.program().file, s->at, s->source, e.what());
+          throw ScriptError(in.program().file, s->at, s->source(), e.what());
         }
         request.prompts.insert(request.prompts.end(), prompts.begin(), prompts.end());
         invokes.push_back({s->body, {}, tracerName, int64_t(prompts.size())});

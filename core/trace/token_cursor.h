@@ -19,7 +19,10 @@ class TokenCursor {
  public:
   TokenCursor(std::vector<Token> tokens, const std::string& file, const std::string& source,
               int nesting = 0)
-      : t_(std::move(tokens)), file_(file), lines_(splitLines(source)), nesting_(nesting) {}
+      : t_(std::move(tokens)),
+        file_(file),
+        lines_(std::make_shared<const std::vector<std::string>>(splitLines(source))),
+        nesting_(nesting) {}
 
  protected:
   static std::vector<std::string> splitLines(const std::string& s) {
@@ -59,12 +62,7 @@ class TokenCursor {
   bool at(TokenKind k) const { return peek().kind == k; }
   bool atOp(const char* op) const { return peek().kind == TokenKind::Op && peek().text == op; }
   bool atName(const char* n) const { return peek().kind == TokenKind::Name && peek().text == n; }
-  std::string lineText(int line) const {
-    if (line < 1 || line > int(lines_.size())) return "";
-    std::string l = lines_[line - 1];
-    l.erase(0, l.find_first_not_of(" \t"));
-    return l;
-  }
+  std::string lineText(int line) const { return trace::lineText(*lines_, line); }
   static std::string describe(const Token& t) {
     switch (t.kind) {
       case TokenKind::Newline:
@@ -122,7 +120,7 @@ class TokenCursor {
     auto s = std::make_shared<Stmt>();
     s->kind = k;
     s->at = peek().at;
-    s->source = lineText(s->at.line);
+    s->lines = lines_;
     return s;
   }
   ExprPtr makeExpr(ExprKind k, SourceLocation loc) {
@@ -135,7 +133,7 @@ class TokenCursor {
   std::vector<Token> t_;
   size_t i_ = 0;
   const std::string& file_;
-  std::vector<std::string> lines_;
+  std::shared_ptr<const std::vector<std::string>> lines_;
   int nesting_ = 0;
 };
 

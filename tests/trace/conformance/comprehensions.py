@@ -37,3 +37,4 @@ print(squares(4), {s: s % 3 for s in squares(5)})
 rows = [[1, 2, 3], [4, 5, 6]]
 print([[r[c] for r in rows] for c in range(3)])
 print(len([0 for _ in range(1000)]))
+print(any(range(10 ** 9)), all(range(10 ** 9)), any(range(0)), all(range(3, 0)), all(range(1, 4)))
