@@ -297,6 +297,12 @@ bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
   return known[key] = false;
 }
 
+// routerGateUpOneTokenKernel's dynamic shared memory: the token's normed row, when it norms x.
+size_t routerGateUpShared(const FusedMoeArgs& a) {
+  return moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
+                            a.norm.normWeight != nullptr);
+}
+
 cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
   return dispatch(a.dtype, [&](auto t) -> cudaError_t {
     using T = decltype(t);
@@ -311,8 +317,7 @@ cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
 
 bool routerInGateUpTakes(const FusedMoeArgs& a) {
   const unsigned size = routerCluster(a);
-  const size_t shared = moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
-                                           a.norm.normWeight != nullptr);
+  const size_t shared = routerGateUpShared(a);
   return RuntimeSwitches::current().moeRouterInGateUp && oneTokenExpertsTake(a) && a.routerWeight &&
          a.routerLogits && a.select.logits == a.routerLogits && size <= kMaxRouterCluster &&
          gateUpGrid(a).y % size == 0 && shared <= kMoeRouterMaxShared &&
@@ -321,8 +326,7 @@ bool routerInGateUpTakes(const FusedMoeArgs& a) {
 
 cudaError_t launchRouterInGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
   if (!routerInGateUpTakes(a)) return cudaErrorInvalidValue;
-  const size_t shared = moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
-                                           a.norm.normWeight != nullptr);
+  const size_t shared = routerGateUpShared(a);
   const cudaError_t gateUp = launchKernelIn(dim3(1, routerCluster(a), 1), routerGateUpKernel(a),
                                             gateUpGrid(a), dim3(kWarps * 32), shared, stream, a);
   return gateUp != cudaSuccess ? gateUp : launchDown(a, stream);

@@ -216,6 +216,28 @@ std::vector<Value> elementsOf(const Value& v, Interpreter& in) {
 
 namespace {
 
+// Calls `visit` with each item of `items` as a for loop sees it, until it returns true: a range's
+// ints made one at a time (sum(range(10 ** 9)) and any(range(10 ** 9)) hold no list of them),
+// anything else's through elementsOf.
+template <typename Visit>
+void visitItems(Interpreter& in, const Value& items, Visit visit) {
+  if (items->type != Type::Range) {
+    for (const Value& v : elementsOf(items, in)) {
+      if (visit(v)) return;
+    }
+    return;
+  }
+  const Object& r = *items;
+  for (long long k = 0, n = rangeLength(r); k < n; ++k) {
+    in.tick();
+    if (visit(integer(r.rangeStart + k * r.rangeStep))) return;
+  }
+}
+
+}  // namespace
+
+namespace {
+
 void installBuiltins(Environment& env);
 
 // print(), through the calling interpreter's Host::print (the runner's output on the driver; rank
@@ -440,39 +462,23 @@ void installContainersAndReductions(Environment& env) {
             if (acc->type == Type::Str)
               throw RuntimeFailure("sum() can't sum strings [use ''.join(seq) instead]");
             Interpreter& in = interpreterOf(a);
-            const Value& items = arg(a, 0, "iterable", "sum");
-            if (items->type == Type::Range) {  // one int at a time: sum(range(10**6)) holds none
-              const Object& r = *items;
-              for (long long k = 0, n = rangeLength(r); k < n; ++k) {
-                in.tick();
-                acc = in.binary(BinaryOp::Add, acc, integer(r.rangeStart + k * r.rangeStep));
-              }
-              return acc;
-            }
-            for (const auto& v : elementsOf(items, in)) acc = in.binary(BinaryOp::Add, acc, v);
+            visitItems(in, arg(a, 0, "iterable", "sum"), [&](const Value& v) {
+              acc = in.binary(BinaryOp::Add, acc, v);
+              return false;
+            });
             return acc;
           }));
   // any(iterable) and all(iterable): the first item that decides, by its truth as `if` reads it
-  // (a tensor of one element; more are ambiguous, as in torch). A range is walked an int at a
-  // time, up to that item (any(range(10 ** 9)) holds none).
+  // (a tensor of one element; more are ambiguous, as in torch), a range's ints made up to it.
   const auto truthOfItems = [](bool wantAny) {
     return [wantAny](Args& a) {
       Interpreter& in = interpreterOf(a);
-      const Value& items = arg(a, 0, "iterable", wantAny ? "any" : "all");
-      if (items->type == Type::Range) {
-        const Object& r = *items;
-        for (long long k = 0, n = rangeLength(r); k < n; ++k) {
-          in.tick();
-          if ((r.rangeStart + k * r.rangeStep != 0) == wantAny) return boolean(wantAny);
-        }
-        return boolean(!wantAny);
-      }
-      for (const Value& v : elementsOf(items, in)) {
-        in.tick();
+      bool decided = false;
+      visitItems(in, arg(a, 0, "iterable", wantAny ? "any" : "all"), [&](const Value& v) {
         in.force(v);
-        if (truthy(v) == wantAny) return boolean(wantAny);
-      }
-      return boolean(!wantAny);
+        return decided = truthy(v) == wantAny;
+      });
+      return boolean(decided ? wantAny : !wantAny);
     };
   };
   env.set("any", strictBuiltin("any", 1, {}, truthOfItems(true)));

@@ -208,10 +208,6 @@ int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end) {
   return reshapedBytes(x, sizes);
 }
 
-namespace {
-
-// A mask's true values, counted on one copy of each dimension an expanded view repeats (on CUDA,
-// count_nonzero makes a temporary of every element first).
 int64_t trueCount(const at::Tensor& mask) {
   at::Tensor base = mask;
   int64_t repeats = 1;
@@ -222,8 +218,6 @@ int64_t trueCount(const at::Tensor& mask) {
   }
   return base.count_nonzero().item<int64_t>() * repeats;
 }
-
-}  // namespace
 
 int64_t indexedBytes(const at::Tensor& x, c10::ArrayRef<at::indexing::TensorIndex> indices) {
   std::vector<at::indexing::TensorIndex> onMeta;

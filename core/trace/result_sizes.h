@@ -32,6 +32,9 @@ int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& 
 int64_t reshapedBytes(const at::Tensor& x, c10::IntArrayRef shape);
 // x.flatten(start, end): likewise (0 for dims it cannot flatten: torch's own error).
 int64_t flattenedBytes(const at::Tensor& x, int64_t start, int64_t end);
+// How many of x's elements are nonzero, counted on one copy of each dimension an expanded view
+// repeats (on CUDA, count_nonzero makes a temporary of every element first).
+int64_t trueCount(const at::Tensor& x);
 // x[indices] where integer index tensors, masks or bools gather, in any mix with slices, ints,
 // None and Ellipsis (x[ids], x[i, j], x[:, ids], x[x > 0], x[True]): the result's bytes, its
 // shape worked out on the meta device (no memory, no copy) after counting each mask's true values

@@ -469,7 +469,7 @@ const std::map<std::string, TensorMethod>& methods() {
 Value nonzeroIndices(Interpreter& in, const at::Tensor& x, bool asTuple) {
   // How many there are decides the result's size: counted first (nonzero waits for the device
   // anyway), so that the budget refuses an index list past it before it is made.
-  const int64_t count = x.count_nonzero().item<int64_t>();
+  const int64_t count = trueCount(x);
   in.requestMemory(tensorBytes({count, std::max<int64_t>(x.dim(), 1)}, at::kLong));
   if (!asTuple) return tensor(x.nonzero());
   std::vector<Value> items;
