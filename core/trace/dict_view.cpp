@@ -39,14 +39,14 @@ bool viewContains(const Object& view, const Value& x) {
   };
   switch (view.type) {
     case Type::DictKeys:
-      return has([&](const auto& kv) { return equal(kv.first, x); });
+      return findKey(*viewedDict(view), x) != entries.end();
     case Type::DictValues:
       return has([&](const auto& kv) { return pythonEquals(kv.second, x); });
-    default:  // items: a (key, value) tuple whose key maps to that value
+    default: {  // items: a (key, value) tuple whose key maps to that value
       if (x->type != Type::Tuple || x->items.size() != 2) return false;
-      return has([&](const auto& kv) {
-        return equal(kv.first, x->items[0]) && pythonEquals(kv.second, x->items[1]);
-      });
+      const auto it = findKey(*viewedDict(view), x->items[0]);
+      return it != entries.end() && pythonEquals(it->second, x->items[1]);
+    }
   }
 }
 

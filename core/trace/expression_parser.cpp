@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "assignment_targets.h"
+
 namespace shardscope::trace {
 
 ExprPtr ExpressionParser::standaloneExpression() {
@@ -24,17 +26,26 @@ std::vector<Param> ExpressionParser::parameters(const char* close) {
   return ps;
 }
 
+void ExpressionParser::checkTarget(const Expr& e, const char* verb) const {
+  if (const Expr* bad = firstNonTarget(e))
+    failAt(startOf(*bad), std::string("cannot ") + verb + " " + pythonKindName(*bad));
+}
+
+// The targets of a for loop, a comprehension's for clause or `with ... as`.
 ExprPtr ExpressionParser::targetList() {
   const SourceLocation loc = peek().at;
-  std::vector<ExprPtr> items{orExpr()};
-  if (!atOp(",")) return items[0];
-  while (acceptOp(",")) {
-    if (atName("in") || atOp("=") || atOp(":")) break;
-    items.push_back(orExpr());
+  ExprPtr target = orExpr();
+  if (atOp(",")) {  // `a, b` or `a,`: a tuple
+    auto t = makeExpr(ExprKind::Tuple, loc);
+    t->items.push_back(target);
+    while (acceptOp(",")) {
+      if (atName("in") || atOp("=") || atOp(":")) break;
+      t->items.push_back(orExpr());
+    }
+    target = t;
   }
-  auto t = makeExpr(ExprKind::Tuple, loc);
-  t->items = std::move(items);
-  return t;
+  checkTarget(*target, "assign to");
+  return target;
 }
 
 ExprPtr ExpressionParser::testList() {
@@ -248,9 +259,11 @@ ExprPtr ExpressionParser::trailers(ExprPtr e) {
           if (!c->names.empty()) fail("positional argument after keyword argument");
           c->items.push_back(test());
           if (atName("for")) {  // f(x for x in xs): a generator, the call's one argument
-            if (c->items.size() != 1) fail("Generator expression must be parenthesized");
-            c->items.back() = comprehension(c->items.back(), nullptr, c->items.back()->at);
-            if (!atOp(")")) fail("Generator expression must be parenthesized");
+            const SourceLocation start = startOf(*c->items.back());
+            if (c->items.size() != 1) failAt(start, "Generator expression must be parenthesized");
+            c->items.back() = comprehension(c->items.back(), nullptr, start);
+            c->items.back()->text = "<genexpr>";
+            if (!atOp(")")) failAt(start, "Generator expression must be parenthesized");
           }
         }
         if (!acceptOp(",")) break;
@@ -356,6 +369,7 @@ ExprPtr ExpressionParser::atom() {
         ExprPtr first = test();
         if (atName("for")) {  // a generator expression, made whole at once (a list)
           ExprPtr made = comprehension(first, nullptr, t.at);
+          made->text = "<genexpr>";
           expectOp(")");
           return made;
         }
@@ -512,19 +526,32 @@ std::string ExpressionParser::unescapeBraces(const std::string& s) {
 
 // A replacement field's expression, read as Python reads it: inside parentheses, so spaces around
 // it (`{ x }`) and line breaks are free. Its syntax errors are the f-string's, at its place.
-ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocation loc) {
+// The field's tokens are placed where the field stands in the script (`brace`: the column of its
+// '{' on the f-string's first line; 0 where it was not found there, then everything is placed at
+// the f-string), so its errors, at parse time and when it runs, point into the field.
+ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocation loc, int brace) {
   if (inner.find_first_not_of(" \t\n") == std::string::npos)
     throw ScriptError(file_, loc, lineText(loc.line),
                       "syntax error: f-string: empty expression not allowed");
+  // "(inner)": its '(' stands for the '{', its ')' for the end of the field
+  const auto place = [&](SourceLocation at) {
+    if (brace == 0) return loc;
+    if (at.line == 1) return SourceLocation{loc.line, brace + at.column - 1};
+    return SourceLocation{loc.line + at.line - 1, at.column};
+  };
+  std::vector<Token> tokens = tokenize("(" + inner + ")", file_);
+  for (Token& t : tokens) t.at = place(t.at);
   try {
-    ExpressionParser sub(tokenize("(" + inner + ")", file_), file_, "", nesting_);
+    ExpressionParser sub(std::move(tokens), file_, "", nesting_);
+    sub.lines_ = lines_;
     return sub.standaloneExpression();
   } catch (const ScriptError& error) {
     // At the closing parenthesis added above: the user wrote none, the field ended too early.
     const SourceLocation at = error.location();
-    const bool atAddedParen =
-        inner.find('\n') == std::string::npos && at.line == 1 && at.column == int(inner.size()) + 2;
-    throw ScriptError(file_, loc, lineText(loc.line),
+    const SourceLocation end = place({1, int(inner.size()) + 2});
+    const bool atAddedParen = inner.find('\n') == std::string::npos && brace != 0 &&
+                              at.line == end.line && at.column == end.column;
+    throw ScriptError(file_, at, lineText(at.line),
                       (atAddedParen ? std::string("syntax error: the expression is incomplete")
                                     : error.message()) +
                           " (in the f-string's field '{" + inner + "}')");
@@ -534,6 +561,7 @@ ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocati
 ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
   auto e = makeExpr(ExprKind::FString, loc);
   std::string literal;
+  size_t searchFrom = size_t(std::max(0, loc.column - 1));  // where the next field's '{' may be
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
@@ -576,7 +604,10 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
     }
     e->names.push_back(literal);
     literal.clear();
-    e->items.push_back(fieldExpression(inner, loc));
+    const size_t brace = lineText(loc.line).find("{" + inner, searchFrom);
+    if (brace != std::string::npos) searchFrom = brace + inner.size() + 1;
+    e->items.push_back(
+        fieldExpression(inner, loc, brace == std::string::npos ? 0 : int(brace) + 1));
     e->formats.push_back(format);
     i = j - 1;
   }

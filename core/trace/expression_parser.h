@@ -20,6 +20,9 @@ class ExpressionParser : protected TokenCursor {
 
  protected:
   std::vector<Param> parameters(const char* close);
+  // Fails as Python's compiler does where `e` holds a part that cannot be assigned to (`verb`
+  // "assign to") or deleted ("delete").
+  void checkTarget(const Expr& e, const char* verb) const;
   ExprPtr targetList();
   ExprPtr testList();
   ExprPtr test();
@@ -44,7 +47,7 @@ class ExpressionParser : protected TokenCursor {
   static std::string escapeBraces(const std::string& s);
   static std::string unescapeBraces(const std::string& s);
   ExprPtr fstring(const std::string& text, SourceLocation loc);
-  ExprPtr fieldExpression(const std::string& inner, SourceLocation loc);
+  ExprPtr fieldExpression(const std::string& inner, SourceLocation loc, int brace);
 };
 
 }  // namespace shardscope::trace

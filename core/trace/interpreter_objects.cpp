@@ -181,15 +181,9 @@ Value listMethod(const Value& obj, const std::string& name) {
   return listEdit(obj, name);
 }
 
-// The entry of `key` in dict d, or end().
-std::vector<std::pair<Value, Value>>::iterator entryOf(Object& d, const Value& key) {
-  return std::find_if(d.dict.begin(), d.dict.end(),
-                      [&](const auto& kv) { return equal(kv.first, key); });
-}
-
 // d[key] = v as item assignment does it: in place for a key it has, else at the end.
 void putEntry(Object& d, const Value& key, const Value& v) {
-  const auto it = entryOf(d, key);
+  const auto it = findKey(d, key);
   if (it != d.dict.end()) {
     it->second = v;
     return;
@@ -236,7 +230,7 @@ Value dictEdit(const Value& obj, const std::string& name) {
   if (name == "pop") {
     return boundMethod(obj, "pop", [](const Value& self, CallArgs& a) {
       checkArguments(a, Takes{2, {"key", "default"}, 1}, "dict.pop");
-      const auto it = entryOf(*self, a.positional[0]);
+      const auto it = findKey(*self, a.positional[0]);
       if (it == self->dict.end()) {
         if (a.positional.size() > 1) return a.positional[1];
         throw RuntimeFailure("KeyError: " + repr(a.positional[0]));
@@ -250,7 +244,7 @@ Value dictEdit(const Value& obj, const std::string& name) {
   if (name == "setdefault") {
     return boundMethod(obj, "setdefault", [](const Value& self, CallArgs& a) {
       checkArguments(a, Takes{2, {"key", "default"}, 1}, "dict.setdefault");
-      const auto it = entryOf(*self, a.positional[0]);
+      const auto it = findKey(*self, a.positional[0]);
       if (it != self->dict.end()) return it->second;
       const Value v = a.positional.size() > 1 ? a.positional[1] : none();
       putEntry(*self, a.positional[0], v);
@@ -295,9 +289,8 @@ Value dictMethod(const Value& obj, const std::string& name) {
   }
   if (name == "get") {
     return boundMethod(obj, "get", [](const Value& self, CallArgs& a) {
-      for (const auto& [k, v] : self->dict) {
-        if (equal(k, a.required(0))) return v;
-      }
+      const auto it = findKey(*self, a.required(0));
+      if (it != self->dict.end()) return it->second;
       return a.positional.size() > 1 ? a.positional[1] : none();
     });
   }
@@ -405,11 +398,11 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
       const long long k = normalizeIndex(asInt(index, "index"), n);
       return obj->type == Type::Str ? string(std::string(1, obj->str[k])) : obj->items[k];
     }
-    case Type::Dict:
-      for (const auto& [k, v] : obj->dict) {
-        if (equal(k, index)) return v;
-      }
-      fail("key " + repr(index) + " not found");
+    case Type::Dict: {
+      const auto it = findKey(*obj, index);
+      if (it == obj->dict.end()) fail("key " + repr(index) + " not found");
+      return it->second;
+    }
     case Type::Tensor: {
       const auto indices = tensorIndices(index);
       requestMemory(indexedBytes(obj->tensor, indices));  // what index tensors gather
@@ -454,16 +447,9 @@ void Interpreter::setItem(const Value& obj, const Value& index, const Value& v) 
       obj->items[normalizeIndex(asInt(index, "index"), obj->items.size())] = v;
       return;
     case Type::Dict:
+      putEntry(*obj, index, v);  // first: an unhashable key is refused before anything is noted
       noteStored(obj, index);
       noteStored(obj, v);
-      for (auto& kv : obj->dict) {
-        if (equal(kv.first, index)) {
-          kv.second = v;
-          return;
-        }
-      }
-      obj->dict.emplace_back(index, v);
-      ++obj->keyEdits;
       return;
     case Type::Tensor: {
       noteTensorWrite();
@@ -543,8 +529,7 @@ void Interpreter::delItem(const Value& obj, const Value& index) {
     }
     case Type::Dict: {
       auto& entries = obj->dict;
-      const auto it = std::find_if(entries.begin(), entries.end(),
-                                   [&](const auto& kv) { return equal(kv.first, index); });
+      const auto it = findKey(*obj, index);
       if (it == entries.end()) fail("key " + repr(index) + " not found");
       entries.erase(it);
       ++obj->keyEdits;

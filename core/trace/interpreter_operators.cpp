@@ -91,7 +91,7 @@ Value Interpreter::compare(CompareOp op, const Value& a, const Value& b) {
       if (a->type != Type::Str) fail("'in <string>' requires a string on the left");
       found = b->str.find(a->str) != std::string::npos;
     } else if (b->type == Type::Dict) {
-      for (const auto& kv : b->dict) found |= equal(kv.first, a);
+      found = findKey(*b, a) != b->dict.end();
     } else if (isDictView(b->type)) {
       force(a, true);
       force(b, true);

@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "assignment_targets.h"
 #include "ast.h"
 #include "expression_parser.h"
 
@@ -211,7 +212,7 @@ class Parser : public ExpressionParser {
       do {  // `del a, b[0],` (a trailing comma is allowed)
         if (at(TokenKind::Newline) || at(TokenKind::End) || atOp(";")) break;
         s->targets.push_back(orExpr());
-        checkDeletable(*s->targets.back());
+        checkTarget(*s->targets.back(), "delete");
       } while (acceptOp(","));
       if (s->targets.empty()) fail("expected what to delete after 'del'");
       return s;
@@ -249,6 +250,7 @@ class Parser : public ExpressionParser {
       s->kind = StmtKind::AugAssign;
       s->augOp = *binaryOpOf(std::string_view(peek().text).substr(0, peek().text.size() - 1));
       ++i_;
+      checkAugmentable(*first);
       s->targets.push_back(first);
       s->value = testList();
       return s;
@@ -264,36 +266,19 @@ class Parser : public ExpressionParser {
           s->value = next;
         }
       }
+      for (const auto& target : s->targets) checkTarget(*target, "assign to");
       return s;
     }
     s->value = first;
     return s;
   }
 
-  // `del` takes names, subscripts and attributes, and tuples and lists of them, as Python does.
-  void checkDeletable(const Expr& e) {
-    switch (e.kind) {
-      case ExprKind::Name:
-      case ExprKind::Subscript:
-      case ExprKind::Attribute:
-        return;
-      case ExprKind::Tuple:
-      case ExprKind::List:
-        for (const auto& item : e.items) checkDeletable(*item);
-        return;
-      case ExprKind::Call:
-        fail("cannot delete function call");
-      case ExprKind::Int:
-      case ExprKind::Float:
-      case ExprKind::Str:
-      case ExprKind::Bool:
-      case ExprKind::None:
-      case ExprKind::FString:
-      case ExprKind::Ellipsis:
-        fail("cannot delete literal");
-      default:
-        fail("cannot delete expression");
-    }
+  // `x += 1` takes one name, attribute or subscript, not a tuple or list of them.
+  void checkAugmentable(const Expr& e) const {
+    if (e.kind == ExprKind::Name || e.kind == ExprKind::Attribute || e.kind == ExprKind::Subscript)
+      return;
+    failAt(startOf(e),
+           "'" + pythonKindName(e) + "' is an illegal expression for augmented assignment");
   }
 
   std::string dottedName() {

@@ -77,8 +77,9 @@ class TokenCursor {
         return "'" + t.text + "'";
     }
   }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ScriptError(file_, peek().at, lineText(peek().at.line), "syntax error: " + what);
+  [[noreturn]] void fail(const std::string& what) const { failAt(peek().at, what); }
+  [[noreturn]] void failAt(SourceLocation at, const std::string& what) const {
+    throw ScriptError(file_, at, lineText(at.line), "syntax error: " + what);
   }
   [[noreturn]] void unsupported(const std::string& what) const {
     throw ScriptError(file_, peek().at, lineText(peek().at.line),

@@ -493,6 +493,32 @@ bool equal(const Value& a, const Value& b) {
   return equalAs(a, b, Tensors::ByIdentity);
 }
 
+namespace {
+
+void requireHashable(const Value& key) {
+  switch (key->type) {
+    case Type::List:
+    case Type::Dict:
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
+      throw RuntimeFailure(std::string("unhashable type: '") + typeName(key->type) + "'");
+    case Type::Tuple:
+      for (const Value& item : key->items) requireHashable(item);
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+DictEntries::iterator findKey(Object& d, const Value& key) {
+  requireHashable(key);
+  return std::find_if(d.dict.begin(), d.dict.end(),
+                      [&](const auto& kv) { return equal(kv.first, key); });
+}
+
 bool pythonEquals(const Value& a, const Value& b) {
   return equalAs(a, b, Tensors::ByValue);  // no identity first: `nan == nan` is False
 }

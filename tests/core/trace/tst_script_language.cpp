@@ -166,9 +166,70 @@ class TestScriptLanguage : public QObject {
         << "hostile.py:3:9: cannot access local variable 'x' where it is not associated with a "
            "value";
     QTest::newRow("del of a call") << "del len([])\n"
-                                   << "hostile.py:1:12: syntax error: cannot delete function call";
+                                   << "hostile.py:1:5: syntax error: cannot delete function call";
+    QTest::newRow("del of a generator") << "del (a, (x for x in y))\n"
+                                        << "hostile.py:1:9: syntax error: cannot delete generator "
+                                           "expression";
+    // What Python's compiler refuses as a target, refused before the script runs (`[1] += [2]`
+    // ran silently, `f() = 1` failed only when reached), in its words and at its column.
+    QTest::newRow("assigned a literal") << "x = 1\n[1] = 3\n"
+                                        << "hostile.py:2:2: syntax error: cannot assign to literal";
+    QTest::newRow("assigned a call") << "print(1)\nlen(x) = 3\n"
+                                     << "hostile.py:2:1: syntax error: cannot assign to function "
+                                        "call";
+    QTest::newRow("assigned in a chain")
+        << "a = 1 = 2\n"
+        << "hostile.py:1:5: syntax error: cannot assign to literal";
+    QTest::newRow("assigned an operation") << "a.b, c + 1 = 2, 3\n"
+                                           << "hostile.py:1:6: syntax error: cannot assign to "
+                                              "expression";
+    QTest::newRow("assigned a comprehension") << "[x for x in y] = 1\n"
+                                              << "cannot assign to list comprehension";
+    QTest::newRow("for over a literal") << "for a, 1 in x:\n    pass\n"
+                                        << "hostile.py:1:8: syntax error: cannot assign to literal";
+    QTest::newRow("comprehension over a call") << "y = [1 for f() in x]\n"
+                                               << "hostile.py:1:12: syntax error: cannot assign "
+                                                  "to function call";
+    QTest::newRow("with as a literal") << "with a as (b, None):\n    pass\n"
+                                       << "hostile.py:1:15: syntax error: cannot assign to None";
+    QTest::newRow("augmented list") << "[1] += [2]\n"
+                                    << "hostile.py:1:1: syntax error: 'list' is an illegal "
+                                       "expression for augmented assignment";
+    QTest::newRow("augmented tuple") << "a, b += 1\n"
+                                     << "'tuple' is an illegal expression for augmented assignment";
+    QTest::newRow("augmented comprehension")
+        << "[x for x in y] += [1]\n"
+        << "'list comprehension' is an illegal expression for augmented assignment";
+    QTest::newRow("augmented call") << "x.f() += 1\n"
+                                    << "hostile.py:1:1: syntax error: 'function call' is an "
+                                       "illegal expression for augmented assignment";
     QTest::newRow("del of a literal") << "del 1\n"
                                       << "syntax error: cannot delete literal";
+    // Keys Python cannot hash are refused where Python refuses them (`{[1]: 2}` was a dict).
+    QTest::newRow("list as a key") << "d = {[1]: 2}\n"
+                                   << "hostile.py:1:1: unhashable type: 'list'";
+    QTest::newRow("list in a tuple key") << "d = {}\nd[(1, [2])] = 3\n"
+                                         << "hostile.py:2:1: unhashable type: 'list'";
+    QTest::newRow("dict looked up by a dict") << "d = {1: 2}\nx = d[{}]\n"
+                                              << "hostile.py:2:1: unhashable type: 'dict'";
+    QTest::newRow("list in a dict") << "x = [1] in {1: 2}\n"
+                                    << "hostile.py:1:1: unhashable type: 'list'";
+    QTest::newRow("list in a keys view") << "x = [1] in {1: 2}.keys()\n"
+                                         << "unhashable type: 'list'";
+    QTest::newRow("list key in an items view") << "x = ([1], 2) in {1: 2}.items()\n"
+                                               << "unhashable type: 'list'";
+    QTest::newRow("keys view as a key") << "d = {1: 2}\ne = {d.keys(): 1}\n"
+                                        << "unhashable type: 'dict_keys'";
+    QTest::newRow("dict.get of a list") << "x = {1: 2}.get([1], 0)\n"
+                                        << "unhashable type: 'list'";
+    QTest::newRow("dict.pop of a list") << "x = {1: 2}.pop([1], 0)\n"
+                                        << "unhashable type: 'list'";
+    QTest::newRow("dict.setdefault of a list") << "x = {}.setdefault([1])\n"
+                                               << "unhashable type: 'list'";
+    QTest::newRow("del of a list key") << "d = {1: 2}\ndel d[[1]]\n"
+                                       << "unhashable type: 'list'";
+    QTest::newRow("dict comprehension of list keys") << "d = {[k]: k for k in range(2)}\n"
+                                                     << "unhashable type: 'list'";
     QTest::newRow("keys view indexed") << "d = {'a': 1}\nk = d.keys()[0]\n"
                                        << "hostile.py:2:1: 'dict_keys' object is not subscriptable";
     QTest::newRow("values view indexed") << "v = {'a': 1}.values()[0]\n"
@@ -211,12 +272,19 @@ class TestScriptLanguage : public QObject {
     // break, continue and return where Python refuses them (before, the interpreter's signal
     // escaped the run: a top-level `break` or `return` ended the process), and in a with block,
     // which runs on the model's ranks apart from the driver's loops and functions.
-    // An f-string field's syntax error is reported at the f-string (it was at line 1 of the
-    // field's own text); an empty field is Python's error.
+    // An f-string field's errors, at parse time and when it runs, point into the field where it
+    // stands (they were at line 1 of the field's own text); an empty field is Python's error.
     QTest::newRow("f-string field")
         << "x = 1\n\nprint(f'a {x +} b')\n"
-        << "hostile.py:3:8: syntax error: the expression is incomplete (in the "
+        << "hostile.py:3:15: syntax error: the expression is incomplete (in the "
            "f-string's field '{x +}')\n    print(f'a {x +} b')";
+    QTest::newRow("f-string field's name error")
+        << "x = 1\ny = 2\nprint(f'{x} and {x} {x + undefined_name}')\n"
+        << "hostile.py:3:26: name 'undefined_name' is not defined\n"
+           "    print(f'{x} and {x} {x + undefined_name}')";
+    QTest::newRow("f-string field after a longer one")  // the first field's text is not it
+        << "undefined_name_2 = 1\nprint(f'{undefined_name_2}{undefined_name}')\n"
+        << "hostile.py:2:28: name 'undefined_name' is not defined";
     QTest::newRow("empty f-string field")
         << "print(f'{ }')\n"
         << "hostile.py:1:8: syntax error: f-string: empty expression not allowed";
@@ -232,7 +300,10 @@ class TestScriptLanguage : public QObject {
         << "hostile.py:1:8: integer division or modulo by zero";
     QTest::newRow("generator beside another argument")
         << "s = sum(x for x in [1], 1)\n"
-        << "hostile.py:1:23: syntax error: Generator expression must be parenthesized";
+        << "hostile.py:1:9: syntax error: Generator expression must be parenthesized";
+    QTest::newRow("generator after another argument")
+        << "s = sum(1, x * 2 for x in [1])\n"
+        << "hostile.py:1:12: syntax error: Generator expression must be parenthesized";
     QTest::newRow("comprehension without in") << "y = [x for x]\n"
                                               << "syntax error: expected 'in' in the comprehension";
     QTest::newRow("comprehension over an int") << "y = {x: 1 for x in 5}\n"
