@@ -208,10 +208,28 @@ std::vector<Value> elementsOf(const Value& v, Interpreter& in) {
     for (char c : v->str) out.push_back(string(std::string(1, c)));
     return out;
   }
-  if (v->type != Type::Tuple && v->type != Type::List && v->type != Type::Size) {
+  if (!isIterable(v))
     throw RuntimeFailure(std::string("'") + typeName(v->type) + "' object is not iterable");
-  }
   return v->items;
+}
+
+bool isIterable(const Value& v) {
+  switch (v->type) {
+    case Type::Range:
+    case Type::Dict:
+    case Type::DictKeys:
+    case Type::DictValues:
+    case Type::DictItems:
+    case Type::Str:
+    case Type::Tuple:
+    case Type::List:
+    case Type::Size:
+      return true;
+    case Type::Tensor:
+      return v->tensor.dim() > 0;
+    default:
+      return false;
+  }
 }
 
 namespace {
@@ -416,8 +434,8 @@ void installScalarsAndConversions(Environment& env) {
           }));
 }
 
-// divmod, the containers (tuple, list, enumerate, zip, sorted) and the reductions (sum, max, min,
-// round; isinstance says it is not supported).
+// divmod, the containers (tuple, list, dict, enumerate, zip, sorted) and the reductions (sum, max,
+// min, round; isinstance says it is not supported).
 void installContainersAndReductions(Environment& env) {
   env.set("divmod", strictBuiltin("divmod", 2, {"a", "b"}, [](Args& a) {
             // The script's own // and %: ints and floats round as Python's do.
@@ -432,6 +450,17 @@ void installContainersAndReductions(Environment& env) {
   env.set("list", strictBuiltin("list", 1, {}, [](Args& a) {
             return list(a.positional.empty() ? std::vector<Value>{}
                                              : elementsOf(a.positional[0], interpreterOf(a)));
+          }));
+  // dict(), dict(mapping or pairs), dict(..., key=value): an empty dict, updated as
+  // dict.update() does it.
+  env.set("dict", builtin("dict", [](Args& a) {
+            if (a.positional.size() > 1)
+              throw RuntimeFailure("dict expected at most 1 argument, got " +
+                                   std::to_string(a.positional.size()));
+            Value d = dict();
+            Interpreter& in = interpreterOf(a);
+            in.call(in.getAttr(d, "update"), a);
+            return d;
           }));
   env.set("enumerate", strictBuiltin("enumerate", 2, {"iterable", "start"}, [](Args& a) {
             std::vector<Value> out;

@@ -230,6 +230,8 @@ Value snapshot(const Value& v);
 // characters, a tensor's rows); an error for a value that is not iterable. The values it makes
 // are asked of `in`'s memory budget first.
 std::vector<Value> elementsOf(const Value& v, Interpreter& in);
+// Whether elementsOf(v) iterates v (a 0-d tensor is not iterable, as in torch).
+bool isIterable(const Value& v);
 // `vs` in the order sorted(vs, key=..., reverse=...) gives, with a's key= and reverse=.
 std::vector<Value> sortedByKey(const CallArgs& a, const std::vector<Value>& vs);
 // Converts a value to a tensor (numbers, nested lists) on `like`'s device and dtype if given.

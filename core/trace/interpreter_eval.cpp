@@ -71,8 +71,7 @@ Value Interpreter::evalLazy(const Expr& e) {
       return e.kind == ExprKind::Tuple ? tuple(std::move(items)) : list(std::move(items));
     }
     case ExprKind::Dict: {
-      auto d = std::make_shared<Object>();
-      d->type = Type::Dict;
+      Value d = dict();
       for (size_t i = 0; i < e.items.size(); ++i) {
         Value key = eval(*e.items[i]);  // before its value, as Python does
         setItem(d, key, eval(*e.values[i]));

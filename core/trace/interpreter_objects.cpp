@@ -207,12 +207,16 @@ Value dictEdit(const Value& obj, const std::string& name) {
         if (other->type == Type::Dict) {
           added = other->dict;
         } else {
-          for (const Value& pair :
-               elementsOf(other, *a.interpreter)) {  // an iterable of (key, value) pairs
+          size_t i = 0;  // an iterable of (key, value) pairs
+          for (const Value& pair : elementsOf(other, *a.interpreter)) {
+            const std::string element =
+                "dictionary update sequence element #" + std::to_string(i++);
+            if (!isIterable(pair))
+              throw RuntimeFailure("cannot convert " + element + " to a sequence");
             const std::vector<Value> kv = elementsOf(pair, *a.interpreter);
             if (kv.size() != 2)
-              throw RuntimeFailure("dictionary update sequence element has length " +
-                                   std::to_string(kv.size()) + "; 2 is required");
+              throw RuntimeFailure(element + " has length " + std::to_string(kv.size()) +
+                                   "; 2 is required");
             added.emplace_back(kv[0], kv[1]);
           }
         }
@@ -265,10 +269,7 @@ Value dictEdit(const Value& obj, const std::string& name) {
     return boundMethod(obj, name, [name](const Value& self, CallArgs& a) {
       checkArguments(a, Takes{}, "dict." + name);
       if (name == "copy") {
-        auto c = std::make_shared<Object>();
-        c->type = Type::Dict;
-        c->dict = self->dict;
-        return Value(c);
+        return dict(self->dict);
       }
       if (!self->dict.empty()) ++self->keyEdits;
       self->dict.clear();

@@ -216,8 +216,7 @@ Ids single(const Value& v, const std::shared_ptr<const Tokenizer>& tokenizer,
 Value tokensPrompt(CallArgs& a) {
   if (!a.positional.empty() || !a.keyword("prompt_token_ids"))
     throw RuntimeFailure("call it as TokensPrompt(prompt_token_ids=[785, 6722, 315])");
-  auto d = std::make_shared<Object>();
-  d->type = Type::Dict;
+  Value d = dict();
   for (const auto& [k, v] : a.keywords) d->dict.emplace_back(string(k), v);
   return d;
 }

@@ -275,6 +275,12 @@ Value sizeOf(const at::Tensor& t) {
   for (int64_t s : t.sizes()) v->items.push_back(integer(s));
   return v;
 }
+Value dict(std::vector<std::pair<Value, Value>> entries) {
+  Value v = make(Type::Dict);
+  v->dict = std::move(entries);
+  return v;
+}
+
 Value builtin(std::string name, BuiltinFn fn) {
   Value v = make(Type::Builtin);
   v->str = std::move(name);

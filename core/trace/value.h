@@ -127,6 +127,7 @@ Value floating(double v);
 Value string(std::string s);
 Value tuple(std::vector<Value> items);
 Value list(std::vector<Value> items);
+Value dict(std::vector<std::pair<Value, Value>> entries = {});
 Value tensor(at::Tensor t);
 Value sizeOf(const at::Tensor& t);
 Value deviceValue(const c10::Device& d);

@@ -230,6 +230,17 @@ class TestScriptLanguage : public QObject {
                                        << "unhashable type: 'list'";
     QTest::newRow("dict comprehension of list keys") << "d = {[k]: k for k in range(2)}\n"
                                                      << "unhashable type: 'list'";
+    QTest::newRow("dict of two arguments") << "d = dict({}, {})\n"
+                                           << "hostile.py:1:1: dict expected at most 1 argument, "
+                                              "got 2";
+    QTest::newRow("dict of an int") << "d = dict(1)\n"
+                                    << "hostile.py:1:1: 'int' object is not iterable";
+    QTest::newRow("dict of ints") << "d = dict([(1, 2), 3])\n"
+                                  << "cannot convert dictionary update sequence element #1 to a "
+                                     "sequence";
+    QTest::newRow("dict of a triple") << "d = dict([(1, 2, 3)])\n"
+                                      << "dictionary update sequence element #0 has length 3; 2 "
+                                         "is required";
     QTest::newRow("keys view indexed") << "d = {'a': 1}\nk = d.keys()[0]\n"
                                        << "hostile.py:2:1: 'dict_keys' object is not subscriptable";
     QTest::newRow("values view indexed") << "v = {'a': 1}.values()[0]\n"

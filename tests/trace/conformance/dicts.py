@@ -94,3 +94,15 @@ cycle["self"] = cycle
 cycle["values"] = cycle.values()
 cycle["items"] = cycle.items()
 print(cycle)
+
+# dict() builds one as dict.update() fills one: from a mapping (a shallow copy), from pairs, from
+# keywords, and from both.
+print(dict(), dict(a=1, b=2), dict([(1, 2), [3, 4]], c=5))
+original = {"x": [1], "y": 2}
+copied = dict(original)
+copied["z"] = 3
+copied["x"].append(4)
+print(original, copied, copied["x"] is original["x"])
+print(dict(zip("abc", range(3))), dict(original.items()), dict(enumerate("hi")))
+print(dict({1: "one", 1.0: "float one", True: "true"}))
+print({(1, (2, 3)): "nested tuple key"}[(1, (2, 3))])
