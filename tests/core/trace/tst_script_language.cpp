@@ -346,7 +346,7 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("dict popitem") << "d = {}\nd.popitem()\n"
                                   << "KeyError: 'popitem(): dictionary is empty'";
     QTest::newRow("dict update pairs") << "d = {}\nd.update([(1, 2, 3)])\n"
-                                       << "dictionary update sequence element has length 3";
+                                       << "dictionary update sequence element #0 has length 3";
     QTest::newRow("dict pop in a loop")
         << "d = {'a': 1, 'b': 2}\nfor k in d:\n    d.pop('b')\n"
         << "hostile.py:2:1: dictionary changed size during iteration";
