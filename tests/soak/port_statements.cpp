@@ -186,6 +186,7 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
       return rng_.chance(0.3) ? x + "[:, " + readSlice(p.width) + "].clone()" : x + ".clone()";
     case Layout::Heads:
       if (rng_.chance(0.4)) return x + "[:, " + std::to_string(rng_.below(p.width)) + "].clone()";
+      if (rng_.chance(0.3)) return headsComprehension(x, p.width);
       return x + ".clone()";
     case Layout::FusedQkv: {
       feature("head-accessor");
@@ -210,6 +211,21 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
       }
   }
   return x + ".clone()";
+}
+
+// The heads of a [T, heads, head_dim] value walked by a comprehension: a list comprehension with
+// a condition, a generator summed, or a dict comprehension's values.
+std::string PortStatements::headsComprehension(const std::string& x, int heads) {
+  feature("comprehension");
+  const std::string range = " for h in range(" + std::to_string(heads) + ")";
+  switch (rng_.below(3)) {
+    case 0:
+      return "torch.stack([" + x + "[:, h]" + range + " if h % 2 == 0], 1)";
+    case 1:
+      return "sum(" + x + "[:, h].abs().sum(-1)" + range + ")";
+    default:
+      return "torch.stack(list({h: " + x + "[:, h]" + range + "}.values()), 1)";
+  }
 }
 
 std::vector<std::string> PortStatements::writeOf(const Port& p, const std::string& x) {

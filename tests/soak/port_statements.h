@@ -93,6 +93,7 @@ class PortStatements {
   std::string readSlice(int width);
   std::string scale();
   std::string readOf(const Port& p, const std::string& x);
+  std::string headsComprehension(const std::string& x, int heads);
   std::vector<std::string> writeOf(const Port& p, const std::string& x);
   std::string saveRead(const Port& p, int invoke, const std::string& x);
 
