@@ -22,6 +22,7 @@ const Expr* firstNonTarget(const Expr& e) {
 SourceLocation startOf(const Expr& e) {
   const Expr* at = &e;
   for (;;) {  // an operator, call or trailer records where it stands, past its left operand
+    if (at->openParen.line > 0) return at->openParen;
     switch (at->kind) {
       case ExprKind::Call:
       case ExprKind::Attribute:
@@ -29,7 +30,11 @@ SourceLocation startOf(const Expr& e) {
       case ExprKind::Binary:
       case ExprKind::And:
       case ExprKind::Or:
+      case ExprKind::IfElse:  // its body, in a
         at = at->a.get();
+        continue;
+      case ExprKind::Compare:
+        at = at->items.front().get();
         continue;
       default:
         return at->at;

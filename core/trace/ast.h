@@ -51,6 +51,7 @@ struct Param {
 struct Expr {
   ExprKind kind;
   SourceLocation at;
+  SourceLocation openParen;    // where the parentheses around it open (line 0: none)
   std::string text;            // Name, Str, Attribute name
   long long intValue = 0;      // Int, Bool
   double floatValue = 0;       // Float

@@ -333,11 +333,18 @@ ExprPtr ExpressionParser::atom() {
     case TokenKind::FString: {
       // Adjacent literals concatenate; any f-string makes the whole an f-string.
       std::string text;
+      std::vector<SourceLocation> charAt;  // where text's characters stand (a plain part's: at it)
       bool f = false;
-      ExprPtr result;
       while (at(TokenKind::String) || at(TokenKind::FString)) {
-        if (at(TokenKind::FString)) f = true;
-        text += peek().kind == TokenKind::FString ? peek().text : escapeBraces(peek().text);
+        const Token& part = peek();
+        if (part.kind == TokenKind::FString) {
+          f = true;
+          text += part.text;
+          charAt.insert(charAt.end(), part.charAt.begin(), part.charAt.end());
+        } else {
+          text += escapeBraces(part.text);
+          charAt.resize(text.size(), part.at);
+        }
         ++i_;
       }
       if (!f) {
@@ -345,7 +352,7 @@ ExprPtr ExpressionParser::atom() {
         e->text = unescapeBraces(text);
         return e;
       }
-      return fstring(text, t.at);
+      return fstring(text, t.at, charAt);
     }
     case TokenKind::Name: {
       if (t.text == "True" || t.text == "False") {
@@ -373,7 +380,10 @@ ExprPtr ExpressionParser::atom() {
           expectOp(")");
           return made;
         }
-        if (acceptOp(")")) return first;
+        if (acceptOp(")")) {
+          first->openParen = t.at;  // the outermost pair's, read last
+          return first;
+        }
         auto tup = makeExpr(ExprKind::Tuple, t.at);
         tup->items.push_back(first);
         while (acceptOp(",")) {
@@ -526,42 +536,58 @@ std::string ExpressionParser::unescapeBraces(const std::string& s) {
 
 // A replacement field's expression, read as Python reads it: inside parentheses, so spaces around
 // it (`{ x }`) and line breaks are free. Its syntax errors are the f-string's, at its place.
-// The field's tokens are placed where the field stands in the script (`brace`: the column of its
-// '{' on the f-string's first line; 0 where it was not found there, then everything is placed at
-// the f-string), so its errors, at parse time and when it runs, point into the field.
-ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocation loc, int brace) {
+// The field's tokens, and its errors at parse time and when it runs, stand where the field does:
+// `charAt` places each character of "(" + inner + ")" (its '(' stands for the '{', its ')' for
+// what ends the field).
+ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocation loc,
+                                          const std::vector<SourceLocation>& charAt) {
   if (inner.find_first_not_of(" \t\n") == std::string::npos)
-    throw ScriptError(file_, loc, lineText(loc.line),
+    throw ScriptError(file_, charAt.front(), lineText(charAt.front().line),
                       "syntax error: f-string: empty expression not allowed");
-  // "(inner)": its '(' stands for the '{', its ')' for the end of the field
+  const std::string source = "(" + inner + ")";
+  std::vector<size_t> lineStarts{0};
+  for (size_t k = 0; k < source.size(); ++k)
+    if (source[k] == '\n') lineStarts.push_back(k + 1);
   const auto place = [&](SourceLocation at) {
-    if (brace == 0) return loc;
-    if (at.line == 1) return SourceLocation{loc.line, brace + at.column - 1};
-    return SourceLocation{loc.line + at.line - 1, at.column};
+    if (at.line < 1 || size_t(at.line) > lineStarts.size() || at.column < 1) return loc;
+    const size_t k = lineStarts[size_t(at.line - 1)] + size_t(at.column - 1);
+    return k < charAt.size() ? charAt[k] : charAt.back();
   };
-  std::vector<Token> tokens = tokenize("(" + inner + ")", file_);
-  for (Token& t : tokens) t.at = place(t.at);
+  const auto inField = [&](const ScriptError& error, const std::string& message) {
+    const SourceLocation at = place(error.location());
+    return ScriptError(file_, at, lineText(at.line),
+                       message + " (in the f-string's field '{" + inner + "}')");
+  };
+  std::vector<Token> tokens;
+  try {
+    tokens = tokenize(source, file_);
+  } catch (const ScriptError& error) {
+    throw inField(error, "syntax error: " + error.message());
+  }
+  for (Token& t : tokens) {
+    t.at = place(t.at);
+    for (SourceLocation& c : t.charAt) c = place(c);  // a nested f-string's characters
+  }
   try {
     ExpressionParser sub(std::move(tokens), file_, "", nesting_);
     sub.lines_ = lines_;
     return sub.standaloneExpression();
   } catch (const ScriptError& error) {
     // At the closing parenthesis added above: the user wrote none, the field ended too early.
-    const SourceLocation at = error.location();
-    const SourceLocation end = place({1, int(inner.size()) + 2});
-    const bool atAddedParen = inner.find('\n') == std::string::npos && brace != 0 &&
-                              at.line == end.line && at.column == end.column;
-    throw ScriptError(file_, at, lineText(at.line),
+    const bool atAddedParen = error.location().line == charAt.back().line &&
+                              error.location().column == charAt.back().column;
+    throw ScriptError(file_, error.location(), lineText(error.location().line),
                       (atAddedParen ? std::string("syntax error: the expression is incomplete")
                                     : error.message()) +
                           " (in the f-string's field '{" + inner + "}')");
   }
 }
 
-ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
+ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
+                                  const std::vector<SourceLocation>& charAt) {
+  SS_ASSERT(charAt.size() == text.size(), "an f-string's characters are each placed");
   auto e = makeExpr(ExprKind::FString, loc);
   std::string literal;
-  size_t searchFrom = size_t(std::max(0, loc.column - 1));  // where the next field's '{' may be
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
@@ -569,18 +595,32 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
       ++i;
       continue;
     }
+    const auto failAtChar = [&](size_t k, const std::string& what) {
+      throw ScriptError(file_, charAt[k], lineText(charAt[k].line), "syntax error: " + what);
+    };
+    if (c == '}') failAtChar(i, "f-string: single '}' is not allowed");
     if (c != '{') {
       literal += c;
       continue;
     }
-    int depth = 1;
+    // The field ends at the '}' that closes its '{'; brackets inside must pair up, as Python's.
+    std::string open = "{";
     size_t j = i + 1;
-    for (; j < text.size() && depth > 0; ++j) {
-      if (text[j] == '{' || text[j] == '[' || text[j] == '(') ++depth;
-      if (text[j] == '}' || text[j] == ']' || text[j] == ')') --depth;
+    for (; j < text.size() && !open.empty(); ++j) {
+      const char ch = text[j];
+      if (ch == '{' || ch == '[' || ch == '(') open += ch;
+      if (ch != '}' && ch != ']' && ch != ')') continue;
+      const char opener = open.back();
+      if (ch == (opener == '{' ? '}' : opener == '[' ? ']' : ')')) {
+        open.pop_back();
+      } else if (open.size() == 1) {
+        failAtChar(j, std::string("f-string: unmatched '") + ch + "'");
+      } else {
+        failAtChar(j, std::string("f-string: closing parenthesis '") + ch +
+                          "' does not match opening parenthesis '" + opener + "'");
+      }
     }
-    if (depth != 0)
-      throw ScriptError(file_, loc, lineText(loc.line), "syntax error: unclosed '{' in f-string");
+    if (!open.empty()) failAtChar(i, "unclosed '{' in f-string");
     std::string inner = text.substr(i + 1, j - i - 2), format;
     // Split "expr!r:spec" at the top-level '!' or ':'.
     int d = 0;
@@ -604,10 +644,10 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc) {
     }
     e->names.push_back(literal);
     literal.clear();
-    const size_t brace = lineText(loc.line).find("{" + inner, searchFrom);
-    if (brace != std::string::npos) searchFrom = brace + inner.size() + 1;
-    e->items.push_back(
-        fieldExpression(inner, loc, brace == std::string::npos ? 0 : int(brace) + 1));
+    // "(" + inner + ")" stands at the '{', the field's text, and what ends it ('}', '!', ':')
+    const auto from = charAt.begin() + std::ptrdiff_t(i);
+    std::vector<SourceLocation> fieldAt(from, from + std::ptrdiff_t(inner.size() + 2));
+    e->items.push_back(fieldExpression(inner, loc, fieldAt));
     e->formats.push_back(format);
     i = j - 1;
   }

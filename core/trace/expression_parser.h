@@ -46,8 +46,11 @@ class ExpressionParser : protected TokenCursor {
   ExprPtr comprehension(ExprPtr element, ExprPtr value, SourceLocation at);
   static std::string escapeBraces(const std::string& s);
   static std::string unescapeBraces(const std::string& s);
-  ExprPtr fstring(const std::string& text, SourceLocation loc);
-  ExprPtr fieldExpression(const std::string& inner, SourceLocation loc, int brace);
+  // An f-string's text, `charAt` placing each of its characters in the source.
+  ExprPtr fstring(const std::string& text, SourceLocation loc,
+                  const std::vector<SourceLocation>& charAt);
+  ExprPtr fieldExpression(const std::string& inner, SourceLocation loc,
+                          const std::vector<SourceLocation>& charAt);
 };
 
 }  // namespace shardscope::trace

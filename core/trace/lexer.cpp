@@ -65,7 +65,7 @@ class Lexer {
         continue;
       }
       if (c == '"' || c == '\'') {
-        string(false, false);
+        string(false, false, here());
         continue;
       }
       op();
@@ -235,6 +235,7 @@ class Lexer {
   }
 
   bool stringPrefix() {
+    const SourceLocation start = here();
     size_t p = pos_;
     bool f = false, raw = false;
     while (p < s_.size() && p - pos_ < 2 && std::strchr("fFrRbBuU", s_[p])) {
@@ -244,16 +245,20 @@ class Lexer {
     }
     if (p == pos_ || p >= s_.size() || (s_[p] != '"' && s_[p] != '\'')) return false;
     advance(p - pos_);
-    string(f, raw);
+    string(f, raw, start);
     return true;
   }
 
-  void string(bool fstring, bool raw) {
-    const SourceLocation at = here();
+  // A string literal from its quote at pos_; `at`: where it starts, its prefix included.
+  void string(bool fstring, bool raw, SourceLocation at) {
     const char q = s_[pos_];
     const bool triple = s_.compare(pos_, 3, std::string(3, q)) == 0;
     advance(triple ? 3 : 1);
     std::string out;
+    std::vector<SourceLocation> charAt;
+    const auto placed = [&](SourceLocation from) {  // the characters out gained stand at `from`
+      if (fstring) charAt.resize(out.size(), from);
+    };
     for (;;) {
       if (pos_ >= s_.size()) throw ScriptError(file_, at, "", "unterminated string literal");
       const char c = s_[pos_];
@@ -264,6 +269,7 @@ class Lexer {
       if (c == '\n' && !triple)
         throw ScriptError(file_, at, "",
                           "unterminated string literal (use triple quotes for several lines)");
+      const SourceLocation from = here();
       if (c == '\\' && !raw && pos_ + 1 < s_.size()) {
         std::string decoded;
         escape(decoded);
@@ -271,12 +277,16 @@ class Lexer {
         // f-string parser reads a literal brace.
         if (fstring && (decoded == "{" || decoded == "}")) decoded += decoded;
         out += decoded;
+        placed(from);
         continue;
       }
       out += c;
+      placed(from);
       advance(1);
     }
-    tokens_.push_back({fstring ? TokenKind::FString : TokenKind::String, out, at});
+    Token t{fstring ? TokenKind::FString : TokenKind::String, out, at};
+    t.charAt = std::move(charAt);
+    tokens_.push_back(std::move(t));
   }
 
   // The escape sequence at pos_ (a backslash), decoded into `out` as Python decodes it; an escape

@@ -18,6 +18,9 @@ struct Token {
   SourceLocation at;
   long long intValue = 0;
   double floatValue = 0;
+  // FString: where each character of `text` stands in the source (an escape's characters at its
+  // backslash), so that a field's errors can point into the field.
+  std::vector<SourceLocation> charAt = {};
 };
 
 // Throws ScriptError naming `file`.

@@ -505,8 +505,7 @@ void requireHashable(const Value& key) {
   switch (key->type) {
     case Type::List:
     case Type::Dict:
-    case Type::DictKeys:
-    case Type::DictValues:
+    case Type::DictKeys:  // not values(): it hashes by identity, as its equality is
     case Type::DictItems:
       throw RuntimeFailure(std::string("unhashable type: '") + typeName(key->type) + "'");
     case Type::Tuple:

@@ -189,9 +189,9 @@ bool isNumber(const Value& v);
 // Whether two values are one dict key: numbers by value (1 == 1.0 == True), containers item by
 // item, a tensor by identity (it hashes by its id).
 bool equal(const Value& a, const Value& b);
-// Dict d's entry for `key`, or d.dict.end(). A key Python cannot hash (a list, a dict, a dict view,
-// or a tuple holding one) is refused as Python refuses it ("unhashable type: 'list'"): found by
-// equality here, it would find what a hash never could.
+// Dict d's entry for `key`, or d.dict.end(). A key Python cannot hash (a list, a dict, keys() or
+// items(), or a tuple holding one) is refused as Python refuses it ("unhashable type: 'list'"):
+// found by equality here, it would find what a hash never could.
 using DictEntries = std::vector<std::pair<Value, Value>>;
 DictEntries::iterator findKey(Object& d, const Value& key);
 // Python's bool(a == b) (items of containers by PyObject_RichCompareBool, identity first): as

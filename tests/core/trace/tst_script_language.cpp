@@ -183,6 +183,24 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("assigned an operation") << "a.b, c + 1 = 2, 3\n"
                                            << "hostile.py:1:6: syntax error: cannot assign to "
                                               "expression";
+    QTest::newRow("assigned a parenthesized operation") << "(a) + b = 1\n"
+                                                        << "hostile.py:1:1: syntax error: cannot "
+                                                           "assign to expression";
+    QTest::newRow("assigned a comparison") << "x = 1\na + b < c = 1\n"
+                                           << "hostile.py:2:1: syntax error: cannot assign to "
+                                              "comparison";
+    QTest::newRow("assigned a conditional") << "a.b if c else d = 1\n"
+                                            << "hostile.py:1:1: syntax error: cannot assign to "
+                                               "conditional expression";
+    QTest::newRow("assigned an f-string") << "rf'{x}' = 1\n"
+                                          << "hostile.py:1:1: syntax error: cannot assign to "
+                                             "f-string expression";
+    QTest::newRow("deleted a comparison") << "del a < b\n"
+                                          << "hostile.py:1:5: syntax error: cannot delete "
+                                             "comparison";
+    QTest::newRow("with as, then another manager")  // two managers, not a tuple target
+        << "with a as b, c:\n    pass\n"
+        << "several context managers in one with statement: not supported";
     QTest::newRow("assigned a comprehension") << "[x for x in y] = 1\n"
                                               << "cannot assign to list comprehension";
     QTest::newRow("for over a literal") << "for a, 1 in x:\n    pass\n"
@@ -218,6 +236,9 @@ class TestScriptLanguage : public QObject {
                                          << "unhashable type: 'list'";
     QTest::newRow("list key in an items view") << "x = ([1], 2) in {1: 2}.items()\n"
                                                << "unhashable type: 'list'";
+    QTest::newRow("values view is a key, by identity")  // as Python hashes dict_values
+        << "d = {1: 2}\nv = d.values()\ne = {v: 1}\nassert e[v] == 1 and len(e) == 1\nx = 1 / 0\n"
+        << "hostile.py:5:1: division by zero";
     QTest::newRow("keys view as a key") << "d = {1: 2}\ne = {d.keys(): 1}\n"
                                         << "unhashable type: 'dict_keys'";
     QTest::newRow("dict.get of a list") << "x = {1: 2}.get([1], 0)\n"
@@ -293,12 +314,45 @@ class TestScriptLanguage : public QObject {
         << "x = 1\ny = 2\nprint(f'{x} and {x} {x + undefined_name}')\n"
         << "hostile.py:3:26: name 'undefined_name' is not defined\n"
            "    print(f'{x} and {x} {x + undefined_name}')";
+    // Each character of an f-string knows where it stands (the lexer records it), so indented
+    // lines, escaped braces and literals concatenated around it place the field right.
+    QTest::newRow("f-string field on an indented line")
+        << "for i in range(1):\n    print(f'value: {i +}')\n"
+        << "hostile.py:2:24: syntax error: the expression is incomplete";
+    QTest::newRow("f-string field after escaped braces") << "print(f'{{u}} {u}')\n"
+                                                         << "hostile.py:1:16: name 'u' is not "
+                                                            "defined";
+    QTest::newRow("f-string field after a concatenated literal")
+        << "x = 1\nprint(f'{x}' '{u' f'{u}')\n"
+        << "hostile.py:2:22: name 'u' is not defined";
+    QTest::newRow("f-string field on the next line of a concatenation")
+        << "print('{u'\n      f'{u}')\n"
+        << "hostile.py:2:10: name 'u' is not defined";
+    QTest::newRow("f-string field on a triple-quoted string's second line")
+        << "print(f\"\"\"{\nu}\"\"\")\n"
+        << "hostile.py:2:1: name 'u' is not defined";
+    QTest::newRow("f-string field's lexer error") << "x = 1\ny = 2\nprint(f'{x ? 1}')\n"
+                                                  << "hostile.py:3:12: syntax error: unexpected "
+                                                     "character '?' (in the f-string's field";
+    QTest::newRow("f-string field's unterminated string")
+        << "print(f\"{'a}\")\n"
+        << "hostile.py:1:10: syntax error: unterminated string literal";
+    QTest::newRow("f-string unmatched parenthesis") << "x = 1\nprint(f'{x)}')\n"
+                                                    << "hostile.py:2:11: syntax error: f-string: "
+                                                       "unmatched ')'";
+    QTest::newRow("f-string mismatched parenthesis")
+        << "print(f'{(1 +}')\n"
+        << "hostile.py:1:14: syntax error: f-string: closing parenthesis '}' does not match "
+           "opening parenthesis '('";
+    QTest::newRow("f-string single closing brace")
+        << "print(f'a}')\n"
+        << "hostile.py:1:10: syntax error: f-string: single '}' is not allowed";
     QTest::newRow("f-string field after a longer one")  // the first field's text is not it
         << "undefined_name_2 = 1\nprint(f'{undefined_name_2}{undefined_name}')\n"
         << "hostile.py:2:28: name 'undefined_name' is not defined";
     QTest::newRow("empty f-string field")
         << "print(f'{ }')\n"
-        << "hostile.py:1:8: syntax error: f-string: empty expression not allowed";
+        << "hostile.py:1:9: syntax error: f-string: empty expression not allowed";
     QTest::newRow("starred assignment") << "first, *rest = [1, 2, 3]\n"
                                         << "hostile.py:1:8: starred expressions (`first, *rest = "
                                            "items`, `[*a, *b]`): not supported";
