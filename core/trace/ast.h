@@ -57,7 +57,8 @@ struct Expr {
   double floatValue = 0;       // Float
   ExprPtr a, b, c;             // operands; Attribute/Subscript/Call object in a
   std::vector<ExprPtr> items;  // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
-  std::vector<ExprPtr> values;              // Dict values
+  std::vector<ExprPtr> values;              // Dict values; FString: each field's spec when it
+                                            // has fields of its own (an FString), else null
   std::vector<std::string> names;           // Call keyword names (parallel to values),
                                             // FString literal parts (items.size() + 1)
   UnaryOp unaryOp = UnaryOp::Not;           // Unary

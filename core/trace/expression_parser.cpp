@@ -622,6 +622,7 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
     }
     if (!open.empty()) failAtChar(i, "unclosed '{' in f-string");
     std::string inner = text.substr(i + 1, j - i - 2), format;
+    size_t formatAt = 0;  // where format starts in text
     // Split "expr!r:spec" at the top-level '!' or ':'.
     int d = 0;
     for (size_t k = 0; k < inner.size(); ++k) {
@@ -630,9 +631,20 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
       if (ch == ']' || ch == ')' || ch == '}') --d;
       if (d == 0 && (ch == ':' || (ch == '!' && k + 1 < inner.size() && inner[k + 1] != '='))) {
         format = inner.substr(k);
+        formatAt = i + 1 + k;
         inner = inner.substr(0, k);
         break;
       }
+    }
+    // A spec with fields of its own (`{x:>{width}}`) is an f-string made when the field is
+    // formatted; format keeps the conversion.
+    ExprPtr spec;
+    const size_t colon = format.find(':');
+    if (colon != std::string::npos && format.find('{', colon) != std::string::npos) {
+      const auto from = charAt.begin() + std::ptrdiff_t(formatAt + colon + 1);
+      const std::string specText = format.substr(colon + 1);
+      spec = fstring(specText, *from, {from, from + std::ptrdiff_t(specText.size())});
+      format.resize(colon);
     }
     // `{x=}` prints the expression's text as written, then its repr (or its format, with a spec).
     const size_t last = inner.find_last_not_of(" \t");
@@ -640,7 +652,7 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
         (last == 0 || !std::strchr("=!<>", inner[last - 1]))) {
       literal += inner;
       inner.resize(last);
-      if (format.empty()) format = "!r";
+      if (format.empty() && !spec) format = "!r";
     }
     e->names.push_back(literal);
     literal.clear();
@@ -649,6 +661,7 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
     std::vector<SourceLocation> fieldAt(from, from + std::ptrdiff_t(inner.size() + 2));
     e->items.push_back(fieldExpression(inner, loc, fieldAt));
     e->formats.push_back(format);
+    e->values.push_back(spec);
     i = j - 1;
   }
   e->names.push_back(literal);

@@ -59,7 +59,9 @@ Value Interpreter::evalLazy(const Expr& e) {
     case ExprKind::FString: {
       std::string out = e.names[0];
       for (size_t i = 0; i < e.items.size(); ++i) {
-        out += formatValue(eval(*e.items[i]), e.formats[i])->str;
+        const Value v = eval(*e.items[i]);  // before its spec's fields, as Python
+        const ExprPtr& spec = e.values[i];
+        out += formatValue(v, spec ? e.formats[i] + ":" + eval(*spec)->str : e.formats[i])->str;
         out += e.names[i + 1];
       }
       return charged(string(out));

@@ -347,6 +347,12 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("f-string single closing brace")
         << "print(f'a}')\n"
         << "hostile.py:1:10: syntax error: f-string: single '}' is not allowed";
+    QTest::newRow("f-string spec's field") << "print(f'{1:>{undefined_width}}')\n"
+                                           << "hostile.py:1:14: name 'undefined_width' is not "
+                                              "defined";
+    QTest::newRow("f-string spec's empty field")
+        << "print(f'{1:{}}')\n"
+        << "hostile.py:1:12: syntax error: f-string: empty expression not allowed";
     QTest::newRow("f-string field after a longer one")  // the first field's text is not it
         << "undefined_name_2 = 1\nprint(f'{undefined_name_2}{undefined_name}')\n"
         << "hostile.py:2:28: name 'undefined_name' is not defined";

@@ -39,3 +39,11 @@ name = "ab"
 print(f"{ x }", f"{x }", f"{ x:>8.2f}", f"{ {'a': 1} }", f"{x, name}")
 print(f"{x=}", f"{x = }", f"{x=:.2f}", f"{name=}", f"{name=!s}", f"{x == 3=}", f"{x>=1}")
 print(f"{1 + 1 = }", f"{x!=1}", f"{name[0]=}")
+
+# A spec may hold fields of its own, evaluated after the value: widths, precisions, fills, a
+# conversion before them, and `=` with one.
+pi, width, digits = 3.14159, 10, 2
+print(f"[{pi:>{width}.{digits}f}]", f"[{pi!r:^{width}}]", f"[{'ab':{'*'}<{width - 4}}]")
+for label, count in [("alpha", 1), ("b", 22)]:
+    print(f"{label:<{width}}|{count:>{len(label)}}|")
+print(f"{pi=:.{digits}f}", f"{{pi:{width}}}", f"{width:{'x' if width > 9 else 'd'}}")
