@@ -467,6 +467,12 @@ bool equalAs(const Value& a, const Value& b, Tensors tensors) {
       return true;
     case Type::Str:
       return a->str == b->str;
+    case Type::Range: {  // as sequences: range(0) == range(2, 2), range(0, 3, 5) == range(1)
+      const long long n = rangeLength(*a);
+      if (n != rangeLength(*b)) return false;
+      if (n == 0) return true;
+      return a->rangeStart == b->rangeStart && (n == 1 || a->rangeStep == b->rangeStep);
+    }
     case Type::Module:
     case Type::Device:
       return a->str == b->str;

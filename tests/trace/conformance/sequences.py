@@ -157,3 +157,10 @@ print([a, 1] == [a, 1], [a, 1] < [a, 2], (a, nan) == (a, nan), {"x": a} == {"x":
 # else never.
 print(3.0 in range(5), 2.5 in range(5), True in range(2), "a" in range(3), None not in range(3))
 print(-1.0 in range(0, -5, -1), 4.0 in range(0, 10, 2), 5.0 in range(0, 10, 2), float("inf") in range(3))
+
+# Ranges are equal as the sequences they walk, and so are one dict key.
+print(range(3) == range(3), range(0) == range(2, 2), range(0, 3, 5) == range(1),
+      range(1, 5, 2) == range(1, 6, 2), range(3) == range(1, 3), range(3) != range(0, 3))
+keyed = {range(3): "a"}
+keyed[range(0, 3)] = "b"
+print(keyed, range(3) in [range(3)], (range(2),) == (range(0, 2),))
