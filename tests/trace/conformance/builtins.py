@@ -65,3 +65,6 @@ print(sorted(pairs, key=lambda p: p[1]), sorted(pairs, key=lambda p: p[1], rever
 print(sorted(["bb", "a", "ccc"], key=len), sorted([3, -1, 2], key=abs), sorted(pairs, key=None))
 print(max(pairs, key=lambda p: p[1]), min(pairs, key=lambda p: p[1]), max(["bb", "a"], key=len))
 print(max([], default=7), min([], default=None), max([4, 5], default=0), max(3, 9, key=lambda x: -x))
+
+# The builtins that are classes print as classes, the others as built-in functions.
+print(list, dict, len, int, str, range, zip, enumerate, sorted, bool, float, tuple)
