@@ -399,6 +399,14 @@ class TestScriptLanguage : public QObject {
                                       << "cannot switch from manual field specification";
     QTest::newRow("format key") << "x = '{a}'.format(b=1)\n"
                                 << "hostile.py:1:1: KeyError: 'a'";
+    QTest::newRow("format spec's field past the arguments") << "x = '{:{}}'.format(1)\n"
+                                                            << "Replacement index 1 out of range";
+    QTest::newRow("format spec nested twice") << "x = '{:{:{}}}'.format(1, 2, 3)\n"
+                                              << "hostile.py:1:1: Max string recursion exceeded";
+    QTest::newRow("format spec unclosed") << "x = '{:{}'.format(1, 2)\n"
+                                          << "unmatched '{' in format spec";
+    QTest::newRow("format field unclosed") << "x = '{0'.format(1)\n"
+                                           << "expected '}' before end of string";
     QTest::newRow("list remove") << "l = [1]\nl.remove(2)\n"
                                  << "hostile.py:2:1: list.remove(x): x not in list";
     QTest::newRow("dict pop") << "d = {}\nd.pop('x')\n"

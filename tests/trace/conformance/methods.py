@@ -80,3 +80,8 @@ d = {"a": 1, "b": 2}
 for k in d:
     d.update({"a": 5})
 print(d)
+
+# str.format's specs may hold fields of their own, numbered after the field's value.
+print("[{:>{}}]".format(3.5, 8), "[{0:{1}.{2}f}]".format(3.14159, 9, 3),
+      "[{x:{fill}^{w}}]".format(x="ab", fill="*", w=6))
+print("{:{}}{}".format(1, 3, "z"), "{{}} {}".format(1), "{!r:>{}}".format("a", 5))
