@@ -2,7 +2,7 @@
 
 namespace shardscope::trace {
 
-const Expr* firstNonTarget(const Expr& e) {
+const Expr* firstNonTarget(const Expr& e, bool deleting) {
   switch (e.kind) {
     case ExprKind::Name:
     case ExprKind::Attribute:
@@ -11,12 +11,24 @@ const Expr* firstNonTarget(const Expr& e) {
     case ExprKind::Tuple:
     case ExprKind::List:
       for (const auto& item : e.items) {
-        if (const Expr* bad = firstNonTarget(*item)) return bad;
+        const bool starred = item->kind == ExprKind::Starred && !deleting;
+        if (const Expr* bad = firstNonTarget(starred ? *item->a : *item, deleting)) return bad;
       }
       return nullptr;
     default:
       return &e;
   }
+}
+
+const Expr* secondStarred(const Expr& e) {
+  if (e.kind != ExprKind::Tuple && e.kind != ExprKind::List) return nullptr;
+  int starred = 0;
+  for (const auto& item : e.items) {
+    if (item->kind == ExprKind::Starred && ++starred == 2) return &e;
+    const Expr* inner = secondStarred(item->kind == ExprKind::Starred ? *item->a : *item);
+    if (inner) return inner;
+  }
+  return nullptr;
 }
 
 SourceLocation startOf(const Expr& e) {
@@ -78,6 +90,8 @@ std::string pythonKindName(const Expr& e) {
       return "conditional expression";
     case ExprKind::Lambda:
       return "lambda";
+    case ExprKind::Starred:
+      return "starred";
     case ExprKind::Comprehension:
       if (e.text == "<dictcomp>") return "dict comprehension";
       if (e.text == "<genexpr>") return "generator expression";

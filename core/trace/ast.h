@@ -40,7 +40,8 @@ enum class ExprKind {
   IfElse,
   Lambda,
   Ellipsis,
-  Comprehension  // [x for ...], {k: v for ...}, (x for ...): a function of its first iterable
+  Comprehension,  // [x for ...], {k: v for ...}, (x for ...): a function of its first iterable
+  Starred         // *a in f(*a), [*a, 1], `first, *rest = ...`: the iterable in a
 };
 
 struct Param {
@@ -51,21 +52,23 @@ struct Param {
 struct Expr {
   ExprKind kind;
   SourceLocation at;
-  SourceLocation openParen;    // where the parentheses around it open (line 0: none)
-  std::string text;            // Name, Str, Attribute name
-  long long intValue = 0;      // Int, Bool
-  double floatValue = 0;       // Float
-  ExprPtr a, b, c;             // operands; Attribute/Subscript/Call object in a
-  std::vector<ExprPtr> items;  // Tuple, List, Dict keys, Call args, Compare operands, FString exprs
-  std::vector<ExprPtr> values;              // Dict values; FString: each field's spec when it
-                                            // has fields of its own (an FString), else null
-  std::vector<std::string> names;           // Call keyword names (parallel to values),
-                                            // FString literal parts (items.size() + 1)
-  UnaryOp unaryOp = UnaryOp::Not;           // Unary
-  BinaryOp binaryOp = BinaryOp::Add;        // Binary
-  std::vector<CompareOp> compareOps;        // Compare (between items)
-  std::vector<std::string> formats;         // FString: "!r", ":.3f" per expression
-  std::vector<Param> params;                // Lambda; Comprehension: its one parameter
+  SourceLocation openParen;           // where the parentheses around it open (line 0: none)
+  std::string text;                   // Name, Str, Attribute name
+  long long intValue = 0;             // Int, Bool
+  double floatValue = 0;              // Float
+  ExprPtr a, b, c;                    // operands; Attribute/Subscript/Call object in a
+  std::vector<ExprPtr> items;         // Tuple, List, Dict keys (null: `**values[i]`), Call args,
+                                      // Compare operands, FString exprs
+  std::vector<ExprPtr> values;        // Dict values; FString: each field's spec when it
+                                      // has fields of its own (an FString), else null
+  std::vector<std::string> names;     // Call keyword names (parallel to values; "**":
+                                      // a mapping unpacked),
+                                      // FString literal parts (items.size() + 1)
+  UnaryOp unaryOp = UnaryOp::Not;     // Unary
+  BinaryOp binaryOp = BinaryOp::Add;  // Binary
+  std::vector<CompareOp> compareOps;  // Compare (between items)
+  std::vector<std::string> formats;   // FString: "!r", ":.3f" per expression
+  std::vector<Param> params;          // Lambda; Comprehension: its one parameter
   std::vector<std::shared_ptr<Stmt>> body;  // Comprehension: the loops that build its result
 };
 

@@ -27,20 +27,37 @@ std::vector<Param> ExpressionParser::parameters(const char* close) {
 }
 
 void ExpressionParser::checkTarget(const Expr& e, const char* verb) const {
-  if (const Expr* bad = firstNonTarget(e))
+  const bool deleting = std::strcmp(verb, "delete") == 0;
+  if (e.kind == ExprKind::Starred && !deleting)
+    failAt(e.at, "starred assignment target must be in a list or tuple");
+  if (const Expr* bad = firstNonTarget(e, deleting))
     failAt(startOf(*bad), std::string("cannot ") + verb + " " + pythonKindName(*bad));
+  if (const Expr* both = secondStarred(e))
+    failAt(startOf(*both), "multiple starred expressions in assignment");
+}
+
+ExprPtr ExpressionParser::starredOr(ExprPtr (ExpressionParser::*item)()) {
+  if (!atOp("*")) return (this->*item)();
+  auto s = makeExpr(ExprKind::Starred, peek().at);
+  ++i_;
+  s->a = orExpr();
+  return s;
+}
+
+void ExpressionParser::refuseLoneStarred(const Expr& e) const {
+  if (e.kind == ExprKind::Starred) failAt(e.at, "can't use starred expression here");
 }
 
 // The targets of a for loop, a comprehension's for clause or `with ... as`.
 ExprPtr ExpressionParser::targetList() {
   const SourceLocation loc = peek().at;
-  ExprPtr target = orExpr();
+  ExprPtr target = starredOr(&ExpressionParser::orExpr);
   if (atOp(",")) {  // `a, b` or `a,`: a tuple
     auto t = makeExpr(ExprKind::Tuple, loc);
     t->items.push_back(target);
     while (acceptOp(",")) {
       if (atName("in") || atOp("=") || atOp(":")) break;
-      t->items.push_back(orExpr());
+      t->items.push_back(starredOr(&ExpressionParser::orExpr));
     }
     target = t;
   }
@@ -50,13 +67,19 @@ ExprPtr ExpressionParser::targetList() {
 
 ExprPtr ExpressionParser::testList() {
   const SourceLocation loc = peek().at;
-  ExprPtr first = test();
-  if (!atOp(",")) return first;
+  ExprPtr first = starredOr(&ExpressionParser::test);
+  if (!atOp(",")) {
+    // `*a = x` and `*a += 1` are the target's own errors
+    const bool assigned =
+        peek().kind == TokenKind::Op && peek().text.back() == '=' && peek().text != "==";
+    if (!assigned) refuseLoneStarred(*first);
+    return first;
+  }
   auto t = makeExpr(ExprKind::Tuple, loc);
   t->items.push_back(first);
   while (acceptOp(",")) {
     if (at(TokenKind::Newline) || atOp("=") || atOp(")") || at(TokenKind::End) || atOp(";")) break;
-    t->items.push_back(test());
+    t->items.push_back(starredOr(&ExpressionParser::test));
   }
   return t;
 }
@@ -248,15 +271,30 @@ ExprPtr ExpressionParser::trailers(ExprPtr e) {
       auto c = makeExpr(ExprKind::Call, peek().at);
       ++i_;
       c->a = e;
+      bool mappingUnpacked = false;
       while (!atOp(")")) {
-        if (atOp("*") || atOp("**")) unsupported("argument unpacking with * or **");
-        if (peek().kind == TokenKind::Name && peek(1).kind == TokenKind::Op &&
-            peek(1).text == "=") {
+        if (acceptOp("**")) {  // f(**kwargs): its keys are keyword names
+          c->names.push_back("**");
+          c->values.push_back(test());
+          mappingUnpacked = true;
+        } else if (atOp("*")) {  // f(*args): its items are positional arguments
+          if (mappingUnpacked)
+            fail("iterable argument unpacking follows keyword argument unpacking");
+          auto s = makeExpr(ExprKind::Starred, peek().at);
+          ++i_;
+          s->a = test();
+          if (atName("for")) failAt(s->at, "iterable unpacking cannot be used in comprehension");
+          c->items.push_back(s);
+        } else if (peek().kind == TokenKind::Name && peek(1).kind == TokenKind::Op &&
+                   peek(1).text == "=") {
+          if (std::find(c->names.begin(), c->names.end(), peek().text) != c->names.end())
+            fail("keyword argument repeated: " + peek().text);
           c->names.push_back(t_[i_].text);
           i_ += 2;
           c->values.push_back(test());
         } else {
-          if (!c->names.empty()) fail("positional argument after keyword argument");
+          if (mappingUnpacked) fail("positional argument follows keyword argument unpacking");
+          if (!c->names.empty()) fail("positional argument follows keyword argument");
           c->items.push_back(test());
           if (atName("for")) {  // f(x for x in xs): a generator, the call's one argument
             const SourceLocation start = startOf(*c->items.back());
@@ -373,7 +411,10 @@ ExprPtr ExpressionParser::atom() {
       if (t.text == "(") {
         ++i_;
         if (acceptOp(")")) return makeExpr(ExprKind::Tuple, t.at);
-        ExprPtr first = test();
+        ExprPtr first = starredOr(&ExpressionParser::test);
+        if (first->kind == ExprKind::Starred && !atOp(","))
+          failAt(first->at, atName("for") ? "iterable unpacking cannot be used in comprehension"
+                                          : "cannot use starred expression here");
         if (atName("for")) {  // a generator expression, made whole at once (a list)
           ExprPtr made = comprehension(first, nullptr, t.at);
           made->text = "<genexpr>";
@@ -388,7 +429,7 @@ ExprPtr ExpressionParser::atom() {
         tup->items.push_back(first);
         while (acceptOp(",")) {
           if (atOp(")")) break;
-          tup->items.push_back(test());
+          tup->items.push_back(starredOr(&ExpressionParser::test));
         }
         expectOp(")");
         return tup;
@@ -397,7 +438,9 @@ ExprPtr ExpressionParser::atom() {
         ++i_;
         auto list = makeExpr(ExprKind::List, t.at);
         while (!atOp("]")) {
-          list->items.push_back(test());
+          list->items.push_back(starredOr(&ExpressionParser::test));
+          if (atName("for") && list->items.back()->kind == ExprKind::Starred)
+            failAt(list->items.back()->at, "iterable unpacking cannot be used in comprehension");
           if (atName("for") && list->items.size() == 1) {
             ExprPtr made = comprehension(list->items[0], nullptr, t.at);
             expectOp("]");
@@ -412,6 +455,13 @@ ExprPtr ExpressionParser::atom() {
         ++i_;
         auto dict = makeExpr(ExprKind::Dict, t.at);
         while (!atOp("}")) {
+          if (acceptOp("**")) {  // {**other, ...}: its entries, in order
+            dict->items.push_back(nullptr);
+            dict->values.push_back(orExpr());
+            if (!acceptOp(",")) break;
+            continue;
+          }
+          if (atOp("*")) unsupported("set literals");
           dict->items.push_back(test());
           if (!atOp(":")) unsupported(atName("for") ? "set comprehensions" : "set literals");
           ++i_;
@@ -431,7 +481,7 @@ ExprPtr ExpressionParser::atom() {
     default:
       break;
   }
-  if (atOp("*")) unsupported("starred expressions (`first, *rest = items`, `[*a, *b]`)");
+  if (atOp("*")) fail("can't use starred expression here");
   fail("unexpected " + describe(t));
 }
 

@@ -23,6 +23,9 @@ class ExpressionParser : protected TokenCursor {
   // Fails as Python's compiler does where `e` holds a part that cannot be assigned to (`verb`
   // "assign to") or deleted ("delete").
   void checkTarget(const Expr& e, const char* verb) const;
+  // `*operand` as a Starred expression where one may stand, else what `item` reads.
+  ExprPtr starredOr(ExprPtr (ExpressionParser::*item)());
+  void refuseLoneStarred(const Expr& e) const;
   ExprPtr targetList();
   ExprPtr testList();
   ExprPtr test();

@@ -361,6 +361,7 @@ namespace {
 
 bool binds(const Expr& target, const std::string& name) {
   if (target.kind == ExprKind::Name) return target.text == name;
+  if (target.kind == ExprKind::Starred) return binds(*target.a, name);
   if (target.kind != ExprKind::Tuple && target.kind != ExprKind::List) return false;
   return std::any_of(target.items.begin(), target.items.end(),
                      [&](const ExprPtr& t) { return t && binds(*t, name); });

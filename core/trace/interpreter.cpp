@@ -444,6 +444,28 @@ void Interpreter::execDelete(const Expr& target) {
   }
 }
 
+// Targets `targets` (one may be starred: `first, *rest`) take `items` in order.
+void Interpreter::assignItems(const std::vector<ExprPtr>& targets,
+                              const std::vector<Value>& items) {
+  const auto starred = std::find_if(targets.begin(), targets.end(),
+                                    [](const ExprPtr& t) { return t->kind == ExprKind::Starred; });
+  const size_t fixed = targets.size() - (starred == targets.end() ? 0 : 1);
+  if (items.size() < fixed) {
+    fail("not enough values to unpack (expected " +
+         std::string(starred == targets.end() ? "" : "at least ") + std::to_string(fixed) +
+         ", got " + std::to_string(items.size()) + ")");
+  }
+  if (starred == targets.end() && items.size() > fixed)
+    fail("too many values to unpack (expected " + std::to_string(fixed) + ")");
+  const size_t before = size_t(starred - targets.begin()), rest = items.size() - fixed;
+  for (size_t i = 0; i < before; ++i) assign(*targets[i], items[i]);
+  if (starred == targets.end()) return;
+  const auto from = items.begin() + std::ptrdiff_t(before);
+  requestMemory(newValuesBytes(int64_t(rest)));
+  assign(*(*starred)->a, list({from, from + std::ptrdiff_t(rest)}));
+  for (size_t i = before + 1; i < targets.size(); ++i) assign(*targets[i], items[i - 1 + rest]);
+}
+
 void Interpreter::assign(const Expr& target, const Value& v) {
   switch (target.kind) {
     case ExprKind::Name:
@@ -454,14 +476,10 @@ void Interpreter::assign(const Expr& target, const Value& v) {
     case ExprKind::Tuple:
     case ExprKind::List: {
       if (v->type == Type::Tensor && v->tensor.dim() == 0) fail("cannot unpack a 0-d tensor");
+      if (!isIterable(v))
+        fail(std::string("cannot unpack non-iterable ") + typeName(v->type) + " object");
       // Any iterable unpacks, as in Python: `a, b = "xy"`, `k1, k2 = d` (a dict's keys).
-      const std::vector<Value> items = elementsOf(v, *this);
-      if (items.size() != target.items.size()) {
-        fail("cannot unpack " + std::to_string(items.size()) + " values into " +
-             std::to_string(target.items.size()) + " names");
-      }
-      for (size_t i = 0; i < items.size(); ++i) assign(*target.items[i], items[i]);
-      return;
+      return assignItems(target.items, elementsOf(v, *this));
     }
     case ExprKind::Subscript: {
       Value obj = eval(*target.a);

@@ -174,6 +174,8 @@ class Interpreter {
   Value deferredMethod(const Value& self, const std::string& name);
   Value deferredIndex(const Value& self, const Value& index);
   Value evalCall(const Expr& e);
+  void addKeyword(CallArgs& args, const Value& fn, const std::string& name, Value v);
+  void assignItems(const std::vector<ExprPtr>& targets, const std::vector<Value>& items);
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);
   Value callFunction(const FunctionDef& f, CallArgs& args);

@@ -69,17 +69,33 @@ Value Interpreter::evalLazy(const Expr& e) {
     case ExprKind::Tuple:
     case ExprKind::List: {
       std::vector<Value> items;
-      for (const auto& i : e.items) items.push_back(eval(*i));
+      for (const auto& i : e.items) {
+        if (i->kind != ExprKind::Starred) {
+          items.push_back(eval(*i));
+          continue;
+        }
+        const std::vector<Value> unpacked = elementsOf(eval(*i->a), *this);  // [*a, *b]
+        items.insert(items.end(), unpacked.begin(), unpacked.end());
+      }
       return e.kind == ExprKind::Tuple ? tuple(std::move(items)) : list(std::move(items));
     }
     case ExprKind::Dict: {
       Value d = dict();
       for (size_t i = 0; i < e.items.size(); ++i) {
+        if (!e.items[i]) {  // {**other}
+          const Value other = eval(*e.values[i]);
+          if (other->type != Type::Dict)
+            fail(std::string("'") + typeName(other->type) + "' object is not a mapping");
+          for (const auto& [k, v] : DictEntries(other->dict)) setItem(d, k, v);
+          continue;
+        }
         Value key = eval(*e.items[i]);  // before its value, as Python does
         setItem(d, key, eval(*e.values[i]));
       }
       return d;
     }
+    case ExprKind::Starred:  // the parser places one only where its items are taken
+      fail("can't use starred expression here");
     case ExprKind::Attribute:
       return getAttr(evalLazy(*e.a), e.text);
     case ExprKind::Subscript: {
@@ -188,6 +204,26 @@ Value Interpreter::save(const Expr& receiverExpr) {
   return saved;
 }
 
+namespace {
+
+// How Python names a callee in its argument errors: "f()", "print()".
+std::string calleeName(const Value& fn) {
+  if (fn->type == Type::Function) return fn->function->name + "()";
+  if (fn->type == Type::Builtin) return fn->str + "()";
+  return std::string("'") + typeName(fn->type) + "' object";
+}
+
+}  // namespace
+
+// A keyword argument, refused when the call has it already (`f(a=1, **{"a": 2})`).
+void Interpreter::addKeyword(CallArgs& args, const Value& fn, const std::string& name, Value v) {
+  for (const auto& [k, unused] : args.keywords) {
+    if (k == name)
+      fail(calleeName(fn) + " got multiple values for keyword argument '" + name + "'");
+  }
+  args.keywords.emplace_back(name, std::move(v));
+}
+
 Value Interpreter::evalCall(const Expr& e) {
   // `x.save()` is handled here so that saving works on every kind of value.
   if (e.a->kind == ExprKind::Attribute && e.a->text == "save" && e.items.empty()) {
@@ -197,9 +233,30 @@ Value Interpreter::evalCall(const Expr& e) {
   CallArgs args;
   args.at = e.at;
   // Arguments may stay deferred: call() computes them unless the callee keeps them as they are.
-  for (const auto& a : e.items) args.positional.push_back(evalLazy(*a));
-  for (size_t i = 0; i < e.names.size(); ++i)
-    args.keywords.emplace_back(e.names[i], evalLazy(*e.values[i]));
+  for (const auto& a : e.items) {
+    if (a->kind != ExprKind::Starred) {
+      args.positional.push_back(evalLazy(*a));
+      continue;
+    }
+    const Value iterable = eval(*a->a);  // f(*args)
+    if (!isIterable(iterable))
+      fail(calleeName(fn) + " argument after * must be an iterable, not " +
+           typeName(iterable->type));
+    for (const Value& item : elementsOf(iterable, *this)) args.positional.push_back(item);
+  }
+  for (size_t i = 0; i < e.names.size(); ++i) {
+    if (e.names[i] != "**") {
+      addKeyword(args, fn, e.names[i], evalLazy(*e.values[i]));
+      continue;
+    }
+    const Value mapping = eval(*e.values[i]);  // f(**kwargs)
+    if (mapping->type != Type::Dict)
+      fail(calleeName(fn) + " argument after ** must be a mapping, not " + typeName(mapping->type));
+    for (const auto& [k, v] : DictEntries(mapping->dict)) {
+      if (k->type != Type::Str) fail("keywords must be strings");
+      addKeyword(args, fn, k->str, v);
+    }
+  }
   return call(fn, args);
 }
 

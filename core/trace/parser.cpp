@@ -145,7 +145,7 @@ class Parser : public ExpressionParser {
       s->value = test();
       if (atName("as")) {  // one target: `with a as b, c:` is two context managers
         ++i_;
-        s->targets.push_back(orExpr());
+        s->targets.push_back(starredOr(&Parser::orExpr));
         checkTarget(*s->targets.back(), "assign to");
       }
       if (atOp(",")) unsupported("several context managers in one with statement");
@@ -212,7 +212,7 @@ class Parser : public ExpressionParser {
       ++i_;
       do {  // `del a, b[0],` (a trailing comma is allowed)
         if (at(TokenKind::Newline) || at(TokenKind::End) || atOp(";")) break;
-        s->targets.push_back(test());
+        s->targets.push_back(starredOr(&Parser::test));
         checkTarget(*s->targets.back(), "delete");
       } while (acceptOp(","));
       if (s->targets.empty()) fail("expected what to delete after 'del'");

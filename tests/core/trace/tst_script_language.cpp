@@ -359,9 +359,45 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("empty f-string field")
         << "print(f'{ }')\n"
         << "hostile.py:1:9: syntax error: f-string: empty expression not allowed";
-    QTest::newRow("starred assignment") << "first, *rest = [1, 2, 3]\n"
-                                        << "hostile.py:1:8: starred expressions (`first, *rest = "
-                                           "items`, `[*a, *b]`): not supported";
+    // Unpacking with * and ** (in calls, displays and targets) fails as Python's does.
+    QTest::newRow("too many to unpack") << "a, b = [1, 2, 3]\n"
+                                        << "hostile.py:1:1: too many values to unpack (expected 2)";
+    QTest::newRow("too few to unpack")
+        << "a, *b, c = [1]\n"
+        << "not enough values to unpack (expected at least 2, got 1)";
+    QTest::newRow("unpacked an int") << "a, b = 1\n"
+                                     << "cannot unpack non-iterable int object";
+    QTest::newRow("lone starred value") << "x = *[1]\n"
+                                        << "hostile.py:1:5: syntax error: can't use starred "
+                                           "expression here";
+    QTest::newRow("lone starred target") << "*a = [1]\n"
+                                         << "starred assignment target must be in a list or tuple";
+    QTest::newRow("two starred targets") << "a, *b, *c = [1, 2]\n"
+                                         << "multiple starred expressions in assignment";
+    QTest::newRow("deleted starred") << "del (a, *b)\n"
+                                     << "hostile.py:1:9: syntax error: cannot delete starred";
+    QTest::newRow("starred in a comprehension") << "x = [*a for a in b]\n"
+                                                << "iterable unpacking cannot be used in "
+                                                   "comprehension";
+    QTest::newRow("call unpacks an int") << "print(*1)\n"
+                                         << "print() argument after * must be an iterable, not "
+                                            "int";
+    QTest::newRow("call unpacks a list as keywords") << "def f(): pass\nf(**[1])\n"
+                                                     << "hostile.py:2:1: f() argument after ** "
+                                                        "must be a mapping, not list";
+    QTest::newRow("keyword twice through **") << "def f(a): pass\nf(a=1, **{'a': 2})\n"
+                                              << "f() got multiple values for keyword argument "
+                                                 "'a'";
+    QTest::newRow("keyword repeated") << "print(a=1, a=2)\n"
+                                      << "hostile.py:1:12: syntax error: keyword argument "
+                                         "repeated: a";
+    QTest::newRow("keywords not strings") << "print(**{1: 2})\n"
+                                          << "keywords must be strings";
+    QTest::newRow("positional after **") << "print(**{}, 1)\n"
+                                         << "positional argument follows keyword argument "
+                                            "unpacking";
+    QTest::newRow("dict unpacks an int") << "x = {**1}\n"
+                                         << "'int' object is not a mapping";
     // A comprehension runs as Python's: its own scope (its loop names do not leak), errors at the
     // clause or element that raised them, and Python's syntax errors for its forms.
     QTest::newRow("comprehension's loop name") << "y = [i for i in range(3)]\nprint(i)\n"

@@ -164,3 +164,26 @@ print(range(3) == range(3), range(0) == range(2, 2), range(0, 3, 5) == range(1),
 keyed = {range(3): "a"}
 keyed[range(0, 3)] = "b"
 print(keyed, range(3) in [range(3)], (range(2),) == (range(0, 2),))
+
+# Unpacking: * in calls, displays and targets (one starred target, anywhere, nested too), ** in
+# calls and dict displays, and the for loop's and a comprehension's targets.
+def parts(a, b=2, c=3):
+    return (a, b, c)
+pair = [1, 2]
+print(parts(*pair), parts(*pair, c=9), parts(**{"a": 5, "c": 6}), parts(1, **{"b": 7}),
+      parts(*[1], *(2,), **{}))
+print(*pair, sep="-")
+print([*pair, *"ab", 0], (*pair,), (*pair, *pair), *range(3))
+base = {"x": 1}
+print({**base, "y": 2, **{"x": 3}}, dict(**base, z=0))
+first, *rest = [1, 2, 3, 4]
+*init, last = "abc"
+a, *mid, z = range(5)
+[p, *q] = (9,)
+print(first, rest, init, last, a, mid, z, p, q)
+for head, *tail in [(1, 2, 3), (4,)]:
+    print(head, tail)
+print([t for _, *t in [(1, 2), (3, 4, 5)]])
+u, (v, *w) = 1, [2, 3]
+both = *pair, 3
+print(u, v, w, both, max(*pair), list(zip(*[(1, 2), (3, 4)])))
