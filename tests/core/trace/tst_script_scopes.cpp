@@ -338,6 +338,33 @@ class TestScriptScopes : public QObject {
     QCOMPARE(lines, std::vector<std::string>{"2 True {0: True, 1: True} True True"});
   }
 
+  // Unpacking in a block: a starred target over the layers' outputs, a call's *args and **kwargs
+  // into a module call and a driver function, and a display of both ports; each rank sees the
+  // whole tensors, so the values equal tp=1's.
+  void unpackingInABlock_data() { addTpRows(); }
+  void unpackingInABlock() {
+    QFETCH(int, tp);
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines, tp);
+    const std::string e =
+        errorOf(*runner,
+                "model = VLLM('demo')\n"
+                "def pick(x, scale):\n"
+                "    return x * scale\n"
+                "with model.trace('Hello world'):\n"
+                "    first, *rest = [layer.output[0] for layer in model.model.layers]\n"
+                "    options = {'scale': 2.0}\n"
+                "    both = [*rest[-1:], first]\n"
+                "    normed = model.model.norm(*both[:1]).save()\n"
+                "    direct = model.model.norm(rest[2]).save()\n"
+                "    twice = pick(*both[1:], **options).save()\n"
+                "    firsts = first.save()\n"
+                "    sizes = [len(rest), *first.shape].save()\n"
+                "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct))\n");
+    QCOMPARE(e, std::string("no error"));
+    QCOMPARE(lines, std::vector<std::string>{"3 2 256 True True"});
+  }
+
   void aSavedResultIsCopiedToEachRank_data() { addTpRows(); }
   void aSavedResultIsCopiedToEachRank() {
     QFETCH(int, tp);
