@@ -362,7 +362,7 @@ class TestScriptScopes : public QObject {
                 "    sizes = [len(rest), *first.shape].save()\n"
                 "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct))\n");
     QCOMPARE(e, std::string("no error"));
-    QCOMPARE(lines, std::vector<std::string>{"3 2 256 True True"});
+    QCOMPARE(lines, std::vector<std::string>{"3 2 32 True True"});
   }
 
   void aSavedResultIsCopiedToEachRank_data() { addTpRows(); }
