@@ -45,8 +45,13 @@ enum class ExprKind {
 };
 
 struct Param {
+  // How a call fills it, as in Python: by position or keyword; by position only (before `/`);
+  // by keyword only (after `*` or `*args`); with the positional arguments left over, as a tuple
+  // (`*args`); with the keyword arguments left over, as a dict (`**kwargs`).
+  enum class Kind { PositionalOrKeyword, PositionalOnly, KeywordOnly, VarPositional, VarKeyword };
   std::string name;
   ExprPtr defaultValue;  // null: required
+  Kind kind = Kind::PositionalOrKeyword;
 };
 
 struct Expr {

@@ -1,6 +1,7 @@
 #include "expression_parser.h"
 
 #include <cstring>
+#include <optional>
 
 #include "assignment_targets.h"
 
@@ -12,17 +13,60 @@ ExprPtr ExpressionParser::standaloneExpression() {
   return e;
 }
 
+// Python's parameter list: `a, b=1`, then `/` (those before it positional only), `*args` or a
+// bare `*` (those after it keyword only), `**kwargs` last; each checked as Python's compiler does.
 std::vector<Param> ExpressionParser::parameters(const char* close) {
+  using Kind = Param::Kind;
   const bool annotations = std::string(close) == ")";  // lambda parameters end at ':'
   std::vector<Param> ps;
+  bool keywordOnly = false, slash = false, defaulted = false, varKeyword = false;
+  std::optional<SourceLocation> bareStar;  // a `*` with no keyword-only parameter after it yet
   while (!atOp(close)) {
-    if (atOp("*") || atOp("**")) unsupported("*args and **kwargs parameters");
-    Param p{expectName(), nullptr};
+    const SourceLocation at = peek().at;
+    if (varKeyword) fail("arguments cannot follow var-keyword argument");
+    if (acceptOp("/")) {
+      if (ps.empty()) failAt(at, "at least one argument must precede /");
+      if (slash) failAt(at, "/ may appear only once");
+      if (keywordOnly) failAt(at, "/ must be ahead of *");
+      for (Param& p : ps) p.kind = Kind::PositionalOnly;
+      slash = true;
+      if (!acceptOp(",")) break;
+      continue;
+    }
+    Kind kind = keywordOnly ? Kind::KeywordOnly : Kind::PositionalOrKeyword;
+    if (acceptOp("**")) {
+      kind = Kind::VarKeyword;
+      varKeyword = true;
+    } else if (acceptOp("*")) {
+      if (keywordOnly) failAt(at, "* argument may appear only once");
+      keywordOnly = true;
+      if (atOp(",") || atOp(close)) {
+        bareStar = at;
+        if (!acceptOp(",")) break;
+        continue;
+      }
+      kind = Kind::VarPositional;
+    }
+    Param p{expectName(), nullptr, kind};
+    for (const Param& q : ps) {
+      if (q.name == p.name)
+        failAt(at, "duplicate argument '" + p.name + "' in function definition");
+    }
     if (annotations && acceptOp(":")) test();  // annotations are ignored
+    if (atOp("=") && (kind == Kind::VarPositional || kind == Kind::VarKeyword)) {
+      fail(kind == Kind::VarPositional ? "var-positional argument cannot have default value"
+                                       : "var-keyword argument cannot have default value");
+    }
     if (acceptOp("=")) p.defaultValue = test();
+    if (kind == Kind::PositionalOrKeyword) {
+      if (!p.defaultValue && defaulted) failAt(at, "non-default argument follows default argument");
+      defaulted |= p.defaultValue != nullptr;
+    }
+    if (kind == Kind::KeywordOnly) bareStar.reset();
     ps.push_back(std::move(p));
     if (!acceptOp(",")) break;
   }
+  if (bareStar) failAt(*bareStar, "named arguments must follow bare *");
   return ps;
 }
 

@@ -3,6 +3,8 @@
 // values in interpreter_objects.cpp.
 #include "interpreter.h"
 
+#include "argument_binding.h"
+
 #include <algorithm>
 
 #include "dict_view.h"
@@ -560,24 +562,14 @@ Value Interpreter::callFunction(const FunctionDef& f, CallArgs& args) {
     fail("maximum recursion depth (200) exceeded in " + f.name);
   }
   auto local = std::make_shared<Environment>(f.closure);
-  if (args.positional.size() > f.params.size()) {
-    fail(f.name + "() takes " + std::to_string(f.params.size()) + " arguments but " +
-         std::to_string(args.positional.size()) + " were given");
+  std::vector<std::pair<std::string, Value>> bound;
+  try {
+    bound = bindArguments(f, args);
+  } catch (...) {
+    --depth_;
+    throw;
   }
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    const Value* v = args.get(i, f.params[i].name);
-    if (v)
-      local->set(f.params[i].name, *v);
-    else if (f.defaults[i])
-      local->set(f.params[i].name, f.defaults[i]);
-    else
-      fail(f.name + "() missing required argument '" + f.params[i].name + "'");
-  }
-  for (const auto& [k, v] : args.keywords) {
-    bool known = false;
-    for (const auto& p : f.params) known |= p.name == k;
-    if (!known) fail(f.name + "() got an unexpected keyword argument '" + k + "'");
-  }
+  for (auto& [name, v] : bound) local->set(name, std::move(v));
   std::swap(env_, local);
   const Stmt* callerStmt = stmt_;
   const SourceLocation callerAt = at_;

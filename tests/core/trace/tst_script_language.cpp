@@ -360,6 +360,30 @@ class TestScriptLanguage : public QObject {
         << "print(f'{ }')\n"
         << "hostile.py:1:9: syntax error: f-string: empty expression not allowed";
     // Unpacking with * and ** (in calls, displays and targets) fails as Python's does.
+    // Parameters and the arguments bound to them, as Python's compiler and calls check them.
+    QTest::newRow("default before a required parameter")
+        << "def f(a=1, b):\n    pass\n"
+        << "hostile.py:1:12: syntax error: non-default argument follows default argument";
+    QTest::newRow("parameter twice") << "def f(a, a):\n    pass\n"
+                                     << "duplicate argument 'a' in function definition";
+    QTest::newRow("bare star last") << "def f(a, *):\n    pass\n"
+                                    << "named arguments must follow bare *";
+    QTest::newRow("parameter after **kwargs") << "def f(**k, a):\n    pass\n"
+                                              << "arguments cannot follow var-keyword argument";
+    QTest::newRow("missing arguments") << "def f(a, b, c):\n    pass\nf()\n"
+                                       << "hostile.py:3:1: f() missing 3 required positional "
+                                          "arguments: 'a', 'b', and 'c'";
+    QTest::newRow("missing keyword-only") << "def f(*, k):\n    pass\nf()\n"
+                                          << "f() missing 1 required keyword-only argument: 'k'";
+    QTest::newRow("too many positional")
+        << "def f(a, b=1, *, x):\n    pass\nf(1, 2, 3, x=1)\n"
+        << "f() takes from 1 to 2 positional arguments but 3 positional arguments (and 1 "
+           "keyword-only argument) were given";
+    QTest::newRow("argument twice") << "def f(a):\n    pass\nf(1, a=2)\n"
+                                    << "f() got multiple values for argument 'a'";
+    QTest::newRow("positional-only by keyword") << "def f(a, /):\n    pass\nf(a=1)\n"
+                                                << "f() got some positional-only arguments "
+                                                   "passed as keyword arguments: 'a'";
     QTest::newRow("too many to unpack") << "a, b = [1, 2, 3]\n"
                                         << "hostile.py:1:1: too many values to unpack (expected 2)";
     QTest::newRow("too few to unpack")

@@ -349,8 +349,8 @@ class TestScriptScopes : public QObject {
     const std::string e =
         errorOf(*runner,
                 "model = VLLM('demo')\n"
-                "def pick(x, scale):\n"
-                "    return x * scale\n"
+                "def pick(*xs, scale=1.0, **unused):\n"
+                "    return xs[0] * scale\n"
                 "with model.trace('Hello world'):\n"
                 "    first, *rest = [layer.output[0] for layer in model.model.layers]\n"
                 "    options = {'scale': 2.0}\n"

@@ -112,3 +112,20 @@ bound = []
 for i in range(3):
     bound.append(lambda i=i: i * 10)
 print(fns[0](), fns[2](), bound[0](), bound[2]())
+
+# Parameters as Python's: *args, keyword-only after * or *args, **kwargs, positional-only before
+# /, in defs and lambdas, and the arguments bound to them.
+def every(a, b=2, *args, k, m=1, **kw):
+    return (a, b, args, k, m, kw)
+print(every(1, k=0), every(1, 2, 3, 4, k=5, z=6), every(*[1, 2], k=3, **{"m": 4, "q": 5}))
+def positional_first(a, /, b, *, c=3):
+    return (a, b, c)
+print(positional_first(1, 2), positional_first(1, b=2, c=4))
+def named_like_a(a, /, **kw):
+    return (a, kw)
+print(named_like_a(1, a=2))
+collect = lambda *a, **k: (a, k)
+print(collect(1, 2, x=3), collect())
+def forward(*args, **kwargs):
+    return every(*args, **kwargs)
+print(forward(1, k=2), forward(1, 2, 3, k=4, extra=5))
