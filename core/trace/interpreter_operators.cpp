@@ -6,6 +6,7 @@
 #include "builtin_args.h"
 #include "dict_view.h"
 #include "interpreter.h"
+#include "percent_format.h"
 #include "python_numbers.h"
 #include "result_sizes.h"
 
@@ -212,6 +213,8 @@ std::string operandsRefused(BinaryOp op, const Value& a, const Value& b) {
 }  // namespace
 
 Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
+  // str's % comes first, whatever the right side is: "%.3f" % tensor formats its element
+  if (op == BinaryOp::Mod && a->type == Type::Str) return string(percentFormat(a->str, b));
   if (op == BinaryOp::Mul && (isSequence(a) || isSequence(b))) {
     // A sequence repeats by an integer tensor of one element, as by its int (its __index__).
     const Value& count = isSequence(a) ? b : a;
@@ -335,8 +338,6 @@ Value Interpreter::arithmetic(BinaryOp op, const Value& a, const Value& b) {
       items.insert(items.end(), a->items.begin(), a->items.end());
     return sequenceLike(a->type, std::move(items));
   }
-  if (op == BinaryOp::Mod && a->type == Type::Str)
-    fail("'%' string formatting is not supported; use an f-string");
   const bool setOp = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor ||
                      op == BinaryOp::Sub;
   if (setOp && (isDictView(a->type) || isDictView(b->type)))

@@ -384,6 +384,26 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("positional-only by keyword") << "def f(a, /):\n    pass\nf(a=1)\n"
                                                 << "f() got some positional-only arguments "
                                                    "passed as keyword arguments: 'a'";
+    // printf-style % formatting: Python's TypeErrors and ValueErrors, word for word.
+    QTest::newRow("% of a str as an int") << "x = '%d' % 'x'\n"
+                                          << "hostile.py:1:1: %d format: a real number is "
+                                             "required, not str";
+    QTest::newRow("% hex of a float") << "x = '%x' % 1.5\n"
+                                      << "%x format: an integer is required, not float";
+    QTest::newRow("% too few") << "x = '%d %d' % (1,)\n"
+                               << "not enough arguments for format string";
+    QTest::newRow("% too many") << "x = '%d' % (1, 2)\n"
+                                << "not all arguments converted during string formatting";
+    QTest::newRow("% unknown conversion") << "x = '%q' % 1\n"
+                                          << "unsupported format character 'q' (0x71) at index 1";
+    QTest::newRow("% at the end") << "x = 'a %' % ()\n"
+                                  << "incomplete format";
+    QTest::newRow("% key without a dict") << "x = '%(a)s' % 1\n"
+                                          << "format requires a mapping";
+    QTest::newRow("% key missing") << "x = '%(a)s' % {}\n"
+                                   << "KeyError: 'a'";
+    QTest::newRow("% width too large") << "x = '%99999d' % 1\n"
+                                       << "the format's width is larger than 10000";
     QTest::newRow("too many to unpack") << "a, b = [1, 2, 3]\n"
                                         << "hostile.py:1:1: too many values to unpack (expected 2)";
     QTest::newRow("too few to unpack")

@@ -360,9 +360,10 @@ class TestScriptScopes : public QObject {
                 "    twice = pick(*both[1:], **options).save()\n"
                 "    firsts = first.save()\n"
                 "    sizes = [len(rest), *first.shape].save()\n"
-                "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct))\n");
+                "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct),\n"
+                "      '%.4f' % twice.norm() == f'{twice.norm():.4f}')\n");
     QCOMPARE(e, std::string("no error"));
-    QCOMPARE(lines, std::vector<std::string>{"3 2 32 True True"});
+    QCOMPARE(lines, std::vector<std::string>{"3 2 32 True True True"});
   }
 
   void aSavedResultIsCopiedToEachRank_data() { addTpRows(); }

@@ -52,3 +52,12 @@ print("xxhixx".strip("x"), "--a-b--".strip("-"), "abcba".strip("ab"), "hello".st
 print("aaaa".replace("a", "b", 2), "aaaa".replace("a", "b", 0), "abab".replace("ab", "x", 1))
 print("report.csv".endswith((".csv", ".tsv")), "report.txt".endswith((".csv", ".tsv")))
 print("layer.3".startswith(("mlp", "layer")), "attn".startswith(("mlp", "layer")))
+
+# printf-style formatting with %: conversions, flags, widths and precisions (digits or *), keys
+# from a dict, and what a lone value, a list or a dict stands for.
+print("%d items" % 3, "%s and %r" % ("a", "b"), "%5.2f|%-6d|%06.1f|%+d|% d|" % (3.14159, 42, -2.5, 7, 7))
+print("%x %X %o %#x %#o %#X" % (255, 255, 8, 255, 8, 255), "%e %E %g %G" % (12345.678, 0.000123, 1e-5, 1e20))
+print("%c%c" % (65, "b"), "%%" % (), "%(a)s-%(b)03d" % {"a": "x", "b": 5}, "%(a)s %(a)s" % {"a": 1})
+print("%*d|%-*d|%.*f" % (5, 1, 4, 2, 2, 3.14159), "%.3d|%5.3d|%-6.2x|" % (5, -7, 10), "%0-5d|" % 3)
+print("%s" % {"a": 1}, "%s" % [1, 2], "%s" % ((1, 2),), "%d" % 3.99, "%d" % True, "x" % [], "x" % {})
+print("%.2s|%5.1s|" % ("abc", "xyz"), "%i %u %ld" % (1, 2, 3), "%r" % 1.5, "%+.1e" % -0.0, "%#.0f %#g" % (3, 2))
