@@ -63,7 +63,9 @@ std::vector<std::pair<std::string, Value>> bindArguments(const FunctionDef& f,
   DictEntries extraKeywords;
   std::vector<std::string> positionalOnlyByKeyword;
   size_t keywordOnlyGiven = 0;
-  for (const auto& [name, v] : args.keywords) {
+  for (const auto& keyword : args.keywords) {
+    const std::string& name = keyword.first;  // not a structured binding: the lambda names it
+    const Value& v = keyword.second;
     const auto p = std::find_if(ps.begin(), ps.end(), [&](const Param& q) {
       return q.name == name && q.kind != Kind::VarPositional && q.kind != Kind::VarKeyword;
     });
