@@ -61,7 +61,6 @@ std::vector<std::pair<std::string, Value>> bindArguments(const FunctionDef& f,
     values[i] = args.positional[i];
 
   DictEntries extraKeywords;
-  std::vector<std::string> positionalOnlyByKeyword;
   size_t keywordOnlyGiven = 0;
   for (const auto& keyword : args.keywords) {
     const std::string& name = keyword.first;  // not a structured binding: the lambda names it
@@ -80,18 +79,21 @@ std::vector<std::pair<std::string, Value>> bindArguments(const FunctionDef& f,
       extraKeywords.emplace_back(string(name), v);
       continue;
     }
-    if (p != ps.end()) {
-      positionalOnlyByKeyword.push_back(name);
-      continue;
+    // As CPython at the first keyword that fits no parameter: the positional-only parameters
+    // named by any keyword, in their order, else this keyword
+    std::string positionalOnly;
+    for (const Param& q : ps) {
+      const bool named = std::any_of(args.keywords.begin(), args.keywords.end(),
+                                     [&](const auto& k) { return k.first == q.name; });
+      if (q.kind == Kind::PositionalOnly && named)
+        positionalOnly += (positionalOnly.empty() ? "" : ", ") + q.name;
+    }
+    if (!positionalOnly.empty()) {
+      throw RuntimeFailure(f.name +
+                           "() got some positional-only arguments passed as keyword arguments: '" +
+                           positionalOnly + "'");
     }
     throw RuntimeFailure(f.name + "() got an unexpected keyword argument '" + name + "'");
-  }
-  if (!positionalOnlyByKeyword.empty()) {
-    std::string names;
-    for (const auto& n : positionalOnlyByKeyword) names += (names.empty() ? "" : ", ") + n;
-    throw RuntimeFailure(f.name +
-                         "() got some positional-only arguments passed as keyword arguments: '" +
-                         names + "'");
   }
   if (args.positional.size() > slots && varPositional == ps.end())
     throw RuntimeFailure(tooManyPositional(f, args.positional.size(), keywordOnlyGiven));

@@ -558,6 +558,10 @@ void installBuiltins(Environment& env) {
   env.set("__name__", string("__main__"));
   installScalarsAndConversions(env);
   installContainersAndReductions(env);
+  // These are Python's classes, and print as classes (<class 'list'>)
+  for (const char* name :
+       {"int", "float", "str", "bool", "tuple", "list", "dict", "range", "enumerate", "zip"})
+    (*env.find(name))->pythonClass = true;
   env.set("torch", torchNamespace());
 }
 

@@ -337,16 +337,18 @@ ExprPtr ExpressionParser::trailers(ExprPtr e) {
           i_ += 2;
           c->values.push_back(test());
         } else {
-          if (mappingUnpacked) fail("positional argument follows keyword argument unpacking");
-          if (!c->names.empty()) fail("positional argument follows keyword argument");
+          const SourceLocation at = peek().at;
           c->items.push_back(test());
           if (atName("for")) {  // f(x for x in xs): a generator, the call's one argument
             const SourceLocation start = startOf(*c->items.back());
-            if (c->items.size() != 1) failAt(start, "Generator expression must be parenthesized");
+            if (c->items.size() != 1 || !c->names.empty())
+              failAt(start, "Generator expression must be parenthesized");
             c->items.back() = comprehension(c->items.back(), nullptr, start);
             c->items.back()->text = "<genexpr>";
             if (!atOp(")")) failAt(start, "Generator expression must be parenthesized");
           }
+          if (mappingUnpacked) failAt(at, "positional argument follows keyword argument unpacking");
+          if (!c->names.empty()) failAt(at, "positional argument follows keyword argument");
         }
         if (!acceptOp(",")) break;
       }
@@ -502,6 +504,7 @@ ExprPtr ExpressionParser::atom() {
           if (acceptOp("**")) {  // {**other, ...}: its entries, in order
             dict->items.push_back(nullptr);
             dict->values.push_back(orExpr());
+            if (atName("for")) fail("dict unpacking cannot be used in dict comprehension");
             if (!acceptOp(",")) break;
             continue;
           }
@@ -678,7 +681,7 @@ ExprPtr ExpressionParser::fieldExpression(const std::string& inner, SourceLocati
 }
 
 ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
-                                  const std::vector<SourceLocation>& charAt) {
+                                  const std::vector<SourceLocation>& charAt, bool inSpec) {
   SS_ASSERT(charAt.size() == text.size(), "an f-string's characters are each placed");
   auto e = makeExpr(ExprKind::FString, loc);
   std::string literal;
@@ -736,8 +739,9 @@ ExprPtr ExpressionParser::fstring(const std::string& text, SourceLocation loc,
     const size_t colon = format.find(':');
     if (colon != std::string::npos && format.find('{', colon) != std::string::npos) {
       const auto from = charAt.begin() + std::ptrdiff_t(formatAt + colon + 1);
+      if (inSpec) failAtChar(formatAt + colon + 1, "f-string: expressions nested too deeply");
       const std::string specText = format.substr(colon + 1);
-      spec = fstring(specText, *from, {from, from + std::ptrdiff_t(specText.size())});
+      spec = fstring(specText, *from, {from, from + std::ptrdiff_t(specText.size())}, true);
       format.resize(colon);
     }
     // `{x=}` prints the expression's text as written, then its repr (or its format, with a spec).

@@ -49,9 +49,10 @@ class ExpressionParser : protected TokenCursor {
   ExprPtr comprehension(ExprPtr element, ExprPtr value, SourceLocation at);
   static std::string escapeBraces(const std::string& s);
   static std::string unescapeBraces(const std::string& s);
-  // An f-string's text, `charAt` placing each of its characters in the source.
+  // An f-string's text, `charAt` placing each of its characters in the source; `inSpec`: the
+  // spec of another f-string's field, whose fields may not have spec fields of their own.
   ExprPtr fstring(const std::string& text, SourceLocation loc,
-                  const std::vector<SourceLocation>& charAt);
+                  const std::vector<SourceLocation>& charAt, bool inSpec = false);
   ExprPtr fieldExpression(const std::string& inner, SourceLocation loc,
                           const std::vector<SourceLocation>& charAt);
 };

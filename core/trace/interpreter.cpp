@@ -80,6 +80,11 @@ void Interpreter::requestMemory(int64_t bytes) {
   if (!error.empty()) fail(error);
 }
 
+void Interpreter::chargeMemory(int64_t bytes) {
+  const std::string error = memory_.charge(bytes, [this] { return heldBytes(); });
+  if (!error.empty()) fail(error);
+}
+
 Value Interpreter::charged(Value v) {
   int64_t bytes = 64;  // the value object itself
   if (v->type == Type::Tensor && v->tensor.defined()) bytes += int64_t(v->tensor.nbytes());
@@ -463,7 +468,7 @@ void Interpreter::assignItems(const std::vector<ExprPtr>& targets,
   for (size_t i = 0; i < before; ++i) assign(*targets[i], items[i]);
   if (starred == targets.end()) return;
   const auto from = items.begin() + std::ptrdiff_t(before);
-  requestMemory(newValuesBytes(int64_t(rest)));
+  chargeMemory(int64_t(rest * sizeof(Value)));  // the list holds the items, not copies
   assign(*(*starred)->a, list({from, from + std::ptrdiff_t(rest)}));
   for (size_t i = before + 1; i < targets.size(); ++i) assign(*targets[i], items[i - 1 + rest]);
 }

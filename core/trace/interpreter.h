@@ -91,6 +91,8 @@ class Interpreter {
   void noteTensorWrite() { wroteTensor_ = true; }
   bool takeTensorWrite() { return std::exchange(wroteTensor_, false); }
   Value eval(const Expr& e);
+  // A call's arguments, its *args and **kwargs unpacked (`callee` names it in errors: "f()").
+  CallArgs evalArguments(const Expr& call, const std::string& callee);
   void assign(const Expr& target, const Value& v);
 
   Value call(const Value& fn, CallArgs& args);
@@ -126,8 +128,10 @@ class Interpreter {
   // Raises ScriptError for a bug in ShardScope met while running the statement (not the script's
   // mistake): the message says so and keeps the internal detail.
   [[noreturn]] void failInternal(const std::string& detail) const;
-  // Memory accounting (MemoryBudget): `request` before creating `bytes`, `charged` after.
+  // Memory accounting (MemoryBudget): `request` before creating `bytes`, `charged` after (and
+  // chargeMemory for bytes made that no one value holds alone: an unpacking's references).
   void requestMemory(int64_t bytes);
+  void chargeMemory(int64_t bytes);
   Value charged(Value v);
   SourceLocation location() const { return at_; }
   // Expires with this interpreter: what its builtins and deferred values check (boundToBlock).
@@ -174,7 +178,8 @@ class Interpreter {
   Value deferredMethod(const Value& self, const std::string& name);
   Value deferredIndex(const Value& self, const Value& index);
   Value evalCall(const Expr& e);
-  void addKeyword(CallArgs& args, const Value& fn, const std::string& name, Value v);
+  std::vector<Value> starredItems(const Expr& starred, const std::string& what);
+  void addKeyword(CallArgs& args, const std::string& callee, const std::string& name, Value v);
   void assignItems(const std::vector<ExprPtr>& targets, const std::vector<Value>& items);
   Value makeFunction(const std::string& name, const std::vector<Param>& params, const Block& body,
                      ExprPtr lambdaBody);

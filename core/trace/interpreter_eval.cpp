@@ -74,7 +74,7 @@ Value Interpreter::evalLazy(const Expr& e) {
           items.push_back(eval(*i));
           continue;
         }
-        const std::vector<Value> unpacked = elementsOf(eval(*i->a), *this);  // [*a, *b]
+        const std::vector<Value> unpacked = starredItems(*i, "Value after *");  // [*a, *b]
         items.insert(items.end(), unpacked.begin(), unpacked.end());
       }
       return e.kind == ExprKind::Tuple ? tuple(std::move(items)) : list(std::move(items));
@@ -86,6 +86,7 @@ Value Interpreter::evalLazy(const Expr& e) {
           const Value other = eval(*e.values[i]);
           if (other->type != Type::Dict)
             fail(std::string("'") + typeName(other->type) + "' object is not a mapping");
+          chargeMemory(int64_t(other->dict.size() * 2 * sizeof(Value)));
           for (const auto& [k, v] : DictEntries(other->dict)) setItem(d, k, v);
           continue;
         }
@@ -216,10 +217,10 @@ std::string calleeName(const Value& fn) {
 }  // namespace
 
 // A keyword argument, refused when the call has it already (`f(a=1, **{"a": 2})`).
-void Interpreter::addKeyword(CallArgs& args, const Value& fn, const std::string& name, Value v) {
+void Interpreter::addKeyword(CallArgs& args, const std::string& callee, const std::string& name,
+                             Value v) {
   for (const auto& [k, unused] : args.keywords) {
-    if (k == name)
-      fail(calleeName(fn) + " got multiple values for keyword argument '" + name + "'");
+    if (k == name) fail(callee + " got multiple values for keyword argument '" + name + "'");
   }
   args.keywords.emplace_back(name, std::move(v));
 }
@@ -230,6 +231,11 @@ Value Interpreter::evalCall(const Expr& e) {
     return save(*e.a->a);
   }
   Value fn = eval(*e.a);
+  CallArgs args = evalArguments(e, calleeName(fn));
+  return call(fn, args);
+}
+
+CallArgs Interpreter::evalArguments(const Expr& e, const std::string& callee) {
   CallArgs args;
   args.at = e.at;
   // Arguments may stay deferred: call() computes them unless the callee keeps them as they are.
@@ -238,26 +244,34 @@ Value Interpreter::evalCall(const Expr& e) {
       args.positional.push_back(evalLazy(*a));
       continue;
     }
-    const Value iterable = eval(*a->a);  // f(*args)
-    if (!isIterable(iterable))
-      fail(calleeName(fn) + " argument after * must be an iterable, not " +
-           typeName(iterable->type));
-    for (const Value& item : elementsOf(iterable, *this)) args.positional.push_back(item);
+    const std::vector<Value> items = starredItems(*a, callee + " argument after *");
+    args.positional.insert(args.positional.end(), items.begin(), items.end());
   }
   for (size_t i = 0; i < e.names.size(); ++i) {
     if (e.names[i] != "**") {
-      addKeyword(args, fn, e.names[i], evalLazy(*e.values[i]));
+      addKeyword(args, callee, e.names[i], evalLazy(*e.values[i]));
       continue;
     }
     const Value mapping = eval(*e.values[i]);  // f(**kwargs)
     if (mapping->type != Type::Dict)
-      fail(calleeName(fn) + " argument after ** must be a mapping, not " + typeName(mapping->type));
+      fail(callee + " argument after ** must be a mapping, not " + typeName(mapping->type));
+    chargeMemory(int64_t(mapping->dict.size() * 2 * sizeof(Value)));
     for (const auto& [k, v] : DictEntries(mapping->dict)) {
       if (k->type != Type::Str) fail("keywords must be strings");
-      addKeyword(args, fn, k->str, v);
+      addKeyword(args, callee, k->str, v);
     }
   }
-  return call(fn, args);
+  return args;
+}
+
+// What `*iterable` stands for in a display or a call (`what`: who names it in the error), asked
+// of the budget first: the display or call holds a reference to each.
+std::vector<Value> Interpreter::starredItems(const Expr& starred, const std::string& what) {
+  const Value iterable = eval(*starred.a);
+  if (!isIterable(iterable)) fail(what + " must be an iterable, not " + typeName(iterable->type));
+  std::vector<Value> items = elementsOf(iterable, *this);
+  chargeMemory(int64_t(items.size() * sizeof(Value)));
+  return items;
 }
 
 Value Interpreter::formatValue(const Value& v, const std::string& format) {

@@ -353,8 +353,9 @@ struct ScriptRunner::Impl : public Host {
         in.exec(*s);  // plain values computed once on the driver, visible to every invoke
       }
       for (const Stmt* s : invokeStmts) {
-        if (s->value->items.empty()) in.fail("tracer.invoke() needs a prompt");
-        const Value prompt = in.eval(*s->value->items[0]);
+        const CallArgs arguments = in.evalArguments(*s->value, "tracer.invoke()");
+        if (arguments.positional.empty()) in.fail("tracer.invoke() needs a prompt");
+        const Value prompt = arguments.positional[0];
         std::vector<std::vector<int64_t>> prompts;
         try {
           prompts = normalizePrompts(prompt, engine.tokenizer());

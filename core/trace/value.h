@@ -109,6 +109,7 @@ struct Object {
   at::Tensor tensor;
   BuiltinFn builtin;           // Builtin (also bound methods)
   bool takesDeferred = false;  // Builtin: may receive Deferred arguments as they are (list.append)
+  bool pythonClass = false;    // Builtin: one of Python's classes (list, dict, int): its repr
   std::function<at::Tensor()> compute;  // Deferred: makes the tensor (once)
   std::shared_ptr<FunctionDef> function;
   std::map<std::string, Value> attributes;  // ResultObject fields, Namespace members

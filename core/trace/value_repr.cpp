@@ -2,7 +2,6 @@
 // [...]); tensors print as torch prints them (tensor_repr.cpp).
 #include <algorithm>
 #include <cstdio>
-#include <set>
 
 #include "dict_view.h"
 #include "format_spec.h"
@@ -99,13 +98,9 @@ std::string reprOf(const Value& v) {
       return formatTensor(v->tensor);
     case Type::Function:
       return "<function " + v->function->name + ">";
-    case Type::Builtin: {
-      // The builtins that are classes in Python print as classes (no method has these names).
-      static const std::set<std::string> classes = {"int",  "float", "str",   "bool",      "tuple",
-                                                    "list", "dict",  "range", "enumerate", "zip"};
-      if (classes.count(v->str)) return "<class '" + v->str + "'>";
+    case Type::Builtin:
+      if (v->pythonClass) return "<class '" + v->str + "'>";
       return "<built-in function " + v->str + ">";
-    }
     case Type::Module:
       return "<module " + v->str + ">";
     case Type::Tracer:

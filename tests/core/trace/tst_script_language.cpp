@@ -440,6 +440,25 @@ class TestScriptLanguage : public QObject {
     QTest::newRow("positional after **") << "print(**{}, 1)\n"
                                          << "positional argument follows keyword argument "
                                             "unpacking";
+    QTest::newRow("display unpacks an int") << "x = [*1]\n"
+                                            << "Value after * must be an iterable, not int";
+    QTest::newRow("positional-only by keyword beside another")
+        << "def f(a, /):\n    pass\nf(a=1, z=2)\n"
+        << "f() got some positional-only "
+           "arguments passed as keyword "
+           "arguments: 'a'";
+    QTest::newRow("positional-only in parameter order") << "def f(a, b, /):\n    pass\n"
+                                                           "f(b=1, a=2)\n"
+                                                        << "passed as keyword arguments: 'a, b'";
+    QTest::newRow("f-string spec nested twice") << "x = 1\nprint(f'{x:{x:{x}}}')\n"
+                                                << "hostile.py:2:15: syntax error: f-string: "
+                                                   "expressions nested too deeply";
+    QTest::newRow("dict unpacked in a comprehension")
+        << "x = {**d for d in y}\n"
+        << "dict unpacking cannot be used in dict comprehension";
+    QTest::newRow("generator after a keyword") << "print(k=1, x for x in y)\n"
+                                               << "hostile.py:1:12: syntax error: Generator "
+                                                  "expression must be parenthesized";
     QTest::newRow("dict unpacks an int") << "x = {**1}\n"
                                          << "'int' object is not a mapping";
     // A comprehension runs as Python's: its own scope (its loop names do not leak), errors at the

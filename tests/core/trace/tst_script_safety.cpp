@@ -46,6 +46,14 @@ class TestScriptSafety : public QObject {
                                              << "hostile.py:3:5: memory budget of 64.0 MiB";
     QTest::newRow("list extended with itself") << "x = [1]\nfor _ in range(40):\n    x.extend(x)\n"
                                                << "hostile.py:3:5: memory budget of 64.0 MiB";
+    // Unpacking makes references the budget counts (they were free: 1.5 GB under 64 MiB).
+    QTest::newRow("list display unpacked forty times")
+        << "x = [1] * 2 * 10 ** 6\ny = []\nfor _ in range(40):\n    y.append([*x])\n"
+        << "hostile.py:4:5: memory budget of 64.0 MiB";
+    QTest::newRow("call unpacked forty times")
+        << "x = [1] * 2 * 10 ** 6\ny = []\ndef f(*a):\n    return a\nfor _ in range(40):\n"
+           "    y.append(f(*x))\n"
+        << "hostile.py:6:5: memory budget of 64.0 MiB";
     // Tensors asked for before they are made (they were allocated first, then charged) ...
     QTest::newRow("huge zeros") << "x = torch.zeros(10 ** 10)\n"
                                 << "hostile.py:1:1: memory budget of 64.0 MiB exceeded: this "
