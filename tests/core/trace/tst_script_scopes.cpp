@@ -346,24 +346,29 @@ class TestScriptScopes : public QObject {
     QFETCH(int, tp);
     std::vector<std::string> lines;
     auto runner = makeRunner(&lines, tp);
-    const std::string e =
-        errorOf(*runner,
-                "model = VLLM('demo')\n"
-                "def pick(*xs, scale=1.0, **unused):\n"
-                "    return xs[0] * scale\n"
-                "with model.trace('Hello world'):\n"
-                "    first, *rest = [layer.output[0] for layer in model.model.layers]\n"
-                "    options = {'scale': 2.0}\n"
-                "    both = [*rest[-1:], first]\n"
-                "    normed = model.model.norm(*both[:1]).save()\n"
-                "    direct = model.model.norm(rest[2]).save()\n"
-                "    twice = pick(*both[1:], **options).save()\n"
-                "    firsts = first.save()\n"
-                "    sizes = [len(rest), *first.shape].save()\n"
-                "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct),\n"
-                "      '%.4f' % twice.norm() == f'{twice.norm():.4f}')\n");
+    const std::string e = errorOf(
+        *runner,
+        "model = VLLM('demo')\n"
+        "def pick(*xs, scale=1.0, **unused):\n"
+        "    return xs[0] * scale\n"
+        "with model.trace('Hello world'):\n"
+        "    first, *rest = [layer.output[0] for layer in model.model.layers]\n"
+        "    options = {'scale': 2.0}\n"
+        "    both = [*rest[-1:], first]\n"
+        "    normed = model.model.norm(*both[:1]).save()\n"
+        "    direct = model.model.norm(rest[2]).save()\n"
+        "    twice = pick(*both[1:], **options).save()\n"
+        "    firsts = first.save()\n"
+        "    sizes = [len(rest), *first.shape].save()\n"
+        "    ref = model.logits.save()\n"
+        "prompts = ['Hello world']\n"
+        "with model.trace() as tracer:\n"
+        "    with tracer.invoke(*prompts):\n"
+        "        unpacked = model.logits.save()\n"
+        "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct),\n"
+        "      '%.4f' % twice.norm() == f'{twice.norm():.4f}', torch.equal(unpacked, ref))\n");
     QCOMPARE(e, std::string("no error"));
-    QCOMPARE(lines, std::vector<std::string>{"3 2 32 True True True"});
+    QCOMPARE(lines, std::vector<std::string>{"3 2 32 True True True True"});
   }
 
   void aSavedResultIsCopiedToEachRank_data() { addTpRows(); }
