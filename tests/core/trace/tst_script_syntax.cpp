@@ -1,0 +1,273 @@
+// Trace scripts refuse what Python refuses, in its words and at its place: assignment, `del` and
+// augmented-assignment targets, f-string fields (errors placed inside the field), keys Python
+// cannot hash, `dict()`, unpacking with * and **, parameters and the arguments bound to them, and
+// printf-style % formatting. The rest of the language's errors: tst_script_language.cpp.
+#include <QtTest/QtTest>
+
+#include "common/script_checks.h"
+
+using namespace shardscope;
+using namespace shardscope::test;
+
+class TestScriptSyntax : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void pythonsErrorsAtPythonsPlace_data() {
+    QTest::addColumn<QString>("script");
+    QTest::addColumn<QString>("message");
+    // What Python's compiler refuses as a target, refused before the script runs (`[1] += [2]`
+    // ran silently, `f() = 1` failed only when reached), in its words and at its column.
+    QTest::newRow("assigned a literal") << "x = 1\n[1] = 3\n"
+                                        << "hostile.py:2:2: syntax error: cannot assign to literal";
+    QTest::newRow("assigned a call") << "print(1)\nlen(x) = 3\n"
+                                     << "hostile.py:2:1: syntax error: cannot assign to function "
+                                        "call";
+    QTest::newRow("assigned in a chain")
+        << "a = 1 = 2\n"
+        << "hostile.py:1:5: syntax error: cannot assign to literal";
+    QTest::newRow("assigned an operation") << "a.b, c + 1 = 2, 3\n"
+                                           << "hostile.py:1:6: syntax error: cannot assign to "
+                                              "expression";
+    QTest::newRow("assigned a parenthesized operation") << "(a) + b = 1\n"
+                                                        << "hostile.py:1:1: syntax error: cannot "
+                                                           "assign to expression";
+    QTest::newRow("assigned a comparison") << "x = 1\na + b < c = 1\n"
+                                           << "hostile.py:2:1: syntax error: cannot assign to "
+                                              "comparison";
+    QTest::newRow("assigned a conditional") << "a.b if c else d = 1\n"
+                                            << "hostile.py:1:1: syntax error: cannot assign to "
+                                               "conditional expression";
+    QTest::newRow("assigned an f-string") << "rf'{x}' = 1\n"
+                                          << "hostile.py:1:1: syntax error: cannot assign to "
+                                             "f-string expression";
+    QTest::newRow("deleted a comparison") << "del a < b\n"
+                                          << "hostile.py:1:5: syntax error: cannot delete "
+                                             "comparison";
+    QTest::newRow("with as, then another manager")  // two managers, not a tuple target
+        << "with a as b, c:\n    pass\n"
+        << "several context managers in one with statement: not supported";
+    QTest::newRow("assigned a comprehension") << "[x for x in y] = 1\n"
+                                              << "cannot assign to list comprehension";
+    QTest::newRow("for over a literal") << "for a, 1 in x:\n    pass\n"
+                                        << "hostile.py:1:8: syntax error: cannot assign to literal";
+    QTest::newRow("comprehension over a call") << "y = [1 for f() in x]\n"
+                                               << "hostile.py:1:12: syntax error: cannot assign "
+                                                  "to function call";
+    QTest::newRow("with as a literal") << "with a as (b, None):\n    pass\n"
+                                       << "hostile.py:1:15: syntax error: cannot assign to None";
+    QTest::newRow("augmented list") << "[1] += [2]\n"
+                                    << "hostile.py:1:1: syntax error: 'list' is an illegal "
+                                       "expression for augmented assignment";
+    QTest::newRow("augmented tuple") << "a, b += 1\n"
+                                     << "'tuple' is an illegal expression for augmented assignment";
+    QTest::newRow("augmented comprehension")
+        << "[x for x in y] += [1]\n"
+        << "'list comprehension' is an illegal expression for augmented assignment";
+    QTest::newRow("augmented call") << "x.f() += 1\n"
+                                    << "hostile.py:1:1: syntax error: 'function call' is an "
+                                       "illegal expression for augmented assignment";
+    QTest::newRow("del of a literal") << "del 1\n"
+                                      << "syntax error: cannot delete literal";
+    // Keys Python cannot hash are refused where Python refuses them (`{[1]: 2}` was a dict).
+    QTest::newRow("list as a key") << "d = {[1]: 2}\n"
+                                   << "hostile.py:1:1: unhashable type: 'list'";
+    QTest::newRow("list in a tuple key") << "d = {}\nd[(1, [2])] = 3\n"
+                                         << "hostile.py:2:1: unhashable type: 'list'";
+    QTest::newRow("dict looked up by a dict") << "d = {1: 2}\nx = d[{}]\n"
+                                              << "hostile.py:2:1: unhashable type: 'dict'";
+    QTest::newRow("list in a dict") << "x = [1] in {1: 2}\n"
+                                    << "hostile.py:1:1: unhashable type: 'list'";
+    QTest::newRow("list in a keys view") << "x = [1] in {1: 2}.keys()\n"
+                                         << "unhashable type: 'list'";
+    QTest::newRow("list key in an items view") << "x = ([1], 2) in {1: 2}.items()\n"
+                                               << "unhashable type: 'list'";
+    QTest::newRow("values view is a key, by identity")  // as Python hashes dict_values
+        << "d = {1: 2}\nv = d.values()\ne = {v: 1}\nassert e[v] == 1 and len(e) == 1\nx = 1 / 0\n"
+        << "hostile.py:5:1: division by zero";
+    QTest::newRow("keys view as a key") << "d = {1: 2}\ne = {d.keys(): 1}\n"
+                                        << "unhashable type: 'dict_keys'";
+    QTest::newRow("dict.get of a list") << "x = {1: 2}.get([1], 0)\n"
+                                        << "unhashable type: 'list'";
+    QTest::newRow("dict.pop of a list") << "x = {1: 2}.pop([1], 0)\n"
+                                        << "unhashable type: 'list'";
+    QTest::newRow("dict.setdefault of a list") << "x = {}.setdefault([1])\n"
+                                               << "unhashable type: 'list'";
+    QTest::newRow("del of a list key") << "d = {1: 2}\ndel d[[1]]\n"
+                                       << "unhashable type: 'list'";
+    QTest::newRow("dict comprehension of list keys") << "d = {[k]: k for k in range(2)}\n"
+                                                     << "unhashable type: 'list'";
+    QTest::newRow("dict of two arguments") << "d = dict({}, {})\n"
+                                           << "hostile.py:1:1: dict expected at most 1 argument, "
+                                              "got 2";
+    QTest::newRow("dict of an int") << "d = dict(1)\n"
+                                    << "hostile.py:1:1: 'int' object is not iterable";
+    QTest::newRow("dict of ints") << "d = dict([(1, 2), 3])\n"
+                                  << "cannot convert dictionary update sequence element #1 to a "
+                                     "sequence";
+    QTest::newRow("dict of a triple") << "d = dict([(1, 2, 3)])\n"
+                                      << "dictionary update sequence element #0 has length 3; 2 "
+                                         "is required";
+    // An f-string field's errors, at parse time and when it runs, point into the field where it
+    // stands (they were at line 1 of the field's own text); an empty field is Python's error.
+    QTest::newRow("f-string field")
+        << "x = 1\n\nprint(f'a {x +} b')\n"
+        << "hostile.py:3:15: syntax error: the expression is incomplete (in the "
+           "f-string's field '{x +}')\n    print(f'a {x +} b')";
+    QTest::newRow("f-string field's name error")
+        << "x = 1\ny = 2\nprint(f'{x} and {x} {x + undefined_name}')\n"
+        << "hostile.py:3:26: name 'undefined_name' is not defined\n"
+           "    print(f'{x} and {x} {x + undefined_name}')";
+    // Each character of an f-string knows where it stands (the lexer records it), so indented
+    // lines, escaped braces and literals concatenated around it place the field right.
+    QTest::newRow("f-string field on an indented line")
+        << "for i in range(1):\n    print(f'value: {i +}')\n"
+        << "hostile.py:2:24: syntax error: the expression is incomplete";
+    QTest::newRow("f-string field after escaped braces") << "print(f'{{u}} {u}')\n"
+                                                         << "hostile.py:1:16: name 'u' is not "
+                                                            "defined";
+    QTest::newRow("f-string field after a concatenated literal")
+        << "x = 1\nprint(f'{x}' '{u' f'{u}')\n"
+        << "hostile.py:2:22: name 'u' is not defined";
+    QTest::newRow("f-string field on the next line of a concatenation")
+        << "print('{u'\n      f'{u}')\n"
+        << "hostile.py:2:10: name 'u' is not defined";
+    QTest::newRow("f-string field on a triple-quoted string's second line")
+        << "print(f\"\"\"{\nu}\"\"\")\n"
+        << "hostile.py:2:1: name 'u' is not defined";
+    QTest::newRow("f-string field's lexer error") << "x = 1\ny = 2\nprint(f'{x ? 1}')\n"
+                                                  << "hostile.py:3:12: syntax error: unexpected "
+                                                     "character '?' (in the f-string's field";
+    QTest::newRow("f-string field's unterminated string")
+        << "print(f\"{'a}\")\n"
+        << "hostile.py:1:10: syntax error: unterminated string literal";
+    QTest::newRow("f-string unmatched parenthesis") << "x = 1\nprint(f'{x)}')\n"
+                                                    << "hostile.py:2:11: syntax error: f-string: "
+                                                       "unmatched ')'";
+    QTest::newRow("f-string mismatched parenthesis")
+        << "print(f'{(1 +}')\n"
+        << "hostile.py:1:14: syntax error: f-string: closing parenthesis '}' does not match "
+           "opening parenthesis '('";
+    QTest::newRow("f-string single closing brace")
+        << "print(f'a}')\n"
+        << "hostile.py:1:10: syntax error: f-string: single '}' is not allowed";
+    QTest::newRow("f-string spec's field") << "print(f'{1:>{undefined_width}}')\n"
+                                           << "hostile.py:1:14: name 'undefined_width' is not "
+                                              "defined";
+    QTest::newRow("f-string spec's empty field")
+        << "print(f'{1:{}}')\n"
+        << "hostile.py:1:12: syntax error: f-string: empty expression not allowed";
+    QTest::newRow("f-string field after a longer one")  // the first field's text is not it
+        << "undefined_name_2 = 1\nprint(f'{undefined_name_2}{undefined_name}')\n"
+        << "hostile.py:2:28: name 'undefined_name' is not defined";
+    QTest::newRow("empty f-string field")
+        << "print(f'{ }')\n"
+        << "hostile.py:1:9: syntax error: f-string: empty expression not allowed";
+    // Unpacking with * and ** (in calls, displays and targets) fails as Python's does.
+    // Parameters and the arguments bound to them, as Python's compiler and calls check them.
+    QTest::newRow("default before a required parameter")
+        << "def f(a=1, b):\n    pass\n"
+        << "hostile.py:1:12: syntax error: non-default argument follows default argument";
+    QTest::newRow("parameter twice") << "def f(a, a):\n    pass\n"
+                                     << "duplicate argument 'a' in function definition";
+    QTest::newRow("bare star last") << "def f(a, *):\n    pass\n"
+                                    << "named arguments must follow bare *";
+    QTest::newRow("parameter after **kwargs") << "def f(**k, a):\n    pass\n"
+                                              << "arguments cannot follow var-keyword argument";
+    QTest::newRow("missing arguments") << "def f(a, b, c):\n    pass\nf()\n"
+                                       << "hostile.py:3:1: f() missing 3 required positional "
+                                          "arguments: 'a', 'b', and 'c'";
+    QTest::newRow("missing keyword-only") << "def f(*, k):\n    pass\nf()\n"
+                                          << "f() missing 1 required keyword-only argument: 'k'";
+    QTest::newRow("too many positional")
+        << "def f(a, b=1, *, x):\n    pass\nf(1, 2, 3, x=1)\n"
+        << "f() takes from 1 to 2 positional arguments but 3 positional arguments (and 1 "
+           "keyword-only argument) were given";
+    QTest::newRow("argument twice") << "def f(a):\n    pass\nf(1, a=2)\n"
+                                    << "f() got multiple values for argument 'a'";
+    QTest::newRow("positional-only by keyword") << "def f(a, /):\n    pass\nf(a=1)\n"
+                                                << "f() got some positional-only arguments "
+                                                   "passed as keyword arguments: 'a'";
+    // printf-style % formatting: Python's TypeErrors and ValueErrors, word for word.
+    QTest::newRow("% of a str as an int") << "x = '%d' % 'x'\n"
+                                          << "hostile.py:1:1: %d format: a real number is "
+                                             "required, not str";
+    QTest::newRow("% hex of a float") << "x = '%x' % 1.5\n"
+                                      << "%x format: an integer is required, not float";
+    QTest::newRow("% too few") << "x = '%d %d' % (1,)\n"
+                               << "not enough arguments for format string";
+    QTest::newRow("% too many") << "x = '%d' % (1, 2)\n"
+                                << "not all arguments converted during string formatting";
+    QTest::newRow("% unknown conversion") << "x = '%q' % 1\n"
+                                          << "unsupported format character 'q' (0x71) at index 1";
+    QTest::newRow("% at the end") << "x = 'a %' % ()\n"
+                                  << "incomplete format";
+    QTest::newRow("% key without a dict") << "x = '%(a)s' % 1\n"
+                                          << "format requires a mapping";
+    QTest::newRow("% key missing") << "x = '%(a)s' % {}\n"
+                                   << "KeyError: 'a'";
+    QTest::newRow("% width too large") << "x = '%99999d' % 1\n"
+                                       << "the format's width is larger than 10000";
+    QTest::newRow("too many to unpack") << "a, b = [1, 2, 3]\n"
+                                        << "hostile.py:1:1: too many values to unpack (expected 2)";
+    QTest::newRow("too few to unpack")
+        << "a, *b, c = [1]\n"
+        << "not enough values to unpack (expected at least 2, got 1)";
+    QTest::newRow("unpacked an int") << "a, b = 1\n"
+                                     << "cannot unpack non-iterable int object";
+    QTest::newRow("lone starred value") << "x = *[1]\n"
+                                        << "hostile.py:1:5: syntax error: can't use starred "
+                                           "expression here";
+    QTest::newRow("lone starred target") << "*a = [1]\n"
+                                         << "starred assignment target must be in a list or tuple";
+    QTest::newRow("two starred targets") << "a, *b, *c = [1, 2]\n"
+                                         << "multiple starred expressions in assignment";
+    QTest::newRow("deleted starred") << "del (a, *b)\n"
+                                     << "hostile.py:1:9: syntax error: cannot delete starred";
+    QTest::newRow("starred in a comprehension") << "x = [*a for a in b]\n"
+                                                << "iterable unpacking cannot be used in "
+                                                   "comprehension";
+    QTest::newRow("call unpacks an int") << "print(*1)\n"
+                                         << "print() argument after * must be an iterable, not "
+                                            "int";
+    QTest::newRow("call unpacks a list as keywords") << "def f(): pass\nf(**[1])\n"
+                                                     << "hostile.py:2:1: f() argument after ** "
+                                                        "must be a mapping, not list";
+    QTest::newRow("keyword twice through **") << "def f(a): pass\nf(a=1, **{'a': 2})\n"
+                                              << "f() got multiple values for keyword argument "
+                                                 "'a'";
+    QTest::newRow("keyword repeated") << "print(a=1, a=2)\n"
+                                      << "hostile.py:1:12: syntax error: keyword argument "
+                                         "repeated: a";
+    QTest::newRow("keywords not strings") << "print(**{1: 2})\n"
+                                          << "keywords must be strings";
+    QTest::newRow("positional after **") << "print(**{}, 1)\n"
+                                         << "positional argument follows keyword argument "
+                                            "unpacking";
+    QTest::newRow("display unpacks an int") << "x = [*1]\n"
+                                            << "Value after * must be an iterable, not int";
+    QTest::newRow("positional-only by keyword beside another")
+        << "def f(a, /):\n    pass\nf(a=1, z=2)\n"
+        << "f() got some positional-only "
+           "arguments passed as keyword "
+           "arguments: 'a'";
+    QTest::newRow("positional-only in parameter order") << "def f(a, b, /):\n    pass\n"
+                                                           "f(b=1, a=2)\n"
+                                                        << "passed as keyword arguments: 'a, b'";
+    QTest::newRow("f-string spec nested twice") << "x = 1\nprint(f'{x:{x:{x}}}')\n"
+                                                << "hostile.py:2:15: syntax error: f-string: "
+                                                   "expressions nested too deeply";
+    QTest::newRow("dict unpacked in a comprehension")
+        << "x = {**d for d in y}\n"
+        << "dict unpacking cannot be used in dict comprehension";
+    QTest::newRow("generator after a keyword") << "print(k=1, x for x in y)\n"
+                                               << "hostile.py:1:12: syntax error: Generator "
+                                                  "expression must be parenthesized";
+    QTest::newRow("dict unpacks an int") << "x = {**1}\n"
+                                         << "'int' object is not a mapping";
+  }
+  void pythonsErrorsAtPythonsPlace() { failsWithMessageAndRunnerWorksOn(); }
+};
+
+QTEST_GUILESS_MAIN(TestScriptSyntax)
+#include "tst_script_syntax.moc"
