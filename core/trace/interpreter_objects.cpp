@@ -382,6 +382,8 @@ Value Interpreter::getItem(const Value& obj, const Value& index) {
       const size_t n = obj->type == Type::Str ? obj->str.size() : obj->items.size();
       if (index->type == Type::Slice) {
         const auto idx = sliceIndices(index, n);
+        // the slice's references (or characters) are the budget's: x[:] forty times made them free
+        chargeMemory(int64_t(idx.size() * (obj->type == Type::Str ? 1 : sizeof(Value))));
         if (obj->type == Type::Str) {
           std::string s;
           for (long long i : idx) s += obj->str[i];

@@ -50,6 +50,9 @@ class TestScriptSafety : public QObject {
     QTest::newRow("list display unpacked forty times")
         << "x = [1] * 2 * 10 ** 6\ny = []\nfor _ in range(40):\n    y.append([*x])\n"
         << "hostile.py:4:5: memory budget of 64.0 MiB";
+    QTest::newRow("list sliced forty times")
+        << "x = [1] * 2 * 10 ** 6\ny = []\nfor _ in range(40):\n    y.append(x[:])\n"
+        << "hostile.py:4:5: memory budget of 64.0 MiB";
     QTest::newRow("call unpacked forty times")
         << "x = [1] * 2 * 10 ** 6\ny = []\ndef f(*a):\n    return a\nfor _ in range(40):\n"
            "    y.append(f(*x))\n"
