@@ -87,7 +87,7 @@ Value Interpreter::evalLazy(const Expr& e) {
           if (other->type != Type::Dict)
             fail(std::string("'") + typeName(other->type) + "' object is not a mapping");
           chargeMemory(int64_t(other->dict.size() * 2 * sizeof(Value)));
-          for (const auto& [k, v] : DictEntries(other->dict)) setItem(d, k, v);
+          for (const auto& [k, v] : other->dict) setItem(d, k, v);
           continue;
         }
         Value key = eval(*e.items[i]);  // before its value, as Python does
@@ -256,7 +256,7 @@ CallArgs Interpreter::evalArguments(const Expr& e, const std::string& callee) {
     if (mapping->type != Type::Dict)
       fail(callee + " argument after ** must be a mapping, not " + typeName(mapping->type));
     chargeMemory(int64_t(mapping->dict.size() * 2 * sizeof(Value)));
-    for (const auto& [k, v] : DictEntries(mapping->dict)) {
+    for (const auto& [k, v] : mapping->dict) {
       if (k->type != Type::Str) fail("keywords must be strings");
       addKeyword(args, callee, k->str, v);
     }

@@ -165,7 +165,7 @@ class PercentFormatter {
     }
     if (at('.')) {
       ++i_;
-      c.precision = std::max(0, number("precision"));
+      c.precision = std::max(0, number("precision"));  // "%.*f" % (-1, x) is precision 0
     }
     while (i_ < f_.size() && std::strchr("hlL", f_[i_])) ++i_;  // length modifiers: ignored
     if (i_ >= f_.size()) throw RuntimeFailure("incomplete format");
@@ -199,7 +199,7 @@ class PercentFormatter {
     return it->second;
   }
 
-  // Digits, or '*' for the next argument (an int); -1 when neither is there (width: 0).
+  // Digits, or '*' for the next argument (an int); 0 when neither is there.
   int number(const char* what) {
     if (at('*')) {
       ++i_;
@@ -208,14 +208,12 @@ class PercentFormatter {
       if (std::abs(v->intValue) > kMaxFormatWidth) tooLarge(what);
       return int(v->intValue);
     }
-    long long n = 0;
-    bool any = false;
+    long long n = 0;  // "%.f": precision 0
     for (; i_ < f_.size() && std::isdigit(uint8_t(f_[i_])); ++i_) {
       n = n * 10 + (f_[i_] - '0');
       if (n > kMaxFormatWidth) tooLarge(what);
-      any = true;
     }
-    return any ? int(n) : std::string(what) == "width" ? 0 : -1;
+    return int(n);
   }
 
   [[noreturn]] static void tooLarge(const char* what) {

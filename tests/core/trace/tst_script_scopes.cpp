@@ -366,9 +366,11 @@ class TestScriptScopes : public QObject {
         "    with tracer.invoke(*prompts):\n"
         "        unpacked = model.logits.save()\n"
         "print(*sizes, torch.equal(twice, firsts * 2.0), torch.equal(normed, direct),\n"
-        "      '%.4f' % twice.norm() == f'{twice.norm():.4f}', torch.equal(unpacked, ref))\n");
+        "      '%.4f' % twice.norm() == f'{twice.norm():.4f}', torch.equal(unpacked, ref),\n"
+        "      repr(firsts.float), repr(list))\n");
     QCOMPARE(e, std::string("no error"));
-    QCOMPARE(lines, std::vector<std::string>{"3 2 32 True True True True"});
+    QCOMPARE(lines, std::vector<std::string>{
+                        "3 2 32 True True True True <built-in function float> <class 'list'>"});
   }
 
   void aSavedResultIsCopiedToEachRank_data() { addTpRows(); }
