@@ -1,3 +1,7 @@
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "core/runtime_switches.h"
 #include "kernel_math.cuh"
 #include "norm_rows.cuh"
@@ -183,6 +187,37 @@ __global__ void gemvKernel(GemvArgs a, bool weightsToL2) {
   }
 }
 
+// What launching a gemv kernel with `shared` bytes of dynamic shared memory takes on the current
+// device: the opt-in past the default 48 KB (counting the kernel's static shared memory too: at
+// exactly 48 KB of rows the launch failed; gemvNormFits checked the limit), and how many of its
+// blocks fit on the GPU at once. Asked once a kernel, device and size (the answers do not change;
+// the launch path is hot); an error is returned and nothing is remembered.
+cudaError_t prepareGemv(const void* kernel, size_t shared, int* blocksAtOnce) {
+  using Key = std::tuple<const void*, int, size_t>;
+  static std::mutex mutex;
+  static std::map<Key, int> known;
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const Key key{kernel, device, shared};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(key); it != known.end()) {
+    *blocksAtOnce = it->second;
+    return cudaSuccess;
+  }
+  cudaFuncAttributes attributes{};
+  e = cudaFuncGetAttributes(&attributes, kernel);
+  if (e == cudaSuccess && shared + attributes.sharedSizeBytes > 48 * 1024)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  int sms = 0, perSm = 0;
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarpsPerBlock * 32, shared);
+  if (e != cudaSuccess) return e;
+  *blocksAtOnce = known[key] = std::max(1, sms * perSm);
+  return cudaSuccess;
+}
+
 // A block per kWarpsPerBlock columns; with NORM (each block norms x first) no more blocks than
 // fit on the GPU at once, unless SHARDSCOPE_NORM_GEMV_GRID=full (to compare).
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
@@ -190,26 +225,12 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
   const auto kernel = gemvKernel<T, ROWS, NORM, SWIGLU>;
   int64_t blocks = (a.n + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const size_t shared = NORM ? size_t(ROWS * a.k) * sizeof(T) : 0;
-  // Past the default 48 KB, counting the kernel's static shared memory too (at exactly 48 KB of
-  // rows the launch failed): opt in (gemvNormFits checked the limit).
-  cudaFuncAttributes attributes{};
-  const cudaError_t got = cudaFuncGetAttributes(&attributes, kernel);
-  if (got != cudaSuccess) return got;
-  if (shared + attributes.sharedSizeBytes > 48 * 1024) {
-    const cudaError_t set =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    if (set != cudaSuccess) return set;
-  }
-  if (NORM && !RuntimeSwitches::current().fullNormGemvGrid) {
-    int device = 0, sms = 0, perSm = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e == cudaSuccess)
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarpsPerBlock * 32,
-                                                        shared);
-    if (e != cudaSuccess) return e;
-    blocks = std::min<int64_t>(blocks, std::max(1, sms * perSm));
-  }
+  int blocksAtOnce = 0;
+  const cudaError_t prepared =
+      prepareGemv(reinterpret_cast<const void*>(kernel), shared, &blocksAtOnce);
+  if (prepared != cudaSuccess) return prepared;
+  if (NORM && !RuntimeSwitches::current().fullNormGemvGrid)
+    blocks = std::min<int64_t>(blocks, blocksAtOnce);
   return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a,
                       weightsFitL2(a.n * (a.swiGlu ? 2 : 1) * a.k * int64_t(sizeof(T))));
 }
