@@ -170,13 +170,15 @@ class PercentFormatter {
     while (i_ < f_.size() && std::strchr("hlL", f_[i_])) ++i_;  // length modifiers: ignored
     if (i_ >= f_.size()) throw RuntimeFailure("incomplete format");
     c.type = f_[i_];
+    // CPython takes the argument before it reads the type: "%5%" % () is "not enough arguments"
+    const Value value = arg ? arg : nextArgument();
     if (c.type == 0 || !std::strchr("sradiuoxXeEfFgGc", c.type)) {
       char code[8];
       std::snprintf(code, sizeof code, "0x%x", unsigned(uint8_t(c.type)));
       throw RuntimeFailure(std::string("unsupported format character '") + c.type + "' (" + code +
                            ") at index " + std::to_string(i_));
     }
-    return converted(c, arg ? arg : nextArgument());
+    return converted(c, value);
   }
 
   bool at(char ch) const { return i_ < f_.size() && f_[i_] == ch; }

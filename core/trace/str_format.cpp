@@ -55,8 +55,19 @@ class TextFormatter {
     throw RuntimeFailure("expected '}' before end of string");
   }
 
+  // Where the field's name ends (at its '!' or ':'), read as CPython reads it: an index in
+  // brackets may hold anything but ']', and a '{' outside one is an error.
+  static size_t nameEnd(const std::string& text) {
+    for (size_t k = 0; k < text.size(); ++k) {
+      if (text[k] == '{') throw RuntimeFailure("unexpected '{' in field name");
+      if (text[k] == '[' && (k = text.find(']', k)) == std::string::npos) break;
+      if (text[k] == '!' || text[k] == ':') return k;
+    }
+    return std::string::npos;
+  }
+
   std::string field(const std::string& text, int depth) {
-    const size_t cut = text.find_first_of("!:");
+    const size_t cut = nameEnd(text);
     const Value value = argument(text.substr(0, cut));  // before the spec's own fields
     std::string format = cut == std::string::npos ? "" : text.substr(cut);
     const size_t colon = format.find(':');

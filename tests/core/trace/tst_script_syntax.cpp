@@ -200,6 +200,13 @@ class TestScriptSyntax : public QObject {
                                 << "not all arguments converted during string formatting";
     QTest::newRow("% unknown conversion") << "x = '%q' % 1\n"
                                           << "unsupported format character 'q' (0x71) at index 1";
+    QTest::newRow("format: a brace in a field name") << "x = '{0{}}'.format(1, 2)\n"
+                                                     << "unexpected '{' in field name";
+    QTest::newRow("% literal with a width, no argument")
+        << "x = '%5%' % ()\n"
+        << "not enough arguments for format string";
+    QTest::newRow("% literal with a width") << "x = '%5%' % 1\n"
+                                            << "unsupported format character '%' (0x25) at index 2";
     QTest::newRow("% at the end") << "x = 'a %' % ()\n"
                                   << "incomplete format";
     QTest::newRow("% key without a dict") << "x = '%(a)s' % 1\n"
