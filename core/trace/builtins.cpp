@@ -401,6 +401,8 @@ void installScalarsAndConversions(Environment& env) {
             }
             return Value(r);
           }));
+  env.set("ascii", strictBuiltin("ascii", 1, {"obj"},
+                                 [](Args& a) { return string(ascii(arg(a, 0, "obj", "ascii"))); }));
   env.set("repr", strictBuiltin("repr", 1, {"obj"},
                                 [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
   env.set("str", strictBuiltin("str", 1, {}, [](Args& a) {

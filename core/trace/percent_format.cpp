@@ -69,7 +69,7 @@ std::string converted(const Conversion& c, const Value& arg) {
     case 's':
     case 'r':
     case 'a': {
-      std::string text = c.type == 's' ? str(arg) : repr(arg);
+      std::string text = c.type == 's' ? str(arg) : c.type == 'r' ? repr(arg) : ascii(arg);
       if (c.precision >= 0 && int(text.size()) > c.precision) text.resize(size_t(c.precision));
       return padded(text, c);
     }

@@ -179,9 +179,10 @@ bool anyInside(const Value& v, const std::function<bool(const Value&)>& test);
 // The number of values a Range yields (Python's len(range(...))).
 long long rangeLength(const Object& r);
 
-// Python's truth value, repr() and str().
+// Python's truth value, repr(), ascii() (repr with non-ASCII escaped) and str().
 bool truthy(const Value& v);
 std::string repr(const Value& v);
+std::string ascii(const Value& v);
 std::string str(const Value& v);
 // As torch prints it (tensor_repr.cpp).
 std::string formatTensor(const at::Tensor& t);

@@ -156,6 +156,39 @@ std::string repr(const Value& v) {
   return reprOf(v);
 }
 
+std::string ascii(const Value& v) {
+  const std::string text = repr(v);
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = uint8_t(text[i]);
+    if (byte < 0x80) {
+      out += char(byte);
+      ++i;
+      continue;
+    }
+    size_t length = byte >= 0xF8 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    uint32_t code = length == 1 ? byte : byte & (0x7F >> length);
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = i + k < text.size() ? uint8_t(text[i + k]) : 0;
+      if ((next & 0xC0) != 0x80) {  // not UTF-8 (strings are bytes): the byte's own value
+        length = 1;
+        code = byte;
+        break;
+      }
+      code = code << 6 | (next & 0x3F);
+    }
+    char escape[12];
+    std::snprintf(escape, sizeof escape,
+                  code < 0x100     ? "\\x%02x"
+                  : code < 0x10000 ? "\\u%04x"
+                                   : "\\U%08x",
+                  code);
+    out += escape;
+    i += length;
+  }
+  return out;
+}
+
 std::string str(const Value& v) {
   return v->type == Type::Str || v->type == Type::Device ? v->str : repr(v);
 }

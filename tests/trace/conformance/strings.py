@@ -61,3 +61,7 @@ print("%c%c" % (65, "b"), "%%" % (), "%(a)s-%(b)03d" % {"a": "x", "b": 5}, "%(a)
 print("%*d|%-*d|%.*f" % (5, 1, 4, 2, 2, 3.14159), "%.3d|%5.3d|%-6.2x|" % (5, -7, 10), "%0-5d|" % 3)
 print("%s" % {"a": 1}, "%s" % [1, 2], "%s" % ((1, 2),), "%d" % 3.99, "%d" % True, "x" % [], "x" % {})
 print("%.2s|%5.1s|" % ("abc", "xyz"), "%i %u %ld" % (1, 2, 3), "%r" % 1.5, "%+.1e" % -0.0, "%#.0f %#g" % (3, 2))
+
+# ascii(), %a and !a: repr with every non-ASCII character escaped (\x, \u or \U by its size).
+smile = "\U0001f600"
+print(ascii("caf\u00e9"), "%a" % "\u20ac", f"{smile!a}", "{!a}".format(["n\u00e9", 1]), ascii("plain"))
