@@ -122,7 +122,7 @@ class Parser : public ExpressionParser {
     if (atName("while")) {
       auto s = make(StmtKind::While);
       ++i_;
-      s->value = test();
+      s->value = condition();
       s->body = loopBody();
       loopElse(*s);
       return out.push_back(s);
@@ -161,11 +161,18 @@ class Parser : public ExpressionParser {
     simpleStatement(out);
   }
 
+  // An if's or while's condition; `if x = 1:` is Python's hint.
+  ExprPtr condition() {
+    ExprPtr e = test();
+    if (atOp("=")) fail("expected ':', found '='. Maybe you meant '==' instead of '='?");
+    return e;
+  }
+
   StmtPtr ifStatement() {
     Nest nest(*this);  // an elif chain nests
     auto s = make(StmtKind::If);
     ++i_;  // if / elif
-    s->value = test();
+    s->value = condition();
     s->body = suite();
     if (atName("elif")) {
       s->orElse.push_back(ifStatement());

@@ -18,6 +18,11 @@ class TestScriptSyntax : public QObject {
     QTest::addColumn<QString>("message");
     // What Python's compiler refuses as a target, refused before the script runs (`[1] += [2]`
     // ran silently, `f() = 1` failed only when reached), in its words and at its column.
+    QTest::newRow("= in an if") << "x = 1\nif x = 1:\n    pass\n"
+                                << "hostile.py:2:6: syntax error: expected ':', found '='. Maybe "
+                                   "you meant '==' instead of '='?";
+    QTest::newRow("= in a while") << "while x = 3: pass\n"
+                                  << "Maybe you meant '==' instead of '='?";
     QTest::newRow("assigned a literal") << "x = 1\n[1] = 3\n"
                                         << "hostile.py:2:2: syntax error: cannot assign to literal";
     QTest::newRow("assigned a call") << "print(1)\nlen(x) = 3\n"
