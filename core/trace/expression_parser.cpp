@@ -369,15 +369,17 @@ ExprPtr ExpressionParser::trailers(ExprPtr e) {
   }
 }
 
+// Python 3.11's subscripts: a slice, or items (slices or starred) that make a tuple, as
+// `d[*a]` and `d[*a, 1]` do.
 ExprPtr ExpressionParser::subscriptList() {
   const SourceLocation loc = peek().at;
-  ExprPtr first = subscript();
-  if (!atOp(",")) return first;
+  ExprPtr first = starredOr(&ExpressionParser::subscript);
+  if (!atOp(",") && first->kind != ExprKind::Starred) return first;
   auto t = makeExpr(ExprKind::Tuple, loc);
   t->items.push_back(first);
   while (acceptOp(",")) {
     if (atOp("]")) break;
-    t->items.push_back(subscript());
+    t->items.push_back(starredOr(&ExpressionParser::subscript));
   }
   return t;
 }

@@ -106,3 +106,11 @@ print(original, copied, copied["x"] is original["x"])
 print(dict(zip("abc", range(3))), dict(original.items()), dict(enumerate("hi")))
 print(dict({1: "one", 1.0: "float one", True: "true"}))
 print({(1, (2, 3)): "nested tuple key"}[(1, (2, 3))])
+
+# Starred items in a subscript make a tuple key (Python 3.11), in a read, a store and a del.
+pair = [1, 2]
+keyed = {(1, 2): "a", (0, 1, 2): "b"}
+print(keyed[*pair], keyed[0, *pair], keyed[*pair,])
+keyed[*pair] = "c"
+del keyed[0, *pair]
+print(keyed)
