@@ -42,7 +42,7 @@ std::string tooManyPositional(const FunctionDef& f, size_t given, size_t keyword
     was = plural(given, "positional argument") + " (and " +
           plural(keywordOnlyGiven, "keyword-only argument") + ") were given";
   }
-  return f.name + "() takes " + takes + " but " + was;
+  return f.qualifiedName + "() takes " + takes + " but " + was;
 }
 
 }  // namespace
@@ -70,7 +70,9 @@ std::vector<std::pair<std::string, Value>> bindArguments(const FunctionDef& f,
     });
     if (p != ps.end() && p->kind != Kind::PositionalOnly) {
       Value& slot = values[size_t(p - ps.begin())];
-      if (slot) throw RuntimeFailure(f.name + "() got multiple values for argument '" + name + "'");
+      if (slot)
+        throw RuntimeFailure(f.qualifiedName + "() got multiple values for argument '" + name +
+                             "'");
       slot = v;
       keywordOnlyGiven += p->kind == Kind::KeywordOnly;
       continue;
@@ -89,11 +91,11 @@ std::vector<std::pair<std::string, Value>> bindArguments(const FunctionDef& f,
         positionalOnly += (positionalOnly.empty() ? "" : ", ") + q.name;
     }
     if (!positionalOnly.empty()) {
-      throw RuntimeFailure(f.name +
+      throw RuntimeFailure(f.qualifiedName +
                            "() got some positional-only arguments passed as keyword arguments: '" +
                            positionalOnly + "'");
     }
-    throw RuntimeFailure(f.name + "() got an unexpected keyword argument '" + name + "'");
+    throw RuntimeFailure(f.qualifiedName + "() got an unexpected keyword argument '" + name + "'");
   }
   if (args.positional.size() > slots && varPositional == ps.end())
     throw RuntimeFailure(tooManyPositional(f, args.positional.size(), keywordOnlyGiven));
@@ -109,7 +111,7 @@ std::vector<std::pair<std::string, Value>> bindArguments(const FunctionDef& f,
         .push_back(ps[i].name);
   }
   const auto missing = [&](const std::vector<std::string>& names, const char* kind) {
-    throw RuntimeFailure(f.name + "() missing " +
+    throw RuntimeFailure(f.qualifiedName + "() missing " +
                          plural(names.size(), std::string("required ") + kind + " argument") +
                          ": " + quotedList(names));
   };

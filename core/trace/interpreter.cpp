@@ -22,6 +22,14 @@ struct ReturnSignal {
   Value value;
 };
 
+// Python's __qualname__ of a function `name` made while `running` runs (null: at module level).
+std::string qualifiedName(const FunctionDef* running, const std::string& name) {
+  if (!running) return name;
+  const bool comprehension = running->name == "<listcomp>" || running->name == "<dictcomp>" ||
+                             running->name == "<genexpr>";
+  return running->qualifiedName + (comprehension ? "." : ".<locals>.") + name;
+}
+
 }  // namespace
 
 Value* Environment::find(const std::string& name) {
@@ -508,6 +516,7 @@ Value Interpreter::makeFunction(const std::string& name, const std::vector<Param
                                 const Block& body, ExprPtr lambdaBody) {
   auto f = std::make_shared<FunctionDef>();
   f->name = name;
+  f->qualifiedName = qualifiedName(running_, name);
   f->params = params;
   for (const auto& p : params)
     f->defaults.push_back(p.defaultValue ? eval(*p.defaultValue) : nullptr);
@@ -576,6 +585,8 @@ Value Interpreter::callFunction(const FunctionDef& f, CallArgs& args) {
   }
   for (auto& [name, v] : bound) local->set(name, std::move(v));
   std::swap(env_, local);
+  const FunctionDef* caller = running_;
+  running_ = &f;
   const Stmt* callerStmt = stmt_;
   const SourceLocation callerAt = at_;
   Value result = none();
@@ -589,10 +600,12 @@ Value Interpreter::callFunction(const FunctionDef& f, CallArgs& args) {
     result = r.value;
   } catch (...) {
     std::swap(env_, local);
+    running_ = caller;
     --depth_;
     throw;
   }
   std::swap(env_, local);
+  running_ = caller;
   stmt_ = callerStmt;
   at_ = callerAt;
   --depth_;

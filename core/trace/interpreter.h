@@ -207,6 +207,7 @@ class Interpreter {
   SourceLocation at_;
   const Stmt* stmt_ = nullptr;
   int depth_ = 0;
+  const FunctionDef* running_ = nullptr;  // the function whose call runs now (its qualified name)
   struct DeferredOp;
   struct Held {
     std::weak_ptr<Object> value;

@@ -207,9 +207,10 @@ Value Interpreter::save(const Expr& receiverExpr) {
 
 namespace {
 
-// How Python names a callee in its argument errors: "f()", "print()".
+// How Python names a callee in the errors of a call's unpacking: "__main__.g.<locals>.f()",
+// "print()".
 std::string calleeName(const Value& fn) {
-  if (fn->type == Type::Function) return fn->function->name + "()";
+  if (fn->type == Type::Function) return "__main__." + fn->function->qualifiedName + "()";
   if (fn->type == Type::Builtin) return fn->str + "()";
   return std::string("'") + typeName(fn->type) + "' object";
 }

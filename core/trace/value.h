@@ -72,6 +72,9 @@ using BuiltinFn = std::function<Value(CallArgs&)>;
 
 struct FunctionDef {
   std::string name;
+  // Python's __qualname__: "g.<locals>.f" for f made in a call of g ("<listcomp>.<lambda>" inside
+  // a comprehension); Python's argument errors name a function by it.
+  std::string qualifiedName;
   std::vector<Param> params;
   std::vector<Value> defaults;  // evaluated at definition, parallel to params (null: none)
   Block body;                   // def

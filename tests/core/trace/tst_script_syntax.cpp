@@ -243,8 +243,19 @@ class TestScriptSyntax : public QObject {
                                          << "print() argument after * must be an iterable, not "
                                             "int";
     QTest::newRow("call unpacks a list as keywords") << "def f(): pass\nf(**[1])\n"
-                                                     << "hostile.py:2:1: f() argument after ** "
-                                                        "must be a mapping, not list";
+                                                     << "hostile.py:2:1: __main__.f() argument "
+                                                        "after ** must be a mapping, not list";
+    // Python names a function by its qualified name: where it was made, and in unpacking errors
+    // its module too.
+    QTest::newRow("nested function's name")
+        << "def g():\n    def f(a):\n        pass\n    return f\ng()()\n"
+        << "hostile.py:5:1: g.<locals>.f() missing 1 required positional argument: 'a'";
+    QTest::newRow("lambda in a comprehension's name")
+        << "def g():\n    return [lambda: 0 for _ in [1]][0]\ng()(1)\n"
+        << "g.<locals>.<listcomp>.<lambda>() takes 0 positional arguments but 1 was given";
+    QTest::newRow("nested function's name when unpacking")
+        << "def g():\n    def f(a):\n        pass\n    return f\ng()(*1)\n"
+        << "__main__.g.<locals>.f() argument after * must be an iterable, not int";
     QTest::newRow("keyword twice through **") << "def f(a): pass\nf(a=1, **{'a': 2})\n"
                                               << "f() got multiple values for keyword argument "
                                                  "'a'";
