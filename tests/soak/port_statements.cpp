@@ -50,6 +50,16 @@ const std::vector<std::string> kPositiveScales = {"0.5", "1.5", "0.25", "2.0"};
 
 }  // namespace
 
+// Functions every script defines on the driver before its traces; blocks call them on every rank
+// (each rank runs its own copy), with a default and a keyword-only parameter.
+const char* const kDriverFunctions =
+    "def last_rows(x, n=1):\n"
+    "    return x[-n:].clone()\n"
+    "\n"
+    "def scaled(x, *, by):\n"
+    "    return x * by\n"
+    "\n";
+
 const std::vector<PortDef>& PortStatements::portsOf(int layer) const {
   return m_.isSparse(layer) ? kSparseLayerPorts : kLayerPorts;
 }
@@ -159,7 +169,7 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
     case Layout::Hidden:
       switch (rng_.below(7)) {
         case 0:
-          return x + "[-1:].clone()";
+          return lastRow(x);
         case 1:
           return x + ".abs().sum(-1)";  // no cancellation to amplify rounding
         case 2:
@@ -176,7 +186,7 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
       }
     case Layout::Columns:
       if (rng_.chance(0.4)) return x + "[:, " + readSlice(p.width) + "].clone()";
-      return rng_.chance(0.3) ? x + "[-1:].clone()" : x + ".clone()";
+      return rng_.chance(0.3) ? lastRow(x) : x + ".clone()";
     case Layout::OProjInput:
       if (rng_.chance(0.4)) {
         feature("head-accessor");
@@ -213,6 +223,13 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
   return x + ".clone()";
 }
 
+// A copy of the value's last row, now and then through the script's driver function.
+std::string PortStatements::lastRow(const std::string& x) {
+  if (!rng_.chance(0.3)) return x + "[-1:].clone()";
+  feature("driver-function");
+  return rng_.chance(0.5) ? "last_rows(" + x + ")" : "last_rows(" + x + ", n=1)";
+}
+
 // The heads of a [T, heads, head_dim] value walked by a comprehension: a list comprehension with
 // a condition, a generator summed, or a dict comprehension's values.
 std::string PortStatements::headsComprehension(const std::string& x, int heads) {
@@ -235,6 +252,10 @@ std::vector<std::string> PortStatements::writeOf(const Port& p, const std::strin
     case Layout::Hidden:
       switch (rng_.below(4)) {
         case 0:
+          if (rng_.chance(0.3)) {
+            feature("driver-function");
+            return {x + "[:] = scaled(" + x + ", by=" + scale() + ")"};
+          }
           return {x + " *= " + scale()};
         case 1:
           return {x + " += " + rng_.pick(kShifts)};

@@ -35,7 +35,11 @@ struct PortDef {
   Layout layout;
 };
 
-constexpr int kLayerStride = 100;  // position = layer * stride + order
+constexpr int kLayerStride = 100;
+
+// The driver functions every generated script defines (last_rows, scaled), which port statements
+// may call.
+extern const char* const kDriverFunctions;  // position = layer * stride + order
 
 // A port as a script names it, with where it comes in a step.
 struct Port {
@@ -93,6 +97,7 @@ class PortStatements {
   std::string readSlice(int width);
   std::string scale();
   std::string readOf(const Port& p, const std::string& x);
+  std::string lastRow(const std::string& x);
   std::string headsComprehension(const std::string& x, int heads);
   std::vector<std::string> writeOf(const Port& p, const std::string& x);
   std::string saveRead(const Port& p, int invoke, const std::string& x);

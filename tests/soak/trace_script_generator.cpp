@@ -44,7 +44,8 @@ class Generator {
   GeneratedScript run(uint64_t seed) {
     out_ << "model = VLLM(\"" << o_.modelName << "\""
          << (o_.enforceEager ? ", enforce_eager=True" : "")
-         << (o_.expertParallel ? ", enable_expert_parallel=True" : "") << ")\n";
+         << (o_.expertParallel ? ", enable_expert_parallel=True" : "") << ")\n"
+         << kDriverFunctions;
     const int traces = rng_.between(1, std::max(1, o_.maxTraces));
     const bool wantError = rng_.chance(o_.errorProbability);
     errorTrace_ = wantError ? rng_.below(traces) : -1;
