@@ -1,6 +1,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "core/runtime_switches.h"
 #include "kernel_math.cuh"
@@ -191,30 +192,36 @@ __global__ void gemvKernel(GemvArgs a, bool weightsToL2) {
 // device: the opt-in past the default 48 KB (counting the kernel's static shared memory too: at
 // exactly 48 KB of rows the launch failed; gemvNormFits checked the limit), and how many of its
 // blocks fit on the GPU at once. Asked once a kernel, device and size (the answers do not change;
-// the launch path is hot); an error is returned and nothing is remembered.
+// the launch path is hot), each thread keeping what it learnt; an error is returned and nothing is
+// remembered. The opt-in is one value a kernel and device, so it is only ever raised: lowering it
+// for a smaller size would fail a later launch of a larger one that its cache lets through.
 cudaError_t prepareGemv(const void* kernel, size_t shared, int* blocksAtOnce) {
   using Key = std::tuple<const void*, int, size_t>;
-  static std::mutex mutex;
-  static std::map<Key, int> known;
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
   const Key key{kernel, device, shared};
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = known.find(key); it != known.end()) {
+  thread_local std::map<Key, int> seen;
+  if (const auto it = seen.find(key); it != seen.end()) {
     *blocksAtOnce = it->second;
     return cudaSuccess;
   }
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, size_t> optedIn;  // the largest size allowed
+  const std::lock_guard<std::mutex> lock(mutex);
   cudaFuncAttributes attributes{};
   e = cudaFuncGetAttributes(&attributes, kernel);
-  if (e == cudaSuccess && shared + attributes.sharedSizeBytes > 48 * 1024)
+  size_t& allowed = optedIn[{kernel, device}];
+  if (e == cudaSuccess && shared + attributes.sharedSizeBytes > 48 * 1024 && shared > allowed) {
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (e == cudaSuccess) allowed = shared;
+  }
   int sms = 0, perSm = 0;
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kWarpsPerBlock * 32, shared);
   if (e != cudaSuccess) return e;
-  *blocksAtOnce = known[key] = std::max(1, sms * perSm);
+  *blocksAtOnce = seen[key] = std::max(1, sms * perSm);
   return cudaSuccess;
 }
 
