@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "builtin_args.h"
 #include "interpreter.h"
@@ -35,44 +36,82 @@ class TextFormatter {
         continue;
       }
       if (depth > 1) throw RuntimeFailure("Max string recursion exceeded");
-      const size_t close = fieldEnd(s, i);
-      out += field(s.substr(i + 1, close - i - 1), depth);
-      i = close;
+      const Field f = readField(s, i);
+      out += field(f, depth);
+      i = f.end;
     }
     return out;
   }
 
  private:
-  // The '}' that closes the field opened at s[open].
-  static size_t fieldEnd(const std::string& s, size_t open) {
-    int depth = 0, deepest = 0;
-    for (size_t k = open; k < s.size(); ++k) {
-      if (s[k] == '{') deepest = std::max(deepest, ++depth);
-      if (s[k] == '}' && --depth == 0) return k;
+  // A field as CPython's parse_field reads it: its name, its conversion ('!r': r, or 0), its spec
+  // (after ':'), and the index of its closing '}'.
+  struct Field {
+    std::string name;
+    char conversion = 0;
+    std::string spec;
+    size_t end = 0;
+  };
+
+  // The field that opens at s[open]. The name ends at '}', ':' or '!' (an index in brackets may
+  // hold any of them, and a '{' outside one is an error); the spec's braces must balance.
+  static Field readField(const std::string& s, size_t open) {
+    size_t k = open + 1;
+    if (k >= s.size()) throw RuntimeFailure("Single '{' encountered in format string");
+    Field f;
+    char c = 0;
+    bool ended = false;
+    while (k < s.size() && !ended) {
+      c = s[k++];
+      if (c == '{') throw RuntimeFailure("unexpected '{' in field name");
+      if (c == '[') {
+        while (k < s.size() && s[k] != ']') ++k;
+        continue;
+      }
+      ended = c == '}' || c == ':' || c == '!';
     }
-    if (deepest > 1) throw RuntimeFailure("unmatched '{' in format spec");
-    if (open + 1 == s.size()) throw RuntimeFailure("Single '{' encountered in format string");
-    throw RuntimeFailure("expected '}' before end of string");
+    if (!ended) throw RuntimeFailure("expected '}' before end of string");
+    f.name = s.substr(open + 1, k - 1 - (open + 1));
+    if (c == '}') {
+      f.end = k - 1;
+      return f;
+    }
+    if (c == '!') {
+      if (k >= s.size())
+        throw RuntimeFailure("end of string while looking for conversion specifier");
+      f.conversion = s[k++];
+      if (k < s.size()) {
+        c = s[k++];
+        if (c == '}') {
+          f.end = k - 1;
+          return f;
+        }
+        if (c != ':') throw RuntimeFailure("expected ':' after conversion specifier");
+      }
+    }
+    const size_t from = k;
+    for (int depth = 1; k < s.size(); ++k) {
+      if (s[k] == '{') ++depth;
+      if (s[k] == '}' && --depth == 0) {
+        f.spec = s.substr(from, k - from);
+        f.end = k;
+        return f;
+      }
+    }
+    throw RuntimeFailure("unmatched '{' in format spec");
   }
 
-  // Where the field's name ends (at its '!' or ':'), read as CPython reads it: an index in
-  // brackets may hold anything but ']', and a '{' outside one is an error.
-  static size_t nameEnd(const std::string& text) {
-    for (size_t k = 0; k < text.size(); ++k) {
-      if (text[k] == '{') throw RuntimeFailure("unexpected '{' in field name");
-      if (text[k] == '[' && (k = text.find(']', k)) == std::string::npos) break;
-      if (text[k] == '!' || text[k] == ':') return k;
+  // The field's text: its argument, converted, then formatted by its spec (whose own fields are
+  // filled first), in CPython's order.
+  std::string field(const Field& f, int depth) {
+    const Value value = argument(f.name);
+    std::string format;
+    if (f.conversion) {
+      if (!std::strchr("rsa", f.conversion))
+        throw RuntimeFailure(std::string("Unknown conversion specifier ") + f.conversion);
+      format = std::string("!") + f.conversion;
     }
-    return std::string::npos;
-  }
-
-  std::string field(const std::string& text, int depth) {
-    const size_t cut = nameEnd(text);
-    const Value value = argument(text.substr(0, cut));  // before the spec's own fields
-    std::string format = cut == std::string::npos ? "" : text.substr(cut);
-    const size_t colon = format.find(':');
-    if (colon != std::string::npos)
-      format = format.substr(0, colon + 1) + this->format(format.substr(colon + 1), depth + 1);
+    if (!f.spec.empty()) format += ":" + this->format(f.spec, depth + 1);
     return in_.formatValue(value, format)->str;
   }
 

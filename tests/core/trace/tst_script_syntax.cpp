@@ -207,6 +207,17 @@ class TestScriptSyntax : public QObject {
                                           << "unsupported format character 'q' (0x71) at index 1";
     QTest::newRow("format: a brace in a field name") << "x = '{0{}}'.format(1, 2)\n"
                                                      << "unexpected '{' in field name";
+    QTest::newRow("format: a brace in an open field's name") << "x = '{0{'.format(1)\n"
+                                                             << "unexpected '{' in field name";
+    QTest::newRow("format: an unknown conversion") << "x = '{0!x}'.format(1)\n"
+                                                   << "Unknown conversion specifier x";
+    QTest::newRow("format: text after the conversion") << "x = '{0!rx}'.format(1)\n"
+                                                       << "expected ':' after conversion specifier";
+    QTest::newRow("format: the end after '!'")
+        << "x = '{0!'.format(1)\n"
+        << "end of string while looking for conversion specifier";
+    QTest::newRow("format: an open index") << "x = '{0[1'.format(1)\n"
+                                           << "expected '}' before end of string";
     QTest::newRow("% literal with a width, no argument")
         << "x = '%5%' % ()\n"
         << "not enough arguments for format string";
