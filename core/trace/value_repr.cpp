@@ -2,6 +2,7 @@
 // [...]); tensors print as torch prints them (tensor_repr.cpp).
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "dict_view.h"
 #include "format_spec.h"
@@ -131,6 +132,28 @@ std::string reprOf(const Value& v) {
   return "?";
 }
 
+// The code point of the well-formed UTF-8 sequence at text[i] and its length in bytes, or
+// {byte, 1} where none starts there (strings are bytes): a stray continuation byte, a lead byte
+// UTF-8 never uses (C0, C1, F5-FF), a truncated sequence, an overlong form, a surrogate, or a
+// value past U+10FFFF.
+std::pair<uint32_t, size_t> codePointAt(const std::string& text, size_t i) {
+  const auto byte = uint8_t(text[i]);
+  const size_t length = byte >= 0xC2 && byte <= 0xDF   ? 2
+                        : byte >= 0xE0 && byte <= 0xEF ? 3
+                        : byte >= 0xF0 && byte <= 0xF4 ? 4
+                                                       : 1;
+  if (length == 1 || i + length > text.size()) return {byte, 1};
+  uint32_t code = byte & (0x7F >> length);
+  for (size_t k = 1; k < length; ++k) {
+    const auto next = uint8_t(text[i + k]);
+    if ((next & 0xC0) != 0x80) return {byte, 1};
+    code = code << 6 | (next & 0x3F);
+  }
+  const uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+  if (code < least || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return {byte, 1};
+  return {code, length};
+}
+
 }  // namespace
 
 std::string repr(const Value& v) {
@@ -160,23 +183,11 @@ std::string ascii(const Value& v) {
   const std::string text = repr(v);
   std::string out;
   for (size_t i = 0; i < text.size();) {
-    const auto byte = uint8_t(text[i]);
-    if (byte < 0x80) {
-      out += char(byte);
-      ++i;
+    if (uint8_t(text[i]) < 0x80) {
+      out += text[i++];
       continue;
     }
-    size_t length = byte >= 0xF8 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-    uint32_t code = length == 1 ? byte : byte & (0x7F >> length);
-    for (size_t k = 1; k < length; ++k) {
-      const auto next = i + k < text.size() ? uint8_t(text[i + k]) : 0;
-      if ((next & 0xC0) != 0x80) {  // not UTF-8 (strings are bytes): the byte's own value
-        length = 1;
-        code = byte;
-        break;
-      }
-      code = code << 6 | (next & 0x3F);
-    }
+    const auto [code, length] = codePointAt(text, i);
     char escape[12];
     std::snprintf(escape, sizeof escape,
                   code < 0x100     ? "\\x%02x"
