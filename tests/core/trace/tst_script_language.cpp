@@ -353,6 +353,23 @@ class TestScriptLanguage : public QObject {
                     }));
   }
 
+  // ascii() of bytes that are not UTF-8 (strings are bytes; slicing makes them): each byte as \x,
+  // where a decoder would have read a code point (an overlong form, a surrogate, past U+10FFFF).
+  void asciiEscapesBytesThatAreNotUtf8() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    runner->run(
+        "e0 = '\\u0800'[0]\nc80 = '\\u0080'[1]\ned = '\\ud7ff'[0]\na0 = '\\u0800'[1]\n"
+        "f4 = '\\U0010ffff'[0]\nc90 = '\\U00010000'[1]\n"
+        "print(ascii(e0 + c80 + c80), ascii(ed + a0 + c80), ascii(f4 + c90 + c80 + c80))\n"
+        "print(ascii(e0), ascii('\\u07ff\\ud7ff'), '%a' % c80)\n",
+        "ok.py");
+    QCOMPARE(lines, (std::vector<std::string>{
+                        R"('\xe0\x80\x80' '\xed\xa0\x80' '\xf4\x90\x80\x80')",
+                        R"('\xe0' '\u07ff\ud7ff' '\x80')",
+                    }));
+  }
+
   // Values that contain themselves or nest 100000 levels deep, and calls nested in expressions
   // nested in calls: each ran the stack out and killed the process (in ==, <, repr, torch.tensor,
   // save(), the copies into and out of a block). Each is now the script's error at its line, as
