@@ -122,6 +122,8 @@ std::vector<at::indexing::TensorIndex> tensorIndices(const Value& index) {
   } else {
     one(index);
   }
+  // t[()] (or t[*[]]) is the whole tensor, as t[...] is: LibTorch refuses an empty index list
+  if (out.empty()) out.emplace_back(Ellipsis);
   return out;
 }
 

@@ -369,17 +369,24 @@ ExprPtr ExpressionParser::trailers(ExprPtr e) {
   }
 }
 
-// Python 3.11's subscripts: a slice, or items (slices or starred) that make a tuple, as
-// `d[*a]` and `d[*a, 1]` do.
+// Python 3.11's subscripts: a slice, or items (slices, or '*' and an expression: `d[*a or b]`)
+// that make a tuple, as `d[*a]` and `d[*a, 1]` do.
 ExprPtr ExpressionParser::subscriptList() {
   const SourceLocation loc = peek().at;
-  ExprPtr first = starredOr(&ExpressionParser::subscript);
+  const auto item = [this] {
+    if (!atOp("*")) return subscript();
+    auto starred = makeExpr(ExprKind::Starred, peek().at);
+    ++i_;
+    starred->a = test();
+    return starred;
+  };
+  ExprPtr first = item();
   if (!atOp(",") && first->kind != ExprKind::Starred) return first;
   auto t = makeExpr(ExprKind::Tuple, loc);
   t->items.push_back(first);
   while (acceptOp(",")) {
     if (atOp("]")) break;
-    t->items.push_back(starredOr(&ExpressionParser::subscript));
+    t->items.push_back(item());
   }
   return t;
 }

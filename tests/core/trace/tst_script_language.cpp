@@ -370,6 +370,19 @@ class TestScriptLanguage : public QObject {
                     }));
   }
 
+  // A tensor indexed by an empty tuple, written or unpacked (t[()], t[*[]]), is the whole tensor,
+  // as in torch; LibTorch's index() refuses an empty index list.
+  void emptyIndexIsTheWholeTensor() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    runner->run(
+        "import torch\nt = torch.arange(6).reshape(2, 3)\ne = []\n"
+        "print(t[()].shape, t[*e].shape, torch.tensor(3)[()].item())\n"
+        "t[*e] = 5\nt[()] += 1\nprint(t.sum().item())\n",
+        "ok.py");
+    QCOMPARE(lines, (std::vector<std::string>{"torch.Size([2, 3]) torch.Size([2, 3]) 3", "36"}));
+  }
+
   // Values that contain themselves or nest 100000 levels deep, and calls nested in expressions
   // nested in calls: each ran the stack out and killed the process (in ==, <, repr, torch.tensor,
   // save(), the copies into and out of a block). Each is now the script's error at its line, as

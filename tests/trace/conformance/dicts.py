@@ -114,3 +114,5 @@ print(keyed[*pair], keyed[0, *pair], keyed[*pair,])
 keyed[*pair] = "c"
 del keyed[0, *pair]
 print(keyed)
+fallback = [1, 2]
+print(keyed[*[] or fallback], keyed[*pair if pair else fallback])
