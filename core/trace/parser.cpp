@@ -161,11 +161,39 @@ class Parser : public ExpressionParser {
     simpleStatement(out);
   }
 
-  // An if's or while's condition; `if x = 1:` is Python's hint.
+  // An if's or while's condition; `if x = 1:` gets Python's hint.
   ExprPtr condition() {
     ExprPtr e = test();
-    if (atOp("=")) fail("expected ':', found '='. Maybe you meant '==' instead of '='?");
+    if (atOp("=")) assignmentHint(*e);
     return e;
+  }
+
+  // CPython's hint for a condition followed by '=' and a value that no other '=' follows: a name
+  // may have meant '==' or ':=', another operand of '|' or tighter '=='. Otherwise suite()'s
+  // "expected ':'" stands.
+  void assignmentHint(const Expr& e) {
+    const size_t equals = i_++;
+    bool value = true;
+    try {
+      orExpr();
+    } catch (const ScriptError&) {
+      value = false;
+    }
+    value = value && !atOp("=") && !atOp(":=");
+    i_ = equals;
+    if (!value) return;
+    if (e.kind == ExprKind::Name)
+      failAt(e.at, "invalid syntax. Maybe you meant '==' or ':=' instead of '='?");
+    const bool operand = e.kind != ExprKind::Compare && e.kind != ExprKind::And &&
+                         e.kind != ExprKind::Or && e.kind != ExprKind::IfElse &&
+                         e.kind != ExprKind::Lambda &&
+                         !(e.kind == ExprKind::Unary && e.unaryOp == UnaryOp::Not);
+    const bool display = e.kind == ExprKind::List || e.kind == ExprKind::Tuple ||
+                         e.kind == ExprKind::Bool || e.kind == ExprKind::None ||
+                         (e.kind == ExprKind::Comprehension && e.text == "<genexpr>");
+    if (operand && !display)
+      failAt(startOf(e), "cannot assign to " + pythonKindName(e) +
+                             " here. Maybe you meant '==' instead of '='?");
   }
 
   StmtPtr ifStatement() {

@@ -18,11 +18,23 @@ class TestScriptSyntax : public QObject {
     QTest::addColumn<QString>("message");
     // What Python's compiler refuses as a target, refused before the script runs (`[1] += [2]`
     // ran silently, `f() = 1` failed only when reached), in its words and at its column.
-    QTest::newRow("= in an if") << "x = 1\nif x = 1:\n    pass\n"
-                                << "hostile.py:2:6: syntax error: expected ':', found '='. Maybe "
-                                   "you meant '==' instead of '='?";
-    QTest::newRow("= in a while") << "while x = 3: pass\n"
-                                  << "Maybe you meant '==' instead of '='?";
+    // A condition followed by '=': CPython's hints, at the target's column, and none where no
+    // value follows or a second '=' does.
+    QTest::newRow("= after a name in an if")
+        << "x = 1\nif x = 1:\n    pass\n"
+        << "hostile.py:2:4: syntax error: invalid syntax. Maybe you meant '==' or ':=' instead "
+           "of '='?";
+    QTest::newRow("= after a name in a while")
+        << "while x = 3: pass\n"
+        << "hostile.py:1:7: syntax error: invalid syntax. Maybe";
+    QTest::newRow("= after a call in an if")
+        << "if f() = 1:\n    pass\n"
+        << "hostile.py:1:4: syntax error: cannot assign to function call here. Maybe you meant "
+           "'==' instead of '='?";
+    QTest::newRow("= after a not") << "if not x = 1:\n    pass\n"
+                                   << "hostile.py:1:10: syntax error: expected ':', found '='";
+    QTest::newRow("= twice") << "if x = 1 = 2:\n    pass\n"
+                             << "hostile.py:1:6: syntax error: expected ':', found '='";
     QTest::newRow("assigned a literal") << "x = 1\n[1] = 3\n"
                                         << "hostile.py:2:2: syntax error: cannot assign to literal";
     QTest::newRow("assigned a call") << "print(1)\nlen(x) = 3\n"
