@@ -98,7 +98,7 @@ std::string reprOf(const Value& v) {
     case Type::Tensor:
       return formatTensor(v->tensor);
     case Type::Function:
-      return "<function " + v->function->name + ">";
+      return "<function " + v->function->qualifiedName + ">";
     case Type::Builtin:
       if (v->pythonClass) return "<class '" + v->str + "'>";
       return "<built-in function " + v->str + ">";

@@ -370,6 +370,17 @@ class TestScriptLanguage : public QObject {
                     }));
   }
 
+  // A function prints with its qualified name, as Python's repr has it (without the address).
+  void functionsPrintTheirQualifiedName() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    runner->run("def g():\n    def f():\n        pass\n    return f\nprint(g(), g, lambda: 0)\n",
+                "ok.py");
+    QCOMPARE(
+        lines,
+        (std::vector<std::string>{"<function g.<locals>.f> <function g> <function <lambda>>"}));
+  }
+
   // A tensor indexed by an empty tuple, written or unpacked (t[()], t[*[]]), is the whole tensor,
   // as in torch; LibTorch's index() refuses an empty index list.
   void emptyIndexIsTheWholeTensor() {
