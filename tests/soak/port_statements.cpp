@@ -225,9 +225,9 @@ std::string PortStatements::readOf(const Port& p, const std::string& x) {
 
 // A copy of the value's last row, now and then through the script's driver function.
 std::string PortStatements::lastRow(const std::string& x) {
-  if (!rng_.chance(0.3)) return x + "[-1:].clone()";
+  if (!later_.chance(0.3)) return x + "[-1:].clone()";
   feature("driver-function");
-  return rng_.chance(0.5) ? "last_rows(" + x + ")" : "last_rows(" + x + ", n=1)";
+  return later_.chance(0.5) ? "last_rows(" + x + ")" : "last_rows(" + x + ", n=1)";
 }
 
 // The heads of a [T, heads, head_dim] value walked by a comprehension: a list comprehension with
@@ -252,7 +252,7 @@ std::vector<std::string> PortStatements::writeOf(const Port& p, const std::strin
     case Layout::Hidden:
       switch (rng_.below(4)) {
         case 0:
-          if (rng_.chance(0.3)) {
+          if (later_.chance(0.3)) {
             feature("driver-function");
             return {x + "[:] = scaled(" + x + ", by=" + scale() + ")"};
           }

@@ -35,11 +35,11 @@ struct PortDef {
   Layout layout;
 };
 
-constexpr int kLayerStride = 100;
-
 // The driver functions every generated script defines (last_rows, scaled), which port statements
 // may call.
-extern const char* const kDriverFunctions;  // position = layer * stride + order
+extern const char* const kDriverFunctions;
+
+constexpr int kLayerStride = 100;  // position = layer * stride + order
 
 // A port as a script names it, with where it comes in a step.
 struct Port {
@@ -61,7 +61,10 @@ struct Item {
 
 class PortStatements {
  public:
-  PortStatements(Rng& rng, const ModelShape& model) : rng_(rng), m_(model) {}
+  // `seed` (the script's) seeds the draws added since seeds were first logged (the driver
+  // functions' use), kept apart from `rng` so that a logged seed still makes its script.
+  PortStatements(Rng& rng, const ModelShape& model, uint64_t seed)
+      : rng_(rng), later_(seed ^ 0x5deece66dull), m_(model) {}
 
   // model.model.layers[i], now and then as layers[-1] for the last.
   std::string layerExpr(int i);
@@ -103,6 +106,7 @@ class PortStatements {
   std::string saveRead(const Port& p, int invoke, const std::string& x);
 
   Rng& rng_;
+  Rng later_;
   const ModelShape& m_;
   std::set<std::string> features_;
   int saved_ = 0;  // names of direct saves

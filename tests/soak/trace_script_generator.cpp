@@ -39,7 +39,7 @@ const std::vector<std::string> kPrompts = {
 class Generator {
  public:
   Generator(uint64_t seed, const GeneratorOptions& o)
-      : rng_(seed), o_(o), m_(o.model), ports_(rng_, m_) {}
+      : rng_(seed), o_(o), m_(o.model), ports_(rng_, m_, seed) {}
 
   GeneratedScript run(uint64_t seed) {
     out_ << "model = VLLM(\"" << o_.modelName << "\""

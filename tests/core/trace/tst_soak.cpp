@@ -115,9 +115,10 @@ class TestSoak : public QObject {
         QFAIL((std::string(e.what()) + "\n" + g.text).c_str());
       }
       ++errors[g.error];
-      for (const char* f : {"stop", "patch", "iter-range", "logit-lens", "call-mlp", "write",
-                            "head-accessor", "step-condition", "seeded", "3x", "direct-save",
-                            "append-view", "forced-sample", "call-norm", "comprehension"}) {
+      for (const char* f :
+           {"stop", "patch", "iter-range", "logit-lens", "call-mlp", "write", "head-accessor",
+            "step-condition", "seeded", "3x", "direct-save", "append-view", "forced-sample",
+            "call-norm", "comprehension", "driver-function"}) {
         if (g.summary.find(f) != std::string::npos) features.insert(f);
       }
     }
@@ -130,7 +131,7 @@ class TestSoak : public QObject {
     for (const char* kind : {"ran-past", "unknown-module", "wrong-shape", "layer-out-of-range"})
       QVERIFY2(errors.count(kind), kind);
     QVERIFY2(errors[""] > 200, "most scripts hold no deliberate error");
-    QCOMPARE(int(features.size()), 15);
+    QCOMPARE(int(features.size()), 16);
   }
 
   // A model of two experts: however many router writes a script holds, the last expert is never
