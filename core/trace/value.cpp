@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <unordered_set>
 
 namespace shardscope::trace {
@@ -522,12 +523,63 @@ void requireHashable(const Value& key) {
   }
 }
 
+// A key's hash, alike for keys `equal` calls equal: numbers by value (1, 1.0 and True alike),
+// tuples and sizes by their items, ranges as the sequences they walk, strings, modules and devices
+// by their text, tensors and functions by identity; other keys (dtypes, which equal their aliases,
+// dict views) all hash alike, and `equal` tells them apart.
+size_t keyHash(const Value& k) {
+  const auto number = [](long long v) { return std::hash<long long>{}(v); };
+  const auto mix = [](size_t h, size_t x) { return (h ^ x) * 0x100000001b3ull; };
+  switch (k->type) {
+    case Type::Bool:
+      return number(k->boolValue);
+    case Type::Int:
+      return number(k->intValue);
+    case Type::Float: {
+      const double x = k->floatValue;
+      if (std::isnan(x)) return 0x7ff8;
+      if (x == std::floor(x) && x >= -9.2e18 && x <= 9.2e18) return number((long long)x);
+      return std::hash<double>{}(x);
+    }
+    case Type::Str:
+    case Type::Module:
+    case Type::Device:
+      return std::hash<std::string>{}(k->str);
+    case Type::Tuple:
+    case Type::Size: {
+      NestingGuard nest(kInComparison);
+      size_t h = 0xcbf29ce484222325ull;
+      for (const Value& item : k->items) h = mix(h, keyHash(item));
+      return h;
+    }
+    case Type::Range: {
+      const long long n = rangeLength(*k);
+      if (n == 0) return 0x52;
+      return mix(mix(number(k->rangeStart), number(n)), number(n == 1 ? 0 : k->rangeStep));
+    }
+    case Type::Tensor:
+    case Type::Deferred:  // resolved in place into its tensor: the same object, the same hash
+    case Type::Function:
+    case Type::Builtin:
+      return std::hash<const Object*>{}(k.get());
+    default:
+      return size_t(k->type);
+  }
+}
+
+// Past this many entries a lookup goes through the dict's index; below it a walk is as quick.
+constexpr size_t kIndexedFrom = 16;
+
 }  // namespace
 
 DictEntries::iterator findKey(Object& d, const Value& key) {
   requireHashable(key);
-  return std::find_if(d.dict.begin(), d.dict.end(),
-                      [&](const auto& kv) { return equal(kv.first, key); });
+  const auto same = [&](const Value& k) { return equal(k, key); };
+  if (d.dict.size() < kIndexedFrom)
+    return std::find_if(d.dict.begin(), d.dict.end(),
+                        [&](const auto& kv) { return same(kv.first); });
+  const size_t at = d.dictIndex.find(d.dict, d.keyEdits, keyHash(key), same, keyHash);
+  return d.dict.begin() + std::ptrdiff_t(at);
 }
 
 bool pythonEquals(const Value& a, const Value& b) {

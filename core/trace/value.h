@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ast.h"
+#include "dict_index.h"
 
 namespace shardscope::trace {
 
@@ -109,6 +110,7 @@ struct Object {
   std::vector<Value> items;  // Tuple, List, Size (as Ints), Slice (start, stop, step), dict views
                              // (the dict)
   std::vector<std::pair<Value, Value>> dict;
+  DictIndex dictIndex;  // findKey's, for a large dict (dict_index.h)
   at::Tensor tensor;
   BuiltinFn builtin;           // Builtin (also bound methods)
   bool takesDeferred = false;  // Builtin: may receive Deferred arguments as they are (list.append)

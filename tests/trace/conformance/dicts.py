@@ -116,3 +116,32 @@ del keyed[0, *pair]
 print(keyed)
 fallback = [1, 2]
 print(keyed[*[] or fallback], keyed[*pair if pair else fallback])
+
+# Large dicts (looked up through an index past 16 entries): numbers as one key (1, 1.0, True),
+# tuples and ranges by value, and the index kept right through clear, del, pop and popitem,
+# including a dict refilled so that its last key is the same object at the same place.
+vocab = {f"tok{i}": i for i in range(3000)}
+print(len(vocab), vocab["tok2999"], "tok3000" in vocab, {**vocab}["tok7"])
+numbers = {i: i * 2 for i in range(100)}
+print(numbers[1.0], numbers[True], 3.5 in numbers, numbers[99.0])
+pairs = {(i, i + 1): i for i in range(40)}
+spans = {range(i): i for i in range(40)}
+print(pairs[3, 4], (40, 41) in pairs, spans[range(2, 2)], spans[range(0, 3)], len(spans))
+refilled = {k: k for k in range(20)}
+print(refilled[19])
+refilled.clear()
+for k in range(100, 119):
+    refilled[k] = k
+refilled[19] = "last"
+refilled[100] = "again"
+print(len(refilled), refilled[100], refilled[19])
+edited = {k: 1 for k in range(40)}
+del edited[0]
+edited[100] = 5
+edited.pop(5)
+print(edited[100], 0 in edited, 5 in edited, edited[39], len(edited))
+while len(edited) > 2:
+    edited.popitem()
+for k in range(50):
+    edited[k] = k * 3
+print(edited[1], edited[49], len(edited), 100 in edited, list(edited)[:3])
