@@ -486,10 +486,7 @@ bool equalAs(const Value& a, const Value& b, Tensors tensors) {
       if (a->dict.empty()) return true;
       NestingGuard nest(kInComparison);
       for (const auto& entry : a->dict) {
-        const Value& key = entry.first;
-        const auto other = std::find_if(b->dict.begin(), b->dict.end(), [&](const auto& kv) {
-          return sameOrEqual(kv.first, key, Tensors::ByIdentity);  // keys hash by id
-        });
+        const auto other = findKey(*b, entry.first);  // keys hash tensors by id
         if (other == b->dict.end() || !sameOrEqual(other->second, entry.second, tensors))
           return false;
       }

@@ -145,3 +145,6 @@ while len(edited) > 2:
 for k in range(50):
     edited[k] = k * 3
 print(edited[1], edited[49], len(edited), 100 in edited, list(edited)[:3])
+forward = {i: str(i) for i in range(500)}
+backward = {i: str(i) for i in range(499, -1, -1)}
+print(forward == backward, forward == {**backward, 3: "x"}, {1: "a"} == {1.0: "a"})
