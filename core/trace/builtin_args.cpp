@@ -36,6 +36,10 @@ void checkArguments(const Args& a, const Takes& takes, const std::string& fn) {
                          std::to_string(given) + " given)");
   for (const auto& [name, value] : a.keywords) {
     const auto it = std::find(takes.keywords.begin(), takes.keywords.end(), name);
+    if (it != takes.keywords.end() && size_t(it - takes.keywords.begin()) < takes.positionalOnly)
+      throw RuntimeFailure(takes.positionalOnly == takes.keywords.size()
+                               ? fn + "() takes no keyword arguments"
+                               : "'" + name + "' is an invalid keyword argument for " + fn + "()");
     if (it == takes.keywords.end())
       throw RuntimeFailure(fn + "() got an unexpected keyword argument '" + name + "'; " +
                            (takes.keywords.empty() ? "it takes no keyword arguments"

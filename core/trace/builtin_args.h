@@ -33,6 +33,9 @@ struct Takes {
   size_t positional = 0;
   std::vector<const char*> keywords = {};
   size_t required = 0;
+  // The first `positionalOnly` keywords only name positional parameters, as Python's builtins
+  // have them (len(obj=x) is refused: "len() takes no keyword arguments").
+  size_t positionalOnly = 0;
 };
 // Refuses a call of fn() (its name as the script wrote it: "sorted", "torch.topk", "Tensor.sum")
 // that passes what it does not take, as Python does ("fn() got an unexpected keyword argument

@@ -357,7 +357,7 @@ namespace {
 
 // len, range, the conversions (repr, str, bool, int, float) and abs.
 void installScalarsAndConversions(Environment& env) {
-  env.set("len", strictBuiltin("len", 1, {"obj"}, [](Args& a) {
+  env.set("len", strictBuiltin("len", Takes{1, {"obj"}, 0, 1}, [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
             switch (v->type) {
               case Type::Str:
@@ -390,7 +390,7 @@ void installScalarsAndConversions(Environment& env) {
                                      "' has no len()");
             }
           }));
-  env.set("range", strictBuiltin("range", 3, {"start", "stop"}, [](Args& a) {
+  env.set("range", strictBuiltin("range", Takes{3, {"start", "stop"}, 0, 2}, [](Args& a) {
             auto r = std::make_shared<Object>();
             r->type = Type::Range;
             if (a.positional.size() == 1) {
@@ -403,9 +403,9 @@ void installScalarsAndConversions(Environment& env) {
             }
             return Value(r);
           }));
-  env.set("ascii", strictBuiltin("ascii", 1, {"obj"},
+  env.set("ascii", strictBuiltin("ascii", Takes{1, {"obj"}, 0, 1},
                                  [](Args& a) { return string(ascii(arg(a, 0, "obj", "ascii"))); }));
-  env.set("repr", strictBuiltin("repr", 1, {"obj"},
+  env.set("repr", strictBuiltin("repr", Takes{1, {"obj"}, 0, 1},
                                 [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
   env.set("str", strictBuiltin("str", 1, {}, [](Args& a) {
             return string(a.positional.empty() ? "" : str(a.positional[0]));
@@ -413,7 +413,7 @@ void installScalarsAndConversions(Environment& env) {
   env.set("bool", strictBuiltin("bool", 1, {}, [](Args& a) {
             return boolean(!a.positional.empty() && truthy(a.positional[0]));
           }));
-  env.set("int", strictBuiltin("int", 1, {"x"}, [](Args& a) {
+  env.set("int", strictBuiltin("int", Takes{1, {"x"}, 0, 1}, [](Args& a) {
             if (a.positional.empty() && a.keywords.empty()) return integer(0);  // int() is 0
             const Value v = arg(a, 0, "x", "int");
             if (v->type == Type::Str) return integer(intFromText(v->str));
@@ -423,13 +423,13 @@ void installScalarsAndConversions(Environment& env) {
             }
             return integer(asInt(v, "x"));
           }));
-  env.set("float", strictBuiltin("float", 1, {"x"}, [](Args& a) {
+  env.set("float", strictBuiltin("float", Takes{1, {"x"}, 0, 1}, [](Args& a) {
             if (a.positional.empty() && a.keywords.empty()) return floating(0);  // float() is 0.0
             const Value v = arg(a, 0, "x", "float");
             if (v->type == Type::Str) return floating(floatFromText(v->str));
             return floating(asNumber(v, "x"));
           }));
-  env.set("abs", strictBuiltin("abs", 1, {"x"}, [](Args& a) {
+  env.set("abs", strictBuiltin("abs", Takes{1, {"x"}, 0, 1}, [](Args& a) {
             const Value v = arg(a, 0, "x", "abs");
             if (v->type == Type::Tensor) return tensor(v->tensor.abs());
             if (v->type == Type::Float) return floating(std::abs(v->floatValue));
@@ -441,7 +441,7 @@ void installScalarsAndConversions(Environment& env) {
 // divmod, the containers (tuple, list, dict, enumerate, zip, sorted) and the reductions (sum, max,
 // min, round; isinstance says it is not supported).
 void installContainersAndReductions(Environment& env) {
-  env.set("divmod", strictBuiltin("divmod", 2, {"a", "b"}, [](Args& a) {
+  env.set("divmod", strictBuiltin("divmod", Takes{2, {"a", "b"}, 0, 2}, [](Args& a) {
             // The script's own // and %: ints and floats round as Python's do.
             const Value x = arg(a, 0, "a", "divmod"), y = arg(a, 1, "b", "divmod");
             return tuple({interpreterOf(a).binary(BinaryOp::FloorDiv, x, y),
@@ -488,7 +488,7 @@ void installContainersAndReductions(Environment& env) {
             }
             return list(out);
           }));
-  env.set("sum", strictBuiltin("sum", 2, {"iterable", "start"}, [](Args& a) {
+  env.set("sum", strictBuiltin("sum", Takes{2, {"iterable", "start"}, 0, 1}, [](Args& a) {
             // The script's `+` from the left, as Python's sum: ints that overflow fail, lists and
             // tuples concatenate (`sum(rows, [])`), tensors promote as torch does.
             Value acc = optional(a, 1, "start", integer(0));
@@ -541,7 +541,8 @@ void installContainersAndReductions(Environment& env) {
   env.set("max", strictBuiltin("max", kVarargs, {"key", "default"}, extreme(true)));
   env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
   env.set(
-      "sorted", strictBuiltin("sorted", 1, {"iterable", "key", "reverse"}, [](Args& a) {
+      "sorted",
+      strictBuiltin("sorted", Takes{1, {"iterable", "key", "reverse"}, 0, 1}, [](Args& a) {
         return list(sortedByKey(a, elementsOf(arg(a, 0, "iterable", "sorted"), interpreterOf(a))));
       }));
   env.set("round", strictBuiltin("round", 2, {"number", "ndigits"}, [](Args& a) {

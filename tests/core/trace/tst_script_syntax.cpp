@@ -230,6 +230,12 @@ class TestScriptSyntax : public QObject {
         << "end of string while looking for conversion specifier";
     QTest::newRow("format: an open index") << "x = '{0[1'.format(1)\n"
                                            << "expected '}' before end of string";
+    // Python's builtins take their leading parameters by position only.
+    QTest::newRow("len by keyword") << "n = len(obj=[1])\n"
+                                    << "hostile.py:1:1: len() takes no keyword arguments";
+    QTest::newRow("sum's iterable by keyword")
+        << "n = sum(iterable=[1])\n"
+        << "'iterable' is an invalid keyword argument for sum()";
     QTest::newRow("% literal with a width, no argument")
         << "x = '%5%' % ()\n"
         << "not enough arguments for format string";
