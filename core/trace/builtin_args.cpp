@@ -34,16 +34,27 @@ void checkArguments(const Args& a, const Takes& takes, const std::string& fn) {
     throw RuntimeFailure(fn + "() takes at most " + std::to_string(takes.positional) +
                          " positional argument" + (takes.positional == 1 ? "" : "s") + " (" +
                          std::to_string(given) + " given)");
+  const std::vector<const char*> keywords(
+      takes.keywords.begin() +
+          std::ptrdiff_t(std::min(takes.positionalOnly, takes.keywords.size())),
+      takes.keywords.end());
   for (const auto& [name, value] : a.keywords) {
+    // A builtin whose parameters are all positional-only refuses any keyword, as Python's do.
+    if (takes.positionalOnly > 0 && keywords.empty())
+      throw RuntimeFailure(fn + "() takes no keyword arguments");
     const auto it = std::find(takes.keywords.begin(), takes.keywords.end(), name);
-    if (it != takes.keywords.end() && size_t(it - takes.keywords.begin()) < takes.positionalOnly)
-      throw RuntimeFailure(takes.positionalOnly == takes.keywords.size()
-                               ? fn + "() takes no keyword arguments"
-                               : "'" + name + "' is an invalid keyword argument for " + fn + "()");
+    if (it != takes.keywords.end() && size_t(it - takes.keywords.begin()) < takes.positionalOnly) {
+      const size_t index = size_t(it - takes.keywords.begin());
+      if (given <= index && index < takes.required)  // Python reports the argument it lacks
+        throw RuntimeFailure(fn + "() takes at least " + std::to_string(index + 1) +
+                             " positional argument" + (index == 0 ? "" : "s") + " (" +
+                             std::to_string(given) + " given)");
+      throw RuntimeFailure("'" + name + "' is an invalid keyword argument for " + fn + "()");
+    }
     if (it == takes.keywords.end())
-      throw RuntimeFailure(fn + "() got an unexpected keyword argument '" + name + "'; " +
-                           (takes.keywords.empty() ? "it takes no keyword arguments"
-                                                   : "it takes " + listed(takes.keywords)));
+      throw RuntimeFailure(
+          fn + "() got an unexpected keyword argument '" + name + "'; " +
+          (keywords.empty() ? "it takes no keyword arguments" : "it takes " + listed(keywords)));
     const size_t index = size_t(it - takes.keywords.begin());
     if (takes.positional != kVarargs && index < std::min(takes.positional, given))
       throw RuntimeFailure(fn + "() got multiple values for argument '" + name +
@@ -51,6 +62,10 @@ void checkArguments(const Args& a, const Takes& takes, const std::string& fn) {
                            std::to_string(index + 1) + ")");
   }
   for (size_t i = 0; i < takes.required; ++i) {
+    if (i >= given && i < takes.positionalOnly)
+      throw RuntimeFailure(fn + "() takes at least " + std::to_string(i + 1) +
+                           " positional argument" + (i == 0 ? "" : "s") + " (" +
+                           std::to_string(given) + " given)");
     if (i >= given && !a.keyword(takes.keywords[i]))
       throw RuntimeFailure(fn + "() is missing its '" + takes.keywords[i] + "' (argument " +
                            std::to_string(i + 1) + ")");

@@ -413,7 +413,12 @@ void installScalarsAndConversions(Environment& env) {
   env.set("bool", strictBuiltin("bool", 1, {}, [](Args& a) {
             return boolean(!a.positional.empty() && truthy(a.positional[0]));
           }));
-  env.set("int", strictBuiltin("int", Takes{1, {"x"}, 0, 1}, [](Args& a) {
+  // Python's int takes `base` by keyword too; here it is refused, as no parse in another base is.
+  env.set("int", strictBuiltin("int", Takes{1, {"x", "base"}, 0, 1}, [](Args& a) {
+            if (a.keyword("base"))
+              throw RuntimeFailure(
+                  "int() got an unexpected keyword argument 'base'; int(text, base) is not "
+                  "supported in trace scripts: parse the digits yourself, or write the number");
             if (a.positional.empty() && a.keywords.empty()) return integer(0);  // int() is 0
             const Value v = arg(a, 0, "x", "int");
             if (v->type == Type::Str) return integer(intFromText(v->str));
@@ -488,7 +493,7 @@ void installContainersAndReductions(Environment& env) {
             }
             return list(out);
           }));
-  env.set("sum", strictBuiltin("sum", Takes{2, {"iterable", "start"}, 0, 1}, [](Args& a) {
+  env.set("sum", strictBuiltin("sum", Takes{2, {"iterable", "start"}, 1, 1}, [](Args& a) {
             // The script's `+` from the left, as Python's sum: ints that overflow fail, lists and
             // tuples concatenate (`sum(rows, [])`), tensors promote as torch does.
             Value acc = optional(a, 1, "start", integer(0));
@@ -542,7 +547,7 @@ void installContainersAndReductions(Environment& env) {
   env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
   env.set(
       "sorted",
-      strictBuiltin("sorted", Takes{1, {"iterable", "key", "reverse"}, 0, 1}, [](Args& a) {
+      strictBuiltin("sorted", Takes{1, {"iterable", "key", "reverse"}, 1, 1}, [](Args& a) {
         return list(sortedByKey(a, elementsOf(arg(a, 0, "iterable", "sorted"), interpreterOf(a))));
       }));
   env.set("round", strictBuiltin("round", 2, {"number", "ndigits"}, [](Args& a) {

@@ -233,9 +233,16 @@ class TestScriptSyntax : public QObject {
     // Python's builtins take their leading parameters by position only.
     QTest::newRow("len by keyword") << "n = len(obj=[1])\n"
                                     << "hostile.py:1:1: len() takes no keyword arguments";
+    QTest::newRow("len by another keyword") << "n = len(x=[1])\n"
+                                            << "len() takes no keyword arguments";
     QTest::newRow("sum's iterable by keyword")
         << "n = sum(iterable=[1])\n"
-        << "'iterable' is an invalid keyword argument for sum()";
+        << "sum() takes at least 1 positional argument (0 given)";
+    QTest::newRow("sum's iterable twice") << "n = sum([1], iterable=[2])\n"
+                                          << "'iterable' is an invalid keyword argument for sum()";
+    QTest::newRow("sum's unknown keyword")
+        << "n = sum([1], foo=2)\n"
+        << "sum() got an unexpected keyword argument 'foo'; it takes start";
     QTest::newRow("% literal with a width, no argument")
         << "x = '%5%' % ()\n"
         << "not enough arguments for format string";
