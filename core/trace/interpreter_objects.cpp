@@ -240,8 +240,7 @@ Value dictEdit(const Value& obj, const std::string& name) {
         throw RuntimeFailure("KeyError: " + repr(a.positional[0]));
       }
       Value v = it->second;
-      self->dict.erase(it);
-      ++self->keyEdits;
+      eraseEntry(*self, it);
       return v;
     });
   }
@@ -260,8 +259,7 @@ Value dictEdit(const Value& obj, const std::string& name) {
       checkArguments(a, Takes{}, "dict.popitem");
       if (self->dict.empty()) throw RuntimeFailure("KeyError: 'popitem(): dictionary is empty'");
       auto [k, v] = self->dict.back();  // the last added, as Python's
-      self->dict.pop_back();
-      ++self->keyEdits;
+      eraseEntry(*self, self->dict.end() - 1);
       return tuple({k, v});
     });
   }
@@ -271,8 +269,7 @@ Value dictEdit(const Value& obj, const std::string& name) {
       if (name == "copy") {
         return dict(self->dict);
       }
-      if (!self->dict.empty()) ++self->keyEdits;
-      self->dict.clear();
+      clearEntries(*self);
       return none();
     });
   }
@@ -534,8 +531,7 @@ void Interpreter::delItem(const Value& obj, const Value& index) {
       auto& entries = obj->dict;
       const auto it = findKey(*obj, index);
       if (it == entries.end()) fail("key " + repr(index) + " not found");
-      entries.erase(it);
-      ++obj->keyEdits;
+      eraseEntry(*obj, it);
       return;
     }
     default:

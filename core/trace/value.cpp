@@ -524,7 +524,7 @@ void requireHashable(const Value& key) {
 // tuples and sizes by their items, ranges as the sequences they walk, strings, modules and devices
 // by their text, tensors and functions by identity; other keys (dtypes, which equal their aliases,
 // dict views) all hash alike, and `equal` tells them apart.
-size_t keyHash(const Value& k) {
+size_t keyHash(const Value& k, int depth = 0) {
   const auto number = [](long long v) { return std::hash<long long>{}(v); };
   const auto mix = [](size_t h, size_t x) { return (h ^ x) * 0x100000001b3ull; };
   switch (k->type) {
@@ -535,7 +535,9 @@ size_t keyHash(const Value& k) {
     case Type::Float: {
       const double x = k->floatValue;
       if (std::isnan(x)) return 0x7ff8;
-      if (x == std::floor(x) && x >= -9.2e18 && x <= 9.2e18) return number((long long)x);
+      // every integral double in [-2^63, 2^63) is a long long, which it equals
+      if (x == std::floor(x) && x >= -9223372036854775808.0 && x < 9223372036854775808.0)
+        return number((long long)x);
       return std::hash<double>{}(x);
     }
     case Type::Str:
@@ -543,10 +545,10 @@ size_t keyHash(const Value& k) {
     case Type::Device:
       return std::hash<std::string>{}(k->str);
     case Type::Tuple:
-    case Type::Size: {
-      NestingGuard nest(kInComparison);
+    case Type::Size: {  // past 32 levels alike: `equal` tells deeper tuples apart
+      if (depth >= 32) return 0x7475706c65;
       size_t h = 0xcbf29ce484222325ull;
-      for (const Value& item : k->items) h = mix(h, keyHash(item));
+      for (const Value& item : k->items) h = mix(h, keyHash(item, depth + 1));
       return h;
     }
     case Type::Range: {
@@ -569,13 +571,28 @@ constexpr size_t kIndexedFrom = 16;
 
 }  // namespace
 
+void eraseEntry(Object& d, DictEntries::iterator entry) {
+  const auto hash = [](const Value& k) { return keyHash(k); };
+  d.dictIndex.erase(d.dict, d.keyEdits, size_t(entry - d.dict.begin()), hash);
+  d.dict.erase(entry);
+  ++d.keyEdits;
+}
+
+void clearEntries(Object& d) {
+  if (!d.dict.empty()) ++d.keyEdits;
+  d.dict.clear();
+  d.dictIndex.clear();
+}
+
 DictEntries::iterator findKey(Object& d, const Value& key) {
   requireHashable(key);
-  const auto same = [&](const Value& k) { return equal(k, key); };
+  // The same object first, as CPython's lookup: a NaN key finds itself
+  const auto same = [&](const Value& k) { return k == key || equal(k, key); };
   if (d.dict.size() < kIndexedFrom)
     return std::find_if(d.dict.begin(), d.dict.end(),
                         [&](const auto& kv) { return same(kv.first); });
-  const size_t at = d.dictIndex.find(d.dict, d.keyEdits, keyHash(key), same, keyHash);
+  const auto hash = [](const Value& k) { return keyHash(k); };
+  const size_t at = d.dictIndex.find(d.dict, d.keyEdits, keyHash(key), same, hash);
   return d.dict.begin() + std::ptrdiff_t(at);
 }
 

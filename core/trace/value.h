@@ -201,6 +201,10 @@ bool equal(const Value& a, const Value& b);
 // found by equality here, it would find what a hash never could.
 using DictEntries = std::vector<std::pair<Value, Value>>;
 DictEntries::iterator findKey(Object& d, const Value& key);
+// Removes an entry of dict `d`, or all of them, counting the edit (Object::keyEdits) and keeping
+// its index (dict_index.h) right: every removal from a live dict goes through these.
+void eraseEntry(Object& d, DictEntries::iterator entry);
+void clearEntries(Object& d);
 // Python's bool(a == b) (items of containers by PyObject_RichCompareBool, identity first): as
 // `equal`, but a tensor compares by its `==` (one element's truth; more elements are torch's
 // ambiguity error), inside containers too ([t1] == [t2], `t in [t2]`, `(t,) in pairs`). Deferred

@@ -148,3 +148,29 @@ print(edited[1], edited[49], len(edited), 100 in edited, list(edited)[:3])
 forward = {i: str(i) for i in range(500)}
 backward = {i: str(i) for i in range(499, -1, -1)}
 print(forward == backward, forward == {**backward, 3: "x"}, {1: "a"} == {1.0: "a"})
+
+# Random edits of a large dict (a linear congruential generator, the same in both): the index
+# follows removals from the middle, the front and the end, and renumbers as they pile up.
+state = [12345]
+def draw(n):
+    state[0] = (state[0] * 1103515245 + 12345) % 2147483648
+    return state[0] % n
+churn = {i: i for i in range(200)}
+seen = []
+for step in range(3000):
+    op, k = draw(100), draw(400)
+    if op < 30:
+        churn[k] = step
+    elif op < 50:
+        seen.append(churn.pop(k, -1))
+    elif op < 55:
+        if churn:
+            seen.append(churn.popitem())
+    elif op < 60:
+        if k in churn:
+            del churn[k]
+    elif op < 61:
+        churn = {kk: vv for kk, vv in churn.items() if kk % 3}
+    else:
+        seen.append(churn.get(k, "x"))
+print(len(churn), sum(churn), list(churn.items())[:20], seen[-40:], len(seen))
