@@ -41,17 +41,15 @@ class DictIndex {
   // made.
   template <class Same, class Hash>
   size_t find(const Entries& entries, unsigned edits, size_t hash, Same&& same, Hash&& hashOf) {
-    if (!current(entries, edits)) {
-      clear();
-      numbers_ = std::make_unique<std::unordered_multimap<size_t, size_t>>();
-    }
-    for (; covered_ < entries.size(); ++covered_)
-      numbers_->emplace(hashOf(entries[covered_].first), next_++);
-    last_ = entries.empty() ? std::weak_ptr<Object>() : entries.back().first;
-    edits_ = edits;
-    const auto [first, end] = numbers_->equal_range(hash);
+    if (!current(entries, edits)) s_ = std::make_unique<State>();
+    State& s = *s_;
+    for (; s.covered < entries.size(); ++s.covered)
+      s.numbers.emplace(hashOf(entries[s.covered].first), s.next++);
+    s.last = entries.empty() ? std::weak_ptr<Object>() : entries.back().first;
+    s.edits = edits;
+    const auto [first, end] = s.numbers.equal_range(hash);
     for (auto it = first; it != end; ++it) {
-      const size_t at = position(it->second);
+      const size_t at = s.position(it->second);
       if (same(entries[at].first)) return at;
     }
     return entries.size();
@@ -61,54 +59,55 @@ class DictIndex {
   // once: a current index follows rather than being built again at the next lookup.
   template <class Hash>
   void erase(const Entries& entries, unsigned edits, size_t at, Hash&& hashOf) {
-    if (!current(entries, edits) || covered_ != entries.size()) return clear();
-    const auto [first, end] = numbers_->equal_range(hashOf(entries[at].first));
+    if (!current(entries, edits) || s_->covered != entries.size()) return clear();
+    State& s = *s_;
+    const auto [first, end] = s.numbers.equal_range(hashOf(entries[at].first));
     auto it = first;
-    while (it != end && position(it->second) != at) ++it;
+    while (it != end && s.position(it->second) != at) ++it;
     if (it == end) return clear();
-    removed_.insert(std::upper_bound(removed_.begin(), removed_.end(), it->second), it->second);
-    numbers_->erase(it);
-    --covered_;
-    edits_ = edits + 1;
+    s.removed.insert(std::upper_bound(s.removed.begin(), s.removed.end(), it->second), it->second);
+    s.numbers.erase(it);
+    --s.covered;
+    s.edits = edits + 1;
     const size_t last = at + 1 < entries.size() ? entries.size() - 1 : at - 1;
-    last_ = covered_ == 0 ? std::weak_ptr<Object>() : entries[last].first;
-    if (removed_.size() > 32 && removed_.size() * 8 > covered_) renumber();
+    s.last = s.covered == 0 ? std::weak_ptr<Object>() : entries[last].first;
+    if (s.removed.size() > 32 && s.removed.size() * 8 > s.covered) s.renumber();
   }
 
   // Forgets everything (the dict was emptied, or the index is stale): its memory goes too.
-  void clear() {
-    numbers_.reset();
-    removed_.clear();
-    covered_ = next_ = 0;
-  }
+  void clear() { s_.reset(); }
 
  private:
+  // All of it on the heap, so that a value that is no large dict (most are) pays one pointer.
+  struct State {
+    std::unordered_multimap<size_t, size_t> numbers;  // key hash -> the entry's number
+    std::vector<size_t> removed;  // numbers of the entries erased since the last renumbering
+    size_t covered = 0;           // the entries indexed: the first `covered` of the dict
+    size_t next = 0;              // the number the next appended entry gets
+    std::weak_ptr<Object> last;   // the key of entry covered - 1 when the index last looked
+    unsigned edits = 0;           // the dict's keyEdits then
+
+    // Where the entry indexed as `number` is now: the removed entries below it are gone.
+    size_t position(size_t number) const {
+      return number -
+             size_t(std::lower_bound(removed.begin(), removed.end(), number) - removed.begin());
+    }
+    void renumber() {
+      for (auto& entry : numbers) entry.second = position(entry.second);
+      removed.clear();
+      next = covered;
+    }
+  };
+
   bool current(const Entries& entries, unsigned edits) const {
-    if (!numbers_ || covered_ > entries.size()) return false;
-    if (edits - edits_ != entries.size() - covered_) return false;  // unsigned: wraps alike
-    if (covered_ == 0) return true;
-    const Value last = last_.lock();
-    return last && last == entries[covered_ - 1].first;
+    if (!s_ || s_->covered > entries.size()) return false;
+    if (edits - s_->edits != entries.size() - s_->covered) return false;  // unsigned: wraps alike
+    if (s_->covered == 0) return true;
+    const Value last = s_->last.lock();
+    return last && last == entries[s_->covered - 1].first;
   }
 
-  // Where the entry indexed as `number` is now: the removed entries below it are gone.
-  size_t position(size_t number) const {
-    return number -
-           size_t(std::lower_bound(removed_.begin(), removed_.end(), number) - removed_.begin());
-  }
-
-  void renumber() {
-    for (auto& entry : *numbers_) entry.second = position(entry.second);
-    removed_.clear();
-    next_ = covered_;
-  }
-
-  std::unique_ptr<std::unordered_multimap<size_t, size_t>> numbers_;  // key hash -> number
-  std::vector<size_t> removed_;  // numbers of the entries erased since the last renumbering
-  size_t covered_ = 0;           // the entries indexed: the first covered_ of the dict
-  size_t next_ = 0;              // the number the next appended entry gets
-  std::weak_ptr<Object> last_;   // the key of entry covered_ - 1 when the index last looked
-  unsigned edits_ = 0;           // the dict's keyEdits then
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace shardscope::trace
