@@ -1,8 +1,9 @@
 // How values print: Python's repr and str of script values (a value that holds itself as
 // [...]); tensors print as torch prints them (tensor_repr.cpp).
+#include <utf8proc.h>
 #include <algorithm>
+
 #include <cstdio>
-#include <utility>
 
 #include "dict_view.h"
 #include "format_spec.h"
@@ -132,28 +133,6 @@ std::string reprOf(const Value& v) {
   return "?";
 }
 
-// The code point of the well-formed UTF-8 sequence at text[i] and its length in bytes, or
-// {byte, 1} where none starts there (strings are bytes): a stray continuation byte, a lead byte
-// UTF-8 never uses (C0, C1, F5-FF), a truncated sequence, an overlong form, a surrogate, or a
-// value past U+10FFFF.
-std::pair<uint32_t, size_t> codePointAt(const std::string& text, size_t i) {
-  const auto byte = uint8_t(text[i]);
-  const size_t length = byte >= 0xC2 && byte <= 0xDF   ? 2
-                        : byte >= 0xE0 && byte <= 0xEF ? 3
-                        : byte >= 0xF0 && byte <= 0xF4 ? 4
-                                                       : 1;
-  if (length == 1 || i + length > text.size()) return {byte, 1};
-  uint32_t code = byte & (0x7F >> length);
-  for (size_t k = 1; k < length; ++k) {
-    const auto next = uint8_t(text[i + k]);
-    if ((next & 0xC0) != 0x80) return {byte, 1};
-    code = code << 6 | (next & 0x3F);
-  }
-  const uint32_t least = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
-  if (code < least || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return {byte, 1};
-  return {code, length};
-}
-
 }  // namespace
 
 std::string repr(const Value& v) {
@@ -187,7 +166,14 @@ std::string ascii(const Value& v) {
       out += text[i++];
       continue;
     }
-    const auto [code, length] = codePointAt(text, i);
+    // A well-formed UTF-8 sequence is its code point; any other byte (strings are bytes: an
+    // overlong form, a surrogate, a stray continuation byte) is itself, as \x.
+    utf8proc_int32_t code = 0;
+    const utf8proc_ssize_t read =
+        utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                         utf8proc_ssize_t(text.size() - i), &code);
+    const size_t length = read > 0 ? size_t(read) : 1;
+    if (read <= 0) code = uint8_t(text[i]);
     char escape[12];
     std::snprintf(escape, sizeof escape,
                   code < 0x100     ? "\\x%02x"
