@@ -43,19 +43,15 @@ void checkArguments(const Args& a, const Takes& takes, const std::string& fn) {
     if (takes.positionalOnly > 0 && keywords.empty())
       throw RuntimeFailure(fn + "() takes no keyword arguments");
     const auto it = std::find(takes.keywords.begin(), takes.keywords.end(), name);
-    if (it != takes.keywords.end() && size_t(it - takes.keywords.begin()) < takes.positionalOnly) {
-      const size_t index = size_t(it - takes.keywords.begin());
-      if (given <= index && index < takes.required)  // Python reports the argument it lacks
-        throw RuntimeFailure(fn + "() takes at least " + std::to_string(index + 1) +
-                             " positional argument" + (index == 0 ? "" : "s") + " (" +
-                             std::to_string(given) + " given)");
-      throw RuntimeFailure("'" + name + "' is an invalid keyword argument for " + fn + "()");
-    }
     if (it == takes.keywords.end())
       throw RuntimeFailure(
           fn + "() got an unexpected keyword argument '" + name + "'; " +
           (keywords.empty() ? "it takes no keyword arguments" : "it takes " + listed(keywords)));
     const size_t index = size_t(it - takes.keywords.begin());
+    if (index < takes.positionalOnly) {
+      if (given <= index && index < takes.required) continue;  // Python reports it missing, below
+      throw RuntimeFailure("'" + name + "' is an invalid keyword argument for " + fn + "()");
+    }
     if (takes.positional != kVarargs && index < std::min(takes.positional, given))
       throw RuntimeFailure(fn + "() got multiple values for argument '" + name +
                            "': it is also given by position (argument " +

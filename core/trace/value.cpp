@@ -524,7 +524,7 @@ void requireHashable(const Value& key) {
 // tuples and sizes by their items, ranges as the sequences they walk, strings, modules and devices
 // by their text, tensors and functions by identity; other keys (dtypes, which equal their aliases,
 // dict views) all hash alike, and `equal` tells them apart.
-size_t keyHash(const Value& k, int depth = 0) {
+size_t hashAt(const Value& k, int depth) {
   const auto number = [](long long v) { return std::hash<long long>{}(v); };
   const auto mix = [](size_t h, size_t x) { return (h ^ x) * 0x100000001b3ull; };
   switch (k->type) {
@@ -548,7 +548,7 @@ size_t keyHash(const Value& k, int depth = 0) {
     case Type::Size: {  // past 32 levels alike: `equal` tells deeper tuples apart
       if (depth >= 32) return 0x7475706c65;
       size_t h = 0xcbf29ce484222325ull;
-      for (const Value& item : k->items) h = mix(h, keyHash(item, depth + 1));
+      for (const Value& item : k->items) h = mix(h, hashAt(item, depth + 1));
       return h;
     }
     case Type::Range: {
@@ -566,14 +566,17 @@ size_t keyHash(const Value& k, int depth = 0) {
   }
 }
 
+size_t keyHash(const Value& k) {
+  return hashAt(k, 0);
+}
+
 // Past this many entries a lookup goes through the dict's index; below it a walk is as quick.
 constexpr size_t kIndexedFrom = 16;
 
 }  // namespace
 
 void eraseEntry(Object& d, DictEntries::iterator entry) {
-  const auto hash = [](const Value& k) { return keyHash(k); };
-  d.dictIndex.erase(d.dict, d.keyEdits, size_t(entry - d.dict.begin()), hash);
+  d.dictIndex.erase(d.dict, d.keyEdits, size_t(entry - d.dict.begin()), keyHash);
   d.dict.erase(entry);
   ++d.keyEdits;
 }
@@ -591,8 +594,7 @@ DictEntries::iterator findKey(Object& d, const Value& key) {
   if (d.dict.size() < kIndexedFrom)
     return std::find_if(d.dict.begin(), d.dict.end(),
                         [&](const auto& kv) { return same(kv.first); });
-  const auto hash = [](const Value& k) { return keyHash(k); };
-  const size_t at = d.dictIndex.find(d.dict, d.keyEdits, keyHash(key), same, hash);
+  const size_t at = d.dictIndex.find(d.dict, d.keyEdits, keyHash(key), same, keyHash);
   return d.dict.begin() + std::ptrdiff_t(at);
 }
 

@@ -1,8 +1,8 @@
 // How values print: Python's repr and str of script values (a value that holds itself as
 // [...]); tensors print as torch prints them (tensor_repr.cpp).
 #include <utf8proc.h>
-#include <algorithm>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "dict_view.h"
