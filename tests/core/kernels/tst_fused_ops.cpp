@@ -413,6 +413,22 @@ class TestFusedOps : public QObject {
              test::closeToScaleMessage(out.y, hy).c_str());
   }
 
+  // The shared-memory opt-in is one value a kernel and device: a launch that needs more (fp32, 4
+  // rows of 4096: 64 KB), one that needs less (3584: 56 KB), then the first again. A launch cache
+  // that set it per size lowered it for the second and failed the third.
+  void gemvNormOptInSurvivesASmallerLaunch() {
+    const auto o = gpu(at::kFloat);
+    for (const int64_t k : {4096, 3584, 4096}) {
+      fused::GemvInput in;
+      in.x = at::randn({4, k}, o);
+      in.normWeight = at::rand({k}, o) + 0.5;
+      in.w = at::randn({256, k}, o) * 0.02;
+      const fused::GemvOutput out = fused::gemvFused(in);
+      QVERIFY2(out.y.defined(), ("k = " + std::to_string(k)).c_str());
+      QVERIFY(at::equal(out.y, fused::gemv(fused::rmsNorm(in.x, in.normWeight, in.eps), in.w)));
+    }
+  }
+
   // Shapes gemvFused does not take come back undefined (the layer runs its modules instead).
   void gemvFusedLeavesOtherShapes() {
     const auto o = gpu(at::kBFloat16);
