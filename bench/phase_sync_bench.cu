@@ -17,15 +17,12 @@
 // Before them: the synchronisation alone (empty kernels, empty grid barriers, cooperative groups'
 // grid.sync()), then each phase alone, and gate_up and down with their rows known only after one
 // dependent read or (gate_up) after chooseInBlock, the choice ShardScope's one-token expert
-// kernels make (RESULTS run 19). Last, the router computed inside gate_up's kernel by clusters of
-// 16 blocks that share its 128 logits through distributed shared memory (five kernels a layer),
-// against the router as its own kernel, gate_up choosing in both.
+// kernels make (RESULTS run 19).
 // The floor is the bytes over the bandwidth a plain read of the same weights reaches in the call.
 // Prints one line per way: microseconds a layer and the ratio to the floor.
 //
 //   nvcc -std=c++17 -arch=sm_90 -O3 -I. bench/phase_sync_bench.cu -o phase_sync_bench &&
 //     ./phase_sync_bench [replays]
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -269,57 +266,6 @@ int main(int argc, char** argv) {
              const cudaLaunchConfig_t c = configOf(dim3(unsigned(grid)), stream, attrs, true);
              check(cudaLaunchKernelEx(&c, wholeKernel, args), "whole kernel");
            }));
-  }
-  // The router in gate_up's kernel (clusters of kRouterCluster) against the router as its own
-  // kernel, gate_up's rows after the choice in both, over the same blocks (a multiple of 16).
-  const int clusterGrid = grid / kRouterCluster * kRouterCluster;
-  check(cudaFuncSetAttribute(routerGateUpKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-        "cluster size 16");
-  cudaLaunchAttribute clusterAttrs[2];
-  const auto clusterConfig = [&] {
-    cudaLaunchConfig_t c = configOf(dim3(unsigned(clusterGrid)), stream, attrs, false);
-    clusterAttrs[0] = attrs[0];
-    clusterAttrs[1].id = cudaLaunchAttributeClusterDimension;
-    clusterAttrs[1].val.clusterDim.x = kRouterCluster;
-    clusterAttrs[1].val.clusterDim.y = 1;
-    clusterAttrs[1].val.clusterDim.z = 1;
-    c.attrs = clusterAttrs;
-    c.numAttrs = 2;
-    return c;
-  };
-  {
-    cudaLaunchConfig_t c = clusterConfig();
-    c.attrs = clusterAttrs + 1;  // the occupancy query takes the cluster's shape only
-    c.numAttrs = 1;
-    int clusters = 0;
-    check(cudaOccupancyMaxActiveClusters(&clusters, routerGateUpKernel, &c), "active clusters");
-    std::printf("router in gate_up: grid %d in clusters of %d, %d clusters resident at once\n",
-                clusterGrid, kRouterCluster, clusters);
-  }
-  for (auto& layer : host) layer.phase[4].blocks = clusterGrid;
-  setRows({4}, Phase::Rows::kChosen);
-  // `phases` of every layer as kernels, with -1 for the router and gate_up in one kernel.
-  const auto withFused = [&](const char* way, std::initializer_list<int> phases) {
-    report(way, capture([&] {
-             for (int l = 0; l < kLayers; ++l) {
-               for (int i : phases) {
-                 if (i >= 0) {
-                   const cudaLaunchConfig_t c =
-                       configOf(dim3(unsigned(host[l].phase[i].blocks)), stream, attrs, false);
-                   check(cudaLaunchKernelEx(&c, phaseKernel, args, l, i), "phase kernel");
-                   continue;
-                 }
-                 const cudaLaunchConfig_t c = clusterConfig();
-                 check(cudaLaunchKernelEx(&c, routerGateUpKernel, args, l), "router in gate_up");
-               }
-             }
-           }));
-  };
-  for (int pass = 0; pass < 2; ++pass) {
-    withFused("alone: router, then gate_up after the choice", {3, 4});
-    withFused("alone: router in gate_up's clusters", {-1});
-    withFused("kernels, gate_up after the choice", {0, 1, 2, 3, 4, 5});
-    withFused("kernels, router in gate_up's clusters (five kernels)", {0, 1, 2, -1, 5});
   }
   float last = 0.f;
   check(cudaMemcpy(&last, dep + kLayers * kPhases - 1, sizeof(float), cudaMemcpyDeviceToHost),

@@ -1,7 +1,7 @@
 // phase_sync_bench's device side: the six phases of a Qwen3-30B-A3B decode layer at batch 1 as
 // GEMV-like streams, and the kernels that run them a phase a kernel, a layer a cooperative kernel,
-// all layers in one, or the router inside gate_up's clusters (phase_sync_bench.cu says why and
-// how they are timed). Included by phase_sync_bench.cu only.
+// all layers in one (phase_sync_bench.cu says why and how they are timed). Included by
+// phase_sync_bench.cu only.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -70,23 +70,18 @@ __device__ __forceinline__ Preload preload(const Phase& p, int block) {
 }
 
 // The phase's rows for this warp (its first in pre, then every warps-th): two rounds in flight.
-// `made`: the choice this block made already (the router in gate_up's kernel), else null.
 __device__ __forceinline__ void compute(const Phase& p, Preload& pre, const Args& a,
-                                        const float* depIn, float* depOut,
-                                        const shardscope::kernels::BlockChoice* made = nullptr) {
+                                        const float* depIn, float* depOut) {
   __shared__ shardscope::kernels::BlockChoice choice;
   int chosenShift = 0;
   if (p.rows_known == Phase::Rows::kChosen) {  // every thread of the block takes part
-    if (!made) {
-      shardscope::kernels::FusedMoeArgs f;
-      f.dtype = shardscope::kernels::DType::BFloat16;
-      f.select.logits = a.logits;
-      f.select.experts = 128;
-      f.topK = 8;
-      shardscope::kernels::chooseInBlock<__nv_bfloat16, false>(f, choice);
-      made = &choice;
-    }
-    chosenShift = min(made->chosen[(threadIdx.x / 32) % 8], 0);  // 0, unknown to the compiler
+    shardscope::kernels::FusedMoeArgs f;
+    f.dtype = shardscope::kernels::DType::BFloat16;
+    f.select.logits = a.logits;
+    f.select.experts = 128;
+    f.topK = 8;
+    shardscope::kernels::chooseInBlock<__nv_bfloat16, false>(f, choice);
+    chosenShift = min(choice.chosen[(threadIdx.x / 32) % 8], 0);  // 0, unknown to the compiler
   }
   if (pre.row >= p.rows) return;
   const int lane = threadIdx.x % 32;
@@ -165,58 +160,6 @@ __device__ __forceinline__ void runPhase(const Args& a, int layer, int i) {
 
 __global__ void __launch_bounds__(kThreads, 2) phaseKernel(Args a, int layer, int i) {
   runPhase(a, layer, i);
-}
-
-// The router and gate_up (phases 3 and 4, gate_up's rows after the choice) in one kernel launched
-// as clusters of kRouterCluster blocks: block r of a cluster computes the logits of experts
-// r * 8 .. r * 8 + 7 (a warp each, its router row loaded before the wait), writes each into every
-// block of its cluster (distributed shared memory), and after the cluster's barrier every block
-// chooses from them (chooseInBlock) and streams its gate_up rows. One kernel boundary and the
-// logits' round trip through global memory fewer than the router as its own kernel.
-// Bounded to three blocks an SM, as the phase kernels' 78-80 registers allow them.
-constexpr int kRouterCluster = 16;
-__global__ void __launch_bounds__(kThreads, 3) routerGateUpKernel(Args a, int layer) {
-  namespace kn = shardscope::kernels;
-  const Phase& router = a.layers[layer].phase[3];
-  const Phase& gateUp = a.layers[layer].phase[4];
-  __shared__ kn::BlockChoice made;
-  const unsigned rank = cooperative_groups::this_cluster().block_rank();
-  const int lane = threadIdx.x % 32;
-  const int64_t e = int64_t(rank) * kWarps + threadIdx.x / 32, k0 = int64_t(lane) * 8;
-  int4 w[8];  // the router row's 2048 elements: 8 loads a lane
-#pragma unroll
-  for (int u = 0; u < 8; ++u) w[u] = loadStreaming(router.w + e * router.k + k0 + u * 256);
-  Preload pre = preload(gateUp, int(blockIdx.x));  // nothing: its rows come after the choice
-  // Every block of the cluster has started before any writes into another's shared memory.
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  waitForPreviousKernel();
-  allowNextKernel();
-  const int d = layer * kPhases + 3;
-  const float base = __ldcg(a.dep + d - 1);
-  float acc = 0.f;
-#pragma unroll
-  for (int u = 0; u < 8; ++u)
-    acc = dot8(w[u], __ldg(reinterpret_cast<const int4*>(a.x + k0 + u * 256)), acc);
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  const float logit = __bfloat162float(__float2bfloat16(acc + base));
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-  if (lane == 0) {
-    for (int r = 0; r < kRouterCluster; ++r)
-      cooperative_groups::this_cluster().map_shared_rank(made.p, r)[e] = logit;
-    if (blockIdx.x < kRouterCluster) {
-      a.out[e] = logit;
-      if (e == 0) a.dep[d] = logit * 1e-6f + base;
-    }
-  }
-  __syncwarp();  // the barrier is .aligned: every lane of the warp reaches it together
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  kn::FusedMoeArgs f;
-  f.dtype = kn::DType::BFloat16;
-  f.select.experts = 128;
-  f.topK = 8;
-  kn::chooseInBlock<__nv_bfloat16, false, true>(f, made);
-  compute(gateUp, pre, a, a.dep + d - 1, a.dep + d + 1, &made);
 }
 
 // Phase i, then phase i + 1 in the same kernel by the blocks that finish phase i last: each block

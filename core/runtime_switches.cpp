@@ -98,8 +98,6 @@ RuntimeSwitches RuntimeSwitches::fromEnvironment() {
   s.fusedMoeNorm = onOff("SHARDSCOPE_FUSED_MOE_NORM", true);
   s.moeOneToken = onOff("SHARDSCOPE_MOE_ONE_TOKEN", true);
   s.moeWide = onOff("SHARDSCOPE_MOE_WIDE", true);
-  s.moeRouterInGateUp = onOff("SHARDSCOPE_MOE_ROUTER_IN_GATE_UP", false);
-  s.weightsToL2 = onOff("SHARDSCOPE_WEIGHTS_TO_L2", false);
   s.programmaticLaunch = onOff("SHARDSCOPE_PDL", true);
   static constexpr Choice<bool> kGrids[] = {{"sm", false}, {"full", true}};
   s.fullNormGemvGrid = choose("SHARDSCOPE_NORM_GEMV_GRID", kGrids, false);

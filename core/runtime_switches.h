@@ -37,8 +37,6 @@ struct RuntimeSwitches {
   bool fusedMoeNorm = true;           // FUSED_MOE_NORM=0: the post-attention norm before the router
   bool moeOneToken = true;            // MOE_ONE_TOKEN=0: one token's experts in the general kernel
   bool moeWide = true;                // MOE_WIDE=0: the narrow expert kernels for one token
-  bool moeRouterInGateUp = false;     // MOE_ROUTER_IN_GATE_UP=1: one token's router in gate_up
-  bool weightsToL2 = false;           // WEIGHTS_TO_L2=1: decode kernels ask L2 for their weights
   bool programmaticLaunch = true;     // PDL=0: no kernel overlaps the one before it
   bool fullNormGemvGrid = false;      // NORM_GEMV_GRID=full: one block per row range, not per SM
   bool groupAttentionBlocks = false;  // ATTENTION_BLOCKS=group: a KV head's group a block always

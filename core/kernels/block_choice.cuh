@@ -27,9 +27,7 @@ struct alignas(16) BlockChoice {
   float p[32 * kLaneExperts];
   unsigned key[32 * kLaneExperts];  // 0 past the last expert: read four at a time
 };
-// With LOGITS_IN_P the logits are already in b.p as floats (of T-rounded values), put there by
-// the caller; a.select.logits is then not read.
-template <typename T, bool WEIGHTS, bool LOGITS_IN_P = false>
+template <typename T, bool WEIGHTS>
 __device__ __forceinline__ void chooseInBlock(const FusedMoeArgs& a, BlockChoice& b) {
   constexpr int VEC = 16 / sizeof(T);
   const MoeSelectArgs& s = a.select;
@@ -37,10 +35,7 @@ __device__ __forceinline__ void chooseInBlock(const FusedMoeArgs& a, BlockChoice
   if (threadIdx.x < 32) {
     const T* row = static_cast<const T*>(s.logits);
     float p[kLaneExperts];
-    if constexpr (LOGITS_IN_P) {
-#pragma unroll
-      for (int i = 0; i < kLaneExperts; ++i) p[i] = b.p[min(lane + 32 * i, experts - 1)];
-    } else if (experts % VEC == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0) {
+    if (experts % VEC == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0) {
       for (int c = lane; c * VEC < experts; c += 32) {
         const int4 raw = __ldcg(reinterpret_cast<const int4*>(row) + c);
         const Vec<T, VEC> v = *reinterpret_cast<const Vec<T, VEC>*>(&raw);

@@ -361,7 +361,6 @@ cudaError_t fusedMoe(const FusedMoeArgs& args, cudaStream_t stream) {
     if (shared > kMoeRouterMaxShared) return cudaErrorInvalidValue;
     const unsigned routerBlocks = unsigned((a.select.experts + kWarps - 1) / kWarps);
     const bool oneToken = wideExpertKernels() && oneTokenExpertsTake(a);
-    if (oneToken && routerInGateUpTakes(a)) return launchRouterInGateUp(a, stream);
     const bool norm = a.norm.normWeight != nullptr;
     const auto router = oneToken
                             ? (norm ? routerKernel<T, true, false> : routerKernel<T, false, false>)

@@ -1,14 +1,7 @@
 
-#include <cooperative_groups.h>
-
-#include <map>
-#include <mutex>
-#include <tuple>
-
 #include "block_choice.cuh"
 #include "core/runtime_switches.h"
 #include "fused_moe_one_token.cuh"
-#include "norm_rows.cuh"
 
 // Why: at batch 1 the three-kernel path spent its time in latency, not bytes. The router kernel's
 // last block chose, built lists through global memory and zeroed counts; gate_up and down read
@@ -27,11 +20,14 @@ constexpr int kDownRows = 8;  // output rows a block (one wave of 256 blocks at 
 // h[j, i] = round(round(silu(round(x . G_e[i]))) * round(x . U_e[i])) for choice j = blockIdx.x
 // of expert e; warp w of block y computes intermediate rows (y * kWarps + w) * kRows + g, with
 // GateUp::kAhead loads of each of its 2 kRows weight rows in flight.
-// x: the token's (normed) row, in global or this block's shared memory.
 template <typename T>
-__device__ __forceinline__ void gateUpRows(const FusedMoeArgs& a, const BlockChoice& choice,
-                                           const T* x) {
+__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
+    gateUpOneTokenKernel(FusedMoeArgs a) {
   constexpr int R = GateUp::kRows;
+  __shared__ BlockChoice choice;
+  waitForPreviousKernel();  // the logits
+  allowNextKernel();
+  chooseInBlock<T, false>(a, choice);
   const int lane = threadIdx.x % 32, j = int(blockIdx.x);
   const int64_t expert = int64_t(choice.chosen[j]) - a.firstExpert;
   const int64_t i0 = (int64_t(blockIdx.y) * kWarps + threadIdx.x / 32) * R;
@@ -39,7 +35,7 @@ __device__ __forceinline__ void gateUpRows(const FusedMoeArgs& a, const BlockCho
   const T* gateUp[2 * R];
   gateUpRowPointers<T, R>(static_cast<const T*>(a.w13) + expert * 2 * a.inter * a.hidden, i0,
                           a.inter, a.hidden, gateUp);
-  const T* rows[1] = {x};
+  const T* rows[1] = {static_cast<const T*>(a.x)};
   float acc[2 * R][1] = {};
   dotRows<T, 2 * R, GateUp::kAhead, 1>(gateUp, rows, 1, a.hidden, acc);
   if (lane != 0) return;
@@ -51,72 +47,6 @@ __device__ __forceinline__ void gateUpRows(const FusedMoeArgs& a, const BlockCho
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
-    gateUpOneTokenKernel(FusedMoeArgs a) {
-  __shared__ BlockChoice choice;
-  waitForPreviousKernel();  // the logits
-  allowNextKernel();
-  chooseInBlock<T, false>(a, choice);
-  gateUpRows<T>(a, choice, static_cast<const T*>(a.x));
-}
-
-// The router and gate_up in one kernel (SHARDSCOPE_MOE_ROUTER_IN_GATE_UP=1): one kernel boundary
-// and the logits' round trip through global memory fewer than routerKernel before
-// gateUpOneTokenKernel. Launched in clusters of routerCluster(a) blocks along y. Block r of a
-// cluster computes the logits of experts r * kWarps + w (warp w) exactly as routerKernel does
-// (its row loaded before the wait, x normed first with NORM, the same adds and rounding: the
-// logits equal fused::gemv's) and writes each into the choice of every block of its cluster
-// (distributed shared memory); after the cluster's barrier every block chooses from them and
-// streams its rows of gate_up from x. The first cluster writes the logits to routerLogits, for
-// down's choice, and fences before any block lets down start.
-template <typename T, bool NORM>
-__global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
-    routerGateUpOneTokenKernel(FusedMoeArgs a) {
-  extern __shared__ __align__(16) unsigned char normedShared[];
-  constexpr int VEC = 16 / sizeof(T);
-  __shared__ BlockChoice choice;
-  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const unsigned rank = cluster.block_rank(), size = cluster.num_blocks();
-  const int lane = threadIdx.x % 32;
-  const int64_t e = int64_t(rank) * kWarps + threadIdx.x / 32;
-  RouterRowDot<T, 1> row(a, e);
-  const bool mine = row.mine;
-  int4 normWeight{};
-  if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(a.norm);
-  clusterArrive<false>();
-  waitForPreviousKernel();  // x (and its residual)
-  T* xs = reinterpret_cast<T*>(normedShared);
-  const T* x = NORM ? xs : static_cast<const T*>(a.x);
-  if constexpr (NORM) {
-    NormRowsArgs norm = a.norm;
-    if (blockIdx.x != 0 || blockIdx.y != 0) norm.residualOut = nullptr;  // one block writes it
-    normRows<T, VEC>(norm, 1, xs, normWeight);  // ends with a barrier: xs is whole
-  }
-  float acc[1];
-  row.dot(x, 1, acc);
-  const bool first = blockIdx.x == 0 && blockIdx.y < size;
-  clusterWait();  // every block of the cluster has started
-  if (mine && lane == 0) {
-    const T logit = fromFloat<T>(acc[0]);
-    for (unsigned r = 0; r < size; ++r) cluster.map_shared_rank(choice.p, r)[e] = toFloat(logit);
-    if (first) {
-      // Down chooses from these before its wait, once every block of this grid has let it start
-      // (below). The fence makes them visible to the whole GPU before this thread's block passes
-      // the cluster's barrier and lets down start; PTX promises a later kernel the writes only
-      // after its wait, so this leans on the fence and on down reading through L2 (__ldcg).
-      static_cast<T*>(a.routerLogits)[e] = logit;
-      __threadfence();
-    }
-  }
-  __syncwarp();  // the barrier is .aligned: every lane of the warp reaches it together
-  clusterArrive<true>();
-  clusterWait();
-  allowNextKernel();
-  chooseInBlock<T, false, true>(a, choice);
-  gateUpRows<T>(a, choice, x);
-}
-
 // y[o] for the kDownRows rows o of block b: warp w computes choice j = w (then w + kWarps, ...)
 // on those rows, round(round(h_j . D_e[o]) * weight_j), into shared memory; then each row adds
 // the local choices in increasing expert order from zero, each add rounded (combineRows' order).
@@ -125,12 +55,9 @@ __global__ void __launch_bounds__(kWarps * 32, GateUp::kMinBlocks)
 // step 2.92-2.96 ms on H100s, 2.98-2.99 before). Three chunks a pass (128 registers), or 64
 // registers so that a block fits on an SM beside gate_up's two, were slower (RESULTS run 18).
 // The choice and the warp's first pass come before the wait on gate_up: neither depends on it
-// (the logits are two kernels back, complete before gate_up let this one start; with the router
-// inside gate_up, written and fenced before any gate_up block lets this one start).
-// With weightsToL2, each warp asks L2 for its first expert's rows before the wait, too.
+// (the logits are two kernels back, complete before gate_up let this one start).
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, 2)
-    downOneTokenKernel(FusedMoeArgs a, bool weightsToL2) {
+__global__ void __launch_bounds__(kWarps * 32, 2) downOneTokenKernel(FusedMoeArgs a) {
   // One chunk a pass, written as passes because this is the code measured: the same loop written
   // a chunk at a time compiles to 94 registers (ptxas), not run on a GPU.
   constexpr int kHeld = 1;
@@ -164,7 +91,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   if (firstE >= 0) {
     w = rowsOf(firstE);
     loadPass(k0);
-    if (weightsToL2) warpPrefetchToL2(w, (lastRow + 1) * a.inter * int64_t(sizeof(T)));
   }
   waitForPreviousKernel();  // h
   allowNextKernel();
@@ -217,121 +143,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 
 namespace shardscope::kernels {
 
-namespace {
-
-constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;  // intermediate rows a block
-constexpr unsigned kMaxRouterCluster = 16;  // the most blocks a cluster holds on sm_90
-
-dim3 gateUpGrid(const FusedMoeArgs& a) {
-  return dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange));
-}
-
-// routerGateUpOneTokenKernel's cluster: a warp an expert, in a power of two of blocks.
-unsigned routerCluster(const FusedMoeArgs& a) {
-  const int64_t blocks = (a.select.experts + kWarps - 1) / kWarps;
-  unsigned size = 1;
-  while (size < blocks) size *= 2;
-  return size;
-}
-
-using MoeKernel = void (*)(FusedMoeArgs);
-
-template <typename T>
-MoeKernel routerGateUpFor(bool norm) {
-  return norm ? routerGateUpOneTokenKernel<T, true> : routerGateUpOneTokenKernel<T, false>;
-}
-// routerGateUpOneTokenKernel for a's element type, norming x first when a.norm asks.
-MoeKernel routerGateUpKernel(const FusedMoeArgs& a) {
-  const bool norm = a.norm.normWeight != nullptr;
-  switch (a.dtype) {
-    case DType::Float:
-      return routerGateUpFor<float>(norm);
-    case DType::BFloat16:
-      return routerGateUpFor<__nv_bfloat16>(norm);
-    case DType::Half:
-      return routerGateUpFor<__half>(norm);
-  }
-  return nullptr;
-}
-
-// Whether the current device runs `kernel` in clusters of `size` blocks along y with `shared`
-// bytes of dynamic shared memory a block: not before sm_90, nor where a partition (MPS, MIG)
-// leaves too few SMs a GPC. Past 8 blocks the kernel must first allow a non-portable size.
-// Asked once a device and shape (the answer does not change; the launch path is hot). An error
-// that is not such a refusal (one an earlier launch left) is left for the next launch to report,
-// and nothing is remembered.
-bool clustersFit(MoeKernel kernel, dim3 grid, unsigned size, size_t shared) {
-  static_assert(kMoeRouterMaxShared + sizeof(BlockChoice) <= 48 * 1024,
-                "past 48 KB of shared memory the kernel must first be allowed it");
-  using Key = std::tuple<MoeKernel, int, unsigned, unsigned, size_t>;
-  static std::mutex mutex;
-  static std::map<Key, bool> known;
-  int device = 0;
-  if (!kernel || cudaGetDevice(&device) != cudaSuccess) return false;
-  const Key key{kernel, device, grid.y, size, shared};
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
-  cudaError_t e = cudaSuccess;
-  if (size > 8) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  int clusters = 0;
-  if (e == cudaSuccess) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = dim3(kWarps * 32);
-    config.dynamicSmemBytes = shared;
-    cudaLaunchAttribute cluster;
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1;
-    cluster.val.clusterDim.y = size;
-    cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
-  }
-  if (e == cudaSuccess) return known[key] = clusters > 0;
-  const bool refused = e == cudaErrorInvalidValue || e == cudaErrorNotSupported ||
-                       e == cudaErrorInvalidClusterSize || e == cudaErrorNoKernelImageForDevice ||
-                       e == cudaErrorInvalidDeviceFunction;
-  if (!refused) return false;
-  (void)cudaGetLastError();  // the refusal is the answer, not a failure to report
-  return known[key] = false;
-}
-
-// routerGateUpOneTokenKernel's dynamic shared memory: the token's normed row, when it norms x.
-size_t routerGateUpShared(const FusedMoeArgs& a) {
-  return moeRouterNormBytes(a.dtype == DType::Float ? 4 : 2, 1, a.hidden,
-                            a.norm.normWeight != nullptr);
-}
-
-cudaError_t launchDown(const FusedMoeArgs& a, cudaStream_t stream) {
-  return dispatch(a.dtype, [&](auto t) -> cudaError_t {
-    using T = decltype(t);
-    const int64_t bytes = a.topK * a.hidden * a.inter * int64_t(sizeof(T));  // the chosen experts'
-    return launchKernel(downOneTokenKernel<T>,
-                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), dim3(kWarps * 32),
-                        0, stream, a, weightsFitL2(bytes));
-  });
-}
-
-}  // namespace
-
-bool routerInGateUpTakes(const FusedMoeArgs& a) {
-  const unsigned size = routerCluster(a);
-  const size_t shared = routerGateUpShared(a);
-  return RuntimeSwitches::current().moeRouterInGateUp && oneTokenExpertsTake(a) && a.routerWeight &&
-         a.routerLogits && a.select.logits == a.routerLogits && size <= kMaxRouterCluster &&
-         gateUpGrid(a).y % size == 0 && shared <= kMoeRouterMaxShared &&
-         clustersFit(routerGateUpKernel(a), gateUpGrid(a), size, shared);
-}
-
-cudaError_t launchRouterInGateUp(const FusedMoeArgs& a, cudaStream_t stream) {
-  if (!routerInGateUpTakes(a)) return cudaErrorInvalidValue;
-  const size_t shared = routerGateUpShared(a);
-  const cudaError_t gateUp = launchKernelIn(dim3(1, routerCluster(a), 1), routerGateUpKernel(a),
-                                            gateUpGrid(a), dim3(kWarps * 32), shared, stream, a);
-  return gateUp != cudaSuccess ? gateUp : launchDown(a, stream);
-}
-
 bool oneTokenExpertsTake(const FusedMoeArgs& a) {
   return RuntimeSwitches::current().moeOneToken && a.tokens == 1 && a.select.logits &&
          a.select.ids && a.select.weights && a.select.experts >= a.topK &&
@@ -340,11 +151,19 @@ bool oneTokenExpertsTake(const FusedMoeArgs& a) {
 
 cudaError_t launchOneTokenExperts(const FusedMoeArgs& a, cudaStream_t stream) {
   if (!oneTokenExpertsTake(a)) return cudaErrorInvalidValue;
-  const cudaError_t gateUp = dispatch(a.dtype, [&](auto t) -> cudaError_t {
-    return launchKernel(gateUpOneTokenKernel<decltype(t)>, gateUpGrid(a), dim3(kWarps * 32), 0,
-                        stream, a);
+  return dispatch(a.dtype, [&](auto t) -> cudaError_t {
+    using T = decltype(t);
+    constexpr int64_t kGateRange = int64_t(kWarps) * GateUp::kRows;
+    const dim3 threads(kWarps * 32);
+    const cudaError_t gateUp =
+        launchKernel(gateUpOneTokenKernel<T>,
+                     dim3(unsigned(a.topK), unsigned((a.inter + kGateRange - 1) / kGateRange)),
+                     threads, 0, stream, a);
+    if (gateUp != cudaSuccess) return gateUp;
+    return launchKernel(downOneTokenKernel<T>,
+                        dim3(unsigned((a.hidden + kDownRows - 1) / kDownRows)), threads, 0, stream,
+                        a);
   });
-  return gateUp != cudaSuccess ? gateUp : launchDown(a, stream);
 }
 
 }  // namespace shardscope::kernels

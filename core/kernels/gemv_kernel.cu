@@ -124,10 +124,9 @@ __device__ __forceinline__ NormRowsArgs normRowsOf(const GemvArgs& a) {
 // Warp i of the grid's W computes output columns i, i + W, ... (one each with the full grid): it
 // streams weight row n (with SwiGLU the gate row n, then the up row n + a.n) once, dotted with
 // every row of x. The first weights do not depend on the kernel before: they load while it
-// finishes, and with weightsToL2 every row the warp will stream is asked of L2 too. With NORM,
-// the block then norms x into shared memory.
+// finishes. With NORM, the block then norms x into shared memory.
 template <typename T, int ROWS, bool NORM, bool SWIGLU>
-__global__ void gemvKernel(GemvArgs a, bool weightsToL2) {
+__global__ void gemvKernel(GemvArgs a) {
   constexpr int VEC = 16 / sizeof(T);
   extern __shared__ __align__(16) unsigned char shared[];
   const int lane = threadIdx.x % 32;
@@ -143,9 +142,6 @@ __global__ void gemvKernel(GemvArgs a, bool weightsToL2) {
   const T* row = rowAt(0);
   Vec<T, VEC> wv[kUnroll];
   if (row) loadFirstRound<T, VEC>(row, a.k, wv);
-  if (weightsToL2) {
-    for (int64_t j = 0; const T* r = rowAt(j); ++j) warpPrefetchToL2(r, a.k * int64_t(sizeof(T)));
-  }
   int4 normWeight{};
   if constexpr (NORM) normWeight = normWeightAhead<T, VEC>(normRowsOf(a));
   waitForPreviousKernel();
@@ -238,8 +234,7 @@ cudaError_t launch(const GemvArgs& a, cudaStream_t stream) {
   if (prepared != cudaSuccess) return prepared;
   if (NORM && !RuntimeSwitches::current().fullNormGemvGrid)
     blocks = std::min<int64_t>(blocks, blocksAtOnce);
-  return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a,
-                      weightsFitL2(a.n * (a.swiGlu ? 2 : 1) * a.k * int64_t(sizeof(T))));
+  return launchKernel(kernel, dim3(unsigned(blocks)), dim3(kWarpsPerBlock * 32), shared, stream, a);
 }
 
 template <typename T, int ROWS>

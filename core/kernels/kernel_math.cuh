@@ -170,79 +170,22 @@ __device__ __forceinline__ void allowNextKernel() {
 #endif
 }
 
-// Asks L2 for the 128-byte lines of [p, p + bytes), the lanes of a warp taking every 32nd line: a
-// hint (no wait, no register). A kernel that waits on the one before asks for the weights it will
-// stream after the wait, so that DRAM works through the wait (SHARDSCOPE_WEIGHTS_TO_L2=1).
-__device__ __forceinline__ void warpPrefetchToL2(const void* p, int64_t bytes) {
-  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t(127);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
-  for (uintptr_t c = first + uintptr_t(threadIdx.x % 32) * 128; c < end; c += 32 * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c));
-}
-
-// Whether SHARDSCOPE_WEIGHTS_TO_L2 asks L2 for `bytes` of weights ahead: when it is on and they
-// take at most half the current device's L2 (an LM head's would evict their own first lines).
-inline bool weightsFitL2(int64_t bytes) {
-  if (!RuntimeSwitches::current().weightsToL2) return false;
-  int device = 0, l2 = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess)
-    return false;
-  return bytes <= int64_t(l2) / 2;
-}
-
-// A thread block cluster's barrier in two halves (Hopper): every thread of every block of the
-// cluster arrives, then waits until all have. RELEASE/ACQUIRE order the shared-memory writes into
-// other blocks of the cluster before the barrier against the reads after it; a relaxed arrive
-// (and its wait) only says every block has started, which writing into another block's shared
-// memory requires.
-template <bool RELEASE>
-__device__ __forceinline__ void clusterArrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (RELEASE)
-    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  else
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void clusterWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-
-// Launches `kernel` on `stream`, allowed to overlap the kernel before it (see above); with
-// `cluster` (not 0 x 0 x 0), in thread block clusters of that shape.
+// Launches `kernel` on `stream`, allowed to overlap the kernel before it (see above).
 template <typename... Params, typename... Args>
-cudaError_t launchKernelIn(dim3 cluster, void (*kernel)(Params...), dim3 grid, dim3 block,
-                           size_t shared, cudaStream_t stream, Args&&... args) {
+cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                         cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared;
   config.stream = stream;
-  cudaLaunchAttribute attribute[2];
-  int n = 0;
-  if (RuntimeSwitches::current().programmaticLaunch) {
-    attribute[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster.x * cluster.y * cluster.z > 0) {
-    attribute[n].id = cudaLaunchAttributeClusterDimension;
-    attribute[n].val.clusterDim.x = cluster.x;
-    attribute[n].val.clusterDim.y = cluster.y;
-    attribute[n++].val.clusterDim.z = cluster.z;
-  }
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = unsigned(n);
+  config.numAttrs = RuntimeSwitches::current().programmaticLaunch ? 1 : 0;
   const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   return launched != cudaSuccess ? launched : cudaGetLastError();
-}
-template <typename... Params, typename... Args>
-cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
-                         cudaStream_t stream, Args&&... args) {
-  return launchKernelIn(dim3(0, 0, 0), kernel, grid, block, shared, stream,
-                        std::forward<Args>(args)...);
 }
 
 // Calls f(group, headDim) with the query group (query heads a KV head) and the head size as

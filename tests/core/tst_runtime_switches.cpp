@@ -44,8 +44,7 @@ class TestRuntimeSwitches : public QObject {
     QVERIFY(s.batchCalls && s.decodeAhead && s.segmentFusedFirst && s.batchPromptAttention);
     QVERIFY(s.fusedDecode && s.fusedAttention && s.fusedMoeNorm && s.moeOneToken && s.moeWide);
     QVERIFY(s.programmaticLaunch);
-    QVERIFY(!s.fullNormGemvGrid && !s.groupAttentionBlocks && !s.moeRouterInGateUp);
-    QVERIFY(!s.weightsToL2);
+    QVERIFY(!s.fullNormGemvGrid && !s.groupAttentionBlocks);
     QCOMPARE(s.graphWarmups, 0);
     QCOMPARE(s.collectiveTimeoutSeconds, 0.0);
     QVERIFY(s.captureStream == CaptureStreamSource::Leased);
@@ -97,16 +96,6 @@ class TestRuntimeSwitches : public QObject {
       const ScopedSwitch s("SHARDSCOPE_NORM_GEMV_GRID", "full");
       QVERIFY(RuntimeSwitches::current().fullNormGemvGrid);
     }
-    {  // off unless asked for: 1 turns it on
-      const ScopedSwitch s("SHARDSCOPE_MOE_ROUTER_IN_GATE_UP", "1");
-      QVERIFY(RuntimeSwitches::current().moeRouterInGateUp);
-    }
-    QVERIFY(!RuntimeSwitches::current().moeRouterInGateUp);
-    {
-      const ScopedSwitch s("SHARDSCOPE_WEIGHTS_TO_L2", "1");
-      QVERIFY(RuntimeSwitches::current().weightsToL2);
-    }
-    QVERIFY(!RuntimeSwitches::current().weightsToL2);
     for (AllReduceAlgorithm a : {AllReduceAlgorithm::Auto, AllReduceAlgorithm::Peer,
                                  AllReduceAlgorithm::Nccl, AllReduceAlgorithm::NcclSymmetric}) {
       const ScopedSwitch s("SHARDSCOPE_ALL_REDUCE", toString(a));

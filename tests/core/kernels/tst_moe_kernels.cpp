@@ -8,7 +8,6 @@
 
 #include "common/kernel_checks.h"
 #include "common/moe_reference.h"
-#include "common/scoped_switch.h"
 #include "core/kernels/fused_ops.h"
 #include "core/model/layers/grouped_experts.h"
 
@@ -268,9 +267,8 @@ class TestMoeKernels : public QObject {
       // down's 8 slots about 8 times.
       QTest::addRow("%s T=1 E=16 k=8 H=4096 I=768", d)
           << t << 1 << false << 16 << 8 << 4096 << 768 << (t == int(at::kFloat) ? 1e-6 : 1.0 / 256);
-      // Shapes whose router runs inside gate_up (SHARDSCOPE_MOE_ROUTER_IN_GATE_UP) in clusters of
-      // 8 blocks (61 experts: the last block's last three warps have none) and of 16 with four
-      // idle (96 experts); 128 experts above take 16 whole, 32 take 4 and 16 take 2.
+      // Expert counts that leave warps of the router's last block without an expert (61: three
+      // of eight; 96 at hidden 264, a row that is not a whole number of a lane's loads).
       QTest::addRow("%s T=1 E=61 k=5 I=192", d) << t << 1 << false << 61 << 5 << 256 << 192 << 0.0;
       QTest::addRow("%s T=1 E=96 k=6 H=264 I=384", d)
           << t << 1 << false << 96 << 6 << 264 << 384 << 0.0;
@@ -336,14 +334,6 @@ class TestMoeKernels : public QObject {
     QVERIFY2(at::equal(r2, sum), "x + residual differs from addRmsNorm's");
     QVERIFY2(at::equal(y, fused::fusedMoe(normed, routerW, done, r, w13, w2, first)),
              "the norm inside the router's kernel differs from addRmsNorm before it");
-    if (tokens == 1) {  // the router inside gate_up's kernel: the same bits, norm or not
-      const test::ScopedSwitch inGateUp("SHARDSCOPE_MOE_ROUTER_IN_GATE_UP", "1");
-      QVERIFY2(at::equal(fused::fusedMoe(x, routerW, done, r, w13, w2, first), fromWeight),
-               "the router in gate_up's kernel differs from the router kernel");
-      auto [yIn, sumIn] = fused::fusedMoeAfterNorm(h, norm, routerW, done, r, w13, w2, first);
-      QVERIFY2(at::equal(sumIn, sum), "x + residual differs with the router in gate_up's kernel");
-      QVERIFY2(at::equal(yIn, y), "the norm and router in gate_up's kernel differ");
-    }
     norm.residual = at::Tensor();
     auto [yAlone, same] = fused::fusedMoeAfterNorm(h, norm, routerW, done, r, w13, w2, first);
     QVERIFY(yAlone.defined() && same.is_same(h));
