@@ -94,8 +94,7 @@ using WideDown = WarpRows<8, 1, 1, 2>;
 // each lane adding its elements in increasing order, then the lanes in a butterfly (fused::gemv's
 // order, so the logits are its bits). The first kRound 16-byte loads a lane are issued when made,
 // before the kernel waits on the one before (the weights do not depend on it); a warp past the
-// experts (not `mine`) loads nothing and sums to zero. Shared by routerKernel and the router in
-// gate_up, so the two give the same logits.
+// experts (not `mine`) loads nothing and sums to zero.
 template <typename T, int TR>
 struct RouterRowDot {
   static constexpr int VEC = 16 / sizeof(T), kRound = 8;
