@@ -138,6 +138,22 @@ int64_t tensorBytes(c10::IntArrayRef sizes, at::ScalarType dtype) {
   return bytes;
 }
 
+int64_t reducedBytes(const at::Tensor& x, c10::IntArrayRef dims, at::ScalarType dtype) {
+  if (dims.empty()) return tensorBytes({}, dtype);  // amax(()) and sum(dim=[]) take every dim
+  const int64_t rank = x.dim();
+  std::vector<bool> gone(size_t(rank), false);
+  for (const int64_t d : dims) {
+    if (rank == 0 && (d == 0 || d == -1)) continue;  // a 0-d tensor takes dim 0 or -1
+    if (d < -rank || d >= rank) return 0;
+    gone[size_t(d < 0 ? d + rank : d)] = true;
+  }
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!gone[size_t(i)]) kept.push_back(x.size(i));
+  }
+  return tensorBytes(kept, dtype);
+}
+
 int64_t broadcastBytes(const at::Tensor& x, const at::Tensor& y, at::ScalarType dtype,
                        const at::Tensor& z) {
   auto sizes = broadcast(x.sizes(), y.sizes());

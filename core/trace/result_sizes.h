@@ -27,6 +27,10 @@ int64_t concatenatedBytes(const std::vector<at::Tensor>& parts);
 // "i,j->ij" is an outer product) and the largest intermediate of ATen's left-to-right
 // contraction ("i,j,j->i" holds (i, j)); 0 for an equation this does not read (torch checks it).
 int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& operands);
+// x reduced over `dims` (x.sum(1), x.amax((0, 2)), x.max(1)'s values): the elements of its other
+// dimensions, in `dtype` (keepdim's ones change no count); 0 for a dim out of range (torch's own
+// error). Its result can be most of an expanded view's elements: e.expand(n, n, 2).sum(2).
+int64_t reducedBytes(const at::Tensor& x, c10::IntArrayRef dims, at::ScalarType dtype);
 // x.reshape(shape) (one -1 inferred): 0 where torch gives a view, else the copy's bytes; a shape
 // that does not fit x's elements raises torch's own error here.
 int64_t reshapedBytes(const at::Tensor& x, c10::IntArrayRef shape);

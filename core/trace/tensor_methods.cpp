@@ -117,6 +117,22 @@ Value nonzero(const at::Tensor& x, Args& a) {
   return nonzeroIndices(interpreterOf(a), x, flag(a, 0, "as_tuple", false));
 }
 
+// topk(k, dim=-1, largest=True, sorted=True): (values, indices), asked of the budget first: k of
+// each row's values and their int64 indices (5 times a bf16 row's bytes at k = its length). A k
+// or dim torch refuses asks for nothing: torch then says why.
+Value topk(const at::Tensor& x, Args& a) {
+  const int64_t k = asInt(arg(a, 0, "k", "Tensor.topk"), "k");
+  const int64_t dim = dimArg(a, 1, -1), rank = std::max<int64_t>(x.dim(), 1);
+  if (dim >= -rank && dim < rank && x.dim() > 0 && k >= 0 && k <= x.size(dim)) {
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes[size_t(dim < 0 ? dim + rank : dim)] = k;
+    interpreterOf(a).requestMemory(tensorBytes(sizes, x.scalar_type()) +
+                                   tensorBytes(sizes, at::kLong));
+  }
+  return valuesIndices("topk",
+                       x.topk(k, dim, flag(a, 2, "largest", true), flag(a, 3, "sorted", true)));
+}
+
 // An elementwise method's `other`: a tensor or a number, as torch's methods take it (a list or a
 // tuple is torch's TypeError, where the operators' `x + [1, 2]` is also refused).
 at::Tensor otherOperand(const Args& a, const at::Tensor& x, const char* shown) {
@@ -259,10 +275,10 @@ const std::map<std::string, TensorMethod>& methods() {
          return extreme(x, a, false);
        }}},
       {"argmax", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.argmax(optionalDim(a, 0), keepdim(a, 1)));
+         return extremeIndex(x, a, true);
        }}},
       {"argmin", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.argmin(optionalDim(a, 0), keepdim(a, 1)));
+         return extremeIndex(x, a, false);
        }}},
       {"norm", M{T{3, {"p", "dim", "keepdim"}}, normOf}},
       // softmax, log_softmax and cumsum need their dim, as in torch (no default to differ from).
@@ -274,10 +290,7 @@ const std::map<std::string, TensorMethod>& methods() {
          return tensor(at::log_softmax(x, dimArg(a, 0, -1),
                                        dtypeArg(a.get(1, "dtype"), "Tensor.log_softmax")));
        }})},
-      {"topk", M{T{4, {"k", "dim", "largest", "sorted"}, 1}, [](const at::Tensor& x, Args& a) {
-         return valuesIndices("topk", x.topk(asInt(arg(a, 0, "k", "Tensor.topk"), "k"), dimArg(a, 1, -1),
-                                     flag(a, 2, "largest", true), flag(a, 3, "sorted", true)));
-       }}},
+      {"topk", M{T{4, {"k", "dim", "largest", "sorted"}, 1}, topk}},
       {"sort", copying(M{T{2, {"dim", "descending", "stable"}}, [](const at::Tensor& x, Args& a) {
          const int64_t dim = dimArg(a, 0, -1);
          const bool descending = flag(a, 1, "descending", false);
@@ -328,8 +341,12 @@ const std::map<std::string, TensorMethod>& methods() {
          return fromTensorList(x.to(at::kCPU));
        }}},
       {"gather", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
-         return tensor(x.gather(asInt(arg(a, 0, "dim", "Tensor.gather"), "dim"),
-                                toTensor(arg(a, 1, "index", "Tensor.gather")).to(at::kLong)));
+         // The result has the index's shape: an expanded index's every element, and its int64 copy.
+         const at::Tensor index = toTensor(arg(a, 1, "index", "Tensor.gather"));
+         int64_t bytes = tensorBytes(index.sizes(), x.scalar_type());
+         if (index.scalar_type() != at::kLong) bytes += tensorBytes(index.sizes(), at::kLong);
+         interpreterOf(a).requestMemory(bytes);
+         return tensor(x.gather(asInt(arg(a, 0, "dim", "Tensor.gather"), "dim"), index.to(at::kLong)));
        }}},
       {"index_select", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
          const int64_t dim = asInt(arg(a, 0, "dim", "Tensor.index_select"), "dim");
@@ -414,22 +431,12 @@ const std::map<std::string, TensorMethod>& methods() {
       {"isfinite", copying(M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.isfinite()); }}, CopyOf::Bools)},
       {"nonzero", M{T{0, {"as_tuple"}}, nonzero}},
       {"t", M{T{}, [](const at::Tensor& x, Args&) { return tensor(x.t()); }}},
-      {"prod", M{T{2, {"dim", "keepdim", "dtype"}}, [](const at::Tensor& x, Args& a) {
-         const auto dtype = dtypeArg(a.keyword("dtype"), "Tensor.prod");
-         const auto dim = optionalDim(a, 0);
-         if (!dim) {
-           if (keepdim(a, 1)) throw RuntimeFailure("Tensor.prod(keepdim=True) needs a dim");
-           return tensor(x.prod(dtype));
-         }
-         return tensor(x.prod(*dim, keepdim(a, 1), dtype));
-       }}},
+      {"prod", M{T{2, {"dim", "keepdim", "dtype"}}, prodOf}},
       {"amax", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
-         const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
-         return tensor(x.amax(dims, keepdim(a, 1)));
+         return extremeValues(x, a, true);
        }}},
       {"amin", M{T{2, {"dim", "keepdim"}}, [](const at::Tensor& x, Args& a) {
-         const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
-         return tensor(x.amin(dims, keepdim(a, 1)));
+         return extremeValues(x, a, false);
        }}},
       {"argsort", copying(M{T{2, {"dim", "descending"}}, [](const at::Tensor& x, Args& a) {
          return tensor(x.argsort(dimArg(a, 0, -1), flag(a, 1, "descending", false)));

@@ -44,6 +44,22 @@ int64_t correctionOf(const Args& a, const char* fn) {
   return asInt(*correction, "correction");
 }
 
+// Asks the budget for a reduction's result over `dims` before it is made: in `dtype`, with int64
+// indices too where it gives them (max(dim)). Its result can be most of an expanded view's
+// elements, which are not held anywhere until then (e.expand(n, n, 2).sum(2)).
+void askReduced(Args& a, const at::Tensor& x, c10::IntArrayRef dims, at::ScalarType dtype,
+                bool indices = false) {
+  int64_t bytes = reducedBytes(x, dims, dtype);
+  if (indices) bytes += reducedBytes(x, dims, at::kLong);
+  interpreterOf(a).requestMemory(bytes);
+}
+
+// What sum and prod give without a dtype=: int64 for bool and integer tensors, as torch does.
+at::ScalarType accumulatedType(const at::Tensor& x, c10::optional<at::ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return at::isIntegralType(x.scalar_type(), /*includeBool=*/true) ? at::kLong : x.scalar_type();
+}
+
 }  // namespace
 
 // sum(dim=None, keepdim=False, *, dtype=None) and mean, alike.
@@ -52,6 +68,7 @@ Value sumOrMean(const at::Tensor& x, Args& a, bool mean) {
   const auto dims = reduced(x, a, 1);
   if (!dims) return tensor(mean ? x.mean(dtype) : x.sum(dtype));
   const at::IntArrayRef d(*dims);
+  askReduced(a, x, d, mean ? dtype.value_or(x.scalar_type()) : accumulatedType(x, dtype));
   return tensor(mean ? x.mean(d, keepdim(a, 1), dtype) : x.sum(d, keepdim(a, 1), dtype));
 }
 
@@ -63,6 +80,7 @@ Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
   const at::OptionalIntArrayRef d =
       dims ? at::OptionalIntArrayRef(*dims) : at::OptionalIntArrayRef(c10::nullopt);
   const bool keep = dims && keepdim(a, 2);
+  if (dims) askReduced(a, x, *dims, x.scalar_type());
   return tensor(var ? x.var(d, correction, keep) : x.std(d, correction, keep));
 }
 
@@ -88,6 +106,7 @@ Value extreme(const at::Tensor& x, Args& a, bool max) {
                            "(keepdim=True) needs a dim");
     return tensor(max ? x.max() : x.min());
   }
+  askReduced(a, x, {*dim}, x.scalar_type(), /*indices=*/true);
   return valuesIndices(max ? "max" : "min",
                        max ? x.max(*dim, keepdim(a, 1)) : x.min(*dim, keepdim(a, 1)));
 }
@@ -95,7 +114,10 @@ Value extreme(const at::Tensor& x, Args& a, bool max) {
 // any(dim=None, keepdim=False) and all.
 Value anyOrAll(const at::Tensor& x, Args& a, bool any) {
   const auto dim = optionalDim(a, 0);
-  if (dim) return tensor(any ? x.any(*dim, keepdim(a, 1)) : x.all(*dim, keepdim(a, 1)));
+  if (dim) {
+    askReduced(a, x, {*dim}, at::kBool);
+    return tensor(any ? x.any(*dim, keepdim(a, 1)) : x.all(*dim, keepdim(a, 1)));
+  }
   const at::Tensor r = any ? x.any() : x.all();
   return tensor(keepdim(a, 1) ? r.reshape(std::vector<int64_t>(size_t(x.dim()), 1)) : r);
 }
@@ -110,7 +132,34 @@ Value normOf(const at::Tensor& x, Args& a) {
   }
   const auto dims = reduced(x, a, 2, 1);  // x.norm(1) is the 1-norm of every element, not dim 1's
   if (!dims) return tensor(at::norm(x, p));
+  askReduced(a, x, *dims, x.scalar_type());
   return tensor(at::norm(x, p, at::IntArrayRef(*dims), keepdim(a, 2)));
+}
+
+// prod(dim=None, keepdim=False, *, dtype=None): one dim at most, as torch takes.
+Value prodOf(const at::Tensor& x, Args& a) {
+  const auto dtype = dtypeArg(a.keyword("dtype"), "Tensor.prod");
+  const auto dim = optionalDim(a, 0);
+  if (!dim) {
+    if (keepdim(a, 1)) throw RuntimeFailure("Tensor.prod(keepdim=True) needs a dim");
+    return tensor(x.prod(dtype));
+  }
+  askReduced(a, x, {*dim}, accumulatedType(x, dtype));
+  return tensor(x.prod(*dim, keepdim(a, 1), dtype));
+}
+
+// amax(dim=(), keepdim=False) and amin: every dim when none is given.
+Value extremeValues(const at::Tensor& x, Args& a, bool max) {
+  const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
+  askReduced(a, x, dims, x.scalar_type());
+  return tensor(max ? x.amax(dims, keepdim(a, 1)) : x.amin(dims, keepdim(a, 1)));
+}
+
+// argmax(dim=None, keepdim=False) and argmin: int64 indices, of the flattened tensor without a dim.
+Value extremeIndex(const at::Tensor& x, Args& a, bool max) {
+  const auto dim = optionalDim(a, 0);
+  if (dim) askReduced(a, x, {*dim}, at::kLong);
+  return tensor(max ? x.argmax(dim, keepdim(a, 1)) : x.argmin(dim, keepdim(a, 1)));
 }
 
 }  // namespace shardscope::trace

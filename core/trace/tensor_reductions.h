@@ -1,6 +1,7 @@
-// The reductions among the tensor methods (x.sum, mean, std, var, max, min, any, all, norm), each
-// taking torch's arguments by its names and positions (dim a number or a tuple, keepdim, dtype,
-// unbiased or correction) and refusing the mixes torch refuses.
+// The reductions among the tensor methods (x.sum, mean, std, var, max, min, any, all, norm, prod,
+// amax, amin, argmax, argmin), each taking torch's arguments by its names and positions (dim a
+// number or a tuple, keepdim, dtype, unbiased or correction) and refusing the mixes torch refuses.
+// A reduction over some dims asks the memory budget for its result before making it.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,5 +21,12 @@ Value extreme(const at::Tensor& x, CallArgs& a, bool max);
 Value anyOrAll(const at::Tensor& x, CallArgs& a, bool any);
 // norm(p='fro', dim=None, keepdim=False): p a number or 'fro' (the 2-norm of the elements).
 Value normOf(const at::Tensor& x, CallArgs& a);
+
+// prod(dim=None, keepdim=False, *, dtype=None).
+Value prodOf(const at::Tensor& x, CallArgs& a);
+// amax(dim=(), keepdim=False), and amin alike.
+Value extremeValues(const at::Tensor& x, CallArgs& a, bool max);
+// argmax(dim=None, keepdim=False), and argmin alike.
+Value extremeIndex(const at::Tensor& x, CallArgs& a, bool max);
 
 }  // namespace shardscope::trace

@@ -162,13 +162,18 @@ Value einsum(Args& a) {
   return tensor(at::einsum(equation->str, ops));
 }
 
+// Asks the budget for `count` temporaries of x and y broadcast together, which ATen makes inside
+// an op whose result is smaller (cosine_similarity's product and squares, isclose's differences):
+// of (n, 1, d) and (1, n, d), each n * n * d.
+void requestTemporaries(Args& a, const at::Tensor& x, const at::Tensor& y, int64_t count) {
+  const int64_t each = broadcastBytes(x, y, at::result_type(x, y));
+  interpreterOf(a).requestMemory(each > (int64_t(1) << 60) / count ? each : count * each);
+}
+
 Value cosineSimilarity(Args& a) {
   const at::Tensor x = toTensor(arg(a, 0, "x1", "torch.cosine_similarity")),
                    y = toTensor(arg(a, 1, "x2", "torch.cosine_similarity"));
-  // ATen broadcasts both inputs and keeps a few temporaries of that shape (the product, the
-  // squares): pairwise similarity of (n, 1, d) and (1, n, d) takes about three n * n * d.
-  const int64_t temporary = broadcastBytes(x, y, at::result_type(x, y));
-  interpreterOf(a).requestMemory(temporary > (int64_t(1) << 60) / 3 ? temporary : 3 * temporary);
+  requestTemporaries(a, x, y, 3);  // the product and the two squares
   return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
                                       asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
 }
@@ -228,9 +233,10 @@ Value torchNamespace() {
       });
   torch["allclose"] = strictBuiltin(
       "torch.allclose", {5, {"input", "other", "rtol", "atol", "equal_nan"}, 2}, [](Args& a) {
-        return boolean(at::allclose(toTensor(arg(a, 0, "input", "torch.allclose")),
-                                    toTensor(arg(a, 1, "other", "torch.allclose")),
-                                    asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
+        const at::Tensor x = toTensor(arg(a, 0, "input", "torch.allclose")),
+                         y = toTensor(arg(a, 1, "other", "torch.allclose"));
+        requestTemporaries(a, x, y, 3);  // |x - y|, rtol * |y| and their sum (and bools)
+        return boolean(at::allclose(x, y, asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
                                     asNumber(optional(a, 3, "atol", floating(1e-8)), "atol"),
                                     flag(a, 4, "equal_nan", false)));
       });

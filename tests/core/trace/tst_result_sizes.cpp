@@ -199,6 +199,26 @@ class TestResultSizes : public QObject {
   }
 
   // Only a view with more elements than its storage holds would grow when copied.
+  // A reduction over some dims keeps the others' elements, with keepdim or not, whatever order or
+  // sign the dims come in; no dims is every dim (amax(())); a dim out of range is torch's error.
+  void reductionsAskForTheDimsTheyKeep() {
+    const at::Tensor x = ones({4, 3, 5}), scalar = ones({});
+    for (const std::vector<int64_t>& dims :
+         std::vector<std::vector<int64_t>>{{0}, {1}, {-1}, {0, 2}, {2, -3}, {0, 1, 2}, {}}) {
+      for (const bool keep : {false, true}) {
+        const at::Tensor made = x.amax(dims, keep);
+        QCOMPARE(reducedBytes(x, dims, at::kFloat), int64_t(made.nbytes()));
+        QCOMPARE(reducedBytes(x, dims, at::kLong), int64_t(x.sum(dims, keep, at::kLong).nbytes()));
+      }
+    }
+    QCOMPARE(reducedBytes(scalar, {0}, at::kFloat), int64_t(scalar.sum(0).nbytes()));
+    QCOMPARE(reducedBytes(scalar, {-1}, at::kFloat), int64_t(scalar.sum(-1).nbytes()));
+    QCOMPARE(reducedBytes(x, {3}, at::kFloat), int64_t(0));
+    QCOMPARE(reducedBytes(x, {-4}, at::kFloat), int64_t(0));
+    const at::Tensor expanded = ones({1}).expand({1000, 1000, 2});  // 8 bytes held
+    QCOMPARE(reducedBytes(expanded, {2}, at::kFloat), int64_t(4) * 1000 * 1000);
+  }
+
   void expandedViewsAreTheOnlyCopiesThatGrow() {
     const at::Tensor base = ones({1});
     const at::Tensor expanded = base.expand({3, 4});

@@ -65,12 +65,51 @@ class TestScriptSafety : public QObject {
                                  << "this operation would create";
     QTest::newRow("huge arange") << "x = torch.arange(0, 10 ** 12)\n"
                                  << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
-    // ... and one made by an op that does not ask (topk: its values and indices) counts when
-    // charged (it was not yet bound to a name, so the walk left it out and an 80 MB cat passed a
-    // 64 MB budget).
-    QTest::newRow("tensor past the budget in one op")
+    // ... and one made by an op that does not ask (a string method) counts when charged (it was
+    // not yet bound to a name, so the walk left it out and an 80 MB cat passed a 64 MB budget).
+    QTest::newRow("value past the budget in one op")
+        << "s = 'x' * (33 * 2 ** 20)\nt = s.upper()\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this block's values hold 66.0 MiB";
+    // topk's values and int64 indices are asked for (they were made, then charged).
+    QTest::newRow("topk past the budget")
         << "a = torch.ones(5000, 2000)\nb = torch.topk(a, 2000).values\n"
-        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this block's values hold";
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "114.4 MiB";
+    QTest::newRow("topk of an expanded view")  // 5000 of 10**4 a row: floats and int64s
+        << "x = torch.ones(1).expand(10000, 10000)\ny = x.topk(5000)\n"
+        << "this operation would create 572.2 MiB";
+    // A reduction over some dims of an expanded view: the other dims' elements (they were made,
+    // then charged: e.sum(2) allocated 400 MB under 64 MiB).
+    const char* expanded3 = "e = torch.ones(1).expand(10000, 10000, 2)\n";
+    for (const auto& [op, made] : std::vector<std::pair<const char*, const char*>>{
+             {"e.sum(2)", "381.5"},
+             {"e.mean(-1, keepdim=True)", "381.5"},
+             {"e.std(2)", "381.5"},
+             {"e.norm(dim=2)", "381.5"},
+             {"e.amax(2)", "381.5"},
+             {"e.prod(2)", "381.5"},
+             {"e.max(2)", "1144.4"},  // values and int64 indices
+             {"e.argmin(2)", "762.9"},
+             {"e.any(2)", "95.4"},
+             {"torch.sum(e, 2)", "381.5"},
+             {"torch.sum(e, 2)", "381.5"}}) {
+      QTest::addRow("reduction %s of an expanded view", op)
+          << QString(expanded3) + "y = " + op + "\n"
+          << QString(
+                 "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would "
+                 "create ") +
+                 made + " MiB";
+    }
+    QTest::newRow("gather by an expanded index")
+        << "x = torch.ones(1).expand(10000, 10000)\n"
+           "i = torch.zeros(1, 1, dtype=torch.long).expand(10000, 10000)\ny = x.gather(1, i)\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "381.5 MiB";
+    // isclose's temporaries of the broadcast shape (the result is one bool).
+    QTest::newRow("allclose of a broadcast")
+        << "x = torch.ones(100000)\nb = torch.allclose(x[:, None], x[None, :])\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "114440.9 MiB";
     // A mask's selection: its true values counted, then asked for (it was charged once made).
     QTest::newRow("mask selection") << "a = torch.ones(5000, 2000)\nb = a[a > 0]\n"
                                     << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this "
@@ -233,6 +272,23 @@ class TestScriptSafety : public QObject {
   }
 
   void hostileScriptsFailAtTheirLine() { failsWithMessageAndRunnerWorksOn(); }
+
+  // What those reductions ask for is their result, not their operand's elements: over most of an
+  // expanded view's dims, or all of them, they run under the same 64 MiB.
+  void reductionsThatFitRun() {
+    std::vector<std::string> lines;
+    auto runner = makeRunner(&lines);
+    runner->run(
+        "e = torch.ones(1).expand(10000, 10000, 2)\n"
+        "print(e.amin((1, 2)).shape, e.sum(0).shape, e.max(0).values.shape)\n"
+        "print(e.sum().dim(), bool(e.any()), e.argmax(1).shape, e[:, :, :1].topk(1, 0)[0].shape)\n",
+        "fits.py");
+    QCOMPARE(lines.size(), size_t(2));
+    QCOMPARE(lines[0],
+             std::string("torch.Size([10000]) torch.Size([10000, 2]) torch.Size([10000, 2])"));
+    QCOMPARE(lines[1], std::string("0 True torch.Size([10000, 2]) "
+                                   "torch.Size([1, 10000, 1])"));
+  }
 
   // A logic_error inside a builtin is our bug: reported as an internal error with the line, not
   // as the script's mistake.
