@@ -26,22 +26,43 @@ std::string listed(const std::vector<const char*>& names) {
   return out;
 }
 
+// "1 argument", "2 arguments".
+std::string arguments(size_t n) {
+  return std::to_string(n) + " argument" + (n == 1 ? "" : "s");
+}
+
+// CPython's words for `given` positional arguments where `takes` asks for another count, in the
+// styles other than Arity::Named; empty when the count is right.
+std::string countError(const Takes& takes, size_t given, const std::string& fn) {
+  const size_t least = takes.required, most = takes.positional;
+  if (given >= least && given <= most) return "";
+  if (takes.arity == Arity::ExactlyOne)
+    return fn + "() takes exactly one argument (" + std::to_string(given) + " given)";
+  const std::string bound = least == most ? "" : given < least ? "at least " : "at most ";
+  return fn + " expected " + bound + arguments(given < least ? least : most) + ", got " +
+         std::to_string(given);
+}
+
 }  // namespace
 
 void checkArguments(const Args& a, const Takes& takes, const std::string& fn) {
   const size_t given = a.positional.size();
-  if (given > takes.positional)
-    throw RuntimeFailure(fn + "() takes at most " + std::to_string(takes.positional) +
-                         " positional argument" + (takes.positional == 1 ? "" : "s") + " (" +
-                         std::to_string(given) + " given)");
   const std::vector<const char*> keywords(
       takes.keywords.begin() +
           std::ptrdiff_t(std::min(takes.positionalOnly, takes.keywords.size())),
       takes.keywords.end());
+  // A builtin whose parameters are all positional-only refuses any keyword before it counts, as
+  // Python's do.
+  if (!a.keywords.empty() && takes.positionalOnly > 0 && keywords.empty())
+    throw RuntimeFailure(fn + "() takes no keyword arguments");
+  if (takes.arity != Arity::Named) {
+    if (const std::string e = countError(takes, given, fn); !e.empty()) throw RuntimeFailure(e);
+  }
+  if (given > takes.positional)
+    throw RuntimeFailure(fn + "() takes at most " + std::to_string(takes.positional) +
+                         " positional argument" + (takes.positional == 1 ? "" : "s") + " (" +
+                         std::to_string(given) + " given)");
   for (const auto& [name, value] : a.keywords) {
-    // A builtin whose parameters are all positional-only refuses any keyword, as Python's do.
-    if (takes.positionalOnly > 0 && keywords.empty())
-      throw RuntimeFailure(fn + "() takes no keyword arguments");
     const auto it = std::find(takes.keywords.begin(), takes.keywords.end(), name);
     if (it == takes.keywords.end())
       throw RuntimeFailure(

@@ -29,6 +29,11 @@ Interpreter& interpreterOf(const Args& a);
 // parameters in order (torch.topk: input, k, dim, largest, sorted), so `keywords[i]` given both
 // by position and by keyword is refused too, as is a missing required one.
 inline constexpr size_t kVarargs = SIZE_MAX;
+// How a builtin words a wrong count of arguments, as CPython's own do: by name ("takes at most 2
+// positional arguments", "is missing its 'x'"), as METH_O functions ("len() takes exactly one
+// argument (2 given)"), or as Argument Clinic's positional checks ("sorted expected 1 argument,
+// got 0"; "range expected at least 1 argument, got 0").
+enum class Arity { Named, ExactlyOne, Expected };
 struct Takes {
   size_t positional = 0;
   std::vector<const char*> keywords = {};
@@ -36,6 +41,7 @@ struct Takes {
   // The first `positionalOnly` keywords only name positional parameters, as Python's builtins
   // have them (len(obj=x) is refused: "len() takes no keyword arguments").
   size_t positionalOnly = 0;
+  Arity arity = Arity::Named;
 };
 // Refuses a call of fn() (its name as the script wrote it: "sorted", "torch.topk", "Tensor.sum")
 // that passes what it does not take, as Python does ("fn() got an unexpected keyword argument

@@ -357,7 +357,7 @@ namespace {
 
 // len, range, the conversions (repr, str, bool, int, float) and abs.
 void installScalarsAndConversions(Environment& env) {
-  env.set("len", strictBuiltin("len", Takes{1, {"obj"}, 0, 1}, [](Args& a) {
+  env.set("len", strictBuiltin("len", Takes{1, {"obj"}, 1, 1, Arity::ExactlyOne}, [](Args& a) {
             const Value v = arg(a, 0, "obj", "len");
             switch (v->type) {
               case Type::Str:
@@ -390,7 +390,8 @@ void installScalarsAndConversions(Environment& env) {
                                      "' has no len()");
             }
           }));
-  env.set("range", strictBuiltin("range", Takes{3, {"start", "stop"}, 0, 2}, [](Args& a) {
+  env.set("range",
+          strictBuiltin("range", Takes{3, {"start", "stop"}, 1, 2, Arity::Expected}, [](Args& a) {
             auto r = std::make_shared<Object>();
             r->type = Type::Range;
             if (a.positional.size() == 1) {
@@ -403,14 +404,14 @@ void installScalarsAndConversions(Environment& env) {
             }
             return Value(r);
           }));
-  env.set("ascii", strictBuiltin("ascii", Takes{1, {"obj"}, 0, 1},
+  env.set("ascii", strictBuiltin("ascii", Takes{1, {"obj"}, 1, 1, Arity::ExactlyOne},
                                  [](Args& a) { return string(ascii(arg(a, 0, "obj", "ascii"))); }));
-  env.set("repr", strictBuiltin("repr", Takes{1, {"obj"}, 0, 1},
+  env.set("repr", strictBuiltin("repr", Takes{1, {"obj"}, 1, 1, Arity::ExactlyOne},
                                 [](Args& a) { return string(repr(arg(a, 0, "obj", "repr"))); }));
   env.set("str", strictBuiltin("str", 1, {}, [](Args& a) {
             return string(a.positional.empty() ? "" : str(a.positional[0]));
           }));
-  env.set("bool", strictBuiltin("bool", 1, {}, [](Args& a) {
+  env.set("bool", strictBuiltin("bool", Takes{1, {"x"}, 0, 1, Arity::Expected}, [](Args& a) {
             return boolean(!a.positional.empty() && truthy(a.positional[0]));
           }));
   // Python's int takes `base` by keyword too; here it is refused, as no parse in another base is.
@@ -428,13 +429,13 @@ void installScalarsAndConversions(Environment& env) {
             }
             return integer(asInt(v, "x"));
           }));
-  env.set("float", strictBuiltin("float", Takes{1, {"x"}, 0, 1}, [](Args& a) {
+  env.set("float", strictBuiltin("float", Takes{1, {"x"}, 0, 1, Arity::Expected}, [](Args& a) {
             if (a.positional.empty() && a.keywords.empty()) return floating(0);  // float() is 0.0
             const Value v = arg(a, 0, "x", "float");
             if (v->type == Type::Str) return floating(floatFromText(v->str));
             return floating(asNumber(v, "x"));
           }));
-  env.set("abs", strictBuiltin("abs", Takes{1, {"x"}, 0, 1}, [](Args& a) {
+  env.set("abs", strictBuiltin("abs", Takes{1, {"x"}, 1, 1, Arity::ExactlyOne}, [](Args& a) {
             const Value v = arg(a, 0, "x", "abs");
             if (v->type == Type::Tensor) return tensor(v->tensor.abs());
             if (v->type == Type::Float) return floating(std::abs(v->floatValue));
@@ -446,17 +447,19 @@ void installScalarsAndConversions(Environment& env) {
 // divmod, the containers (tuple, list, dict, enumerate, zip, sorted) and the reductions (sum, max,
 // min, round; isinstance says it is not supported).
 void installContainersAndReductions(Environment& env) {
-  env.set("divmod", strictBuiltin("divmod", Takes{2, {"a", "b"}, 0, 2}, [](Args& a) {
+  env.set("divmod",
+          strictBuiltin("divmod", Takes{2, {"a", "b"}, 2, 2, Arity::Expected}, [](Args& a) {
             // The script's own // and %: ints and floats round as Python's do.
             const Value x = arg(a, 0, "a", "divmod"), y = arg(a, 1, "b", "divmod");
             return tuple({interpreterOf(a).binary(BinaryOp::FloorDiv, x, y),
                           interpreterOf(a).binary(BinaryOp::Mod, x, y)});
           }));
-  env.set("tuple", strictBuiltin("tuple", 1, {}, [](Args& a) {
+  env.set("tuple",
+          strictBuiltin("tuple", Takes{1, {"iterable"}, 0, 1, Arity::Expected}, [](Args& a) {
             return tuple(a.positional.empty() ? std::vector<Value>{}
                                               : elementsOf(a.positional[0], interpreterOf(a)));
           }));
-  env.set("list", strictBuiltin("list", 1, {}, [](Args& a) {
+  env.set("list", strictBuiltin("list", Takes{1, {"iterable"}, 0, 1, Arity::Expected}, [](Args& a) {
             return list(a.positional.empty() ? std::vector<Value>{}
                                              : elementsOf(a.positional[0], interpreterOf(a)));
           }));
@@ -526,6 +529,8 @@ void installContainersAndReductions(Environment& env) {
   const auto extreme = [](bool wantMax) {
     return [wantMax](Args& a) {
       const char* fn = wantMax ? "max" : "min";
+      if (a.positional.empty())
+        throw RuntimeFailure(std::string(fn) + " expected at least 1 argument, got 0");
       const bool one = a.positional.size() == 1;
       std::vector<Value> vs = one ? elementsOf(a.positional[0], interpreterOf(a)) : a.positional;
       const Value* dflt = a.keyword("default");
@@ -533,7 +538,7 @@ void installContainersAndReductions(Environment& env) {
         throw RuntimeFailure(std::string("Cannot specify a default for ") + fn +
                              "() with multiple positional arguments");
       if (vs.empty() && dflt) return *dflt;
-      if (vs.empty()) throw RuntimeFailure(std::string(fn) + "() of an empty sequence");
+      if (vs.empty()) throw RuntimeFailure(std::string(fn) + "() arg is an empty sequence");
       Interpreter& in = interpreterOf(a);
       const std::vector<Value> keys = keysOf(a, vs);
       size_t best = 0;
@@ -545,11 +550,12 @@ void installContainersAndReductions(Environment& env) {
   };
   env.set("max", strictBuiltin("max", kVarargs, {"key", "default"}, extreme(true)));
   env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
-  env.set(
-      "sorted",
-      strictBuiltin("sorted", Takes{1, {"iterable", "key", "reverse"}, 1, 1}, [](Args& a) {
-        return list(sortedByKey(a, elementsOf(arg(a, 0, "iterable", "sorted"), interpreterOf(a))));
-      }));
+  env.set("sorted",
+          strictBuiltin("sorted", Takes{1, {"iterable", "key", "reverse"}, 1, 1, Arity::Expected},
+                        [](Args& a) {
+                          return list(sortedByKey(
+                              a, elementsOf(arg(a, 0, "iterable", "sorted"), interpreterOf(a))));
+                        }));
   env.set("round", strictBuiltin("round", 2, {"number", "ndigits"}, [](Args& a) {
             const Value x = arg(a, 0, "number", "round");
             const Value* ndigits = a.get(1, "ndigits");

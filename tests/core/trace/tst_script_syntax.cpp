@@ -235,6 +235,31 @@ class TestScriptSyntax : public QObject {
                                     << "hostile.py:1:1: len() takes no keyword arguments";
     QTest::newRow("len by another keyword") << "n = len(x=[1])\n"
                                             << "len() takes no keyword arguments";
+    // A wrong count in CPython 3.11's words: METH_O builtins, then Argument Clinic's.
+    QTest::newRow("len of nothing") << "n = len()\n"
+                                    << "hostile.py:1:1: len() takes exactly one argument (0 given)";
+    QTest::newRow("abs of two") << "n = abs(1, 2)\n"
+                                << "abs() takes exactly one argument (2 given)";
+    QTest::newRow("repr by keyword") << "n = repr(obj=1)\n"
+                                     << "repr() takes no keyword arguments";
+    QTest::newRow("sorted of nothing") << "n = sorted()\n"
+                                       << "sorted expected 1 argument, got 0";
+    QTest::newRow("sorted's iterable by keyword") << "n = sorted(iterable=[1])\n"
+                                                  << "sorted expected 1 argument, got 0";
+    QTest::newRow("divmod of one") << "n = divmod(7)\n"
+                                   << "divmod expected 2 arguments, got 1";
+    QTest::newRow("range of nothing") << "n = range()\n"
+                                      << "range expected at least 1 argument, got 0";
+    QTest::newRow("range of four") << "n = range(1, 2, 3, 4)\n"
+                                   << "range expected at most 3 arguments, got 4";
+    QTest::newRow("float of two") << "n = float(1, 2)\n"
+                                  << "float expected at most 1 argument, got 2";
+    QTest::newRow("list by keyword") << "n = list(iterable=[1])\n"
+                                     << "list() takes no keyword arguments";
+    QTest::newRow("max of nothing") << "n = max(key=len)\n"
+                                    << "max expected at least 1 argument, got 0";
+    QTest::newRow("min of an empty list") << "n = min([])\n"
+                                          << "min() arg is an empty sequence";
     QTest::newRow("sum's iterable by keyword")
         << "n = sum(iterable=[1])\n"
         << "sum() takes at least 1 positional argument (0 given)";
