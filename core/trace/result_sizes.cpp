@@ -138,6 +138,26 @@ int64_t tensorBytes(c10::IntArrayRef sizes, at::ScalarType dtype) {
   return bytes;
 }
 
+at::Tensor metaLike(const at::Tensor& x) {
+  return at::empty(x.sizes(), x.options().device(at::kMeta));
+}
+
+int64_t MetaRun::bytes() const {
+  int64_t sum = 0;
+  for (const at::Tensor& t : made) sum += tensorBytes(t.sizes(), t.scalar_type());
+  return sum;
+}
+
+MetaRun runOnMeta(const std::function<std::vector<at::Tensor>()>& op) {
+  try {
+    return {MetaRun::Outcome::Made, op()};
+  } catch (const c10::NotImplementedError&) {
+    return {MetaRun::Outcome::NoKernel, {}};
+  } catch (const c10::Error&) {
+    return {MetaRun::Outcome::Refused, {}};
+  }
+}
+
 int64_t reducedBytes(const at::Tensor& x, c10::IntArrayRef dims, at::ScalarType dtype) {
   if (dims.empty()) return tensorBytes({}, dtype);  // amax(()) and sum(dim=[]) take every dim
   const int64_t rank = x.dim();
@@ -145,6 +165,7 @@ int64_t reducedBytes(const at::Tensor& x, c10::IntArrayRef dims, at::ScalarType 
   for (const int64_t d : dims) {
     if (rank == 0 && (d == 0 || d == -1)) continue;  // a 0-d tensor takes dim 0 or -1
     if (d < -rank || d >= rank) return 0;
+    if (gone[size_t(d < 0 ? d + rank : d)]) return 0;  // named twice: torch's error
     gone[size_t(d < 0 ? d + rank : d)] = true;
   }
   std::vector<int64_t> kept;

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,17 @@ int64_t concatenatedBytes(const std::vector<at::Tensor>& parts);
 // "i,j->ij" is an outer product) and the largest intermediate of ATen's left-to-right
 // contraction ("i,j,j->i" holds (i, j)); 0 for an equation this does not read (torch checks it).
 int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& operands);
+// An op run on meta tensors (metaLike: shapes and dtypes, no memory) to learn what the real one
+// would make: ATen's own checks, result shapes and dtypes. Refused: ATen refuses the arguments
+// (the real op then raises the same error); NoKernel: this LibTorch has no meta kernel for the op
+// (std and var in 1.13).
+at::Tensor metaLike(const at::Tensor& x);
+struct MetaRun {
+  enum class Outcome { Made, Refused, NoKernel } outcome = Outcome::Made;
+  std::vector<at::Tensor> made;
+  int64_t bytes() const;  // of everything made
+};
+MetaRun runOnMeta(const std::function<std::vector<at::Tensor>()>& op);
 // x reduced over `dims` (x.sum(1), x.amax((0, 2)), x.max(1)'s values): the elements of its other
 // dimensions, in `dtype` (keepdim's ones change no count); 0 for a dim out of range (torch's own
 // error). Its result can be most of an expanded view's elements: e.expand(n, n, 2).sum(2).

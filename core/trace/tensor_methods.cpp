@@ -341,12 +341,19 @@ const std::map<std::string, TensorMethod>& methods() {
          return fromTensorList(x.to(at::kCPU));
        }}},
       {"gather", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
-         // The result has the index's shape: an expanded index's every element, and its int64 copy.
+         // The result has the index's shape (an expanded index's every element), and the index
+         // its int64 copy; asked where ATen takes the sizes (else torch's own error).
+         const int64_t dim = asInt(arg(a, 0, "dim", "Tensor.gather"), "dim");
          const at::Tensor index = toTensor(arg(a, 1, "index", "Tensor.gather"));
-         int64_t bytes = tensorBytes(index.sizes(), x.scalar_type());
-         if (index.scalar_type() != at::kLong) bytes += tensorBytes(index.sizes(), at::kLong);
-         interpreterOf(a).requestMemory(bytes);
-         return tensor(x.gather(asInt(arg(a, 0, "dim", "Tensor.gather"), "dim"), index.to(at::kLong)));
+         const MetaRun run = runOnMeta([&] {
+           return std::vector{metaLike(x).gather(dim, metaLike(index).to(at::kLong))};
+         });
+         if (run.outcome != MetaRun::Outcome::Refused) {
+           int64_t bytes = tensorBytes(index.sizes(), x.scalar_type());
+           if (index.scalar_type() != at::kLong) bytes += tensorBytes(index.sizes(), at::kLong);
+           interpreterOf(a).requestMemory(bytes);
+         }
+         return tensor(x.gather(dim, index.to(at::kLong)));
        }}},
       {"index_select", M{T{2, {"dim", "index"}, 2}, [](const at::Tensor& x, Args& a) {
          const int64_t dim = asInt(arg(a, 0, "dim", "Tensor.index_select"), "dim");

@@ -44,17 +44,28 @@ int64_t correctionOf(const Args& a, const char* fn) {
   return asInt(*correction, "correction");
 }
 
-// Asks the budget for a reduction's result over `dims` before it is made: in `dtype`, with int64
-// indices too where it gives them (max(dim)). Its result can be most of an expanded view's
-// elements, which are not held anywhere until then (e.expand(n, n, 2).sum(2)).
-void askReduced(Args& a, const at::Tensor& x, c10::IntArrayRef dims, at::ScalarType dtype,
-                bool indices = false) {
-  int64_t bytes = reducedBytes(x, dims, dtype);
-  if (indices) bytes += reducedBytes(x, dims, at::kLong);
+// Asks the budget for what `reduce` makes of x before the real op runs. `reduce` runs first on
+// metaLike(x), which gives ATen's own result (its sizes and dtypes, its checks) with no memory:
+// where ATen refuses the arguments nothing is asked, so the real op raises torch's error; where
+// this LibTorch has no meta kernel (std and var in 1.13), `fallback` is asked. A reduction of an
+// expanded view can make most of its elements (e.expand(n, n, 2).sum(2)). With `castsInput` (sum,
+// prod, mean), a result dtype other than x's counts the copy of x that ATen's CPU reduction makes
+// in that dtype before it reduces (a sum of bools or ints, dtype=).
+template <typename Reduce>
+void askFor(Args& a, const at::Tensor& x, Reduce reduce, int64_t fallback,
+            bool castsInput = false) {
+  const at::Tensor m = metaLike(x);
+  const MetaRun run = runOnMeta([&] { return std::vector<at::Tensor>(reduce(m)); });
+  if (run.outcome == MetaRun::Outcome::Refused) return;
+  if (run.outcome == MetaRun::Outcome::NoKernel) return interpreterOf(a).requestMemory(fallback);
+  int64_t bytes = run.bytes();
+  const at::ScalarType made = run.made.front().scalar_type();
+  if (castsInput && made != x.scalar_type()) bytes += tensorBytes(x.sizes(), made);
   interpreterOf(a).requestMemory(bytes);
 }
 
-// What sum and prod give without a dtype=: int64 for bool and integer tensors, as torch does.
+// What sum and prod give without a dtype=: int64 for bool and integer tensors, as torch does (for
+// the fallback only: the meta run says it otherwise).
 at::ScalarType accumulatedType(const at::Tensor& x, c10::optional<at::ScalarType> dtype) {
   if (dtype) return *dtype;
   return at::isIntegralType(x.scalar_type(), /*includeBool=*/true) ? at::kLong : x.scalar_type();
@@ -66,10 +77,24 @@ at::ScalarType accumulatedType(const at::Tensor& x, c10::optional<at::ScalarType
 Value sumOrMean(const at::Tensor& x, Args& a, bool mean) {
   const auto dtype = dtypeArg(a.keyword("dtype"), mean ? "Tensor.mean" : "Tensor.sum");
   const auto dims = reduced(x, a, 1);
-  if (!dims) return tensor(mean ? x.mean(dtype) : x.sum(dtype));
+  const at::ScalarType made = mean ? dtype.value_or(x.scalar_type()) : accumulatedType(x, dtype);
+  if (!dims) {  // one value: only the copy of x into another dtype is worth asking for
+    if (made != x.scalar_type())
+      askFor(
+          a, x,
+          [&](const at::Tensor& m) { return std::vector{mean ? m.mean(dtype) : m.sum(dtype)}; },
+          tensorBytes({}, made), /*castsInput=*/true);
+    return tensor(mean ? x.mean(dtype) : x.sum(dtype));
+  }
   const at::IntArrayRef d(*dims);
-  askReduced(a, x, d, mean ? dtype.value_or(x.scalar_type()) : accumulatedType(x, dtype));
-  return tensor(mean ? x.mean(d, keepdim(a, 1), dtype) : x.sum(d, keepdim(a, 1), dtype));
+  const bool keep = keepdim(a, 1);
+  askFor(
+      a, x,
+      [&](const at::Tensor& m) {
+        return std::vector{mean ? m.mean(d, keep, dtype) : m.sum(d, keep, dtype)};
+      },
+      reducedBytes(x, d, made), /*castsInput=*/true);
+  return tensor(mean ? x.mean(d, keep, dtype) : x.sum(d, keep, dtype));
 }
 
 // std(dim=None, unbiased=True, keepdim=False, *, correction=1) and var, alike: ATen's own
@@ -80,8 +105,14 @@ Value stdOrVar(const at::Tensor& x, Args& a, bool var) {
   const at::OptionalIntArrayRef d =
       dims ? at::OptionalIntArrayRef(*dims) : at::OptionalIntArrayRef(c10::nullopt);
   const bool keep = dims && keepdim(a, 2);
-  if (dims) askReduced(a, x, *dims, x.scalar_type());
-  return tensor(var ? x.var(d, correction, keep) : x.std(d, correction, keep));
+  const auto reduce = [&](const at::Tensor& t) {
+    return var ? t.var(d, correction, keep) : t.std(d, correction, keep);
+  };
+  if (dims)
+    askFor(
+        a, x, [&](const at::Tensor& m) { return std::vector{reduce(m)}; },
+        reducedBytes(x, *dims, x.scalar_type()));
+  return tensor(reduce(x));
 }
 
 // max(dim=None, keepdim=False) and min: with a dim, (values, indices).
@@ -106,17 +137,32 @@ Value extreme(const at::Tensor& x, Args& a, bool max) {
                            "(keepdim=True) needs a dim");
     return tensor(max ? x.max() : x.min());
   }
-  askReduced(a, x, {*dim}, x.scalar_type(), /*indices=*/true);
-  return valuesIndices(max ? "max" : "min",
-                       max ? x.max(*dim, keepdim(a, 1)) : x.min(*dim, keepdim(a, 1)));
+  const bool keep = keepdim(a, 1);
+  const auto reduce = [&](const at::Tensor& t) {
+    return max ? t.max(*dim, keep) : t.min(*dim, keep);
+  };
+  askFor(
+      a, x,
+      [&](const at::Tensor& m) {
+        auto [values, indices] = reduce(m);
+        return std::vector{values, indices};
+      },
+      reducedBytes(x, {*dim}, x.scalar_type()) + reducedBytes(x, {*dim}, at::kLong));
+  return valuesIndices(max ? "max" : "min", reduce(x));
 }
 
 // any(dim=None, keepdim=False) and all.
 Value anyOrAll(const at::Tensor& x, Args& a, bool any) {
   const auto dim = optionalDim(a, 0);
   if (dim) {
-    askReduced(a, x, {*dim}, at::kBool);
-    return tensor(any ? x.any(*dim, keepdim(a, 1)) : x.all(*dim, keepdim(a, 1)));
+    const bool keep = keepdim(a, 1);
+    const auto reduce = [&](const at::Tensor& t) {
+      return any ? t.any(*dim, keep) : t.all(*dim, keep);
+    };
+    askFor(
+        a, x, [&](const at::Tensor& m) { return std::vector{reduce(m)}; },
+        reducedBytes(x, {*dim}, at::kBool));
+    return tensor(reduce(x));
   }
   const at::Tensor r = any ? x.any() : x.all();
   return tensor(keepdim(a, 1) ? r.reshape(std::vector<int64_t>(size_t(x.dim()), 1)) : r);
@@ -132,8 +178,11 @@ Value normOf(const at::Tensor& x, Args& a) {
   }
   const auto dims = reduced(x, a, 2, 1);  // x.norm(1) is the 1-norm of every element, not dim 1's
   if (!dims) return tensor(at::norm(x, p));
-  askReduced(a, x, *dims, x.scalar_type());
-  return tensor(at::norm(x, p, at::IntArrayRef(*dims), keepdim(a, 2)));
+  const bool keep = keepdim(a, 2);
+  askFor(
+      a, x, [&](const at::Tensor& m) { return std::vector{at::norm(m, p, *dims, keep)}; },
+      reducedBytes(x, *dims, x.scalar_type()));
+  return tensor(at::norm(x, p, at::IntArrayRef(*dims), keep));
 }
 
 // prod(dim=None, keepdim=False, *, dtype=None): one dim at most, as torch takes.
@@ -142,24 +191,44 @@ Value prodOf(const at::Tensor& x, Args& a) {
   const auto dim = optionalDim(a, 0);
   if (!dim) {
     if (keepdim(a, 1)) throw RuntimeFailure("Tensor.prod(keepdim=True) needs a dim");
+    if (accumulatedType(x, dtype) != x.scalar_type())  // as sum's
+      askFor(
+          a, x, [&](const at::Tensor& m) { return std::vector{m.prod(dtype)}; },
+          tensorBytes({}, accumulatedType(x, dtype)), /*castsInput=*/true);
     return tensor(x.prod(dtype));
   }
-  askReduced(a, x, {*dim}, accumulatedType(x, dtype));
-  return tensor(x.prod(*dim, keepdim(a, 1), dtype));
+  const bool keep = keepdim(a, 1);
+  askFor(
+      a, x, [&](const at::Tensor& m) { return std::vector{m.prod(*dim, keep, dtype)}; },
+      reducedBytes(x, {*dim}, accumulatedType(x, dtype)), /*castsInput=*/true);
+  return tensor(x.prod(*dim, keep, dtype));
 }
 
 // amax(dim=(), keepdim=False) and amin: every dim when none is given.
 Value extremeValues(const at::Tensor& x, Args& a, bool max) {
   const auto dims = dimsArg(a, 0).value_or(std::vector<int64_t>{});
-  askReduced(a, x, dims, x.scalar_type());
-  return tensor(max ? x.amax(dims, keepdim(a, 1)) : x.amin(dims, keepdim(a, 1)));
+  const bool keep = keepdim(a, 1);
+  const auto reduce = [&](const at::Tensor& t) {
+    return max ? t.amax(dims, keep) : t.amin(dims, keep);
+  };
+  askFor(
+      a, x, [&](const at::Tensor& m) { return std::vector{reduce(m)}; },
+      reducedBytes(x, dims, x.scalar_type()));
+  return tensor(reduce(x));
 }
 
 // argmax(dim=None, keepdim=False) and argmin: int64 indices, of the flattened tensor without a dim.
 Value extremeIndex(const at::Tensor& x, Args& a, bool max) {
   const auto dim = optionalDim(a, 0);
-  if (dim) askReduced(a, x, {*dim}, at::kLong);
-  return tensor(max ? x.argmax(dim, keepdim(a, 1)) : x.argmin(dim, keepdim(a, 1)));
+  const bool keep = keepdim(a, 1);
+  const auto reduce = [&](const at::Tensor& t) {
+    return max ? t.argmax(dim, keep) : t.argmin(dim, keep);
+  };
+  if (dim)
+    askFor(
+        a, x, [&](const at::Tensor& m) { return std::vector{reduce(m)}; },
+        reducedBytes(x, {*dim}, at::kLong));
+  return tensor(reduce(x));
 }
 
 }  // namespace shardscope::trace

@@ -164,16 +164,17 @@ Value einsum(Args& a) {
 
 // Asks the budget for `count` temporaries of x and y broadcast together, which ATen makes inside
 // an op whose result is smaller (cosine_similarity's product and squares, isclose's differences):
-// of (n, 1, d) and (1, n, d), each n * n * d.
-void requestTemporaries(Args& a, const at::Tensor& x, const at::Tensor& y, int64_t count) {
-  const int64_t each = broadcastBytes(x, y, at::result_type(x, y));
+// each of (n, 1, d) and (1, n, d) is n * n * d elements of `dtype`.
+void requestTemporaries(Args& a, const at::Tensor& x, const at::Tensor& y, int64_t count,
+                        at::ScalarType dtype) {
+  const int64_t each = broadcastBytes(x, y, dtype);
   interpreterOf(a).requestMemory(each > (int64_t(1) << 60) / count ? each : count * each);
 }
 
 Value cosineSimilarity(Args& a) {
   const at::Tensor x = toTensor(arg(a, 0, "x1", "torch.cosine_similarity")),
                    y = toTensor(arg(a, 1, "x2", "torch.cosine_similarity"));
-  requestTemporaries(a, x, y, 3);  // the product and the two squares
+  requestTemporaries(a, x, y, 3, at::result_type(x, y));  // the product and the two squares
   return tensor(at::cosine_similarity(x, y, dimArg(a, 2, 1),
                                       asNumber(optional(a, 3, "eps", floating(1e-8)), "eps")));
 }
@@ -235,7 +236,13 @@ Value torchNamespace() {
       "torch.allclose", {5, {"input", "other", "rtol", "atol", "equal_nan"}, 2}, [](Args& a) {
         const at::Tensor x = toTensor(arg(a, 0, "input", "torch.allclose")),
                          y = toTensor(arg(a, 1, "other", "torch.allclose"));
-        requestTemporaries(a, x, y, 3);  // |x - y|, rtol * |y| and their sum (and bools)
+        // |x - y|, rtol * |y| and their sum, in floats for bools and ints (isclose casts them);
+        // operands of two dtypes are torch's error, not asked for.
+        if (x.scalar_type() == y.scalar_type()) {
+          const bool floats =
+              at::isFloatingType(x.scalar_type()) || at::isComplexType(x.scalar_type());
+          requestTemporaries(a, x, y, 3, floats ? x.scalar_type() : at::kFloat);
+        }
         return boolean(at::allclose(x, y, asNumber(optional(a, 2, "rtol", floating(1e-5)), "rtol"),
                                     asNumber(optional(a, 3, "atol", floating(1e-8)), "atol"),
                                     flag(a, 4, "equal_nan", false)));

@@ -267,8 +267,9 @@ class TestMoeKernels : public QObject {
       // down's 8 slots about 8 times.
       QTest::addRow("%s T=1 E=16 k=8 H=4096 I=768", d)
           << t << 1 << false << 16 << 8 << 4096 << 768 << (t == int(at::kFloat) ? 1e-6 : 1.0 / 256);
-      // Expert counts that leave warps of the router's last block without an expert (61: three
-      // of eight; 96 at hidden 264, a row that is not a whole number of a lane's loads).
+      // Expert counts other than a power of two: 61 leaves three of the router's last block's
+      // eight warps without an expert; 96 at hidden 264, a row of one round of the warp's 16-byte
+      // loads and 8 elements more.
       QTest::addRow("%s T=1 E=61 k=5 I=192", d) << t << 1 << false << 61 << 5 << 256 << 192 << 0.0;
       QTest::addRow("%s T=1 E=96 k=6 H=264 I=384", d)
           << t << 1 << false << 96 << 6 << 264 << 384 << 0.0;

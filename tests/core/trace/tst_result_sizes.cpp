@@ -198,7 +198,6 @@ class TestResultSizes : public QObject {
     QCOMPARE(indexedBytes(x, {i, j, i, j}), int64_t(0));  // too many indices: torch's error
   }
 
-  // Only a view with more elements than its storage holds would grow when copied.
   // A reduction over some dims keeps the others' elements, with keepdim or not, whatever order or
   // sign the dims come in; no dims is every dim (amax(())); a dim out of range is torch's error.
   void reductionsAskForTheDimsTheyKeep() {
@@ -215,10 +214,12 @@ class TestResultSizes : public QObject {
     QCOMPARE(reducedBytes(scalar, {-1}, at::kFloat), int64_t(scalar.sum(-1).nbytes()));
     QCOMPARE(reducedBytes(x, {3}, at::kFloat), int64_t(0));
     QCOMPARE(reducedBytes(x, {-4}, at::kFloat), int64_t(0));
+    QCOMPARE(reducedBytes(x, {2, -1}, at::kFloat), int64_t(0));     // a dim twice: torch's error
     const at::Tensor expanded = ones({1}).expand({1000, 1000, 2});  // 8 bytes held
     QCOMPARE(reducedBytes(expanded, {2}, at::kFloat), int64_t(4) * 1000 * 1000);
   }
 
+  // Only a view with more elements than its storage holds would grow when copied.
   void expandedViewsAreTheOnlyCopiesThatGrow() {
     const at::Tensor base = ones({1});
     const at::Tensor expanded = base.expand({3, 4});
