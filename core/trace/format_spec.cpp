@@ -7,25 +7,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "utf8_text.h"
+
 namespace shardscope::trace {
 namespace {
 
 bool isAlign(char c) {
   return c == '<' || c == '>' || c == '^' || c == '=';
-}
-
-// Length in bytes of the UTF-8 sequence that starts with `lead` (1 for invalid leads).
-size_t utf8Length(unsigned char lead) {
-  if (lead >= 0xF0 && lead <= 0xF4) return 4;
-  if (lead >= 0xE0) return 3;
-  if (lead >= 0xC2 && lead < 0xE0) return 2;
-  return 1;
-}
-
-size_t codePoints(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
 }
 
 [[noreturn]] void refuse(std::string_view spec, const std::string& why) {

@@ -8,6 +8,7 @@
 
 #include "builtin_args.h"
 #include "format_spec.h"
+#include "utf8_text.h"
 
 namespace shardscope::trace {
 namespace {
@@ -28,8 +29,9 @@ Value numberOf(const Value& v) {
 }
 
 std::string padded(std::string s, const Conversion& c) {
-  if (int(s.size()) >= c.width) return s;
-  const std::string pad(size_t(c.width) - s.size(), ' ');
+  const size_t length = codePoints(s);  // characters, as Python pads
+  if (int(length) >= c.width) return s;
+  const std::string pad(size_t(c.width) - length, ' ');
   return c.left ? s + pad : pad + s;
 }
 
@@ -70,12 +72,12 @@ std::string converted(const Conversion& c, const Value& arg) {
     case 'r':
     case 'a': {
       std::string text = c.type == 's' ? str(arg) : c.type == 'r' ? repr(arg) : ascii(arg);
-      if (c.precision >= 0 && int(text.size()) > c.precision) text.resize(size_t(c.precision));
+      if (c.precision >= 0) text.resize(prefixOf(text, size_t(c.precision)));
       return padded(text, c);
     }
     case 'c': {
       const Value v = numberOf(arg);
-      if (v->type == Type::Str && v->str.size() == 1) return padded(v->str, c);
+      if (v->type == Type::Str && codePoints(v->str) == 1) return padded(v->str, c);
       if (v->type != Type::Int && v->type != Type::Bool)
         throw RuntimeFailure("%c requires int or char");
       return formatInteger(v->intValue, specOf(c, 'c'));
@@ -173,10 +175,15 @@ class PercentFormatter {
     // CPython takes the argument before it reads the type: "%5%" % () is "not enough arguments"
     const Value value = arg ? arg : nextArgument();
     if (c.type == 0 || !std::strchr("sradiuoxXeEfFgGc", c.type)) {
-      char code[8];
-      std::snprintf(code, sizeof code, "0x%x", unsigned(uint8_t(c.type)));
-      throw RuntimeFailure(std::string("unsupported format character '") + c.type + "' (" + code +
-                           ") at index " + std::to_string(i_));
+      // The character's code point and index as Python counts them ('é' is 0xe9 at index 1, not
+      // its first byte at a byte index), shown as '?' unless printable ASCII, as CPython does.
+      size_t length = 1;
+      const char32_t point = codePointAt(f_, i_, &length);
+      char code[16];
+      std::snprintf(code, sizeof code, "0x%x", unsigned(point));
+      const char shown = point >= 31 && point <= 126 ? char(point) : '?';
+      throw RuntimeFailure(std::string("unsupported format character '") + shown + "' (" + code +
+                           ") at index " + std::to_string(codePoints(f_.substr(0, i_))));
     }
     return converted(c, value);
   }

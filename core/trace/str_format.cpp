@@ -2,16 +2,26 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 
 #include "builtin_args.h"
 #include "interpreter.h"
+#include "utf8_text.h"
 
 namespace shardscope::trace {
 
 using namespace builtin_args;
 
 namespace {
+
+// A conversion character as CPython's error names it: itself, or \x and its code point in hex.
+std::string conversionName(char32_t c) {
+  if (c < 0x80) return std::string(1, char(c));
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "\\x%x", unsigned(c));
+  return hex;
+}
 
 // str.format(*args, **kwargs): fields {}, {0}, {name}, each with !r / !s / !a and :spec as an
 // f-string field formats them, a spec with fields of its own ("{:>{}}", one level deep, as
@@ -48,7 +58,7 @@ class TextFormatter {
   // (after ':'), and the index of its closing '}'.
   struct Field {
     std::string name;
-    char conversion = 0;
+    char32_t conversion = 0;  // a code point: Python names a non-ASCII one in its error
     std::string spec;
     size_t end = 0;
   };
@@ -79,7 +89,9 @@ class TextFormatter {
     if (c == '!') {
       if (k >= s.size())
         throw RuntimeFailure("end of string while looking for conversion specifier");
-      f.conversion = s[k++];
+      size_t length = 1;
+      f.conversion = codePointAt(s, k, &length);
+      k += length;
       if (k < s.size()) {
         c = s[k++];
         if (c == '}') {
@@ -107,9 +119,9 @@ class TextFormatter {
     const Value value = argument(f.name);
     std::string format;
     if (f.conversion) {
-      if (!std::strchr("rsa", f.conversion))
-        throw RuntimeFailure(std::string("Unknown conversion specifier ") + f.conversion);
-      format = std::string("!") + f.conversion;
+      if (f.conversion != U'r' && f.conversion != U's' && f.conversion != U'a')
+        throw RuntimeFailure("Unknown conversion specifier " + conversionName(f.conversion));
+      format = std::string("!") + char(f.conversion);
     }
     if (!f.spec.empty()) format += ":" + this->format(f.spec, depth + 1);
     return in_.formatValue(value, format)->str;

@@ -13,6 +13,7 @@
 #include "builtin_args.h"
 #include "interpreter.h"
 #include "str_format.h"
+#include "utf8_text.h"
 
 namespace shardscope::trace {
 
@@ -213,24 +214,32 @@ enum class Pad { Center, Left, Right, Zeros };
 
 std::string padded(const std::string& s, const Args& a, Pad how, const std::string& fn) {
   const long long width = asInt(arg(a, 0, "width", fn), "width");
-  if (width <= (long long)s.size()) return s;
-  interpreterOf(a).requestMemory(width);  // "ab".center(10**12) is refused, not allocated
-  const size_t margin = size_t(width) - s.size();
+  const size_t length = codePoints(s);  // characters, as Python pads
+  if (width <= (long long)length) return s;
+  const size_t margin = size_t(width) - length;
   if (how == Pad::Zeros) {
+    interpreterOf(a).requestMemory(width);  // "ab".zfill(10**12) is refused, not allocated
     const bool signed_ = !s.empty() && (s[0] == '+' || s[0] == '-');
     return (signed_ ? s.substr(0, 1) : "") + std::string(margin, '0') + s.substr(signed_ ? 1 : 0);
   }
   std::string fill = " ";
   if (const Value* f = a.get(1, "fillchar")) {
-    if ((*f)->type != Type::Str || (*f)->str.size() != 1)
+    if ((*f)->type != Type::Str || codePoints((*f)->str) != 1)
       throw RuntimeFailure("The fill character must be exactly one character long");
     fill = (*f)->str;
   }
+  // "ab".center(10**12) is refused, not allocated
+  interpreterOf(a).requestMemory(int64_t(s.size() + margin * fill.size()));
   // CPython's center: the odd character goes left when the width is odd.
   const size_t left = how == Pad::Left    ? 0
                       : how == Pad::Right ? margin
                                           : margin / 2 + (margin & size_t(width) & 1);
-  return std::string(left, fill[0]) + s + std::string(margin - left, fill[0]);
+  std::string out;
+  out.reserve(s.size() + margin * fill.size());
+  for (size_t i = 0; i < left; ++i) out += fill;
+  out += s;
+  for (size_t i = left; i < margin; ++i) out += fill;
+  return out;
 }
 
 // replace(old, new, count=-1): the first `count` occurrences (all when count is negative), left

@@ -273,6 +273,12 @@ class TestScriptSyntax : public QObject {
         << "not enough arguments for format string";
     QTest::newRow("% literal with a width") << "x = '%5%' % 1\n"
                                             << "unsupported format character '%' (0x25) at index 2";
+    // CPython names a code point and counts characters: '?' unless printable ASCII.
+    QTest::newRow("% with a non-ASCII type")
+        << "x = 'é%é' % 1\n"
+        << "unsupported format character '?' (0xe9) at index 2";
+    QTest::newRow("format: a non-ASCII conversion") << "x = '{0!é}'.format(1)\n"
+                                                    << "Unknown conversion specifier \\xe9";
     QTest::newRow("% at the end") << "x = 'a %' % ()\n"
                                   << "incomplete format";
     QTest::newRow("% key without a dict") << "x = '%(a)s' % 1\n"

@@ -65,3 +65,8 @@ print("%.2s|%5.1s|" % ("abc", "xyz"), "%i %u %ld" % (1, 2, 3), "%r" % 1.5, "%+.1
 # ascii(), %a and !a: repr with every non-ASCII character escaped (\x, \u or \U by its size).
 smile = "\U0001f600"
 print(ascii("caf\u00e9"), "%a" % "\u20ac", f"{smile!a}", "{!a}".format(["n\u00e9", 1]), ascii("plain"))
+
+# Widths, precisions and fills count characters, not UTF-8 bytes.
+print('%-4s|%c|%.1s|%5.2s|%-3c|%3c' % ('é', 'ü', 'éa', 'üxy', 'ß', 65), '[%6s]' % '日本', '[%-6r]' % 'é')
+print('[' + 'é'.ljust(3) + ']', '[' + 'é'.rjust(3, 'ü') + ']', '[' + 'ab'.center(5, 'ß') + ']', '[' + 'é'.center(4) + ']', '-é'.zfill(4))
+print('{:é^7}'.format('ab'), '{0!r:>5}|{0!a}'.format('é'))
