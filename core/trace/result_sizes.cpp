@@ -184,7 +184,28 @@ int64_t broadcastBytes(const at::Tensor& x, const at::Tensor& y, at::ScalarType 
 
 int64_t matmulBytes(const at::Tensor& x, const at::Tensor& y) {
   const auto sizes = matmulSizes(x.sizes(), y.sizes());
-  return sizes ? tensorBytes(*sizes, x.scalar_type()) : 0;
+  if (!sizes) return 0;
+  int64_t bytes = tensorBytes(*sizes, x.scalar_type());
+  // ATen's batched path (an operand past 2-D, unless x is and y is 1- or 2-D: that folds x's batch
+  // into its rows) expands each operand to the broadcast batch and reshapes it to 3-D: a copy of
+  // each whose own batch is smaller ((n, 1, 1, k) @ (1, m, k, 1) copies n * m * k of each).
+  const int64_t dx = x.dim(), dy = y.dim();
+  if ((dx < 3 && dy < 3) || (dx >= 3 && dy <= 2)) return bytes;
+  const Sizes rowsX = dx == 1 ? Sizes{1, x.size(0)} : Sizes(x.sizes().end() - 2, x.sizes().end());
+  const Sizes rowsY = dy == 1 ? Sizes{y.size(0), 1} : Sizes(y.sizes().end() - 2, y.sizes().end());
+  const c10::IntArrayRef batchX = dx > 2 ? x.sizes().slice(0, size_t(dx - 2)) : c10::IntArrayRef();
+  const c10::IntArrayRef batchY = dy > 2 ? y.sizes().slice(0, size_t(dy - 2)) : c10::IntArrayRef();
+  const auto batch = broadcast(batchX, batchY);
+  if (!batch) return 0;
+  const auto copied = [&](c10::IntArrayRef own, const Sizes& rows, at::ScalarType dtype) {
+    if (tensorBytes(own, at::kByte) == tensorBytes(*batch, at::kByte)) return int64_t(0);
+    Sizes whole = *batch;
+    whole.insert(whole.end(), rows.begin(), rows.end());
+    return tensorBytes(whole, dtype);
+  };
+  const int64_t copies =
+      copied(batchX, rowsX, x.scalar_type()) + copied(batchY, rowsY, y.scalar_type());
+  return bytes > kHuge - copies ? kHuge : bytes + copies;
 }
 
 int64_t concatenatedBytes(const std::vector<at::Tensor>& parts) {

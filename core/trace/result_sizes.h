@@ -20,7 +20,8 @@ int64_t tensorBytes(c10::IntArrayRef sizes, at::ScalarType dtype);
 // The elementwise result of x and y (and z when defined: torch.where) broadcast together.
 int64_t broadcastBytes(const at::Tensor& x, const at::Tensor& y, at::ScalarType dtype,
                        const at::Tensor& z = {});
-// x @ y (torch.matmul's rules for 1-D operands and batch dimensions).
+// x @ y (torch.matmul's rules for 1-D operands and batch dimensions), and the copies ATen makes
+// of an operand whose batch dimensions broadcast.
 int64_t matmulBytes(const at::Tensor& x, const at::Tensor& y);
 // torch.cat or torch.stack of `parts`: their elements in the dtype they promote to.
 int64_t concatenatedBytes(const std::vector<at::Tensor>& parts);

@@ -52,15 +52,28 @@ class TestResultSizes : public QObject {
   }
 
   void matmulPredictsWhatATenMakes() {
-    const std::vector<std::pair<Shape, Shape>> cases = {
-        {{3}, {3}},       {{3}, {2, 3, 4}},          {{2, 5, 3}, {3}},
-        {{4, 3}, {3, 6}}, {{2, 1, 5, 3}, {4, 3, 6}}, {{100000, 1}, {1, 3}},
-        {{0, 3}, {3, 2}}};
+    const std::vector<std::pair<Shape, Shape>> cases = {{{3}, {3}},
+                                                        {{2, 5, 3}, {3}},
+                                                        {{4, 3}, {3, 6}},
+                                                        {{2, 4, 5, 3}, {2, 4, 3, 6}},
+                                                        {{100000, 1}, {1, 3}},
+                                                        {{0, 3}, {3, 2}},
+                                                        {{7, 2, 3}, {3, 5}}};
     for (const auto& [a, b] : cases) {
       const at::Tensor x = ones(a), y = ones(b);
       QVERIFY2(matmulBytes(x, y) == int64_t(at::matmul(x, y).nbytes()),
                (shown(a) + " @ " + shown(b)).c_str());
     }
+    // Operands whose batch dims broadcast are copied to the whole batch first: here x to
+    // (2, 4, 5, 3) and y to (2, 4, 3, 6), beside the (2, 4, 5, 6) result.
+    QCOMPARE(matmulBytes(ones({2, 1, 5, 3}), ones({4, 3, 6})),
+             int64_t(at::matmul(ones({2, 1, 5, 3}), ones({4, 3, 6})).nbytes()) +
+                 int64_t(sizeof(float)) * (2 * 4 * 5 * 3 + 2 * 4 * 3 * 6));
+    // (n, 1, 1, k) @ (1, m, k, 1): a small result, two copies of n * m * k.
+    QCOMPARE(matmulBytes(ones({100, 1, 1, 1000}), ones({1, 100, 1000, 1})),
+             int64_t(sizeof(float)) * (100 * 100 + 2 * 100 * 100 * 1000));
+    // A vector against a batch: the vector copied once a batch entry (1.13's matmul).
+    QCOMPARE(matmulBytes(ones({3}), ones({2, 3, 4})), int64_t(sizeof(float)) * (2 * 4 + 2 * 3));
     for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{
              {{3}, {4}}, {{2, 3}, {4, 5}}, {{2, 2, 3}, {3, 3, 4}}, {{}, {3}}}) {
       QCOMPARE(matmulBytes(ones(a), ones(b)), int64_t(0));

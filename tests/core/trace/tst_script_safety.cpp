@@ -144,6 +144,11 @@ class TestScriptSafety : public QObject {
                                           << "this operation would create 9536.7 MiB";
     QTest::newRow("broadcast by a method") << "x = torch.ones(100000)\ny = x.add(x[:, None])\n"
                                            << outer;
+    // ATen copies each operand to the broadcast batch before a small result (it did so unasked).
+    QTest::newRow("matmul of broadcast batches")
+        << "x = torch.ones(1000, 1, 1, 100)\ny = torch.ones(1, 1000, 100, 1)\nz = x @ y\n"
+        << "hostile.py:3:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "766.8 MiB";
     QTest::newRow("matmul outer product") << "x = torch.ones(100000, 1)\ny = x @ x.T\n" << outer;
     QTest::newRow("einsum outer product")
         << "x = torch.ones(100000)\ny = torch.einsum('i,j->ij', x, x)\n"
