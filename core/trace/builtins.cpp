@@ -529,8 +529,6 @@ void installContainersAndReductions(Environment& env) {
   const auto extreme = [](bool wantMax) {
     return [wantMax](Args& a) {
       const char* fn = wantMax ? "max" : "min";
-      if (a.positional.empty())
-        throw RuntimeFailure(std::string(fn) + " expected at least 1 argument, got 0");
       const bool one = a.positional.size() == 1;
       std::vector<Value> vs = one ? elementsOf(a.positional[0], interpreterOf(a)) : a.positional;
       const Value* dflt = a.keyword("default");
@@ -548,8 +546,10 @@ void installContainersAndReductions(Environment& env) {
       return vs[best];
     };
   };
-  env.set("max", strictBuiltin("max", kVarargs, {"key", "default"}, extreme(true)));
-  env.set("min", strictBuiltin("min", kVarargs, {"key", "default"}, extreme(false)));
+  // At least one positional, counted before the keywords are read (max(foo=1) is a count error).
+  const Takes takesExtreme{kVarargs, {"key", "default"}, 1, 0, Arity::Expected};
+  env.set("max", strictBuiltin("max", takesExtreme, extreme(true)));
+  env.set("min", strictBuiltin("min", takesExtreme, extreme(false)));
   env.set("sorted",
           strictBuiltin("sorted", Takes{1, {"iterable", "key", "reverse"}, 1, 1, Arity::Expected},
                         [](Args& a) {

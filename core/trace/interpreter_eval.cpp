@@ -282,7 +282,7 @@ Value Interpreter::formatValue(const Value& v, const std::string& format) {
   if (!spec.empty() && spec[0] == '!') {
     const std::string conversion = spec.substr(0, 2);
     if (conversion != "!r" && conversion != "!s" && conversion != "!a")
-      fail("f-string conversion '" + conversion + "' is not supported (use !r, !s or !a)");
+      fail("f-string: invalid conversion character: expected 's', 'r', or 'a'");
     value = string(conversion == "!s" ? str(v) : conversion == "!r" ? repr(v) : ascii(v));
     spec = spec.substr(2);
     if (!spec.empty() && spec[0] != ':')

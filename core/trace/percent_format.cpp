@@ -153,7 +153,7 @@ class PercentFormatter {
     Value arg;
     if (at('(')) arg = keyed();
     Conversion c;
-    for (; i_ < f_.size() && std::strchr("-+ #0", f_[i_]); ++i_) {
+    for (; i_ < f_.size() && f_[i_] != 0 && std::strchr("-+ #0", f_[i_]); ++i_) {
       c.left |= f_[i_] == '-';
       c.plus |= f_[i_] == '+';
       c.space |= f_[i_] == ' ';
@@ -169,7 +169,8 @@ class PercentFormatter {
       ++i_;
       c.precision = std::max(0, number("precision"));  // "%.*f" % (-1, x) is precision 0
     }
-    while (i_ < f_.size() && std::strchr("hlL", f_[i_])) ++i_;  // length modifiers: ignored
+    // length modifiers: ignored (strchr would match a NUL byte too)
+    while (i_ < f_.size() && f_[i_] != 0 && std::strchr("hlL", f_[i_])) ++i_;
     if (i_ >= f_.size()) throw RuntimeFailure("incomplete format");
     c.type = f_[i_];
     // CPython takes the argument before it reads the type: "%5%" % () is "not enough arguments"

@@ -15,9 +15,10 @@ using namespace builtin_args;
 
 namespace {
 
-// A conversion character as CPython's error names it: itself, or \x and its code point in hex.
+// A conversion character as CPython's error names it: itself when printable ASCII past the space,
+// else \x and its code point in hex ('\x20', '\xe9').
 std::string conversionName(char32_t c) {
-  if (c < 0x80) return std::string(1, char(c));
+  if (c > 32 && c < 127) return std::string(1, char(c));
   char hex[16];
   std::snprintf(hex, sizeof hex, "\\x%x", unsigned(c));
   return hex;

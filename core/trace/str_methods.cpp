@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -217,25 +218,29 @@ std::string padded(const std::string& s, const Args& a, Pad how, const std::stri
   const size_t length = codePoints(s);  // characters, as Python pads
   if (width <= (long long)length) return s;
   const size_t margin = size_t(width) - length;
-  if (how == Pad::Zeros) {
-    interpreterOf(a).requestMemory(width);  // "ab".zfill(10**12) is refused, not allocated
-    const bool signed_ = !s.empty() && (s[0] == '+' || s[0] == '-');
-    return (signed_ ? s.substr(0, 1) : "") + std::string(margin, '0') + s.substr(signed_ ? 1 : 0);
-  }
-  std::string fill = " ";
-  if (const Value* f = a.get(1, "fillchar")) {
+  std::string fill = how == Pad::Zeros ? "0" : " ";
+  if (const Value* f = how == Pad::Zeros ? nullptr : a.get(1, "fillchar")) {
     if ((*f)->type != Type::Str || codePoints((*f)->str) != 1)
       throw RuntimeFailure("The fill character must be exactly one character long");
     fill = (*f)->str;
   }
-  // "ab".center(10**12) is refused, not allocated
-  interpreterOf(a).requestMemory(int64_t(s.size() + margin * fill.size()));
+  // Asked before it is built ("ab".center(10**12, '€') is refused, not allocated), saturating
+  // where the bytes would not fit in 64 bits.
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(int64_t(margin), int64_t(fill.size()), &bytes) ||
+      __builtin_add_overflow(bytes, int64_t(s.size()), &bytes))
+    bytes = std::numeric_limits<int64_t>::max();
+  interpreterOf(a).requestMemory(bytes);
+  if (how == Pad::Zeros) {
+    const bool signed_ = !s.empty() && (s[0] == '+' || s[0] == '-');
+    return (signed_ ? s.substr(0, 1) : "") + std::string(margin, '0') + s.substr(signed_ ? 1 : 0);
+  }
   // CPython's center: the odd character goes left when the width is odd.
   const size_t left = how == Pad::Left    ? 0
                       : how == Pad::Right ? margin
                                           : margin / 2 + (margin & size_t(width) & 1);
   std::string out;
-  out.reserve(s.size() + margin * fill.size());
+  out.reserve(size_t(bytes));
   for (size_t i = 0; i < left; ++i) out += fill;
   out += s;
   for (size_t i = left; i < margin; ++i) out += fill;

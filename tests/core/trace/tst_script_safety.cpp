@@ -40,6 +40,11 @@ class TestScriptSafety : public QObject {
     QTest::newRow("missing argument of a torch function")
         << "torch.where(torch.zeros(2) > 0, torch.ones(2))\n"
         << "hostile.py:1:1: torch.where() is missing its 'other' (argument 3)";
+    // A padding's bytes saturate where width times a 4-byte fill would wrap past 64 bits (it
+    // wrapped to a small request, then appended until memory ran out).
+    QTest::newRow("center past 64 bits of bytes")
+        << "x = 'a'.center(2 ** 62 + 1000, '\\U0001f600')\n"
+        << "hostile.py:1:1: memory budget of 64.0 MiB exceeded";
     QTest::newRow("list doubled forty times") << "x = [1]\nfor _ in range(40):\n    x = x + x\n"
                                               << "hostile.py:3:5: memory budget of 64.0 MiB";
     QTest::newRow("list extended by itself") << "x = [1]\nfor _ in range(40):\n    x += x\n"

@@ -279,6 +279,15 @@ class TestScriptSyntax : public QObject {
         << "unsupported format character '?' (0xe9) at index 2";
     QTest::newRow("format: a non-ASCII conversion") << "x = '{0!é}'.format(1)\n"
                                                     << "Unknown conversion specifier \\xe9";
+    QTest::newRow("% with a NUL type") << "x = '%\\x00' % 1\n"
+                                       << "unsupported format character '?' (0x0) at index 1";
+    QTest::newRow("format: a space for a conversion") << "x = '{0! }'.format(1)\n"
+                                                      << "Unknown conversion specifier \\x20";
+    QTest::newRow("f-string: an unknown conversion")
+        << "x = f'{1!\u00e9}'\n"
+        << "f-string: invalid conversion character: expected 's', 'r', or 'a'";
+    QTest::newRow("max of only an unknown keyword") << "n = max(foo=1)\n"
+                                                    << "max expected at least 1 argument, got 0";
     QTest::newRow("% at the end") << "x = 'a %' % ()\n"
                                   << "incomplete format";
     QTest::newRow("% key without a dict") << "x = '%(a)s' % 1\n"
