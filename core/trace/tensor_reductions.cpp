@@ -135,6 +135,9 @@ Value extreme(const at::Tensor& x, Args& a, bool max) {
     if (keepdim(a, 1))
       throw RuntimeFailure(std::string("Tensor.") + (max ? "max" : "min") +
                            "(keepdim=True) needs a dim");
+    // ATen's max of every element reads a contiguous copy of an expanded view first (e.max() of
+    // 2 * 10**8 repeated floats took 800 MB).
+    interpreterOf(a).requestMemory(expandedCopyBytes(x));
     return tensor(max ? x.max() : x.min());
   }
   const bool keep = keepdim(a, 1);
@@ -164,6 +167,9 @@ Value anyOrAll(const at::Tensor& x, Args& a, bool any) {
         reducedBytes(x, {*dim}, at::kBool));
     return tensor(reduce(x));
   }
+  // Of every element: ATen first makes a bool copy of an expanded view's elements (e.any() of
+  // 2 * 10**8 repeated floats took 190 MB).
+  if (expandedCopyBytes(x) > 0) interpreterOf(a).requestMemory(tensorBytes(x.sizes(), at::kBool));
   const at::Tensor r = any ? x.any() : x.all();
   return tensor(keepdim(a, 1) ? r.reshape(std::vector<int64_t>(size_t(x.dim()), 1)) : r);
 }

@@ -106,6 +106,15 @@ class TestScriptSafety : public QObject {
                  "create ") +
                  made + " MiB";
     }
+    // Of every element: ATen's max reads a contiguous copy of an expanded view, any a bool copy.
+    QTest::newRow("max of every element of an expanded view")
+        << QString(expanded3) + "y = e.max()\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "762.9 MiB";
+    QTest::newRow("any of every element of an expanded view")
+        << QString(expanded3) + "y = e.any()\n"
+        << "hostile.py:2:1: memory budget of 64.0 MiB exceeded: this operation would create "
+           "190.7 MiB";
     // Arguments torch refuses get torch's error, not the budget's, however large the view (what
     // is asked for is worked out on meta tensors, with ATen's own checks).
     QTest::newRow("reduction over a dim named twice")
