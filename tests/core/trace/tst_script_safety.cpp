@@ -313,7 +313,8 @@ class TestScriptSafety : public QObject {
     runner->run(
         "e = torch.ones(1).expand(10000, 10000, 2)\n"
         "print(e.amin((1, 2)).shape, e.sum(0).shape, e.max(0).values.shape)\n"
-        "print(e.sum().dim(), bool(e.any()), e.argmax(1).shape, e[:, :, :1].topk(1, 0)[0].shape)\n",
+        "print(e.sum().dim(), bool(e[:1].any()), e.argmax(1).shape, e[:, :, :1].topk(1, "
+        "0)[0].shape)\n",
         "fits.py");
     QCOMPARE(lines.size(), size_t(2));
     QCOMPARE(lines[0],
