@@ -39,8 +39,10 @@ std::string countError(const Takes& takes, size_t given, const std::string& fn) 
   if (takes.arity == Arity::ExactlyOne)
     return fn + "() takes exactly one argument (" + std::to_string(given) + " given)";
   const std::string bound = least == most ? "" : given < least ? "at least " : "at most ";
-  return fn + " expected " + bound + arguments(given < least ? least : most) + ", got " +
-         std::to_string(given);
+  // Argument Clinic names a method bare: "center expected ...", where its others say
+  // "str.center()".
+  return fn.substr(fn.rfind('.') + 1) + " expected " + bound +
+         arguments(given < least ? least : most) + ", got " + std::to_string(given);
 }
 
 }  // namespace

@@ -220,7 +220,10 @@ std::string padded(const std::string& s, const Args& a, Pad how, const std::stri
   const size_t margin = size_t(width) - length;
   std::string fill = how == Pad::Zeros ? "0" : " ";
   if (const Value* f = how == Pad::Zeros ? nullptr : a.get(1, "fillchar")) {
-    if ((*f)->type != Type::Str || codePoints((*f)->str) != 1)
+    if ((*f)->type != Type::Str)
+      throw RuntimeFailure(std::string("The fill character must be a unicode character, not ") +
+                           typeName((*f)->type));
+    if (codePoints((*f)->str) != 1)
       throw RuntimeFailure("The fill character must be exactly one character long");
     fill = (*f)->str;
   }
@@ -491,22 +494,22 @@ const std::map<std::string, StrMethod>& strMethods() {
           return string(recased(s, Recase::Swap));
         }}},
       {"center",
-       {{2, {"width", "fillchar"}, 1},
+       {{2, {"width", "fillchar"}, 1, 2, Arity::Expected},
         [](const std::string& s, Args& a, const std::string& fn) {
           return string(padded(s, a, Pad::Center, fn));
         }}},
       {"ljust",
-       {{2, {"width", "fillchar"}, 1},
+       {{2, {"width", "fillchar"}, 1, 2, Arity::Expected},
         [](const std::string& s, Args& a, const std::string& fn) {
           return string(padded(s, a, Pad::Left, fn));
         }}},
       {"rjust",
-       {{2, {"width", "fillchar"}, 1},
+       {{2, {"width", "fillchar"}, 1, 2, Arity::Expected},
         [](const std::string& s, Args& a, const std::string& fn) {
           return string(padded(s, a, Pad::Right, fn));
         }}},
       {"zfill",
-       {{1, {"width"}, 1},
+       {{1, {"width"}, 1, 1, Arity::ExactlyOne},
         [](const std::string& s, Args& a, const std::string& fn) {
           return string(padded(s, a, Pad::Zeros, fn));
         }}},

@@ -288,6 +288,15 @@ class TestScriptSyntax : public QObject {
         << "f-string: invalid conversion character: expected 's', 'r', or 'a'";
     QTest::newRow("max of only an unknown keyword") << "n = max(foo=1)\n"
                                                     << "max expected at least 1 argument, got 0";
+    QTest::newRow("center of nothing") << "x = 'a'.center()\n"
+                                       << "center expected at least 1 argument, got 0";
+    QTest::newRow("rjust's fill by keyword") << "x = 'a'.rjust(3, fillchar='x')\n"
+                                             << "str.rjust() takes no keyword arguments";
+    QTest::newRow("zfill of two") << "x = 'a'.zfill(3, 4)\n"
+                                  << "str.zfill() takes exactly one argument (2 given)";
+    QTest::newRow("center filled by a number")
+        << "x = 'a'.center(3, 5)\n"
+        << "The fill character must be a unicode character, not int";
     QTest::newRow("% at the end") << "x = 'a %' % ()\n"
                                   << "incomplete format";
     QTest::newRow("% key without a dict") << "x = '%(a)s' % 1\n"
