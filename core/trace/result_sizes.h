@@ -34,6 +34,8 @@ int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& 
 // (the real op then raises the same error); NoKernel: this LibTorch has no meta kernel for the op
 // (std and var in 1.13).
 at::Tensor metaLike(const at::Tensor& x);
+// Below this many bytes of int64s an operand's result is not worth a meta run: charged once made.
+inline constexpr int64_t kSmallOperandBytes = int64_t(1) << 20;
 struct MetaRun {
   enum class Outcome { Made, Refused, NoKernel } outcome = Outcome::Made;
   std::vector<at::Tensor> made;

@@ -345,10 +345,12 @@ const std::map<std::string, TensorMethod>& methods() {
          // its int64 copy; asked where ATen takes the sizes (else torch's own error).
          const int64_t dim = asInt(arg(a, 0, "dim", "Tensor.gather"), "dim");
          const at::Tensor index = toTensor(arg(a, 1, "index", "Tensor.gather"));
-         const MetaRun run = runOnMeta([&] {
-           return std::vector{metaLike(x).gather(dim, metaLike(index).to(at::kLong))};
-         });
-         if (run.outcome != MetaRun::Outcome::Refused) {
+         const auto sizesTaken = [&] {
+           return runOnMeta([&] {
+                    return std::vector{metaLike(x).gather(dim, metaLike(index).to(at::kLong))};
+                  }).outcome != MetaRun::Outcome::Refused;
+         };
+         if (tensorBytes(index.sizes(), at::kLong) > kSmallOperandBytes && sizesTaken()) {
            int64_t bytes = tensorBytes(index.sizes(), x.scalar_type());
            if (index.scalar_type() != at::kLong) bytes += tensorBytes(index.sizes(), at::kLong);
            interpreterOf(a).requestMemory(bytes);

@@ -54,6 +54,9 @@ int64_t correctionOf(const Args& a, const char* fn) {
 template <typename Reduce>
 void askFor(Args& a, const at::Tensor& x, Reduce reduce, int64_t fallback,
             bool castsInput = false) {
+  // A small x is not worth the meta run (about 10 us): whatever a reduction makes of it (values,
+  // int64 indices, a cast copy) is at most 2 MiB, and it is charged once made.
+  if (tensorBytes(x.sizes(), at::kLong) <= kSmallOperandBytes) return;
   const at::Tensor m = metaLike(x);
   const MetaRun run = runOnMeta([&] { return std::vector<at::Tensor>(reduce(m)); });
   if (run.outcome == MetaRun::Outcome::Refused) return;
