@@ -322,14 +322,7 @@ std::string formatString(const std::string& value, const FormatSpec& s) {
   if (s.alternate) throw FormatSpecError("'#' is not allowed in a string format");
   if (s.grouping) throw FormatSpecError("grouping is not allowed in a string format");
   std::string body = value;
-  if (s.precision >= 0) {  // at most `precision` characters
-    size_t bytes = 0, count = 0;
-    while (bytes < body.size() && count < size_t(s.precision)) {
-      bytes += utf8Length(static_cast<unsigned char>(body[bytes]));
-      ++count;
-    }
-    body = body.substr(0, std::min(bytes, body.size()));
-  }
+  if (s.precision >= 0) body.resize(prefixOf(body, size_t(s.precision)));  // characters
   FormatSpec plain = s;
   plain.zeroPad = false;
   if (s.zeroPad && !s.align) {

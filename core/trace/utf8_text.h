@@ -34,23 +34,9 @@ inline size_t prefixOf(std::string_view s, size_t n) {
   return i;
 }
 
-// The code point of the sequence at s[i], and its length in bytes; a sequence cut short or with a
-// byte that does not continue it is its first byte alone, as that byte's value.
-inline char32_t codePointAt(std::string_view s, size_t i, size_t* length) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  size_t n = utf8Length(lead);
-  char32_t code = n == 1 ? lead : lead & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) {
-    const auto c = i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
-    if ((c & 0xC0) != 0x80) {
-      n = 1;
-      code = lead;
-      break;
-    }
-    code = (code << 6) | (c & 0x3F);
-  }
-  *length = n;
-  return code;
-}
+// The code point of the well-formed UTF-8 sequence at s[i] (utf8proc's reading), and its length
+// in bytes; any other byte there (an overlong form, a surrogate, a stray or cut-off byte) is
+// itself, one byte long.
+char32_t codePointAt(std::string_view s, size_t i, size_t* length);
 
 }  // namespace shardscope::trace

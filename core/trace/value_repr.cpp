@@ -1,12 +1,11 @@
 // How values print: Python's repr and str of script values (a value that holds itself as
 // [...]); tensors print as torch prints them (tensor_repr.cpp).
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <cstdio>
 
 #include "dict_view.h"
 #include "format_spec.h"
+#include "utf8_text.h"
 #include "value.h"
 
 namespace shardscope::trace {
@@ -168,18 +167,14 @@ std::string ascii(const Value& v) {
     }
     // A well-formed UTF-8 sequence is its code point; any other byte (strings are bytes: an
     // overlong form, a surrogate, a stray continuation byte) is itself, as \x.
-    utf8proc_int32_t code = 0;
-    const utf8proc_ssize_t read =
-        utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
-                         utf8proc_ssize_t(text.size() - i), &code);
-    const size_t length = read > 0 ? size_t(read) : 1;
-    if (read <= 0) code = uint8_t(text[i]);
+    size_t length = 1;
+    const char32_t code = codePointAt(text, i, &length);
     char escape[12];
     std::snprintf(escape, sizeof escape,
                   code < 0x100     ? "\\x%02x"
                   : code < 0x10000 ? "\\u%04x"
                                    : "\\U%08x",
-                  code);
+                  unsigned(code));
     out += escape;
     i += length;
   }
