@@ -19,6 +19,9 @@ namespace {
 constexpr int64_t kDeferBytes = int64_t(1) << 20;  // what a block may make before a deferred
                                                    // default limit is read
 constexpr int64_t kObjectBytes = int64_t(sizeof(Object)) + 16;  // the object and its control block
+// More than any memory, and far from overflowing a sum with what is held: larger requests and
+// charges count as this much (a caller's saturated or wrapped-free estimate may be INT64_MAX).
+constexpr int64_t kMostBytes = int64_t(1) << 60;
 
 std::string mib(int64_t bytes) {
   std::ostringstream o;
@@ -89,7 +92,7 @@ std::string MemoryBudget::exceeded(int64_t held) const {
 
 std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& held) {
   if (!bounded()) return "";
-  pending_ += bytes;
+  pending_ = std::min(pending_ + std::min(bytes, kMostBytes), kMostBytes);
   if (pending_ < measureEvery_) return "";
   resolveFor(pending_);
   if (!bounded()) return "";  // the device reported no memory to bound by
@@ -103,6 +106,7 @@ std::string MemoryBudget::charge(int64_t bytes, const std::function<int64_t()>& 
 
 std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>& held) {
   if (!bounded()) return "";
+  bytes = std::min(bytes, kMostBytes);
   resolveFor(bytes + lastHeld_);
   if (!bounded() || resolve_ || bytes <= limit_ - lastHeld_) return "";
   lastHeld_ = held();
@@ -114,7 +118,7 @@ std::string MemoryBudget::request(int64_t bytes, const std::function<int64_t()>&
 
 int64_t newValuesBytes(int64_t count) {
   constexpr int64_t kEach = kObjectBytes + int64_t(sizeof(Value));
-  return count <= 0 ? 0 : count > (int64_t(1) << 60) / kEach ? int64_t(1) << 60 : count * kEach;
+  return count <= 0 ? 0 : count > kMostBytes / kEach ? kMostBytes : count * kEach;
 }
 
 int64_t heldBytes(const Environment& scope, const Environment* stop, const Value& made) {

@@ -7,6 +7,7 @@
 #include <QtTest/QtTest>
 
 #include <fstream>
+#include <limits>
 
 #include "common/script_checks.h"
 #include "common/test_support.h"
@@ -14,6 +15,7 @@
 #include "core/sha256.h"
 #include "core/trace/ast.h"
 #include "core/trace/interpreter.h"
+#include "core/trace/memory_budget.h"
 #include "core/trace/script_runner.h"
 #include "core/trace/source_location.h"
 
@@ -509,6 +511,22 @@ class TestScriptSafety : public QObject {
     QCOMPARE(lines[1], std::string("32 32"));
     QCOMPARE(lines[2], std::string("4000"));
     QCOMPARE(lines[3], std::string("torch.float32 19999900000"));
+  }
+
+  // An estimate saturated at INT64_MAX (a padding's bytes) counts as 2**60: its sum with what is
+  // held does not overflow, and it is refused, again and again.
+  void hugeRequestsAreRefusedWithoutOverflow() {
+    trace::MemoryBudget budget(int64_t(64) << 20);
+    const auto held = [] { return int64_t(10) << 20; };
+    const int64_t most = std::numeric_limits<int64_t>::max();
+    for (int round = 0; round < 2; ++round) {
+      const std::string e = budget.request(most, held);
+      QVERIFY2(e.find("would create 1099511627776.0 MiB next to the 10.0 MiB") != std::string::npos,
+               e.c_str());
+    }
+    // A charge only measures what is held (10 MiB: within the budget), however large it says.
+    QCOMPARE(budget.charge(most, held), std::string());
+    QCOMPARE(budget.charge(most, held), std::string());
   }
 
   void blocksHaveAMemoryBudget() {
