@@ -34,14 +34,14 @@ int64_t einsumBytes(const std::string& equation, const std::vector<at::Tensor>& 
 // (the real op then raises the same error); NoKernel: this LibTorch has no meta kernel for the op
 // (std and var in 1.13).
 at::Tensor metaLike(const at::Tensor& x);
-// Below this many bytes of int64s an operand's result is not worth a meta run: charged once made.
-inline constexpr int64_t kSmallOperandBytes = int64_t(1) << 20;
 struct MetaRun {
   enum class Outcome { Made, Refused, NoKernel } outcome = Outcome::Made;
   std::vector<at::Tensor> made;
   int64_t bytes() const;  // of everything made
 };
 MetaRun runOnMeta(const std::function<std::vector<at::Tensor>()>& op);
+// Below this many bytes of int64s an operand's result is not worth a meta run: charged once made.
+inline constexpr int64_t kSmallOperandBytes = int64_t(1) << 20;
 // x reduced over `dims` (x.sum(1), x.amax((0, 2)), x.max(1)'s values): the elements of its other
 // dimensions, in `dtype` (keepdim's ones change no count); 0 for a dim out of range (torch's own
 // error). Its result can be most of an expanded view's elements: e.expand(n, n, 2).sum(2).

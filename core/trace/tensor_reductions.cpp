@@ -67,8 +67,8 @@ void askFor(Args& a, const at::Tensor& x, Reduce reduce, int64_t fallback,
   interpreterOf(a).requestMemory(bytes);
 }
 
-// What sum and prod give without a dtype=: int64 for bool and integer tensors, as torch does (for
-// the fallback only: the meta run says it otherwise).
+// What sum and prod give without a dtype=: int64 for bool and integer tensors, as torch does.
+// Without a dim it says whether there is a cast copy to ask for; with one, the meta run says.
 at::ScalarType accumulatedType(const at::Tensor& x, c10::optional<at::ScalarType> dtype) {
   if (dtype) return *dtype;
   return at::isIntegralType(x.scalar_type(), /*includeBool=*/true) ? at::kLong : x.scalar_type();
